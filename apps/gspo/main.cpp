@@ -1,0 +1,82 @@
+// gspo: the command line. Parses flags into the library's argument structs, calls the library, and maps
+// exceptions to exit codes (the only place that decides them): 0 ok, 1 unexpected, 2 config/usage, 3 data,
+// 4 model contract, 5 io, 6 training fault, 130 interrupted.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "gspo/cli/commands.h"
+#include "gspo/core/error.h"
+#include "gspo/core/log.h"
+#include "gspo/core/torch_compat.h"
+
+namespace {
+
+void add_generate(CLI::App& app, gspo::cli::GenerateArgs& g) {
+  auto* c = app.add_subcommand("generate", "sample responses from a policy");
+  c->add_option("--model,-m", g.model, "policy file (.pt)")->required();
+  c->add_option("--prompt,-p", g.prompts, "prompt text (repeatable: one batch of prompts)");
+  c->add_option("--prompt-ids", g.prompt_ids, "prompt as token ids, e.g. 257,72,105 (repeatable)");
+  c->add_option("--samples,-n", g.samples, "samples per prompt")->capture_default_str();
+  c->add_option("--temperature,-t", g.temperature, "sampling temperature; 0 = greedy")->capture_default_str();
+  c->add_option("--top-p", g.top_p, "nucleus sampling mass; 1 disables")->capture_default_str();
+  c->add_option("--top-k", g.top_k, "sample among the k most likely tokens; 0 disables")->capture_default_str();
+  c->add_option("--max-new-tokens", g.max_new_tokens, "response length cap")->capture_default_str();
+  c->add_option("--stop", g.stop, "stop string (repeatable)");
+  c->add_option("--seed", g.seed, "sampler seed")->capture_default_str();
+  c->add_option("--tokenizer", g.tokenizer, "tokenizer spec file; default: the one inside the model");
+  c->add_option("--device", g.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  c->add_flag("--json", g.json, "one JSON line per sample: ids, text, log-probs, finish reason");
+}
+
+void add_inspect(CLI::App& app, gspo::cli::InspectArgs& a) {
+  auto* c = app.add_subcommand("inspect", "check a model file against the contract and summarise it");
+  c->add_option("model", a.model, "policy file (.pt)")->required();
+  c->add_option("--device", a.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  c->add_flag("--json", a.json, "print the summary as one JSON object");
+}
+
+void add_config(CLI::App& app, gspo::cli::ConfigArgs& a) {
+  auto* c = app.add_subcommand("config", "print the resolved config (defaults filled in) or its errors");
+  c->add_option("--config,-c", a.config, "YAML config file; omitted = defaults");
+  c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
+  c->add_flag("--reference", a.reference, "print every option with its default and rule (Markdown)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gspo: reinforcement-learning post-training of language models (GSPO, GSPO-token, GRPO)"};
+  app.require_subcommand(1);
+  std::string log_level;
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off (or GSPO_LOG_LEVEL)");
+  app.set_version_flag("--version", "gspo 0.1.0 (LibTorch " + gspo::compat::torch_version() + ")");
+  gspo::cli::GenerateArgs gen;
+  gspo::cli::InspectArgs insp;
+  gspo::cli::ConfigArgs cfg;
+  add_generate(app, gen);
+  add_inspect(app, insp);
+  add_config(app, cfg);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    gspo::log::init_from_env();
+    if (!log_level.empty()) gspo::log::set_level(log_level);
+    if (app.got_subcommand("generate")) return gspo::cli::generate(gen);
+    if (app.got_subcommand("inspect")) return gspo::cli::inspect(insp);
+    if (app.got_subcommand("config")) return gspo::cli::config(cfg);
+  } catch (const gspo::Error& e) {
+    std::cerr << "gspo: " << e.kind() << ": " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const c10::Error& e) {
+    std::cerr << "gspo: torch error: " << e.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "gspo: unexpected error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

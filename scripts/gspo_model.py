@@ -1,0 +1,209 @@
+"""The TorchScript policy architecture that gspo's model contract (docs/model-contract.md) is written against.
+
+A Llama-style decoder (RMSNorm, RoPE in the rotate-half convention, grouped-query attention, SwiGLU MLP), with
+switches for the Qwen2 (qkv bias) and Qwen3 (q/k RMSNorm) variants. Attention is written with plain matmul +
+softmax so the scripted module runs on LibTorch 1.13 as well as 2.x (no scaled_dot_product_attention).
+
+Padding: rows may be left-padded (prompts) and right-padded (responses); attention_mask marks real tokens and
+positions are cumsum(attention_mask) - 1, so a token's position does not depend on the padding before it.
+Outputs at padded query positions are unspecified.
+"""
+import json
+import math
+from typing import List, Optional
+
+import torch
+from torch import Tensor, nn
+
+CONTRACT_VERSION = 1
+MASK_VALUE = -1.0e9  # added to scores of masked keys (finite so fully-masked pad rows stay NaN-free)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        xf = x.float()
+        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * y.to(x.dtype)
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, hidden: int, n_heads: int, n_kv_heads: int, head_dim: int, qkv_bias: bool, qk_norm: bool,
+                 eps: float):
+        super().__init__()
+        self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads
+        self.head_dim = head_dim
+        self.q_proj = nn.Linear(hidden, n_heads * head_dim, bias=qkv_bias)
+        self.k_proj = nn.Linear(hidden, n_kv_heads * head_dim, bias=qkv_bias)
+        self.v_proj = nn.Linear(hidden, n_kv_heads * head_dim, bias=qkv_bias)
+        self.o_proj = nn.Linear(n_heads * head_dim, hidden, bias=False)
+        self.qk_norm = qk_norm
+        self.q_norm = RMSNorm(head_dim, eps)
+        self.k_norm = RMSNorm(head_dim, eps)
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor, kv: Optional[Tensor], start: int) -> Tensor:
+        # x [B, T, H]; cos/sin [B, 1, T, D]; bias [B, 1, T, S] additive; kv [2, B, Hkv, S_max, D] or None.
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim)
+        k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
+        v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
+        if self.qk_norm:
+            q = self.q_norm(q)
+            k = self.k_norm(k)
+        q = q.transpose(1, 2)
+        k = k.transpose(1, 2)
+        v = v.transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if kv is not None:
+            kv[0, :, :, start:start + t] = k
+            kv[1, :, :, start:start + t] = v
+            k = kv[0, :, :, :start + t]
+            v = kv[1, :, :, :start + t]
+        rep = self.n_heads // self.n_kv_heads
+        if rep > 1:
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+        scores = torch.matmul(q, k.transpose(-1, -2)).float() * (1.0 / math.sqrt(self.head_dim)) + bias
+        probs = torch.softmax(scores, dim=-1).to(v.dtype)
+        out = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)
+        return self.o_proj(out)
+
+
+class MLP(nn.Module):
+    def __init__(self, hidden: int, intermediate: int):
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
+        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
+        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: dict):
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.self_attn = Attention(cfg["hidden_size"], cfg["num_heads"], cfg["num_kv_heads"], cfg["head_dim"],
+                                   cfg.get("qkv_bias", False), cfg.get("qk_norm", False), cfg["rms_norm_eps"])
+        self.post_attention_layernorm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.mlp = MLP(cfg["hidden_size"], cfg["intermediate_size"])
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor, kv: Optional[Tensor], start: int) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias, kv, start)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class CausalLM(nn.Module):
+    """The contract's methods: forward, init_cache, prefill, decode, reorder_cache."""
+
+    def __init__(self, cfg: dict):
+        super().__init__()
+        self.num_layers = cfg["num_layers"]
+        self.n_kv_heads = cfg["num_kv_heads"]
+        self.head_dim = cfg["head_dim"]
+        self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
+        self.layers = nn.ModuleList([Block(cfg) for _ in range(cfg["num_layers"])])
+        self.norm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
+        if cfg.get("tie_word_embeddings", False):
+            self.lm_head.weight = self.embed_tokens.weight
+        inv_freq = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, self.head_dim, 2).double() / self.head_dim))
+        pos = torch.arange(cfg["max_seq_len"]).double()
+        freqs = torch.outer(pos, inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_table", emb.cos().float(), persistent=True)
+        self.register_buffer("sin_table", emb.sin().float(), persistent=True)
+
+    def _run(self, input_ids: Tensor, attention_mask: Tensor, cache: Optional[Tensor], start: int,
+             last_only: bool) -> Tensor:
+        b, t = input_ids.shape
+        total = start + t
+        mask = attention_mask[:, :total]
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, start:total]
+        x = self.embed_tokens(input_ids)
+        cos = self.cos_table[positions].to(x.dtype).unsqueeze(1)
+        sin = self.sin_table[positions].to(x.dtype).unsqueeze(1)
+        q_idx = torch.arange(start, total, device=input_ids.device).view(1, 1, t, 1)
+        k_idx = torch.arange(0, total, device=input_ids.device).view(1, 1, 1, total)
+        allowed = (k_idx <= q_idx) & (mask.view(b, 1, 1, total) > 0)
+        bias = torch.zeros(allowed.shape, dtype=torch.float32, device=input_ids.device)
+        bias = bias.masked_fill(~allowed, -1.0e9)  # MASK_VALUE
+        i = 0
+        for layer in self.layers:
+            kv: Optional[Tensor] = None
+            if cache is not None:
+                kv = cache[i]
+            x = layer(x, cos, sin, bias, kv, start)
+            i += 1
+        if last_only:
+            x = x[:, -1:, :]
+        return self.lm_head(self.norm(x)).float()
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """[B, T] int64 ids and mask -> [B, T, V] float32 logits (next-token scores at every position)."""
+        return self._run(input_ids, attention_mask, None, 0, False)
+
+    @torch.jit.export
+    def init_cache(self, batch: int, max_len: int) -> Tensor:
+        """An empty KV cache for `batch` rows and `max_len` columns (layout private to the model)."""
+        w = self.embed_tokens.weight
+        return torch.zeros([self.num_layers, 2, batch, self.n_kv_heads, max_len, self.head_dim], dtype=w.dtype,
+                           device=w.device)
+
+    @torch.jit.export
+    def prefill(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor) -> Tensor:
+        """Fills cache columns [0, T) from [B, T] ids; returns [B, V] float32 logits of the last column."""
+        return self._run(input_ids, attention_mask, cache, 0, True).squeeze(1)
+
+    @torch.jit.export
+    def decode(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, start: int) -> Tensor:
+        """One new column: ids [B, 1] at column `start`, mask [B, start + 1]; returns [B, V] float32 logits."""
+        return self._run(input_ids, attention_mask, cache, start, True).squeeze(1)
+
+    @torch.jit.export
+    def reorder_cache(self, cache: Tensor, rows: Tensor) -> Tensor:
+        """The cache restricted to (and reordered by) the batch rows `rows` (int64 [B'])."""
+        return cache.index_select(2, rows)
+
+
+def manifest_for(cfg: dict, tokenizer: dict, dtype: str) -> dict:
+    return {
+        "format": "gspo-policy",
+        "contract_version": CONTRACT_VERSION,
+        "architecture": cfg.get("architecture", "llama"),
+        "vocab_size": cfg["vocab_size"],
+        "max_seq_len": cfg["max_seq_len"],
+        "bos_token_id": cfg["bos_token_id"],
+        "eos_token_id": cfg["eos_token_id"],
+        "pad_token_id": cfg["pad_token_id"],
+        "num_layers": cfg["num_layers"],
+        "hidden_size": cfg["hidden_size"],
+        "num_heads": cfg["num_heads"],
+        "num_kv_heads": cfg["num_kv_heads"],
+        "head_dim": cfg["head_dim"],
+        "dtype": dtype,
+        "tokenizer_type": tokenizer["type"],
+    }
+
+
+def save_scripted(model: nn.Module, cfg: dict, tokenizer: dict, dtype: str, path: str) -> None:
+    """Scripts `model` and writes it with the manifest and tokenizer as TorchScript extra files."""
+    model.eval()
+    scripted = torch.jit.script(model)
+    extra = {
+        "gspo_manifest.json": json.dumps(manifest_for(cfg, tokenizer, dtype), indent=1),
+        "gspo_tokenizer.json": json.dumps(tokenizer),
+    }
+    scripted.save(path, _extra_files=extra)

@@ -1,0 +1,45 @@
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "gspo/cli/commands.h"
+#include "gspo/cli/device.h"
+#include "gspo/model/policy.h"
+#include "gspo/tokenizer/tokenizer.h"
+
+namespace gspo::cli {
+
+int inspect(const InspectArgs& a) {
+  auto policy = model::Policy::load(a.model, resolve_device(a.device, "--device"));
+  const double diff = model::check_contract(policy);
+  const auto& m = policy.manifest();
+  std::string tok_type = "none";
+  if (!policy.tokenizer_json().empty()) {
+    auto tok = tokenizer::from_spec(policy.tokenizer_json(), a.model);
+    tok_type = nlohmann::json::parse(policy.tokenizer_json()).value("type", "?");
+  }
+  nlohmann::json j{{"path", a.model},          {"architecture", m.architecture}, {"parameters", policy.num_parameters()},
+                   {"layers", m.num_layers},   {"hidden_size", m.hidden_size},   {"heads", m.num_heads},
+                   {"kv_heads", m.num_kv_heads}, {"head_dim", m.head_dim},       {"vocab_size", m.vocab_size},
+                   {"max_seq_len", m.max_seq_len}, {"dtype", m.dtype},           {"bos_token_id", m.bos_token_id},
+                   {"eos_token_id", m.eos_token_id}, {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
+                   {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"}};
+  if (a.json) {
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << "model        " << a.model << "\n"
+            << "architecture " << m.architecture << " (contract v" << m.contract_version << ")\n"
+            << "parameters   " << policy.num_parameters() << "\n"
+            << "layers       " << m.num_layers << "  hidden " << m.hidden_size << "  heads " << m.num_heads
+            << " (kv " << m.num_kv_heads << ", head_dim " << m.head_dim << ")\n"
+            << "vocab        " << m.vocab_size << "  max_seq_len " << m.max_seq_len << "  dtype " << m.dtype << "\n"
+            << "special ids  bos " << m.bos_token_id << "  eos " << m.eos_token_id << "  pad " << m.pad_token_id << "\n"
+            << "tokenizer    " << tok_type << "\n"
+            << "methods      ";
+  for (const auto& name : policy.methods()) std::cout << name << " ";
+  std::cout << "\ncontract     ok (KV-cache decode vs forward: max |diff| " << diff << ")\n";
+  return 0;
+}
+
+}  // namespace gspo::cli

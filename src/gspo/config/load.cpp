@@ -1,0 +1,276 @@
+#include "gspo/config/load.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gspo/config/suggest.h"
+#include "gspo/config/validate.h"
+#include "gspo/config/value_text.h"
+#include "gspo/core/error.h"
+
+namespace gspo::config {
+namespace {
+
+// Where a value came from: "file.yaml:LINE" or "--set".
+std::string where_of(const YAML::Node& n, const std::string& origin, bool from_file) {
+  if (!from_file) return origin;
+  return origin + ":" + std::to_string(n.Mark().line + 1);
+}
+
+// Converts one YAML node into a typed field; returns false with `expected` set when the type is wrong.
+bool convert(const YAML::Node& n, int64_t& out, std::string& expected) {
+  expected = "an integer";
+  if (!n.IsScalar()) return false;
+  try {
+    const std::string& s = n.Scalar();
+    size_t pos = 0;
+    long long v = std::stoll(s, &pos, 10);
+    if (pos != s.size()) return false;
+    out = v;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+bool convert(const YAML::Node& n, double& out, std::string& expected) {
+  expected = "a number";
+  if (!n.IsScalar()) return false;
+  try {
+    const std::string& s = n.Scalar();
+    size_t pos = 0;
+    double v = std::stod(s, &pos);
+    if (pos != s.size() || !std::isfinite(v)) return false;
+    out = v;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+bool convert(const YAML::Node& n, bool& out, std::string& expected) {
+  expected = "true or false";
+  if (!n.IsScalar()) return false;
+  const std::string& s = n.Scalar();
+  if (s == "true" || s == "True" || s == "TRUE") { out = true; return true; }
+  if (s == "false" || s == "False" || s == "FALSE") { out = false; return true; }
+  return false;
+}
+bool convert(const YAML::Node& n, std::string& out, std::string& expected) {
+  expected = "a string";
+  if (n.IsNull()) { out.clear(); return true; }
+  if (!n.IsScalar()) return false;
+  out = n.Scalar();
+  return true;
+}
+bool convert(const YAML::Node& n, std::vector<std::string>& out, std::string& expected) {
+  expected = "a list of strings";
+  if (n.IsNull()) { out.clear(); return true; }
+  if (!n.IsSequence()) return false;
+  std::vector<std::string> v;
+  for (const auto& item : n) {
+    if (!item.IsScalar()) return false;
+    v.push_back(item.Scalar());
+  }
+  out = std::move(v);
+  return true;
+}
+
+std::string shown(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+// Checks a typed value against its rule; returns "" or the failed rule's description.
+template <class T>
+std::string check_rule(const T& v, const Rule& r) {
+  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+    return check_number(r, static_cast<double>(v));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (r.choices.empty()) return "";
+    for (const auto& c : r.choices) if (c == v) return "";
+    return describe(r);
+  } else {
+    return "";
+  }
+}
+
+// Visits one section's fields, applying the keys present in `node`.
+struct SectionReader {
+  const YAML::Node& node;
+  const std::string& section;
+  const std::string& origin;
+  bool from_file;
+  Config& cfg;
+  std::vector<std::string>& errors;
+
+  template <class T>
+  void operator()(const char* key, T& field, const char* /*doc*/, const Rule& rule) {
+    YAML::Node n = node[key];
+    if (!n) return;
+    const std::string path = section + "." + key;
+    const std::string where = where_of(n, origin, from_file);
+    T value = field;
+    std::string expected;
+    if (!convert(n, value, expected)) {
+      errors.push_back(where + ": " + path + " must be " + expected + " (got " + shown(n) + ")");
+      return;
+    }
+    std::string broken = check_rule(value, rule);
+    if (!broken.empty()) {
+      std::string msg = where + ": " + path + " must be " + broken + " (got " + value_text(value) + ")";
+      if constexpr (std::is_same_v<T, std::string>) {
+        std::string near = nearest(value, rule.choices);
+        if (!near.empty()) msg += "; did you mean '" + near + "'?";
+      }
+      errors.push_back(msg);
+      return;
+    }
+    field = value;
+    cfg.origin[path] = where;
+  }
+};
+
+struct KeyLister {
+  std::vector<std::string>& keys;
+  template <class T>
+  void operator()(const char* key, T&, const char*, const Rule&) { keys.push_back(key); }
+};
+
+std::vector<std::string> section_names() {
+  std::vector<std::string> names;
+  Config c;
+  c.visit_sections([&](const char* name, auto&, const char*) { names.push_back(name); });
+  return names;
+}
+
+// Applies one top-level mapping {section: {key: value}} to cfg, collecting errors.
+void apply_document(const YAML::Node& root, const std::string& origin, bool from_file, Config& cfg,
+                    std::vector<std::string>& errors) {
+  const auto sections = section_names();
+  for (const auto& kv : root) {
+    const std::string name = kv.first.Scalar();
+    if (std::find(sections.begin(), sections.end(), name) == sections.end()) {
+      std::string msg = where_of(kv.first, origin, from_file) + ": unknown section '" + name + "'";
+      std::string near = nearest(name, sections);
+      msg += near.empty() ? " (sections: model, tokenizer, data, rollout, algorithm, optimizer, train, "
+                            "checkpoint, logging)"
+                          : "; did you mean '" + near + "'?";
+      errors.push_back(msg);
+    }
+  }
+  cfg.visit_sections([&](const char* name, auto& section, const char*) {
+    YAML::Node node = root[name];
+    if (!node || node.IsNull()) return;
+    if (!node.IsMap()) {
+      errors.push_back(where_of(node, origin, from_file) + ": section '" + name + "' must be a mapping of keys");
+      return;
+    }
+    std::vector<std::string> keys;
+    section.visit(KeyLister{keys});
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      std::string msg = where_of(kv.first, origin, from_file) + ": unknown key '" + std::string(name) + "." +
+                        key + "'";
+      std::string near = nearest(key, keys);
+      if (near.empty()) {
+        // Maybe the key lives in another section.
+        for (const auto& full : all_keys())
+          if (full.substr(full.find('.') + 1) == key) near = full;
+        if (!near.empty()) msg += "; did you mean '" + near + "'?";
+      } else {
+        msg += "; did you mean '" + std::string(name) + "." + near + "'?";
+      }
+      errors.push_back(msg);
+    }
+    const std::string section_name = name;
+    section.visit(SectionReader{node, section_name, origin, from_file, cfg, errors});
+  });
+}
+
+void apply_override(const std::string& text, Config& cfg, std::vector<std::string>& errors) {
+  const auto eq = text.find('=');
+  const std::string origin = "--set " + text;
+  if (eq == std::string::npos) {
+    errors.push_back(origin + ": expected section.key=value");
+    return;
+  }
+  const std::string path = text.substr(0, eq);
+  const auto dot = path.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == path.size()) {
+    errors.push_back(origin + ": expected section.key=value (got key '" + path + "')");
+    return;
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    errors.push_back(origin + ": value is not valid YAML: " + e.msg);
+    return;
+  }
+  YAML::Node doc;
+  doc[path.substr(0, dot)][path.substr(dot + 1)] = value;
+  apply_document(doc, origin, false, cfg, errors);
+}
+
+void throw_if(const std::vector<std::string>& errors) {
+  if (errors.empty()) return;
+  std::string msg = errors.size() == 1 ? "invalid config:" : std::to_string(errors.size()) + " config errors:";
+  for (const auto& e : errors) msg += "\n  " + e;
+  throw ConfigError(msg);
+}
+
+Config load_node(const YAML::Node& root, const std::string& name, const std::vector<std::string>& overrides) {
+  Config cfg;
+  std::vector<std::string> errors;
+  if (root && !root.IsNull()) {
+    if (!root.IsMap()) throw ConfigError(name + ": the top level must be a mapping of sections (got " +
+                                         shown(root) + ")");
+    apply_document(root, name, true, cfg, errors);
+  }
+  for (const auto& o : overrides) apply_override(o, cfg, errors);
+  throw_if(errors);
+  resolve_defaults(cfg);
+  throw_if(validate(cfg));
+  return cfg;
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& name) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(name + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> all_keys() {
+  std::vector<std::string> out;
+  Config c;
+  c.visit_sections([&](const char* name, auto& section, const char*) {
+    std::vector<std::string> keys;
+    section.visit(KeyLister{keys});
+    for (const auto& k : keys) out.push_back(std::string(name) + "." + k);
+  });
+  return out;
+}
+
+Config load_text(const std::string& yaml_text, const std::string& name, const std::vector<std::string>& overrides) {
+  return load_node(parse_yaml(yaml_text, name), name, overrides);
+}
+
+Config load(const std::string& path, const std::vector<std::string>& overrides) {
+  if (path.empty()) return load_node(YAML::Node(), "<defaults>", overrides);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError("cannot read config file '" + path + "': " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_text(ss.str(), path, overrides);
+}
+
+}  // namespace gspo::config

@@ -1,0 +1,226 @@
+// Typed options, one struct per YAML section. Each struct's visit() is the single table that drives YAML
+// parsing, --set overrides, per-field validation, `gspo config` printing and docs/config.md: a field added
+// here exists everywhere at once. Every field has a default and a one-line doc.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gspo/config/rule.h"
+
+namespace gspo::config {
+
+struct ModelOptions {
+  std::string path = "";            // TorchScript policy (.pt) meeting docs/model-contract.md
+  std::string device = "cpu";       // cpu, cuda, cuda:N, or auto (cuda when available)
+  std::string dtype = "float32";    // parameter dtype for training and sampling
+
+  template <class V>
+  void visit(V&& v) {
+    v("path", path, "TorchScript policy file (.pt) meeting docs/model-contract.md", any());
+    v("device", device, "cpu, cuda, cuda:N, or auto (cuda when available)", any());
+    v("dtype", dtype, "parameter dtype: float32 or bfloat16 (bfloat16 needs a GPU build)",
+      one_of({"float32", "bfloat16"}));
+  }
+};
+
+struct TokenizerOptions {
+  std::string path = "";            // "" = the tokenizer embedded in the model file
+  template <class V>
+  void visit(V&& v) {
+    v("path", path, "tokenizer spec file; empty = the tokenizer embedded in the model file", any());
+  }
+};
+
+struct DataOptions {
+  std::string task = "arithmetic";                 // built-in synthetic task or a JSONL file
+  std::string path = "";                           // JSONL dataset when task = jsonl
+  std::string prompt_key = "prompt";               // JSONL field holding the prompt
+  std::string answer_key = "answer";               // JSONL field holding the reference answer
+  std::string prompt_template = "{prompt}";        // text around the prompt; {prompt} is replaced
+  bool shuffle = true;                             // reshuffle the prompt order every epoch
+  int64_t seed = 1234;                             // seed of the shuffling and of the synthetic task
+  int64_t max_operand = 9;                         // arithmetic: operands drawn from [0, max_operand]
+  std::string operators = "+";                     // arithmetic: operators to draw from (subset of +-*)
+  int64_t num_prompts = 512;                       // arithmetic: size of the generated prompt pool
+
+  template <class V>
+  void visit(V&& v) {
+    v("task", task, "arithmetic (built-in, exact-match rewards) or jsonl (prompt/answer rows from data.path)",
+      one_of({"arithmetic", "jsonl"}));
+    v("path", path, "JSONL dataset file, one object per line (task = jsonl)", any());
+    v("prompt_key", prompt_key, "JSONL field holding the prompt text", any());
+    v("answer_key", answer_key, "JSONL field holding the reference answer", any());
+    v("prompt_template", prompt_template, "template applied to every prompt; {prompt} is replaced by it", any());
+    v("shuffle", shuffle, "reshuffle the prompt order at every epoch", any());
+    v("seed", seed, "seed of shuffling and of the synthetic task", at_least(0));
+    v("max_operand", max_operand, "arithmetic task: operands are drawn from [0, max_operand]", between(1, 1000000));
+    v("operators", operators, "arithmetic task: operators to draw from, any of + - *", any());
+    v("num_prompts", num_prompts, "arithmetic task: number of distinct prompts generated", at_least(1));
+  }
+};
+
+struct RolloutOptions {
+  int64_t prompts_per_step = 16;       // B prompts per rollout batch
+  int64_t group_size = 8;              // G responses per prompt
+  int64_t max_new_tokens = 16;         // response length cap; a response hitting it is "truncated"
+  double temperature = 1.0;            // 0 = greedy
+  double top_p = 1.0;                  // nucleus mass kept; 1 disables
+  int64_t top_k = 0;                   // keep the k most likely tokens; 0 disables
+  std::vector<std::string> stop = {};  // stop strings; the response ends after the token completing one
+  int64_t seed = 0;                    // sampler seed
+
+  template <class V>
+  void visit(V&& v) {
+    v("prompts_per_step", prompts_per_step, "prompts per rollout batch (B)", at_least(1));
+    v("group_size", group_size, "responses sampled per prompt (G); group advantages need >= 2", at_least(2));
+    v("max_new_tokens", max_new_tokens, "maximum response length in tokens", at_least(1));
+    v("temperature", temperature, "sampling temperature; 0 = greedy argmax", between(0, 100));
+    v("top_p", top_p, "nucleus sampling: smallest set of tokens with this probability mass; 1 disables",
+      Rule{0.0, 1.0, true, {}, false});
+    v("top_k", top_k, "sample among the k most likely tokens; 0 disables", at_least(0));
+    v("stop", stop, "stop strings: a response ends with the token that completes one of them", any());
+    v("seed", seed, "sampler seed (same seed, same samples)", at_least(0));
+  }
+};
+
+struct AlgorithmOptions {
+  std::string loss = "gspo";               // gspo, gspo_token or grpo
+  double clip_low = -1;                    // eps_low; < 0 = the loss's default (GSPO 3e-4, GRPO 0.2)
+  double clip_high = -1;                   // eps_high; < 0 = the loss's default (GSPO 4e-4, GRPO 0.28)
+  double log_ratio_clamp = 10.0;           // upper clamp on the (sequence) log-ratio before exp(); 0 disables
+  std::string advantage = "group_norm";    // group_norm, no_std (Dr. GRPO) or leave_one_out
+  std::string std_kind = "population";     // population (divide by G) or sample (G - 1)
+  double adv_eps = 1e-6;                   // added to the std in the advantage denominator
+  double kl_coef = 0.0;                    // KL penalty to the reference model; 0 = no reference model loaded
+  std::string kl_estimator = "k3";         // k1 (logp - ref) or k3 (exp(ref - logp) - (ref - logp) - 1)
+  std::string reference_model = "";        // "" = the initial policy (model.path)
+  std::string old_logprobs = "recompute";  // recompute (exact, step-start weights) or sampler
+  int64_t num_minibatches = 4;             // optimizer steps per rollout batch
+  int64_t micro_batch_size = 0;            // sequences per forward/backward; 0 = the whole mini-batch
+  bool filter_zero_variance = false;       // drop groups whose rewards are all equal before the update
+  bool filter_truncated = false;           // drop responses that hit max_new_tokens before the update
+
+  template <class V>
+  void visit(V&& v) {
+    v("loss", loss, "policy loss: gspo (sequence ratio), gspo_token, grpo (token ratio)",
+      one_of({"gspo", "gspo_token", "grpo"}));
+    v("clip_low", clip_low, "eps_low of the clip range [1 - eps_low, 1 + eps_high]; < 0 = loss default "
+      "(gspo 3e-4, grpo 0.2)", between(-1, 1));
+    v("clip_high", clip_high, "eps_high of the clip range; < 0 = loss default (gspo 4e-4, grpo 0.28)",
+      between(-1, 10));
+    v("log_ratio_clamp", log_ratio_clamp, "upper clamp on the log-ratio before exp(); 0 disables", at_least(0));
+    v("advantage", advantage, "group_norm (r-mean)/(std+eps), no_std (r-mean), leave_one_out (r - mean of others)",
+      one_of({"group_norm", "no_std", "leave_one_out"}));
+    v("std_kind", std_kind, "std of group_norm: population (divide by G) or sample (divide by G-1)",
+      one_of({"population", "sample"}));
+    v("adv_eps", adv_eps, "eps added to the group std", at_least(0));
+    v("kl_coef", kl_coef, "coefficient of the KL penalty to the reference model; 0 disables it", at_least(0));
+    v("kl_estimator", kl_estimator, "per-token KL estimator: k1 or k3", one_of({"k1", "k3"}));
+    v("reference_model", reference_model, "reference policy for the KL term; empty = model.path", any());
+    v("old_logprobs", old_logprobs, "pi_old log-probs: recompute (step-start weights) or sampler",
+      one_of({"recompute", "sampler"}));
+    v("num_minibatches", num_minibatches, "optimizer steps per rollout batch (the paper: 4)", at_least(1));
+    v("micro_batch_size", micro_batch_size, "sequences per forward/backward pass; 0 = whole mini-batch",
+      at_least(0));
+    v("filter_zero_variance", filter_zero_variance, "drop groups with identical rewards before the update", any());
+    v("filter_truncated", filter_truncated, "drop responses that hit max_new_tokens before the update", any());
+  }
+};
+
+struct OptimizerOptions {
+  double lr = 1e-5;                    // peak learning rate
+  double weight_decay = 0.0;           // AdamW decoupled weight decay
+  double beta1 = 0.9;                  // AdamW beta1
+  double beta2 = 0.999;                // AdamW beta2
+  double eps = 1e-8;                   // AdamW eps
+  double grad_clip = 1.0;              // max global gradient L2 norm; 0 disables
+  int64_t warmup_steps = 0;            // optimizer steps of linear warmup from 0
+  std::string schedule = "constant";   // constant or cosine after warmup
+  double min_lr_ratio = 0.0;           // cosine: final lr as a fraction of lr
+
+  template <class V>
+  void visit(V&& v) {
+    v("lr", lr, "peak learning rate", greater_than(0));
+    v("weight_decay", weight_decay, "AdamW decoupled weight decay", at_least(0));
+    v("beta1", beta1, "AdamW beta1", Rule{0.0, 1.0, false, {}, false});
+    v("beta2", beta2, "AdamW beta2", Rule{0.0, 1.0, false, {}, false});
+    v("eps", eps, "AdamW eps", greater_than(0));
+    v("grad_clip", grad_clip, "clip the global gradient L2 norm to this; 0 disables", at_least(0));
+    v("warmup_steps", warmup_steps, "optimizer steps of linear LR warmup", at_least(0));
+    v("schedule", schedule, "LR after warmup: constant or cosine (decays to min_lr_ratio * lr)",
+      one_of({"constant", "cosine"}));
+    v("min_lr_ratio", min_lr_ratio, "cosine schedule: final LR as a fraction of lr", between(0, 1));
+  }
+};
+
+struct TrainOptions {
+  int64_t max_steps = 100;             // rollout steps (each = num_minibatches optimizer steps)
+  int64_t seed = 0;                    // seed of everything not seeded elsewhere
+  std::string output_dir = "runs/gspo";  // run directory: metrics.jsonl, checkpoints/, config.yaml
+  std::string on_nonfinite = "stop";   // stop (raise naming the step) or skip (drop that update)
+  int64_t threads = 0;                 // intra-op CPU threads; 0 = LibTorch's default
+
+  template <class V>
+  void visit(V&& v) {
+    v("max_steps", max_steps, "rollout steps to run (each = num_minibatches optimizer steps)", at_least(1));
+    v("seed", seed, "training seed", at_least(0));
+    v("output_dir", output_dir, "run directory for metrics.jsonl, checkpoints/ and the resolved config", any());
+    v("on_nonfinite", on_nonfinite, "non-finite loss or gradient: stop (error naming the step) or skip the update",
+      one_of({"stop", "skip"}));
+    v("threads", threads, "intra-op CPU threads; 0 = LibTorch's default", at_least(0));
+  }
+};
+
+struct CheckpointOptions {
+  int64_t every = 0;        // save every N rollout steps; 0 = only at the end
+  int64_t keep_last = 3;    // keep the newest K checkpoints
+
+  template <class V>
+  void visit(V&& v) {
+    v("every", every, "save a checkpoint every N rollout steps; 0 = only at the end", at_least(0));
+    v("keep_last", keep_last, "number of newest checkpoints kept", at_least(1));
+  }
+};
+
+struct LoggingOptions {
+  std::string level = "info";   // trace, debug, info, warn, error, off
+  bool progress = true;         // one console line per step
+
+  template <class V>
+  void visit(V&& v) {
+    v("level", level, "log level", one_of({"trace", "debug", "info", "warn", "error", "off"}));
+    v("progress", progress, "print a progress line per training step", any());
+  }
+};
+
+// The whole configuration. `origin` maps "section.key" to where its value came from ("file.yaml:12" or
+// "--set"), so cross-field errors can point at a line.
+struct Config {
+  ModelOptions model;
+  TokenizerOptions tokenizer;
+  DataOptions data;
+  RolloutOptions rollout;
+  AlgorithmOptions algorithm;
+  OptimizerOptions optimizer;
+  TrainOptions train;
+  CheckpointOptions checkpoint;
+  LoggingOptions logging;
+  std::map<std::string, std::string> origin;
+
+  template <class V>
+  void visit_sections(V&& v) {
+    v("model", model, "the policy model");
+    v("tokenizer", tokenizer, "text <-> token ids");
+    v("data", data, "prompts and reference answers");
+    v("rollout", rollout, "sampling of G responses per prompt");
+    v("algorithm", algorithm, "advantages and the policy loss");
+    v("optimizer", optimizer, "AdamW and the learning-rate schedule");
+    v("train", train, "the step loop");
+    v("checkpoint", checkpoint, "checkpoint cadence and retention");
+    v("logging", logging, "console output");
+  }
+};
+
+}  // namespace gspo::config

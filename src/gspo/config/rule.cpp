@@ -1,0 +1,33 @@
+#include "gspo/config/rule.h"
+
+#include <sstream>
+
+namespace gspo::config {
+namespace {
+std::string num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
+
+std::string describe(const Rule& r) {
+  if (!r.choices.empty()) {
+    std::string s = "one of ";
+    for (size_t i = 0; i < r.choices.size(); ++i) s += (i ? ", " : "") + r.choices[i];
+    return s;
+  }
+  if (r.min && r.max) return "in [" + num(*r.min) + ", " + num(*r.max) + "]";
+  if (r.min) return (r.min_exclusive ? "> " : ">= ") + num(*r.min);
+  if (r.max) return "<= " + num(*r.max);
+  return "";
+}
+
+std::string check_number(const Rule& r, double v) {
+  bool ok = true;
+  if (r.min) ok = ok && (r.min_exclusive ? v > *r.min : v >= *r.min);
+  if (r.max) ok = ok && v <= *r.max;
+  return ok ? "" : describe(r);
+}
+
+}  // namespace gspo::config

@@ -1,0 +1,59 @@
+#include "gspo/config/validate.h"
+
+#include <regex>
+
+#include "gspo/config/value_text.h"
+
+namespace gspo::config {
+namespace {
+std::string at(const Config& c, const std::string& key) {
+  auto it = c.origin.find(key);
+  return it == c.origin.end() ? "<default>" : it->second;
+}
+}  // namespace
+
+void resolve_defaults(Config& cfg) {
+  auto& a = cfg.algorithm;
+  const bool token_level = a.loss == "grpo";
+  if (a.clip_low < 0) a.clip_low = token_level ? 0.2 : 3e-4;
+  if (a.clip_high < 0) a.clip_high = token_level ? 0.28 : 4e-4;
+}
+
+std::vector<std::string> validate(const Config& c) {
+  std::vector<std::string> e;
+  const int64_t batch = c.rollout.prompts_per_step * c.rollout.group_size;
+  if (batch % c.algorithm.num_minibatches != 0) {
+    e.push_back(at(c, "algorithm.num_minibatches") + ": algorithm.num_minibatches (" +
+                value_text(c.algorithm.num_minibatches) + ") must divide the rollout batch rollout.prompts_per_step"
+                " * rollout.group_size = " + std::to_string(batch));
+  }
+  if (c.algorithm.clip_low >= 1.0) {
+    e.push_back(at(c, "algorithm.clip_low") + ": algorithm.clip_low must be < 1 (got " +
+                value_text(c.algorithm.clip_low) + "): the lower clip bound 1 - clip_low must stay positive");
+  }
+  if (c.data.task == "jsonl" && c.data.path.empty()) {
+    e.push_back(at(c, "data.task") + ": data.path must name a JSONL file when data.task is 'jsonl'");
+  }
+  if (c.data.prompt_template.find("{prompt}") == std::string::npos) {
+    e.push_back(at(c, "data.prompt_template") + ": data.prompt_template must contain {prompt} (got " +
+                value_text(c.data.prompt_template) + ")");
+  }
+  if (c.data.operators.empty() || c.data.operators.find_first_not_of("+-*") != std::string::npos) {
+    e.push_back(at(c, "data.operators") + ": data.operators must be a non-empty subset of \"+-*\" (got " +
+                value_text(c.data.operators) + ")");
+  }
+  static const std::regex kDevice("cpu|auto|cuda(:[0-9]+)?");
+  if (!std::regex_match(c.model.device, kDevice)) {
+    e.push_back(at(c, "model.device") + ": model.device must be cpu, cuda, cuda:N or auto (got " +
+                value_text(c.model.device) + ")");
+  }
+  for (const auto& s : c.rollout.stop) {
+    if (s.empty()) e.push_back(at(c, "rollout.stop") + ": rollout.stop must not contain an empty string");
+  }
+  if (c.optimizer.beta1 >= 1.0 || c.optimizer.beta2 >= 1.0) {
+    e.push_back(at(c, "optimizer.beta1") + ": optimizer.beta1 and optimizer.beta2 must be < 1");
+  }
+  return e;
+}
+
+}  // namespace gspo::config

@@ -1,0 +1,22 @@
+// Renders option values as YAML scalars/lists (used in messages, `gspo config` and docs). Doubles use the
+// shortest text that reads back to the same value.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gspo::config {
+
+std::string value_text(int64_t v);
+std::string value_text(double v);
+std::string value_text(bool v);
+std::string value_text(const std::string& v);   // double-quoted, JSON escapes (valid YAML)
+std::string value_text(const std::vector<std::string>& v);
+
+const char* type_name(int64_t);
+const char* type_name(double);
+const char* type_name(bool);
+const char* type_name(const std::string&);
+const char* type_name(const std::vector<std::string>&);
+
+}  // namespace gspo::config

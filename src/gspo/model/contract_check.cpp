@@ -1,0 +1,74 @@
+// check_contract(): runs each method of a loaded policy on a small left-padded batch.
+#include <torch/torch.h>
+
+#include "gspo/core/error.h"
+#include "gspo/model/policy.h"
+
+namespace gspo::model {
+namespace {
+
+void expect_shape(const at::Tensor& t, std::vector<int64_t> want, const std::string& what, const std::string& file) {
+  if (t.sizes().vec() != want) {
+    std::ostringstream os;
+    os << file << ": " << what << " returned shape " << t.sizes() << ", the contract needs " << at::IntArrayRef(want);
+    throw ModelContractError(os.str());
+  }
+  if (t.scalar_type() != at::kFloat) {
+    throw ModelContractError(file + ": " + what + " returned dtype " + std::string(c10::toString(t.scalar_type())) +
+                             ", the contract needs float32 logits");
+  }
+}
+
+template <class F>
+at::Tensor call(const std::string& what, const std::string& file, F&& f) {
+  try {
+    return f();
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    throw ModelContractError(file + ": " + what + " failed on a contract-shaped input: " + msg.substr(0, 300));
+  }
+}
+
+}  // namespace
+
+double check_contract(Policy& policy) {
+  torch::NoGradGuard no_grad;
+  const auto& m = policy.manifest();
+  const std::string& file = policy.path();
+  const int64_t B = 2, T = std::min<int64_t>(6, m.max_seq_len - 2), V = m.vocab_size;
+  auto opts = torch::TensorOptions().dtype(torch::kLong).device(policy.device());
+  auto gen = torch::arange(B * (T + 2), opts).remainder(std::min<int64_t>(V, 200)).view({B, T + 2});
+  auto mask = torch::ones({B, T + 2}, opts);
+  mask.index_put_({0, torch::indexing::Slice(0, 2)}, 0);  // row 0 left-padded by two columns
+
+  auto full = call("forward(input_ids [2, T], attention_mask [2, T])", file, [&] { return policy.logits(gen, mask); });
+  expect_shape(full, {B, T + 2, V}, "forward(input_ids [2, " + std::to_string(T + 2) + "])", file);
+
+  auto cache = call("init_cache(2, T)", file, [&] { return policy.init_cache(B, T + 2); });
+  auto first = call("prefill", file, [&] {
+    return policy.prefill(gen.narrow(1, 0, T), mask.narrow(1, 0, T), cache);
+  });
+  expect_shape(first, {B, V}, "prefill(input_ids [2, " + std::to_string(T) + "])", file);
+  double worst = (first - full.select(1, T - 1)).abs().max().item<double>();
+  for (int64_t s = T; s < T + 2; ++s) {
+    auto step = call("decode", file, [&] {
+      return policy.decode(gen.narrow(1, s, 1), mask.narrow(1, 0, s + 1), cache, s);
+    });
+    expect_shape(step, {B, V}, "decode(input_ids [2, 1])", file);
+    worst = std::max(worst, (step - full.select(1, s)).abs().max().item<double>());
+  }
+  // Padded query positions are unspecified; compare only real columns (row 0's first two are padding).
+  const double tol = m.dtype == "float32" ? 1e-3 : 5e-2;
+  if (!(worst <= tol)) {
+    throw ModelContractError(file + ": KV-cache decode disagrees with forward by " + std::to_string(worst) +
+                             " (tolerance " + std::to_string(tol) + ")");
+  }
+  auto rows = torch::tensor({1, 0}, opts);
+  auto reordered = call("reorder_cache", file, [&] { return policy.reorder_cache(cache, rows); });
+  if (reordered.dim() < 1 || reordered.numel() != cache.numel()) {
+    throw ModelContractError(file + ": reorder_cache changed the cache size");
+  }
+  return worst;
+}
+
+}  // namespace gspo::model

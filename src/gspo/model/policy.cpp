@@ -1,0 +1,120 @@
+#include "gspo/model/policy.h"
+
+#include <torch/script.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "gspo/core/error.h"
+#include "gspo/core/torch_compat.h"
+
+namespace gspo::model {
+
+namespace {
+const char* const kMethods[] = {"forward", "init_cache", "prefill", "decode", "reorder_cache"};
+}
+
+struct Policy::Impl {
+  torch::jit::Module module;
+  Manifest manifest;
+  std::string path;
+  std::string tokenizer;
+  c10::Device device = c10::kCPU;
+};
+
+Policy::Policy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Policy::Policy(Policy&&) noexcept = default;
+Policy& Policy::operator=(Policy&&) noexcept = default;
+Policy::~Policy() = default;
+
+Policy Policy::load(const std::string& path, c10::Device device) {
+  {
+    std::ifstream probe(path, std::ios::binary);
+    if (!probe) throw IoError("cannot read model file '" + path + "': " + std::strerror(errno));
+  }
+  auto impl = std::make_unique<Impl>();
+  std::unordered_map<std::string, std::string> extra{{kManifestFile, ""}, {kTokenizerFile, ""}};
+  try {
+    impl->module = compat::load_module(path, device, extra);
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    throw ModelContractError("'" + path + "' is not a loadable TorchScript file (" + what.substr(0, 200) +
+                             "); export models with scripts/make_tiny_model.py or scripts/export_hf.py");
+  }
+  for (const char* name : kMethods) {
+    if (!impl->module.find_method(name)) {
+      throw ModelContractError("'" + path + "' lacks the contract method '" + name +
+                               "' (needs forward, init_cache, prefill, decode, reorder_cache; see "
+                               "docs/model-contract.md)");
+    }
+  }
+  impl->manifest = parse_manifest(extra[kManifestFile], path);
+  impl->tokenizer = extra[kTokenizerFile];
+  impl->path = path;
+  impl->device = device;
+  impl->module.eval();
+  return Policy(std::move(impl));
+}
+
+const Manifest& Policy::manifest() const { return impl_->manifest; }
+const std::string& Policy::path() const { return impl_->path; }
+const std::string& Policy::tokenizer_json() const { return impl_->tokenizer; }
+c10::Device Policy::device() const { return impl_->device; }
+
+at::Tensor Policy::logits(const at::Tensor& ids, const at::Tensor& mask) {
+  return impl_->module.forward({ids, mask}).toTensor();
+}
+
+at::Tensor Policy::init_cache(int64_t batch, int64_t max_len) {
+  return impl_->module.get_method("init_cache")({batch, max_len}).toTensor();
+}
+
+at::Tensor Policy::prefill(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache) {
+  return impl_->module.get_method("prefill")({ids, mask, cache}).toTensor();
+}
+
+at::Tensor Policy::decode(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache, int64_t start) {
+  return impl_->module.get_method("decode")({ids, mask, cache, start}).toTensor();
+}
+
+at::Tensor Policy::reorder_cache(const at::Tensor& cache, const at::Tensor& rows) {
+  return impl_->module.get_method("reorder_cache")({cache, rows}).toTensor();
+}
+
+std::vector<at::Tensor> Policy::parameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& p : impl_->module.parameters()) out.push_back(p);
+  return out;
+}
+
+int64_t Policy::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& p : impl_->module.parameters()) n += p.numel();
+  return n;
+}
+
+void Policy::train(bool on) { impl_->module.train(on); }
+
+Policy Policy::clone() const {
+  auto impl = std::make_unique<Impl>(*impl_);
+  impl->module = impl_->module.deepcopy();
+  return Policy(std::move(impl));
+}
+
+void Policy::save(const std::string& path) const {
+  std::unordered_map<std::string, std::string> extra{{kManifestFile, impl_->manifest.raw_json},
+                                                     {kTokenizerFile, impl_->tokenizer}};
+  try {
+    impl_->module.save(path, extra);
+  } catch (const c10::Error& e) {
+    throw IoError("cannot write model file '" + path + "': " + e.what_without_backtrace());
+  }
+}
+
+std::vector<std::string> Policy::methods() const {
+  std::vector<std::string> out;
+  for (const auto& m : impl_->module.get_methods()) out.push_back(m.name());
+  return out;
+}
+
+}  // namespace gspo::model

@@ -1,0 +1,62 @@
+// A TorchScript policy meeting docs/model-contract.md: loading with contract checks, full-sequence logits for
+// training, KV-cache prefill/decode for sampling, saving with the manifest and tokenizer kept inside.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gspo/model/manifest.h"
+
+namespace gspo::model {
+
+class Policy {
+ public:
+  // Loads `path` onto `device`. Throws IoError when the file is missing/unreadable, ModelContractError when it
+  // is not TorchScript, lacks the manifest or one of the methods. Shapes are checked by check_contract().
+  static Policy load(const std::string& path, c10::Device device = c10::kCPU);
+
+  Policy(Policy&&) noexcept;
+  Policy& operator=(Policy&&) noexcept;
+  ~Policy();
+
+  const Manifest& manifest() const;
+  const std::string& path() const;
+  const std::string& tokenizer_json() const;  // the embedded tokenizer spec ("" when none)
+  c10::Device device() const;
+
+  // [B, T] int64 ids and mask -> [B, T, V] float32 logits. Differentiable when grad mode is on.
+  at::Tensor logits(const at::Tensor& ids, const at::Tensor& mask);
+  // Empty cache for `batch` rows and `max_len` columns; layout private to the model.
+  at::Tensor init_cache(int64_t batch, int64_t max_len);
+  // Fills cache columns [0, T); returns [B, V] float32 logits of column T-1.
+  at::Tensor prefill(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache);
+  // Writes column `start` for ids [B, 1] given mask [B, start + 1]; returns [B, V] float32 logits.
+  at::Tensor decode(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache, int64_t start);
+  // The cache rows `rows` (int64 [B']) in that order; used to drop finished sequences.
+  at::Tensor reorder_cache(const at::Tensor& cache, const at::Tensor& rows);
+
+  std::vector<at::Tensor> parameters() const;
+  int64_t num_parameters() const;
+  void train(bool on);
+  // A deep copy with its own parameters (reference model for KL, old-policy snapshots).
+  Policy clone() const;
+  // Writes the policy (current weights, manifest, tokenizer) as TorchScript to `path`.
+  void save(const std::string& path) const;
+  // Names of the contract methods present in the file.
+  std::vector<std::string> methods() const;
+
+ private:
+  struct Impl;
+  explicit Policy(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs the policy on a small batch and checks every method's output shape, dtype and KV-cache agreement with
+// the full forward. Throws ModelContractError naming the method and what was wrong. Returns the largest
+// |decode - forward| logit difference seen.
+double check_contract(Policy& policy);
+
+}  // namespace gspo::model

@@ -1,0 +1,61 @@
+// Batched generation of G responses for each of B prompts through the policy's KV cache.
+//
+// Layout of a RolloutBatch (shared with training, so recomputed log-probs line up with the sampler's):
+// row i = prompt i / G, sample i % G; columns [0, P) hold the prompt left-padded to the longest prompt P,
+// columns [P, P + R) the response right-padded to the longest response R.
+#pragma once
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "gspo/rollout/sampling.h"
+
+namespace gspo::model { class Policy; }
+namespace gspo::tokenizer { class Tokenizer; }
+
+namespace gspo::rollout {
+
+enum class Finish { kEos, kStop, kLength };
+const char* finish_name(Finish f);
+
+struct RolloutBatch {
+  at::Tensor input_ids;           // [N, P + R] int64; pad id in padded columns
+  at::Tensor attention_mask;      // [N, P + R] int64; 1 on real prompt and response tokens
+  at::Tensor response_mask;       // [N, R] float32; 1 on response tokens (EOS included), 0 on padding
+  at::Tensor behaviour_logprobs;  // [N, R] float32; sampler's log-probs at the sampling temperature, 0 on padding
+  int64_t prompt_len = 0;         // P
+  int64_t group_size = 1;         // G
+  std::vector<int64_t> response_lengths;      // tokens per response (= response_mask row sums)
+  std::vector<Finish> finish;                 // why each response ended
+  std::vector<std::vector<int64_t>> response_ids;  // unpadded response tokens per row
+  int64_t num_rows() const { return static_cast<int64_t>(finish.size()); }
+  int64_t generated_tokens() const;
+};
+
+struct SamplerStats {
+  double seconds = 0;        // wall time of generate()
+  int64_t decode_steps = 0;  // decode calls
+  int64_t row_steps = 0;     // sum over decode calls of the rows computed (compute actually spent)
+};
+
+class Sampler {
+ public:
+  Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, SamplingParams params);
+
+  // Samples `group_size` responses for every prompt (token ids, BOS included if wanted). Throws DataError for an
+  // empty prompt or one that with max_new_tokens exceeds the model's max_seq_len.
+  RolloutBatch generate(const std::vector<std::vector<int64_t>>& prompts, int64_t group_size, at::Generator& gen);
+
+  const SamplerStats& last_stats() const { return stats_; }
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  model::Policy& policy_;
+  const tokenizer::Tokenizer& tok_;
+  SamplingParams params_;
+  SamplerStats stats_;
+};
+
+}  // namespace gspo::rollout

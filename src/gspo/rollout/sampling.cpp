@@ -1,0 +1,47 @@
+#include "gspo/rollout/sampling.h"
+
+#include <torch/torch.h>
+
+namespace gspo::rollout {
+
+double logprob_temperature(double temperature) { return temperature > 0 ? temperature : 1.0; }
+
+at::Tensor filter_logits(const at::Tensor& scaled, int64_t top_k, double top_p) {
+  at::Tensor out = scaled;
+  const int64_t V = scaled.size(-1);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  if (top_k > 0 && top_k < V) {
+    auto kth = std::get<0>(out.topk(top_k, -1)).select(-1, top_k - 1).unsqueeze(-1);
+    out = out.masked_fill(out < kth, neg_inf);
+  }
+  if (top_p < 1.0) {
+    auto sorted = out.sort(-1, /*descending=*/true);
+    auto values = std::get<0>(sorted);
+    auto index = std::get<1>(sorted);
+    auto probs = values.softmax(-1);
+    // Mass strictly before each token; a token is kept while that mass is < top_p (so the first always is).
+    auto before = probs.cumsum(-1) - probs;
+    auto drop_sorted = before >= top_p;
+    auto drop = torch::zeros_like(drop_sorted).scatter(-1, index, drop_sorted);
+    out = out.masked_fill(drop, neg_inf);
+  }
+  return out;
+}
+
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, at::Generator& gen) {
+  Draw d;
+  const double t = logprob_temperature(p.temperature);
+  auto scaled = t == 1.0 ? logits : logits / t;
+  auto logp = scaled.log_softmax(-1);
+  if (p.temperature <= 0) {
+    d.tokens = logits.argmax(-1);
+  } else {
+    auto filtered = filter_logits(scaled, p.top_k, p.top_p);
+    auto probs = filtered.softmax(-1);
+    d.tokens = at::multinomial(probs, 1, /*replacement=*/false, gen).squeeze(-1);
+  }
+  d.logprobs = logp.gather(-1, d.tokens.unsqueeze(-1)).squeeze(-1);
+  return d;
+}
+
+}  // namespace gspo::rollout

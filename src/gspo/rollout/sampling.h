@@ -1,0 +1,36 @@
+// Next-token choice from a batch of logits: temperature, top-k, top-p, greedy, and the behaviour log-prob.
+#pragma once
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gspo::rollout {
+
+struct SamplingParams {
+  double temperature = 1.0;          // 0 = greedy argmax
+  double top_p = 1.0;                // nucleus mass kept; 1 disables
+  int64_t top_k = 0;                 // 0 disables
+  int64_t max_new_tokens = 16;       // response length cap
+  std::vector<std::string> stop;     // stop strings (matched on the response bytes)
+};
+
+// The temperature the policy's log-probs are taken at: `temperature`, or 1 when greedy. Training computes
+// pi_theta and pi_old at this same temperature so the ratio compares like with like.
+double logprob_temperature(double temperature);
+
+// logits [N, V] float32 -> logits with every token outside top-k / top-p set to -inf (at least one kept).
+// Applied after dividing by the temperature, in that order (top-k then top-p), as Hugging Face does.
+at::Tensor filter_logits(const at::Tensor& scaled_logits, int64_t top_k, double top_p);
+
+struct Draw {
+  at::Tensor tokens;    // [N] int64
+  at::Tensor logprobs;  // [N] float32: log_softmax(logits / logprob_temperature)[token], unfiltered
+};
+
+// Chooses one token per row. Same generator state and logits -> same tokens.
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, at::Generator& gen);
+
+}  // namespace gspo::rollout

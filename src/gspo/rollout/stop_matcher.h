@@ -1,0 +1,24 @@
+// Stop strings matched on the bytes of a growing response.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gspo::tokenizer { class Tokenizer; }
+
+namespace gspo::rollout {
+
+class StopMatcher {
+ public:
+  StopMatcher(std::vector<std::string> stops, const tokenizer::Tokenizer& tok);
+  bool active() const { return !stops_.empty(); }
+  // Appends token `id`'s bytes to `text`; true when a stop string ends inside the bytes just added. Cost is
+  // O(|stop| + |token bytes|) per call: only the tail that could complete a match is searched.
+  bool append_and_match(std::string& text, int64_t id) const;
+
+ private:
+  std::vector<std::string> stops_;
+  const tokenizer::Tokenizer& tok_;
+};
+
+}  // namespace gspo::rollout

@@ -1,0 +1,58 @@
+#include "gspo/tokenizer/tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "gspo/core/error.h"
+#include "gspo/tokenizer/byte_tokenizer.h"
+
+namespace gspo::tokenizer {
+
+std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool with_special) const {
+  std::string out;
+  for (int64_t id : ids) out += token_bytes(id, with_special);
+  return out;
+}
+
+std::vector<int64_t> Tokenizer::encode_prompt(const std::string& text) const {
+  std::vector<int64_t> ids;
+  if (add_bos_ && bos_id_ >= 0) ids.push_back(bos_id_);
+  auto body = encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+std::unique_ptr<Tokenizer> from_spec(const std::string& spec_json, const std::string& origin) {
+  if (spec_json.empty()) throw DataError(origin + ": no tokenizer spec (the model file carries none and "
+                                         "tokenizer.path is empty)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(spec_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(origin + ": tokenizer spec is not valid JSON: " + e.what());
+  }
+  const std::string type = j.value("type", "");
+  if (type == "byte") {
+    std::map<std::string, int64_t> specials;
+    const nlohmann::json table = j.value("special_tokens", nlohmann::json::object());
+    for (const auto& [k, v] : table.items()) {
+      if (!v.is_number_integer())
+        throw DataError(origin + ": tokenizer special token '" + k + "' must have an integer id (got " + v.dump() + ")");
+      specials[k] = v.get<int64_t>();
+    }
+    return std::make_unique<ByteTokenizer>(specials, j.value("add_bos", false));
+  }
+  throw DataError(origin + ": unknown tokenizer type '" + type + "' (supported: byte)");
+}
+
+std::unique_ptr<Tokenizer> from_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError("cannot read tokenizer file '" + path + "': " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_spec(ss.str(), path);
+}
+
+}  // namespace gspo::tokenizer

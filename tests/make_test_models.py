@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Exports the tiny models the tests load: a valid one, variants (GQA, qk-norm, tied), and one broken model per
+contract violation that `gspo inspect` must reject."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import torch
+from torch import Tensor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+import gspo_model  # noqa: E402
+import make_tiny_model  # noqa: E402
+
+
+def export(out: str, *flags: str) -> None:
+    subprocess.run([sys.executable, os.path.join(HERE, "..", "scripts", "make_tiny_model.py"), "--out", out, *flags],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+class WrongShape(gspo_model.CausalLM):
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        return self._run(input_ids, attention_mask, None, 0, False)[:, :, :10]
+
+
+class NoDecode(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        return self.inner(input_ids, attention_mask)
+
+    @torch.jit.export
+    def init_cache(self, batch: int, max_len: int) -> Tensor:
+        return self.inner.init_cache(batch, max_len)
+
+    @torch.jit.export
+    def prefill(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor) -> Tensor:
+        return self.inner.prefill(input_ids, attention_mask, cache)
+
+    @torch.jit.export
+    def reorder_cache(self, cache: Tensor, rows: Tensor) -> Tensor:
+        return cache.index_select(2, rows)
+
+
+class BadCache(gspo_model.CausalLM):
+    """decode ignores the cache: disagrees with the full forward."""
+
+    @torch.jit.export
+    def decode(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, start: int) -> Tensor:
+        return self._run(input_ids, attention_mask[:, start:start + 1], None, 0, True).squeeze(1)
+
+
+def small_cfg() -> dict:
+    args = argparse.Namespace(hidden=32, heads=4, kv_heads=2, layers=1, intermediate=0, max_seq_len=64, tie=False,
+                              qkv_bias=False, qk_norm=False)
+    return make_tiny_model.tiny_config(args)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    out = p.parse_args().out
+    os.makedirs(out, exist_ok=True)
+    export(f"{out}/tiny.pt", "--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2")
+    export(f"{out}/tiny_qwen3.pt", "--layers", "2", "--hidden", "32", "--heads", "4", "--kv-heads", "1",
+           "--qk-norm", "--qkv-bias", "--tie", "--seed", "3")
+    tok = make_tiny_model.byte_tokenizer_spec()
+    cfg = small_cfg()
+    torch.manual_seed(0)
+    gspo_model.save_scripted(WrongShape(cfg), cfg, tok, "float32", f"{out}/broken_wrong_shape.pt")
+    gspo_model.save_scripted(BadCache(cfg), cfg, tok, "float32", f"{out}/broken_bad_cache.pt")
+    inner = gspo_model.CausalLM(cfg)
+    scripted = torch.jit.script(NoDecode(inner))
+    scripted.save(f"{out}/broken_no_decode.pt",
+                  _extra_files={"gspo_manifest.json": json.dumps(gspo_model.manifest_for(cfg, tok, "float32"))})
+    torch.jit.script(gspo_model.CausalLM(cfg)).save(f"{out}/broken_no_manifest.pt")
+    bad = gspo_model.manifest_for(cfg, tok, "float32")
+    del bad["eos_token_id"]
+    torch.jit.script(gspo_model.CausalLM(cfg)).save(f"{out}/broken_manifest_field.pt",
+                                                    _extra_files={"gspo_manifest.json": json.dumps(bad)})
+    with open(f"{out}/not_torchscript.pt", "w") as f:
+        f.write("this is not a zip archive\n")
+    print(f"test models written to {out}")
+
+
+if __name__ == "__main__":
+    main()
