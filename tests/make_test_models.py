@@ -55,6 +55,27 @@ class BadCache(gspo_model.CausalLM):
         return self._run(input_ids, attention_mask[:, start:start + 1], None, 0, True).squeeze(1)
 
 
+def write_forward_golden(model_path: str, out_path: str) -> None:
+    """Logits of the eager (un-scripted) module rebuilt from the exported weights, for a left-padded batch."""
+    scripted = torch.jit.load(model_path)
+    extra = {"gspo_manifest.json": ""}
+    torch.jit.load(model_path, _extra_files=extra)
+    man = json.loads(extra["gspo_manifest.json"])
+    cfg = {"vocab_size": man["vocab_size"], "hidden_size": man["hidden_size"], "num_layers": man["num_layers"],
+           "num_heads": man["num_heads"], "num_kv_heads": man["num_kv_heads"], "head_dim": man["head_dim"],
+           "intermediate_size": 4 * man["hidden_size"], "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+           "max_seq_len": man["max_seq_len"]}
+    eager = gspo_model.CausalLM(cfg)
+    eager.load_state_dict(scripted.state_dict())
+    ids = torch.tensor([[256, 256, 257, 72, 101, 108, 108, 111], [257, 49, 43, 50, 61, 51, 10, 65]])
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1, 1]])
+    with torch.no_grad():
+        logits = eager(ids, mask)
+    with open(out_path, "w") as f:
+        json.dump({"ids": ids.tolist(), "mask": mask.tolist(), "shape": list(logits.shape),
+                   "logits": [round(x, 7) for x in logits.flatten().tolist()]}, f)
+
+
 def small_cfg() -> dict:
     args = argparse.Namespace(hidden=32, heads=4, kv_heads=2, layers=1, intermediate=0, max_seq_len=64, tie=False,
                               qkv_bias=False, qk_norm=False)
@@ -69,6 +90,7 @@ def main() -> None:
     export(f"{out}/tiny.pt", "--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2")
     export(f"{out}/tiny_qwen3.pt", "--layers", "2", "--hidden", "32", "--heads", "4", "--kv-heads", "1",
            "--qk-norm", "--qkv-bias", "--tie", "--seed", "3")
+    write_forward_golden(f"{out}/tiny.pt", f"{out}/tiny_forward_golden.json")
     tok = make_tiny_model.byte_tokenizer_spec()
     cfg = small_cfg()
     torch.manual_seed(0)

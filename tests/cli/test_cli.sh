@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Command-line tests of the real binary: exit codes and messages users see.
+# usage: test_cli.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR
+set -u
+GSPO="$1"; MODELS="$2"; SRC="$3"
+TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
+pass=0; fail=0
+
+# expect NAME WANT_RC NEEDLE -- command...
+expect() {
+  local name="$1" want="$2" needle="$3"; shift 4
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, wanted $want"; echo "$out" | head -5; fail=$((fail+1)); return
+  fi
+  if [ -n "$needle" ] && ! grep -qF -- "$needle" <<<"$out"; then
+    echo "FAIL $name: output lacks '$needle'"; echo "$out" | head -5; fail=$((fail+1)); return
+  fi
+  if grep -qE "terminate called|Segmentation|Exception raised from|frame #" <<<"$out"; then
+    echo "FAIL $name: crash or stack dump in output"; echo "$out" | head -5; fail=$((fail+1)); return
+  fi
+  pass=$((pass+1))
+}
+
+expect help 0 "Subcommands:" -- "$GSPO" --help
+expect version 0 "gspo 0.1.0" -- "$GSPO" --version
+expect no-subcommand 2 "" -- "$GSPO"
+expect bad-flag 2 "" -- "$GSPO" generate --model "$MODELS/tiny.pt" --prompt x --bogus
+expect bad-log-level 2 "log level must be one of" -- "$GSPO" --log-level loud inspect "$MODELS/tiny.pt"
+
+# config
+expect config-defaults 0 "group_size: 8" -- "$GSPO" config
+expect config-set 0 "group_size: 5" -- "$GSPO" config --set rollout.group_size=5 --set rollout.prompts_per_step=4
+printf 'rollout:\n  grup_size: 4\n' > "$TMP/typo.yaml"
+expect config-unknown 2 "typo.yaml:2: unknown key 'rollout.grup_size'; did you mean 'rollout.group_size'?" -- "$GSPO" config -c "$TMP/typo.yaml"
+printf 'rollout: [oops\n' > "$TMP/broken.yaml"
+expect config-not-yaml 2 "not valid YAML" -- "$GSPO" config -c "$TMP/broken.yaml"
+expect config-missing 5 "cannot read config file" -- "$GSPO" config -c "$TMP/nope.yaml"
+expect config-reference 0 "| \`rollout.group_size\` |" -- "$GSPO" config --reference
+for f in "$SRC"/configs/*.yaml; do expect "config-shipped-$(basename "$f")" 0 "resolved config" -- "$GSPO" config -c "$f"; done
+
+# inspect
+expect inspect-ok 0 "contract     ok" -- "$GSPO" inspect "$MODELS/tiny.pt"
+expect inspect-json 0 '"contract":"ok"' -- "$GSPO" inspect --json "$MODELS/tiny.pt"
+expect inspect-missing 5 "cannot read model file" -- "$GSPO" inspect "$TMP/none.pt"
+expect inspect-garbage 4 "is not a loadable TorchScript file" -- "$GSPO" inspect "$MODELS/not_torchscript.pt"
+expect inspect-no-decode 4 "lacks the contract method 'decode'" -- "$GSPO" inspect "$MODELS/broken_no_decode.pt"
+expect inspect-shape 4 "the contract needs [2, 8, 259]" -- "$GSPO" inspect "$MODELS/broken_wrong_shape.pt"
+
+# generate
+expect gen-text 0 "--- prompt 0 sample 1" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p "Hi" -n 2 --max-new-tokens 4
+expect gen-json 0 '"finish":"length"' -- "$GSPO" generate -m "$MODELS/tiny.pt" --prompt-ids 257,72 -n 2 --max-new-tokens 3 --json
+n=$("$GSPO" generate -m "$MODELS/tiny.pt" -p a -p b -n 3 --max-new-tokens 2 --json | wc -l)
+if [ "$n" -eq 6 ]; then pass=$((pass+1)); else echo "FAIL gen-count: $n lines, wanted 6"; fail=$((fail+1)); fi
+a=$("$GSPO" generate -m "$MODELS/tiny.pt" -p a -n 2 --seed 4 --json); b=$("$GSPO" generate -m "$MODELS/tiny.pt" -p a -n 2 --seed 4 --json)
+if [ "$a" = "$b" ]; then pass=$((pass+1)); else echo "FAIL gen-seed: same seed differs"; fail=$((fail+1)); fi
+expect gen-empty-prompt 3 "--prompt is empty" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p ""
+long=$(head -c 300 /dev/zero | tr '\0' 'x')
+expect gen-too-long 3 "exceeds the model's max_seq_len 256" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p "$long"
+expect gen-bad-ids 2 "'x' is not a token id" -- "$GSPO" generate -m "$MODELS/tiny.pt" --prompt-ids 1,x
+expect gen-oov-ids 3 "outside the model's vocabulary" -- "$GSPO" generate -m "$MODELS/tiny.pt" --prompt-ids 1,5000
+expect gen-top-p 2 "--top-p must be in (0, 1]" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p a --top-p 0
+expect gen-missing-model 5 "cannot read model file" -- "$GSPO" generate -m "$TMP/x.pt" -p a
+command -v nvidia-smi >/dev/null || expect gen-no-cuda 2 "no CUDA device" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p a --device cuda
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,30 @@
+// Shared fixtures for the unit tests: paths of the exported test models (made by make_test_models.py, the
+// ctest fixture "models") and small tensor helpers.
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "gspo/model/policy.h"
+#include "gspo/tokenizer/tokenizer.h"
+
+namespace gspo::test {
+
+inline std::string model_path(const std::string& name) { return std::string(GSPO_TEST_MODELS) + "/" + name; }
+inline std::string data_path(const std::string& name) { return std::string(GSPO_TEST_DATA) + "/" + name; }
+
+inline model::Policy load_tiny(const std::string& name = "tiny.pt") { return model::Policy::load(model_path(name)); }
+
+// Full-forward log-probs of the response columns of a RolloutBatch-like layout at temperature t.
+inline torch::Tensor response_logprobs(model::Policy& p, const torch::Tensor& ids, const torch::Tensor& mask,
+                                       int64_t prompt_len, double t) {
+  torch::NoGradGuard g;
+  auto logits = p.logits(ids, mask);
+  const int64_t R = ids.size(1) - prompt_len;
+  auto pred = logits.narrow(1, prompt_len - 1, R) / t;
+  auto targets = ids.narrow(1, prompt_len, R);
+  return pred.log_softmax(-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1);
+}
+
+}  // namespace gspo::test

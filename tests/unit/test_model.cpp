@@ -1,0 +1,105 @@
+// The model layer: TorchScript loading against an eager-PyTorch golden, KV-cache parity, contract checks.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "gspo/core/error.h"
+#include "helpers.h"
+
+using namespace gspo;
+
+TEST_CASE("forward logits match eager PyTorch on a left-padded batch (tol 1e-4)", "[model]") {
+  auto policy = test::load_tiny();
+  std::ifstream in(test::model_path("tiny_forward_golden.json"));
+  REQUIRE(in);
+  auto j = nlohmann::json::parse(in);
+  auto ids = torch::tensor(j["ids"].get<std::vector<std::vector<int64_t>>>()[0]).view({1, -1});
+  auto ids2 = torch::tensor(j["ids"].get<std::vector<std::vector<int64_t>>>()[1]).view({1, -1});
+  auto m = j["mask"].get<std::vector<std::vector<int64_t>>>();
+  auto all_ids = torch::cat({ids, ids2});
+  auto mask = torch::cat({torch::tensor(m[0]).view({1, -1}), torch::tensor(m[1]).view({1, -1})});
+  auto golden = torch::tensor(j["logits"].get<std::vector<float>>()).view({2, 8, -1});
+  torch::NoGradGuard g;
+  auto logits = policy.logits(all_ids, mask);
+  REQUIRE(logits.sizes() == golden.sizes());
+  // Row 0's first two columns are padding (unspecified output); compare real positions only.
+  auto diff0 = (logits[0].narrow(0, 2, 6) - golden[0].narrow(0, 2, 6)).abs().max().item<double>();
+  auto diff1 = (logits[1] - golden[1]).abs().max().item<double>();
+  CHECK(diff0 < 1e-4);
+  CHECK(diff1 < 1e-4);
+}
+
+TEST_CASE("KV-cache prefill + decode reproduces the full forward (tol 1e-4)", "[model][kv]") {
+  for (const char* name : {"tiny.pt", "tiny_qwen3.pt"}) {
+    INFO(name);
+    auto policy = test::load_tiny(name);
+    torch::NoGradGuard g;
+    torch::manual_seed(7);
+    const int64_t B = 3, T = 12, P = 5;
+    auto ids = torch::randint(0, 256, {B, T}, torch::kLong);
+    auto mask = torch::ones({B, T}, torch::kLong);
+    mask.index_put_({1, torch::indexing::Slice(0, 3)}, 0);  // left padding of different lengths
+    mask.index_put_({2, torch::indexing::Slice(0, 1)}, 0);
+    auto full = policy.logits(ids, mask);
+    auto cache = policy.init_cache(B, T);
+    auto first = policy.prefill(ids.narrow(1, 0, P), mask.narrow(1, 0, P), cache);
+    double worst = (first - full.select(1, P - 1)).abs().max().item<double>();
+    for (int64_t s = P; s < T; ++s) {
+      auto step = policy.decode(ids.narrow(1, s, 1), mask.narrow(1, 0, s + 1), cache, s);
+      worst = std::max(worst, (step - full.select(1, s)).abs().max().item<double>());
+    }
+    CHECK(worst < 1e-4);
+  }
+}
+
+TEST_CASE("reorder_cache keeps each row's history", "[model][kv]") {
+  auto policy = test::load_tiny();
+  torch::NoGradGuard g;
+  torch::manual_seed(3);
+  auto ids = torch::randint(0, 256, {3, 6}, torch::kLong);
+  auto mask = torch::ones({3, 6}, torch::kLong);
+  auto full = policy.logits(ids, mask);
+  auto cache = policy.init_cache(3, 6);
+  policy.prefill(ids.narrow(1, 0, 5), mask.narrow(1, 0, 5), cache);
+  auto rows = torch::tensor({2, 0}, torch::kLong);
+  auto sub = policy.reorder_cache(cache, rows);
+  auto step = policy.decode(ids.index_select(0, rows).narrow(1, 5, 1), mask.narrow(0, 0, 2), sub, 5);
+  CHECK((step - full.index_select(0, rows).select(1, 5)).abs().max().item<double>() < 1e-4);
+}
+
+TEST_CASE("inspect's contract check rejects each kind of broken model with a precise message", "[model][contract]") {
+  auto ok = test::load_tiny();
+  CHECK(model::check_contract(ok) < 1e-4);
+
+  auto rejects = [](const std::string& file, const std::string& needle) {
+    INFO(file);
+    try {
+      auto p = model::Policy::load(test::model_path(file));
+      model::check_contract(p);
+      FAIL("accepted a broken model");
+    } catch (const ModelContractError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(needle));
+    }
+  };
+  rejects("not_torchscript.pt", "is not a loadable TorchScript file");
+  rejects("broken_no_decode.pt", "lacks the contract method 'decode'");
+  rejects("broken_no_manifest.pt", "no gspo_manifest.json inside");
+  rejects("broken_manifest_field.pt", "lacks required field 'eos_token_id'");
+  rejects("broken_wrong_shape.pt", "returned shape [2, 8, 10], the contract needs [2, 8, 259]");
+  rejects("broken_bad_cache.pt", "KV-cache decode disagrees with forward");
+  CHECK_THROWS_AS(model::Policy::load(test::model_path("does_not_exist.pt")), IoError);
+}
+
+TEST_CASE("a saved policy reloads with the same weights, manifest and tokenizer", "[model]") {
+  auto policy = test::load_tiny();
+  const std::string out = std::string(GSPO_TEST_MODELS) + "/resaved_tmp.pt";
+  policy.save(out);
+  auto again = model::Policy::load(out);
+  CHECK(again.manifest().vocab_size == policy.manifest().vocab_size);
+  CHECK(again.tokenizer_json() == policy.tokenizer_json());
+  auto a = policy.parameters(), b = again.parameters();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) CHECK(torch::equal(a[i], b[i]));
+  std::remove(out.c_str());
+}

@@ -1,0 +1,176 @@
+// Sampling: greedy vs an uncached argmax loop, seeds, top-k/top-p support and frequencies, behaviour log-probs
+// vs a full forward of the finished batch, stop strings and prompt errors.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include "gspo/core/error.h"
+#include "gspo/core/torch_compat.h"
+#include "gspo/rollout/sampler.h"
+#include "helpers.h"
+
+using namespace gspo;
+
+namespace {
+struct Fixture {
+  model::Policy policy = test::load_tiny();
+  std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
+  std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("Hello, w"),
+                                            tok->encode_prompt("a")};
+  rollout::RolloutBatch run(rollout::SamplingParams p, int64_t G, uint64_t seed) {
+    rollout::Sampler s(policy, *tok, p);
+    auto gen = compat::make_cpu_generator(seed);
+    return s.generate(prompts, G, gen);
+  }
+};
+}  // namespace
+
+TEST_CASE("temperature 0 equals greedy argmax of the uncached forward", "[rollout]") {
+  Fixture f;
+  auto b = f.run({0.0, 1.0, 0, 12, {}}, 1, 0);
+  torch::NoGradGuard g;
+  for (size_t i = 0; i < f.prompts.size(); ++i) {
+    std::vector<int64_t> seq = f.prompts[i];
+    for (int step = 0; step < 12; ++step) {
+      auto ids = torch::tensor(seq).view({1, -1});
+      auto logits = f.policy.logits(ids, torch::ones_like(ids));
+      int64_t next = logits[0][-1].argmax().item<int64_t>();
+      REQUIRE(step < static_cast<int>(b.response_ids[i].size()));
+      CHECK(b.response_ids[i][step] == next);
+      seq.push_back(next);
+    }
+  }
+  // A tiny positive temperature gives the same tokens as greedy (the top logit gap dominates).
+  auto cold = f.run({1e-4, 1.0, 0, 12, {}}, 1, 5);
+  CHECK(cold.response_ids == b.response_ids);
+}
+
+TEST_CASE("same seed gives the same samples, a different seed different ones", "[rollout]") {
+  Fixture f;
+  rollout::SamplingParams p{1.0, 1.0, 0, 16, {}};
+  auto a = f.run(p, 4, 11);
+  auto b = f.run(p, 4, 11);
+  auto c = f.run(p, 4, 12);
+  CHECK(a.response_ids == b.response_ids);
+  CHECK(torch::equal(a.behaviour_logprobs, b.behaviour_logprobs));
+  CHECK(a.response_ids != c.response_ids);
+  // Samples of one prompt differ from each other (the G copies do not share a random stream).
+  CHECK(a.response_ids[0] != a.response_ids[1]);
+}
+
+TEST_CASE("behaviour log-probs equal log-softmax of a full forward over the sampled batch (tol 1e-4)", "[rollout]") {
+  Fixture f;
+  // Many single-byte stop strings make rows finish at different steps, exercising cache compaction.
+  std::vector<std::string> stops;
+  for (char c = 'a'; c <= 'z'; ++c) stops.emplace_back(1, c);
+  for (double temp : {1.0, 0.7}) {
+    INFO("temperature " << temp);
+    auto b = f.run({temp, 0.95, 40, 24, stops}, 5, 3);
+    auto lp = test::response_logprobs(f.policy, b.input_ids, b.attention_mask, b.prompt_len, temp);
+    auto diff = ((lp - b.behaviour_logprobs) * b.response_mask).abs().max().item<double>();
+    CHECK(diff < 1e-4);
+    // Mask and lengths agree; padding carries zero log-prob.
+    CHECK(b.response_mask.sum().item<double>() == static_cast<double>(b.generated_tokens()));
+    CHECK((b.behaviour_logprobs * (1 - b.response_mask)).abs().sum().item<double>() == 0.0);
+    std::set<int64_t> lengths(b.response_lengths.begin(), b.response_lengths.end());
+    CHECK(lengths.size() > 2);  // rows really did finish at different times
+  }
+}
+
+TEST_CASE("stop strings end a response right after the token that completes them", "[rollout][stop]") {
+  Fixture f;
+  auto greedy = f.run({0.0, 1.0, 0, 20, {}}, 1, 0);
+  const std::string full = f.tok->decode(greedy.response_ids[0]);
+  const std::string stop = full.substr(6, 2);
+  auto stopped = f.run({0.0, 1.0, 0, 20, {stop}}, 1, 0);
+  const std::string text = f.tok->decode(stopped.response_ids[0]);
+  CHECK(stopped.finish[0] == rollout::Finish::kStop);
+  REQUIRE(text.size() >= stop.size());
+  CHECK(text.compare(text.size() - stop.size(), stop.size(), stop) == 0);
+  CHECK(text.find(stop) == text.size() - stop.size());
+  CHECK(full.compare(0, text.size(), text) == 0);
+  CHECK(greedy.finish[0] == rollout::Finish::kLength);
+}
+
+namespace {
+// Independent reference: the allowed set and renormalised probabilities, computed with plain vectors.
+std::vector<double> reference_probs(const std::vector<double>& logits, int64_t top_k, double top_p) {
+  const size_t V = logits.size();
+  std::vector<size_t> order(V);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+  double mx = logits[order[0]], z = 0;
+  std::vector<double> p(V);
+  for (size_t i = 0; i < V; ++i) z += std::exp(logits[i] - mx);
+  for (size_t i = 0; i < V; ++i) p[i] = std::exp(logits[i] - mx) / z;
+  std::vector<char> keep(V, 0);
+  size_t k = top_k > 0 ? std::min<size_t>(top_k, V) : V;
+  for (size_t i = 0; i < k; ++i) keep[order[i]] = 1;
+  // top-p over the top-k renormalised distribution
+  double zk = 0;
+  for (size_t i = 0; i < k; ++i) zk += p[order[i]];
+  double mass = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (mass >= top_p) keep[order[i]] = 0;
+    mass += p[order[i]] / zk;
+  }
+  double zz = 0;
+  for (size_t i = 0; i < V; ++i) zz += keep[i] ? p[i] : 0;
+  for (size_t i = 0; i < V; ++i) p[i] = keep[i] ? p[i] / zz : 0;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("top-k and top-p never emit excluded tokens and match the renormalised frequencies", "[rollout][stats]") {
+  const std::vector<double> logits_v = {2.0, 1.5, 1.0, 0.5, 0.0, -0.5, -1.0, -3.0};
+  auto logits = torch::tensor(logits_v, torch::kFloat).view({1, -1});
+  struct Case { int64_t k; double p; };
+  for (auto c : {Case{3, 1.0}, Case{0, 0.8}, Case{5, 0.7}, Case{1, 1.0}, Case{0, 1.0}}) {
+    INFO("top_k " << c.k << " top_p " << c.p);
+    auto ref = reference_probs(logits_v, c.k, c.p);
+    rollout::SamplingParams sp{1.0, c.p, c.k, 1, {}};
+    auto gen = compat::make_cpu_generator(99);
+    const int draws = 20000;
+    auto many = logits.expand({draws, 8}).contiguous();
+    auto d = rollout::sample_next(many, sp, gen);
+    auto counts = torch::bincount(d.tokens, {}, 8);
+    for (int v = 0; v < 8; ++v) {
+      double freq = counts[v].item<double>() / draws;
+      if (ref[v] == 0) {
+        CHECK(freq == 0.0);
+      } else {
+        // 5 binomial standard deviations
+        double sd = std::sqrt(ref[v] * (1 - ref[v]) / draws);
+        CHECK(std::abs(freq - ref[v]) < 5 * sd + 1e-9);
+      }
+    }
+    // Recorded log-prob is the unfiltered log-softmax at the sampling temperature.
+    auto expect = logits.log_softmax(-1)[0].index_select(0, d.tokens);
+    CHECK((expect - d.logprobs).abs().max().item<double>() < 1e-6);
+  }
+}
+
+TEST_CASE("bad prompts are data errors naming the prompt", "[rollout]") {
+  Fixture f;
+  rollout::Sampler s(f.policy, *f.tok, {1.0, 1.0, 0, 8, {}});
+  auto gen = compat::make_cpu_generator(0);
+  CHECK_THROWS_WITH(s.generate({{}}, 2, gen), Catch::Contains("prompt 0 is empty"));
+  std::vector<int64_t> longp(f.policy.manifest().max_seq_len, 65);
+  CHECK_THROWS_WITH(s.generate({{65}, longp}, 2, gen), Catch::Contains("prompt 1 has 256 tokens; with max_new_tokens 8 "
+                                                                       "that exceeds the model's max_seq_len 256"));
+  CHECK_THROWS_WITH(s.generate({{65, 999}}, 2, gen), Catch::Contains("outside the model's vocabulary"));
+}
+
+TEST_CASE("finished rows stop costing compute", "[rollout]") {
+  Fixture f;
+  std::vector<std::string> stops;
+  for (char c = 'a'; c <= 'z'; ++c) stops.emplace_back(1, c);
+  rollout::Sampler s(f.policy, *f.tok, {1.0, 1.0, 0, 40, stops});
+  auto gen = compat::make_cpu_generator(1);
+  auto b = s.generate(f.prompts, 8, gen);
+  const auto& st = s.last_stats();
+  const int64_t naive = st.decode_steps * b.num_rows();
+  INFO("row-steps " << st.row_steps << " vs no compaction " << naive);
+  CHECK(st.row_steps < naive);
+}
