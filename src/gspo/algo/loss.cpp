@@ -1,0 +1,139 @@
+#include "gspo/algo/loss.h"
+
+#include <torch/torch.h>
+
+#include "gspo/core/error.h"
+
+namespace gspo::algo {
+
+LossKind parse_loss_kind(const std::string& name) {
+  if (name == "gspo") return LossKind::kGspo;
+  if (name == "gspo_token") return LossKind::kGspoToken;
+  if (name == "grpo") return LossKind::kGrpo;
+  throw ConfigError("algorithm.loss must be one of gspo, gspo_token, grpo (got '" + name + "')");
+}
+
+KlEstimator parse_kl_estimator(const std::string& name) {
+  if (name == "k1") return KlEstimator::kK1;
+  if (name == "k3") return KlEstimator::kK3;
+  throw ConfigError("algorithm.kl_estimator must be k1 or k3 (got '" + name + "')");
+}
+
+void LossStats::add(const LossStats& o) {
+  sequences += o.sequences;
+  tokens += o.tokens;
+  seq_ratio_sum += o.seq_ratio_sum;
+  seq_ratio_min = std::min(seq_ratio_min, o.seq_ratio_min);
+  seq_ratio_max = std::max(seq_ratio_max, o.seq_ratio_max);
+  seq_clipped_low += o.seq_clipped_low;
+  seq_clipped_high += o.seq_clipped_high;
+  tok_clipped_low += o.tok_clipped_low;
+  tok_clipped_high += o.tok_clipped_high;
+  kl_sum += o.kl_sum;
+  policy_loss_sum += o.policy_loss_sum;
+}
+
+namespace {
+
+double sum_of(const at::Tensor& t) { return t.sum().item<double>(); }
+
+// Zero where the mask is 0 (robust to non-finite values in padded columns).
+at::Tensor masked(const at::Tensor& x, const at::Tensor& valid) { return torch::where(valid, x, torch::zeros_like(x)); }
+
+at::Tensor clamp_log_ratio(const at::Tensor& lr, double clamp) { return clamp > 0 ? lr.clamp_max(clamp) : lr; }
+
+// min(r A, clip(r) A) and which side was clipped (only where the clipped term is strictly smaller).
+struct Surrogate {
+  at::Tensor term, low, high;
+};
+Surrogate surrogate(const at::Tensor& ratio, const at::Tensor& adv, const LossOptions& o) {
+  auto unclipped = ratio * adv;
+  auto clipped = ratio.clamp(1.0 - o.clip_low, 1.0 + o.clip_high) * adv;
+  Surrogate s;
+  s.term = torch::min(unclipped, clipped);
+  auto chose_clip = clipped < unclipped;
+  s.low = chose_clip & (ratio < 1.0 - o.clip_low);
+  s.high = chose_clip & (ratio > 1.0 + o.clip_high);
+  return s;
+}
+
+at::Tensor kl_per_token(const at::Tensor& logp, const at::Tensor& ref, const at::Tensor& valid, KlEstimator k) {
+  auto d = masked(ref - logp, valid);  // log pi_ref - log pi_theta
+  if (k == KlEstimator::kK1) return -d;
+  return torch::exp(d) - d - 1.0;
+}
+
+}  // namespace
+
+LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
+  const auto valid = in.mask > 0;
+  const auto len = in.mask.sum(1);
+  TORCH_CHECK((len > 0).all().item<bool>(), "policy_loss: every sequence needs at least one response token");
+  const int64_t N = in.mask.size(0);
+  const auto log_ratio = masked(in.logprobs - in.old_logprobs, valid);
+  const auto seq_log_ratio = log_ratio.sum(1) / len;  // log s_i, unclamped
+  const bool per_token_adv = in.advantages.dim() == 2;
+  TORCH_CHECK(!(per_token_adv && o.kind == LossKind::kGspo), "GSPO needs one advantage per sequence; use gspo_token");
+  const auto adv_tok = per_token_adv ? in.advantages : in.advantages.unsqueeze(1).expand_as(in.mask);
+
+  LossStats st;
+  at::Tensor per_seq;  // [N] policy term of each sequence (to maximise)
+  at::Tensor tok_low, tok_high, seq_low, seq_high;
+  switch (o.kind) {
+    case LossKind::kGspo: {
+      auto s = torch::exp(clamp_log_ratio(seq_log_ratio, o.log_ratio_clamp));
+      auto sur = surrogate(s, in.advantages, o);
+      per_seq = sur.term;
+      seq_low = sur.low;
+      seq_high = sur.high;
+      tok_low = seq_low.unsqueeze(1) & valid;
+      tok_high = seq_high.unsqueeze(1) & valid;
+      break;
+    }
+    case LossKind::kGspoToken: {
+      auto s = torch::exp(clamp_log_ratio(seq_log_ratio, o.log_ratio_clamp)).detach();
+      // s_i,t = sg[s_i] * pi / sg[pi]: equal to s_i in value, gradient of log pi_t scaled by s_i.
+      auto s_tok = s.unsqueeze(1) * torch::exp(in.logprobs - in.logprobs.detach());
+      auto sur = surrogate(s_tok, adv_tok, o);
+      per_seq = masked(sur.term, valid).sum(1) / len;
+      tok_low = sur.low & valid;
+      tok_high = sur.high & valid;
+      seq_low = tok_low.any(1);
+      seq_high = tok_high.any(1);
+      break;
+    }
+    case LossKind::kGrpo: {
+      auto r = torch::exp(clamp_log_ratio(log_ratio, o.log_ratio_clamp));
+      auto sur = surrogate(r, adv_tok, o);
+      per_seq = masked(sur.term, valid).sum(1) / len;
+      tok_low = sur.low & valid;
+      tok_high = sur.high & valid;
+      seq_low = tok_low.any(1);
+      seq_high = tok_high.any(1);
+      break;
+    }
+  }
+  auto loss = -per_seq.mean();
+  if (o.kl_coef > 0) {
+    TORCH_CHECK(in.ref_logprobs.defined(), "policy_loss: kl_coef > 0 needs ref_logprobs");
+    auto kl_seq = masked(kl_per_token(in.logprobs, in.ref_logprobs, valid, o.kl_estimator), valid).sum(1) / len;
+    loss = loss + o.kl_coef * kl_seq.mean();
+    st.kl_sum = sum_of(kl_seq.detach());
+  }
+
+  torch::NoGradGuard g;
+  auto seq_ratio = torch::exp(seq_log_ratio.detach());
+  st.sequences = static_cast<double>(N);
+  st.tokens = sum_of(in.mask);
+  st.seq_ratio_sum = sum_of(seq_ratio);
+  st.seq_ratio_min = seq_ratio.min().item<double>();
+  st.seq_ratio_max = seq_ratio.max().item<double>();
+  st.seq_clipped_low = sum_of(seq_low.to(torch::kDouble));
+  st.seq_clipped_high = sum_of(seq_high.to(torch::kDouble));
+  st.tok_clipped_low = sum_of(tok_low.to(torch::kDouble));
+  st.tok_clipped_high = sum_of(tok_high.to(torch::kDouble));
+  st.policy_loss_sum = -sum_of(per_seq.detach());
+  return {loss, st};
+}
+
+}  // namespace gspo::algo

@@ -1,0 +1,59 @@
+// Policy losses on plain tensors (gspo-algorithm.md sections 2-4): GSPO, GSPO-token and GRPO, with optional KL
+// to a reference policy. No model involved, so the numbers can be checked against any implementation.
+//
+// Aggregation, as each definition says: per-sequence terms, averaged over the sequences of the batch with equal
+// weight (never weighted by token counts). GSPO's per-sequence term uses the length-normalised sequence ratio;
+// GSPO-token and GRPO average their per-token terms within each sequence first.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+namespace gspo::algo {
+
+enum class LossKind { kGspo, kGspoToken, kGrpo };
+enum class KlEstimator { kK1, kK3 };
+
+LossKind parse_loss_kind(const std::string& name);
+KlEstimator parse_kl_estimator(const std::string& name);
+
+struct LossOptions {
+  LossKind kind = LossKind::kGspo;
+  double clip_low = 3e-4;         // eps_low: ratio floor 1 - eps_low
+  double clip_high = 4e-4;        // eps_high: ratio ceiling 1 + eps_high
+  double log_ratio_clamp = 10.0;  // log-ratios are clamped from above at this before exp(); 0 disables
+  double kl_coef = 0.0;           // beta; 0 = no KL term (ref_logprobs may be undefined)
+  KlEstimator kl_estimator = KlEstimator::kK3;
+};
+
+struct LossInputs {
+  at::Tensor logprobs;      // [N, T] float32 log pi_theta of the response tokens (carries the graph)
+  at::Tensor old_logprobs;  // [N, T] float32 log pi_old (no gradient)
+  at::Tensor mask;          // [N, T] float32, 1 on response tokens, 0 on padding; every row has >= 1 token
+  at::Tensor advantages;    // [N] float32 (or [N, T] per-token, GSPO-token and GRPO only)
+  at::Tensor ref_logprobs;  // [N, T] float32 log pi_ref, needed only when kl_coef > 0
+};
+
+// Detached statistics of one loss evaluation (sums, so micro-batches can be added up).
+struct LossStats {
+  double sequences = 0;            // N
+  double tokens = 0;               // sum of mask
+  double seq_ratio_sum = 0;        // sum over sequences of s_i = exp(mean_t log ratio)
+  double seq_ratio_min = 1e300, seq_ratio_max = -1e300;
+  double seq_clipped_low = 0;      // sequences whose clipped term was chosen with ratio < 1 - eps_low (A < 0)
+  double seq_clipped_high = 0;     // ... with ratio > 1 + eps_high (A > 0)
+  double tok_clipped_low = 0;      // tokens whose gradient was clipped away on the low side
+  double tok_clipped_high = 0;     // ... on the high side
+  double kl_sum = 0;               // sum over sequences of the per-sequence mean KL (when kl_coef > 0)
+  double policy_loss_sum = 0;      // sum over sequences of -min(...) terms
+  void add(const LossStats& o);
+};
+
+struct LossResult {
+  at::Tensor loss;   // scalar: mean over the N sequences of (-policy term + kl_coef * KL)
+  LossStats stats;
+};
+
+LossResult policy_loss(const LossInputs& in, const LossOptions& opts);
+
+}  // namespace gspo::algo

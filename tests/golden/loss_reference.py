@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Independent reference for gspo's advantages and policy losses (../shared/docs/gspo-algorithm.md).
+
+Written as explicit per-sequence / per-token Python loops over torch float64 scalars, not as a transcription
+of the C++ vectorised code, and differentiated with autograd. Writes loss_cases.json, read by
+tests/unit/test_loss_golden.cpp. Tolerances (stated there): loss and gradients 1e-5 relative + 1e-7 absolute
+(C++ computes in float32), clip counts exact.
+
+    python3 tests/golden/loss_reference.py OUT.json
+"""
+import json
+import math
+import sys
+
+import torch
+
+
+def seq_terms(kind, lp, old, mask, adv, lo, hi, clamp):
+    """Per-sequence objective terms (to maximise) and clip flags, one sequence at a time."""
+    n, t = lp.shape
+    terms, tok_low, tok_high, seq_low, seq_high = [], 0, 0, 0, 0
+    for i in range(n):
+        toks = [j for j in range(t) if mask[i][j] > 0]
+        length = len(toks)
+        a_i = adv[i] if adv.dim() == 1 else None
+        if kind == "gspo":
+            log_s = sum(lp[i][j] - old[i][j] for j in toks) / length
+            if clamp > 0:
+                log_s = torch.clamp(log_s, max=clamp)
+            s = torch.exp(log_s)
+            unclipped, clipped = s * a_i, torch.clamp(s, 1 - lo, 1 + hi) * a_i
+            terms.append(torch.minimum(unclipped, clipped))
+            if clipped.item() < unclipped.item():
+                if s.item() < 1 - lo:
+                    seq_low += 1
+                    tok_low += length
+                if s.item() > 1 + hi:
+                    seq_high += 1
+                    tok_high += length
+            continue
+        if kind == "gspo_token":
+            log_s = sum(lp[i][j].detach() - old[i][j] for j in toks) / length
+            if clamp > 0:
+                log_s = torch.clamp(log_s, max=clamp)
+            s_det = torch.exp(log_s)
+        acc, any_low, any_high = 0.0, False, False
+        for j in toks:
+            a = adv[i] if adv.dim() == 1 else adv[i][j]
+            if kind == "gspo_token":
+                r = s_det * torch.exp(lp[i][j] - lp[i][j].detach())
+            else:  # grpo
+                log_r = lp[i][j] - old[i][j]
+                if clamp > 0:
+                    log_r = torch.clamp(log_r, max=clamp)
+                r = torch.exp(log_r)
+            unclipped, clipped = r * a, torch.clamp(r, 1 - lo, 1 + hi) * a
+            acc = acc + torch.minimum(unclipped, clipped)
+            if clipped.item() < unclipped.item():
+                if r.item() < 1 - lo:
+                    tok_low += 1
+                    any_low = True
+                if r.item() > 1 + hi:
+                    tok_high += 1
+                    any_high = True
+        terms.append(acc / length)
+        seq_low += int(any_low)
+        seq_high += int(any_high)
+    return terms, dict(seq_clipped_low=seq_low, seq_clipped_high=seq_high, tok_clipped_low=tok_low,
+                       tok_clipped_high=tok_high)
+
+
+def kl_terms(lp, ref, mask, estimator):
+    out = []
+    for i in range(lp.shape[0]):
+        toks = [j for j in range(lp.shape[1]) if mask[i][j] > 0]
+        acc = 0.0
+        for j in toks:
+            d = ref[i][j] - lp[i][j]
+            acc = acc + (-d if estimator == "k1" else torch.exp(d) - d - 1)
+        out.append(acc / len(toks))
+    return out
+
+
+def make_inputs(gen, n, t, lengths, seq_shift, tok_noise, adv):
+    old = -torch.rand(n, t, generator=gen, dtype=torch.float64) * 3 - 0.1
+    mask = torch.zeros(n, t, dtype=torch.float64)
+    for i, length in enumerate(lengths):
+        mask[i, :length] = 1
+    noise = (torch.rand(n, t, generator=gen, dtype=torch.float64) - 0.5) * 2 * tok_noise
+    lp = old + seq_shift.unsqueeze(1) + noise
+    lp = torch.where(mask > 0, lp, torch.full_like(lp, -7.0))  # padding values must not matter
+    ref = old + (torch.rand(n, t, generator=gen, dtype=torch.float64) - 0.5) * 0.4
+    return lp, old, mask, adv, ref
+
+
+def case(name, kind, lo, hi, clamp, kl_coef, kl_est, inputs):
+    lp, old, mask, adv, ref = inputs
+    lp = lp.clone().requires_grad_(True)
+    terms, stats = seq_terms(kind, lp, old, mask, adv, lo, hi, clamp)
+    n = lp.shape[0]
+    loss = -sum(terms) / n
+    kl = None
+    if kl_coef > 0:
+        kls = kl_terms(lp, ref, mask, kl_est)
+        kl = sum(k.item() for k in kls)
+        loss = loss + kl_coef * sum(kls) / n
+    loss.backward()
+    grad = torch.where(mask > 0, lp.grad, torch.zeros_like(lp.grad))
+    return {
+        "name": name, "kind": kind, "clip_low": lo, "clip_high": hi, "log_ratio_clamp": clamp, "kl_coef": kl_coef,
+        "kl_estimator": kl_est, "logprobs": lp.detach().tolist(), "old_logprobs": old.tolist(),
+        "mask": mask.tolist(), "advantages": adv.tolist(), "ref_logprobs": ref.tolist(), "loss": loss.item(),
+        "grad": grad.tolist(), "stats": stats, "kl_sum": kl,
+    }
+
+
+def advantage_cases():
+    rewards = [[1, 0, 0, 1], [0.5, 0.5, 0.5, 0.5], [3, 1, 2, 7], [0, 0, 0, 1]]
+    out = []
+    for kind in ["group_norm", "no_std", "leave_one_out"]:
+        for sample in [False, True]:
+            eps = 1e-6
+            adv = []
+            for g in rewards:
+                m = sum(g) / len(g)
+                var = sum((x - m) ** 2 for x in g) / (len(g) - 1 if sample else len(g))
+                for i, x in enumerate(g):
+                    if kind == "group_norm":
+                        adv.append((x - m) / (math.sqrt(var) + eps))
+                    elif kind == "no_std":
+                        adv.append(x - m)
+                    else:
+                        others = (sum(g) - x) / (len(g) - 1)
+                        adv.append(x - others)
+            out.append({"kind": kind, "sample_std": sample, "eps": eps, "group_size": 4,
+                        "rewards": [x for g in rewards for x in g], "advantages": adv, "zero_variance": 1})
+    return out
+
+
+def main():
+    gen = torch.Generator().manual_seed(20251120)
+    n, t = 8, 7
+    lengths = [7, 3, 1, 5, 7, 2, 1, 6]   # varied, two length-1 responses
+    adv = torch.tensor([1.2, -0.7, 0.9, -1.1, 0.0, 0.0, 0.4, -0.3], dtype=torch.float64)  # zero-advantage pair
+    # Sequence-level shifts across both clip bounds of GSPO (3e-4 / 4e-4) and inside them.
+    shift = torch.tensor([1e-3, -1e-3, 2e-4, 5e-4, -6e-4, 1e-3, -1e-3, 1e-4], dtype=torch.float64)
+    gspo_in = make_inputs(gen, n, t, lengths, shift, 1e-4, adv)
+    grpo_shift = torch.tensor([0.3, -0.3, 0.05, 0.25, -0.35, 0.3, -0.25, 0.1], dtype=torch.float64)
+    grpo_in = make_inputs(gen, n, t, lengths, grpo_shift, 0.15, adv)
+    big_in = make_inputs(gen, n, t, lengths, torch.full((n,), 2.0, dtype=torch.float64), 0.5, adv)
+    tok_adv = (torch.rand(n, t, generator=gen, dtype=torch.float64) - 0.5) * 2
+    grpo_tok_in = (grpo_in[0], grpo_in[1], grpo_in[2], tok_adv, grpo_in[4])
+    cases = [
+        case("gspo_clipped_both_sides", "gspo", 3e-4, 4e-4, 10.0, 0.0, "k3", gspo_in),
+        case("gspo_token_same_inputs", "gspo_token", 3e-4, 4e-4, 10.0, 0.0, "k3", gspo_in),
+        case("gspo_wide_clip_unclipped", "gspo", 0.2, 0.2, 10.0, 0.0, "k3", gspo_in),
+        case("grpo_clip_higher", "grpo", 0.2, 0.28, 10.0, 0.0, "k3", grpo_in),
+        case("grpo_per_token_adv", "grpo", 0.2, 0.28, 10.0, 0.0, "k3", grpo_tok_in),
+        case("gspo_token_per_token_adv", "gspo_token", 0.2, 0.28, 10.0, 0.0, "k3", grpo_tok_in),
+        case("gspo_kl_k3", "gspo", 3e-4, 4e-4, 10.0, 0.05, "k3", gspo_in),
+        case("grpo_kl_k1", "grpo", 0.2, 0.28, 10.0, 0.1, "k1", grpo_in),
+        case("gspo_log_ratio_clamp", "gspo", 0.2, 0.28, 0.5, 0.0, "k3", big_in),
+        case("grpo_log_ratio_clamp", "grpo", 0.2, 0.28, 0.5, 0.0, "k3", big_in),
+    ]
+    with open(sys.argv[1], "w") as f:
+        json.dump({"losses": cases, "advantages": advantage_cases()}, f)
+    print(f"wrote {len(cases)} loss cases to {sys.argv[1]}")
+
+
+if __name__ == "__main__":
+    main()
