@@ -116,7 +116,7 @@ class CausalLM(nn.Module):
         self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
         self.layers = nn.ModuleList([Block(cfg) for _ in range(cfg["num_layers"])])
         self.norm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
-        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
+        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=cfg.get("lm_head_bias", False))
         if cfg.get("tie_word_embeddings", False):
             self.lm_head.weight = self.embed_tokens.weight
         inv_freq = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, self.head_dim, 2).double() / self.head_dim))

@@ -30,6 +30,7 @@ def tiny_config(args) -> dict:
         "intermediate_size": args.intermediate or 4 * args.hidden, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
         "max_seq_len": args.max_seq_len, "pad_token_id": 256, "bos_token_id": 257, "eos_token_id": 258,
         "tie_word_embeddings": args.tie, "qkv_bias": args.qkv_bias, "qk_norm": args.qk_norm,
+        "lm_head_bias": bool(args.prior_text),
     }
 
 
@@ -46,6 +47,10 @@ def main() -> None:
     p.add_argument("--qkv-bias", action="store_true", help="Qwen2-style q/k/v bias")
     p.add_argument("--qk-norm", action="store_true", help="Qwen3-style q/k RMSNorm")
     p.add_argument("--init-std", type=float, default=0.02)
+    p.add_argument("--prior-text", default="",
+                   help="characters whose output logits get --prior-logit added (EOS too), through an lm_head "
+                        "bias: a stand-in for a pretrained model that already knows an answer format")
+    p.add_argument("--prior-logit", type=float, default=3.0)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     if args.hidden % args.heads or args.heads % args.kv_heads:
@@ -60,6 +65,11 @@ def main() -> None:
                 prm.normal_(0.0, args.init_std)
             elif "bias" in name:
                 prm.normal_(0.0, args.init_std)
+        if args.prior_text:
+            model.lm_head.bias.zero_()
+            for ch in args.prior_text.encode("utf-8"):
+                model.lm_head.bias[ch] = args.prior_logit
+            model.lm_head.bias[cfg["eos_token_id"]] = args.prior_logit
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     gspo_model.save_scripted(model, cfg, byte_tokenizer_spec(), "float32", args.out)
     n = sum(p.numel() for p in model.parameters())

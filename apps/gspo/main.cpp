@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "gspo/cli/commands.h"
+#include "gspo/cli/train_cmd.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/core/torch_compat.h"
@@ -43,6 +44,13 @@ void add_config(CLI::App& app, gspo::cli::ConfigArgs& a) {
   c->add_flag("--reference", a.reference, "print every option with its default and rule (Markdown)");
 }
 
+void add_train(CLI::App& app, gspo::cli::TrainArgs& a) {
+  auto* c = app.add_subcommand("train", "run GSPO / GSPO-token / GRPO training from a YAML config");
+  c->add_option("--config,-c", a.config, "YAML config file")->required();
+  c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
+  c->add_option("--resume", a.resume, "auto (newest checkpoint in train.output_dir, else fresh) or a checkpoint dir");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,9 +62,11 @@ int main(int argc, char** argv) {
   gspo::cli::GenerateArgs gen;
   gspo::cli::InspectArgs insp;
   gspo::cli::ConfigArgs cfg;
+  gspo::cli::TrainArgs train;
   add_generate(app, gen);
   add_inspect(app, insp);
   add_config(app, cfg);
+  add_train(app, train);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -68,6 +78,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("generate")) return gspo::cli::generate(gen);
     if (app.got_subcommand("inspect")) return gspo::cli::inspect(insp);
     if (app.got_subcommand("config")) return gspo::cli::config(cfg);
+    if (app.got_subcommand("train")) return gspo::cli::train(train);
   } catch (const gspo::Error& e) {
     std::cerr << "gspo: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_code();

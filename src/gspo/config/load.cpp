@@ -156,9 +156,13 @@ void apply_document(const YAML::Node& root, const std::string& origin, bool from
     if (std::find(sections.begin(), sections.end(), name) == sections.end()) {
       std::string msg = where_of(kv.first, origin, from_file) + ": unknown section '" + name + "'";
       std::string near = nearest(name, sections);
-      msg += near.empty() ? " (sections: model, tokenizer, data, rollout, algorithm, optimizer, train, "
-                            "checkpoint, logging)"
-                          : "; did you mean '" + near + "'?";
+      if (near.empty()) {
+        msg += " (sections:";
+        for (const auto& s : sections) msg += " " + s;
+        msg += ")";
+      } else {
+        msg += "; did you mean '" + near + "'?";
+      }
       errors.push_back(msg);
     }
   }

@@ -85,6 +85,16 @@ struct RolloutOptions {
   }
 };
 
+struct RewardOptions {
+  std::string kind = "auto";   // auto, exact, leading_integer
+
+  template <class V>
+  void visit(V&& v) {
+    v("kind", kind, "verifier: auto (arithmetic: leading_integer, jsonl: exact), exact (trimmed response == answer), "
+      "leading_integer (the response's leading integer == answer)", one_of({"auto", "exact", "leading_integer"}));
+  }
+};
+
 struct AlgorithmOptions {
   std::string loss = "gspo";               // gspo, gspo_token or grpo
   double clip_low = -1;                    // eps_low; < 0 = the loss's default (GSPO 3e-4, GRPO 0.2)
@@ -202,6 +212,7 @@ struct Config {
   TokenizerOptions tokenizer;
   DataOptions data;
   RolloutOptions rollout;
+  RewardOptions reward;
   AlgorithmOptions algorithm;
   OptimizerOptions optimizer;
   TrainOptions train;
@@ -215,6 +226,7 @@ struct Config {
     v("tokenizer", tokenizer, "text <-> token ids");
     v("data", data, "prompts and reference answers");
     v("rollout", rollout, "sampling of G responses per prompt");
+    v("reward", reward, "verifiers that score responses");
     v("algorithm", algorithm, "advantages and the policy loss");
     v("optimizer", optimizer, "AdamW and the learning-rate schedule");
     v("train", train, "the step loop");

@@ -1,0 +1,94 @@
+#include "gspo/data/dataset.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <fstream>
+
+#include "gspo/config/options.h"
+#include "gspo/core/error.h"
+#include "gspo/data/rng.h"
+
+namespace gspo::data {
+
+std::string apply_template(const std::string& tmpl, const std::string& prompt) {
+  std::string out;
+  const std::string key = "{prompt}";
+  size_t pos = 0;
+  while (true) {
+    size_t hit = tmpl.find(key, pos);
+    out += tmpl.substr(pos, hit == std::string::npos ? std::string::npos : hit - pos);
+    if (hit == std::string::npos) break;
+    out += prompt;
+    pos = hit + key.size();
+  }
+  return out;
+}
+
+namespace {
+std::string field_text(const nlohmann::json& row, const std::string& key, const std::string& where, bool required) {
+  if (!row.contains(key)) {
+    if (!required) return "";
+    std::string have;
+    for (const auto& [k, v] : row.items()) have += (have.empty() ? "" : ", ") + k;
+    throw DataError(where + ": no field '" + key + "' (fields: " + have + "); set data.prompt_key / data.answer_key");
+  }
+  const auto& v = row.at(key);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number() || v.is_boolean()) return v.dump();
+  throw DataError(where + ": field '" + key + "' must be a string or a number (got " + v.type_name() + ")");
+}
+}  // namespace
+
+std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key) {
+  std::ifstream in(path);
+  if (!in) throw IoError("cannot read dataset '" + path + "': " + std::strerror(errno));
+  std::vector<Example> out;
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(n);
+    nlohmann::json row;
+    try {
+      row = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw DataError(where + ": not valid JSON (" + std::string(e.what()).substr(0, 120) + ")");
+    }
+    if (!row.is_object()) throw DataError(where + ": each line must be a JSON object");
+    Example ex;
+    ex.id = where;
+    ex.prompt = field_text(row, prompt_key, where, true);
+    if (ex.prompt.empty()) throw DataError(where + ": field '" + prompt_key + "' is empty");
+    ex.answer = field_text(row, answer_key, where, true);
+    ex.row = line;
+    out.push_back(std::move(ex));
+  }
+  return out;
+}
+
+std::vector<Example> make_arithmetic(int64_t count, int64_t max_operand, const std::string& ops, uint64_t seed) {
+  SplitMix rng(seed);
+  std::vector<Example> out;
+  out.reserve(count);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t a = static_cast<int64_t>(rng.below(max_operand + 1));
+    const int64_t b = static_cast<int64_t>(rng.below(max_operand + 1));
+    const char op = ops[rng.below(ops.size())];
+    const int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;
+    out.push_back({"arithmetic:" + std::to_string(i), std::to_string(a) + op + std::to_string(b) + "=",
+                   std::to_string(r), ""});
+  }
+  return out;
+}
+
+std::vector<Example> load_dataset(const config::DataOptions& o) {
+  auto rows = o.task == "jsonl" ? load_jsonl(o.path, o.prompt_key, o.answer_key)
+                                : make_arithmetic(o.num_prompts, o.max_operand, o.operators, o.seed);
+  if (rows.empty()) throw DataError((o.task == "jsonl" ? "dataset '" + o.path + "'" : std::string("arithmetic task")) +
+                                    " has no examples");
+  return rows;
+}
+
+}  // namespace gspo::data

@@ -1,0 +1,17 @@
+// One prompt with its reference answer, as every task and dataset yields it.
+#pragma once
+#include <string>
+
+namespace gspo::data {
+
+struct Example {
+  std::string id;       // "file.jsonl:LINE" or "arithmetic:N"
+  std::string prompt;   // the problem text, before the prompt template is applied
+  std::string answer;   // reference answer (exact string, e.g. "017" stays "017")
+  std::string row;      // the raw JSON row (empty for built-in tasks), for external verifiers
+};
+
+// Applies data.prompt_template: every "{prompt}" is replaced by `prompt`.
+std::string apply_template(const std::string& tmpl, const std::string& prompt);
+
+}  // namespace gspo::data

@@ -1,0 +1,22 @@
+// Small filesystem helpers with errors that name the path. Writes that must survive crashes go through a
+// temporary name and rename(2), which is atomic on POSIX filesystems.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace gspo::io {
+
+// mkdir -p; throws IoError "cannot create directory 'x': reason" (also when `path` is not writable).
+void ensure_dir(const std::string& path);
+// Writes `text` to `path` via path.tmp + fsync + rename.
+void atomic_write(const std::string& path, const std::string& text);
+std::string read_text(const std::string& path);
+bool exists(const std::string& path);
+// Recursively removes `path` (no error when missing).
+void remove_all(const std::string& path);
+// Entries of a directory (names only), sorted.
+std::vector<std::string> list_dir(const std::string& path);
+// fsync on a directory so a rename inside it is durable.
+void sync_dir(const std::string& path);
+
+}  // namespace gspo::io

@@ -1,0 +1,57 @@
+#include "gspo/reward/verifier.h"
+
+#include "gspo/config/options.h"
+#include "gspo/core/error.h"
+
+namespace gspo::reward {
+namespace {
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  auto b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// Canonical integer text: sign kept only for non-zero, leading zeros removed.
+std::string canonical_int(const std::string& s) {
+  if (s.empty()) return s;
+  bool neg = s[0] == '-';
+  size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  while (i + 1 < s.size() && s[i] == '0') ++i;
+  std::string digits = s.substr(i);
+  if (digits == "0") neg = false;
+  return (neg ? "-" : "") + digits;
+}
+}  // namespace
+
+std::string leading_integer(const std::string& text) {
+  size_t i = text.find_first_not_of(" \t");
+  if (i == std::string::npos) return "";
+  size_t start = i;
+  if (text[i] == '-' || text[i] == '+') ++i;
+  size_t digits = i;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+  if (i == digits) return "";
+  return text.substr(start, i - start);
+}
+
+Score ExactMatch::score(const std::string& response, const data::Example& ex) const {
+  const bool ok = trim(response) == trim(ex.answer);
+  return {ok ? 1.0 : 0.0, ok};
+}
+
+Score LeadingInteger::score(const std::string& response, const data::Example& ex) const {
+  const std::string got = leading_integer(response);
+  const bool ok = !got.empty() && canonical_int(got) == canonical_int(trim(ex.answer));
+  return {ok ? 1.0 : 0.0, ok};
+}
+
+std::unique_ptr<Verifier> make_verifier(const config::Config& cfg) {
+  std::string kind = cfg.reward.kind;
+  if (kind == "auto") kind = cfg.data.task == "arithmetic" ? "leading_integer" : "exact";
+  if (kind == "exact") return std::make_unique<ExactMatch>();
+  if (kind == "leading_integer") return std::make_unique<LeadingInteger>();
+  throw ConfigError("reward.kind must be auto, exact or leading_integer (got '" + kind + "')");
+}
+
+}  // namespace gspo::reward

@@ -1,0 +1,47 @@
+// Verifiers turn a response into a scalar reward. The built-in ones here check answers exactly; the math and
+// code verifiers implement the same interface.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "gspo/data/example.h"
+
+namespace gspo::config { struct Config; }
+
+namespace gspo::reward {
+
+struct Score {
+  double reward = 0;     // what the policy is optimised on
+  bool correct = false;  // the answer part alone was right (reported as accuracy)
+};
+
+class Verifier {
+ public:
+  virtual ~Verifier() = default;
+  // `response` is the decoded response text without EOS. Must be thread-safe (const).
+  virtual Score score(const std::string& response, const data::Example& ex) const = 0;
+  virtual std::string name() const = 0;
+};
+
+// exact: the response, trimmed of surrounding whitespace, equals the answer.
+class ExactMatch : public Verifier {
+ public:
+  Score score(const std::string& response, const data::Example& ex) const override;
+  std::string name() const override { return "exact"; }
+};
+
+// leading_integer: the integer the response starts with (optional sign, then digits; leading spaces skipped)
+// equals the answer's integer exactly; text after it is ignored. Built-in arithmetic task's default.
+class LeadingInteger : public Verifier {
+ public:
+  Score score(const std::string& response, const data::Example& ex) const override;
+  std::string name() const override { return "leading_integer"; }
+};
+
+// The leading integer of `text` as written ("-0012" stays "-0012"), or "" when it does not start with one.
+std::string leading_integer(const std::string& text);
+
+// The verifier config.reward selects (auto: leading_integer for arithmetic, exact for jsonl).
+std::unique_ptr<Verifier> make_verifier(const config::Config& cfg);
+
+}  // namespace gspo::reward

@@ -1,0 +1,47 @@
+#include "gspo/train/minibatch.h"
+
+#include <torch/torch.h>
+
+#include "gspo/rollout/sampler.h"
+
+namespace gspo::train {
+
+Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages) {
+  Micro m;
+  m.rows = rows;
+  int64_t r = 1;
+  for (int64_t row : rows) r = std::max(r, b.response_lengths[row]);
+  auto idx = torch::tensor(rows, torch::kLong);
+  const int64_t P = b.prompt_len;
+  m.ids = b.input_ids.index_select(0, idx).narrow(1, 0, P + r).contiguous();
+  m.mask = b.attention_mask.index_select(0, idx).narrow(1, 0, P + r).contiguous();
+  m.resp_mask = b.response_mask.index_select(0, idx).narrow(1, 0, r).contiguous();
+  m.behaviour_lp = b.behaviour_logprobs.index_select(0, idx).narrow(1, 0, r).contiguous();
+  m.advantages = advantages.index_select(0, idx);
+  m.real_tokens = m.mask.sum().item<int64_t>();
+  return m;
+}
+
+std::vector<std::vector<std::vector<int64_t>>> plan_minibatches(const std::vector<int64_t>& rows, int64_t nmb,
+                                                                 int64_t micro_size, at::Generator& gen) {
+  const int64_t n = static_cast<int64_t>(rows.size());
+  auto perm = torch::randperm(n, gen, torch::kLong);
+  auto pa = perm.accessor<int64_t, 1>();
+  nmb = std::max<int64_t>(1, std::min(nmb, n));
+  std::vector<std::vector<std::vector<int64_t>>> plan;
+  int64_t start = 0;
+  for (int64_t k = 0; k < nmb; ++k) {
+    const int64_t size = n / nmb + (k < n % nmb ? 1 : 0);
+    std::vector<int64_t> mb;
+    for (int64_t i = start; i < start + size; ++i) mb.push_back(rows[pa[i]]);
+    start += size;
+    const int64_t ms = micro_size > 0 ? micro_size : size;
+    std::vector<std::vector<int64_t>> micros;
+    for (int64_t i = 0; i < size; i += ms)
+      micros.emplace_back(mb.begin() + i, mb.begin() + std::min(size, i + ms));
+    plan.push_back(std::move(micros));
+  }
+  return plan;
+}
+
+}  // namespace gspo::train

@@ -1,0 +1,34 @@
+// Splitting a scored rollout into mini-batches (one optimizer step each) and micro-batches (one forward/backward
+// each, gradients accumulated).
+#pragma once
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gspo::rollout { struct RolloutBatch; }
+
+namespace gspo::train {
+
+// A set of rollout rows with their columns trimmed to the longest response among them.
+struct Micro {
+  std::vector<int64_t> rows;  // indices into the RolloutBatch
+  at::Tensor ids, mask;       // [n, P + r] int64
+  at::Tensor resp_mask;       // [n, r] float32
+  at::Tensor behaviour_lp;    // [n, r] float32
+  at::Tensor advantages;      // [n] float32
+  at::Tensor old_lp;          // [n, r] float32 log pi_old (recomputed or = behaviour_lp)
+  at::Tensor ref_lp;          // [n, r] float32 log pi_ref, only with a KL term
+  int64_t real_tokens = 0;    // prompt + response tokens (mask sum), for throughput
+};
+
+Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages);
+
+// Shuffles `rows` with `gen` and cuts them into `num_minibatches` nearly equal mini-batches (fewer when there are
+// fewer rows), each cut into micro-batches of at most `micro_size` rows (0 = one micro-batch).
+std::vector<std::vector<std::vector<int64_t>>> plan_minibatches(const std::vector<int64_t>& rows,
+                                                                 int64_t num_minibatches, int64_t micro_size,
+                                                                 at::Generator& gen);
+
+}  // namespace gspo::train

@@ -1,0 +1,42 @@
+// Human-readable output of the loop: one progress line per step and the end-of-run summary.
+#include <cstdio>
+
+#include "gspo/train/state.h"
+
+namespace gspo::train {
+
+std::string progress_line(const nlohmann::ordered_json& m, int64_t max_steps) {
+  char buf[512];
+  std::string kl = m.contains("kl") ? " kl " + std::to_string(m["kl"].get<double>()).substr(0, 7) : "";
+  std::snprintf(buf, sizeof buf,
+                "step %lld/%lld | reward %.3f acc %.3f | len %.1f trunc %.2f | ratio %.4f [%.4f, %.4f] | "
+                "clip seq %.3f tok %.3f | ent %.3f | gnorm %.3f | lr %.2e%s | %.2fs (sample %.2f, update %.2f) "
+                "%.0f tok/s",
+                static_cast<long long>(m["step"].get<int64_t>()), static_cast<long long>(max_steps),
+                m["reward_mean"].get<double>(), m["accuracy"].get<double>(), m["response_len_mean"].get<double>(),
+                m["truncated_frac"].get<double>(), m["seq_ratio_mean"].get<double>(), m["seq_ratio_min"].get<double>(),
+                m["seq_ratio_max"].get<double>(),
+                m["clip_seq_low"].get<double>() + m["clip_seq_high"].get<double>(), m["clip_tok_frac"].get<double>(),
+                m["entropy"].get<double>(), m["grad_norm"].get<double>(), m["lr"].get<double>(), kl.c_str(),
+                m["time_step_s"].get<double>(), m["time_sample_s"].get<double>(), m["time_update_s"].get<double>(),
+                m["sample_tokens_per_s"].get<double>());
+  return buf;
+}
+
+std::string summary_text(const TrainSummary& s) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "%s after step %lld (%lld steps in %.1f s)\n"
+                "  mean reward  %.3f -> %.3f   (first vs last 10%% of steps)\n"
+                "  accuracy     %.3f -> %.3f\n"
+                "  skipped updates %lld\n"
+                "  metrics      %s\n"
+                "  checkpoint   %s\n",
+                s.interrupted ? "interrupted" : "finished", static_cast<long long>(s.last_step),
+                static_cast<long long>(s.last_step - s.first_step), s.seconds, s.reward_start, s.reward_end,
+                s.accuracy_start, s.accuracy_end, static_cast<long long>(s.skipped_updates), s.metrics_path.c_str(),
+                s.last_checkpoint.empty() ? "(none)" : s.last_checkpoint.c_str());
+  return buf;
+}
+
+}  // namespace gspo::train

@@ -1,0 +1,53 @@
+// Private: everything the loop carries between steps (trainer.cpp, step.cpp).
+#pragma once
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+
+#include "gspo/algo/advantage.h"
+#include "gspo/algo/loss.h"
+#include "gspo/config/options.h"
+#include "gspo/data/cursor.h"
+#include "gspo/data/example.h"
+#include "gspo/io/metrics_log.h"
+#include "gspo/model/policy.h"
+#include "gspo/reward/verifier.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/tokenizer/tokenizer.h"
+#include "gspo/train/trainer.h"
+
+namespace gspo::train {
+
+struct Trainer::State {
+  config::Config cfg;
+  std::string run_dir;
+  std::string config_yaml;                    // resolved config, stored with each checkpoint
+  std::optional<model::Policy> policy;
+  std::optional<model::Policy> reference;     // only when algorithm.kl_coef > 0
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  std::vector<data::Example> examples;
+  std::unique_ptr<data::Cursor> cursor;
+  std::unique_ptr<reward::Verifier> verifier;
+  std::unique_ptr<rollout::Sampler> sampler;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  at::Generator sample_gen;                   // sampler draws
+  at::Generator train_gen;                    // mini-batch shuffling
+  algo::LossOptions loss_opts;
+  algo::AdvantageOptions adv_opts;
+  std::unique_ptr<io::MetricsLog> metrics;
+  int64_t step = 0;                           // rollout steps completed
+  int64_t optimizer_steps = 0;
+  int64_t total_optimizer_steps = 0;
+  int64_t skipped_updates = 0;
+};
+
+// One rollout step; returns its metrics (also appended to the metrics log by the caller).
+nlohmann::ordered_json run_step(Trainer::State& s);
+
+// The console line for one step and the end-of-run summary.
+std::string progress_line(const nlohmann::ordered_json& m, int64_t max_steps);
+std::string summary_text(const TrainSummary& s);
+
+}  // namespace gspo::train

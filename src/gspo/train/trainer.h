@@ -1,0 +1,38 @@
+// The training loop: rollout -> reward -> advantages -> mini-batch updates -> metrics -> checkpoint, repeated
+// for train.max_steps rollout steps (gspo-algorithm.md section 5).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "gspo/config/options.h"
+
+namespace gspo::train {
+
+struct TrainSummary {
+  int64_t first_step = 0, last_step = 0;   // rollout steps run in this invocation: (first_step, last_step]
+  double reward_start = 0, reward_end = 0; // mean reward over the first / last 10% of this invocation's steps
+  double accuracy_start = 0, accuracy_end = 0;
+  double seconds = 0;
+  int64_t skipped_updates = 0;
+  bool interrupted = false;
+  std::string last_checkpoint;  // "" when none was written
+  std::string metrics_path;
+};
+
+class Trainer {
+ public:
+  // `resume`: "" (fresh run; refuses a run directory that already holds a run), "auto" (newest checkpoint in
+  // train.output_dir, or fresh when none) or a checkpoint directory. Loads models and data; throws on bad input.
+  Trainer(const config::Config& cfg, const std::string& resume);
+  ~Trainer();
+  // Runs to train.max_steps. Polls gspo::interrupt between steps: on a request it checkpoints and returns with
+  // interrupted = true. Throws TrainingError on a non-finite loss/gradient when train.on_nonfinite = stop.
+  TrainSummary run();
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace gspo::train
