@@ -76,9 +76,19 @@ def write_forward_golden(model_path: str, out_path: str) -> None:
                    "logits": [round(x, 7) for x in logits.flatten().tolist()]}, f)
 
 
+class NanWhenTraining(gspo_model.CausalLM):
+    """Finite logits for sampling (no grad), NaN logits in the training forward (grad enabled)."""
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        logits = self._run(input_ids, attention_mask, None, 0, False)
+        if torch.is_grad_enabled():
+            logits = logits * float("nan")
+        return logits
+
+
 def small_cfg() -> dict:
     args = argparse.Namespace(hidden=32, heads=4, kv_heads=2, layers=1, intermediate=0, max_seq_len=64, tie=False,
-                              qkv_bias=False, qk_norm=False)
+                              qkv_bias=False, qk_norm=False, prior_text="")
     return make_tiny_model.tiny_config(args)
 
 
@@ -91,11 +101,15 @@ def main() -> None:
     export(f"{out}/tiny_qwen3.pt", "--layers", "2", "--hidden", "32", "--heads", "4", "--kv-heads", "1",
            "--qk-norm", "--qkv-bias", "--tie", "--seed", "3")
     write_forward_golden(f"{out}/tiny.pt", f"{out}/tiny_forward_golden.json")
+    # A base model with a strong prior on digits and EOS, so short arithmetic runs get non-zero rewards.
+    export(f"{out}/tiny_prior.pt", "--layers", "1", "--hidden", "32", "--heads", "2", "--kv-heads", "1",
+           "--prior-text", "0123456789", "--prior-logit", "6.0", "--seed", "5")
     tok = make_tiny_model.byte_tokenizer_spec()
     cfg = small_cfg()
     torch.manual_seed(0)
     gspo_model.save_scripted(WrongShape(cfg), cfg, tok, "float32", f"{out}/broken_wrong_shape.pt")
     gspo_model.save_scripted(BadCache(cfg), cfg, tok, "float32", f"{out}/broken_bad_cache.pt")
+    gspo_model.save_scripted(NanWhenTraining(cfg), cfg, tok, "float32", f"{out}/nan_when_training.pt")
     inner = gspo_model.CausalLM(cfg)
     scripted = torch.jit.script(NoDecode(inner))
     scripted.save(f"{out}/broken_no_decode.pt",
