@@ -38,6 +38,9 @@ printf 'rollout: [oops\n' > "$TMP/broken.yaml"
 expect config-not-yaml 2 "not valid YAML" -- "$GSPO" config -c "$TMP/broken.yaml"
 expect config-missing 5 "cannot read config file" -- "$GSPO" config -c "$TMP/nope.yaml"
 expect config-reference 0 "| \`rollout.group_size\` |" -- "$GSPO" config --reference
+# docs/config.md is the generated reference; it must not drift from the options table.
+if diff <(tail -n +7 "$SRC/docs/config.md") <("$GSPO" config --reference) >/dev/null; then pass=$((pass+1)); else
+  echo "FAIL docs-config: docs/config.md is stale; regenerate it from 'gspo config --reference'"; fail=$((fail+1)); fi
 for f in "$SRC"/configs/*.yaml; do expect "config-shipped-$(basename "$f")" 0 "resolved config" -- "$GSPO" config -c "$f"; done
 
 # inspect

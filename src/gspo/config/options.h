@@ -14,14 +14,11 @@ namespace gspo::config {
 struct ModelOptions {
   std::string path = "";            // TorchScript policy (.pt) meeting docs/model-contract.md
   std::string device = "cpu";       // cpu, cuda, cuda:N, or auto (cuda when available)
-  std::string dtype = "float32";    // parameter dtype for training and sampling
 
   template <class V>
   void visit(V&& v) {
     v("path", path, "TorchScript policy file (.pt) meeting docs/model-contract.md", any());
     v("device", device, "cpu, cuda, cuda:N, or auto (cuda when available)", any());
-    v("dtype", dtype, "parameter dtype: float32 or bfloat16 (bfloat16 needs a GPU build)",
-      one_of({"float32", "bfloat16"}));
   }
 };
 

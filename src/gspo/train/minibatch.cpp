@@ -22,6 +22,14 @@ Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& row
   return m;
 }
 
+void Micro::to(c10::Device d) {
+  ids = ids.to(d);
+  mask = mask.to(d);
+  resp_mask = resp_mask.to(d);
+  behaviour_lp = behaviour_lp.to(d);
+  advantages = advantages.to(d);
+}
+
 std::vector<std::vector<std::vector<int64_t>>> plan_minibatches(const std::vector<int64_t>& rows, int64_t nmb,
                                                                  int64_t micro_size, at::Generator& gen) {
   const int64_t n = static_cast<int64_t>(rows.size());

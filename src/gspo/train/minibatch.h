@@ -3,6 +3,7 @@
 #pragma once
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <cstdint>
 #include <vector>
@@ -21,6 +22,7 @@ struct Micro {
   at::Tensor old_lp;          // [n, r] float32 log pi_old (recomputed or = behaviour_lp)
   at::Tensor ref_lp;          // [n, r] float32 log pi_ref, only with a KL term
   int64_t real_tokens = 0;    // prompt + response tokens (mask sum), for throughput
+  void to(c10::Device device);  // moves every tensor (old_lp/ref_lp are filled on the model's device later)
 };
 
 Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages);

@@ -181,7 +181,10 @@ nlohmann::ordered_json run_step(Trainer::State& s) {
     std::vector<std::vector<Micro>> plan;
     for (const auto& mb : plan_rows) {
       plan.emplace_back();
-      for (const auto& micro : mb) plan.back().push_back(slice_rows(batch, micro, adv.values));
+      for (const auto& micro : mb) {
+        plan.back().push_back(slice_rows(batch, micro, adv.values));
+        plan.back().back().to(s.policy->device());
+      }
     }
     t = Clock::now();
     fill_old_logprobs(s, plan, batch.prompt_len, temp);

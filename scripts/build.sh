@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Configures and builds gspo into build/ (Release, Ninja). Extra arguments go to cmake, e.g. -DWITH_CUDA=ON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+if [ ! -f build/CMakeCache.txt ]; then
+  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
+elif [ "$#" -gt 0 ]; then
+  cmake -S . -B build "$@"
+fi
+cmake --build build -j "$(nproc)"
