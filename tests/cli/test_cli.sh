@@ -67,5 +67,26 @@ expect gen-top-p 2 "--top-p must be in (0, 1]" -- "$GSPO" generate -m "$MODELS/t
 expect gen-missing-model 5 "cannot read model file" -- "$GSPO" generate -m "$TMP/x.pt" -p a
 command -v nvidia-smi >/dev/null || expect gen-no-cuda 2 "no CUDA device" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p a --device cuda
 
+# train: errors, a real Ctrl-C, resume
+TRAIN=(-c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny_prior.pt" --set rollout.prompts_per_step=4
+       --set rollout.group_size=4 --set logging.progress=false)
+expect train-bad-key 2 "unknown key 'rollout.group'" -- "$GSPO" train "${TRAIN[@]}" --set rollout.group=3 --set train.output_dir="$TMP/r0"
+expect train-unwritable 5 "cannot create directory '/proc/gspo_x'" -- "$GSPO" train "${TRAIN[@]}" --set train.output_dir=/proc/gspo_x
+expect train-short 0 "finished after step 2" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/r1"
+expect train-reuse 2 "already holds a run" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/r1"
+expect train-resume-done 0 "finished after step 3" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=3 --set train.output_dir="$TMP/r1" --resume auto
+"$GSPO" train "${TRAIN[@]}" --set train.max_steps=100000 --set train.output_dir="$TMP/r2" >"$TMP/r2.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do [ -s "$TMP/r2/metrics.jsonl" ] && break; sleep 0.1; done
+kill -INT "$pid"; wait "$pid"; rc=$?
+if [ "$rc" -eq 130 ] && grep -q "interrupted after step" "$TMP/r2.log" && [ -f "$TMP"/r2/checkpoints/step_*/state.json ]; then
+  pass=$((pass+1))
+else
+  echo "FAIL train-sigint: exit $rc"; tail -3 "$TMP/r2.log"; fail=$((fail+1))
+fi
+steps=$(wc -l < "$TMP/r2/metrics.jsonl")
+expect train-resume-after-sigint 0 "finished after step $((steps+1))" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=$((steps+1)) --set train.output_dir="$TMP/r2" --resume auto
+expect generate-from-checkpoint 0 "--- prompt 0 sample 0" -- "$GSPO" generate -m "$(ls -d "$TMP"/r2/checkpoints/step_* | tail -1)/policy.pt" -p "1+2=" --max-new-tokens 3
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

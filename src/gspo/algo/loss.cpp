@@ -90,21 +90,18 @@ LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
       tok_high = seq_high.unsqueeze(1) & valid;
       break;
     }
-    case LossKind::kGspoToken: {
-      auto s = torch::exp(clamp_log_ratio(seq_log_ratio, o.log_ratio_clamp)).detach();
-      // s_i,t = sg[s_i] * pi / sg[pi]: equal to s_i in value, gradient of log pi_t scaled by s_i.
-      auto s_tok = s.unsqueeze(1) * torch::exp(in.logprobs - in.logprobs.detach());
-      auto sur = surrogate(s_tok, adv_tok, o);
-      per_seq = masked(sur.term, valid).sum(1) / len;
-      tok_low = sur.low & valid;
-      tok_high = sur.high & valid;
-      seq_low = tok_low.any(1);
-      seq_high = tok_high.any(1);
-      break;
-    }
+    case LossKind::kGspoToken:
     case LossKind::kGrpo: {
-      auto r = torch::exp(clamp_log_ratio(log_ratio, o.log_ratio_clamp));
-      auto sur = surrogate(r, adv_tok, o);
+      at::Tensor ratio;
+      if (o.kind == LossKind::kGspoToken) {
+        // s_i,t = sg[s_i] * pi / sg[pi]: equal to s_i in value, gradient of log pi_t scaled by s_i.
+        auto s = torch::exp(clamp_log_ratio(seq_log_ratio, o.log_ratio_clamp)).detach();
+        ratio = s.unsqueeze(1) * torch::exp(in.logprobs - in.logprobs.detach());
+      } else {
+        ratio = torch::exp(clamp_log_ratio(log_ratio, o.log_ratio_clamp));  // GRPO's token ratio
+      }
+      // Token-level terms averaged within each sequence; a sequence counts as clipped if any token was.
+      auto sur = surrogate(ratio, adv_tok, o);
       per_seq = masked(sur.term, valid).sum(1) / len;
       tok_low = sur.low & valid;
       tok_high = sur.high & valid;

@@ -85,9 +85,11 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
   auto [pids, pmask] = left_pad(prompts, P, pad);
   auto cache = policy_.init_cache(B, P + R);
   auto logits = policy_.prefill(pids.to(dev), pmask.to(dev), cache);
-  auto expand = torch::arange(B, torch::kLong).repeat_interleave(G).to(dev);
-  cache = policy_.reorder_cache(cache, expand);
-  logits = logits.index_select(0, expand);
+  if (G > 1) {  // one copy of the cache; skipped when there is nothing to fan out
+    auto expand = torch::arange(B, torch::kLong).repeat_interleave(G).to(dev);
+    cache = policy_.reorder_cache(cache, expand);
+    logits = logits.index_select(0, expand);
+  }
 
   // live_* hold the rows still in the cache, in cache order; rows[i] = batch row of cache row i.
   auto live_mask = torch::zeros({N, P + R}, torch::kLong);
@@ -160,7 +162,6 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
       auto idx = torch::tensor(keep, torch::kLong).to(dev);
       cache = policy_.reorder_cache(cache, idx);
       live_mask = live_mask.index_select(0, idx);
-      logits = logits.index_select(0, idx);
       rows = std::move(new_rows);
       done_in_cache.assign(rows.size(), 0);
     }

@@ -36,8 +36,8 @@ Draw sample_next(const at::Tensor& logits, const SamplingParams& p, at::Generato
   if (p.temperature <= 0) {
     d.tokens = logits.argmax(-1);
   } else {
-    auto filtered = filter_logits(scaled, p.top_k, p.top_p);
-    auto probs = filtered.softmax(-1);
+    const bool filtering = (p.top_k > 0 && p.top_k < logits.size(-1)) || p.top_p < 1.0;
+    auto probs = filtering ? filter_logits(scaled, p.top_k, p.top_p).softmax(-1) : logp.exp();
     d.tokens = at::multinomial(probs, 1, /*replacement=*/false, gen).squeeze(-1);
   }
   d.logprobs = logp.gather(-1, d.tokens.unsqueeze(-1)).squeeze(-1);
