@@ -8,6 +8,7 @@ PKGS=(
   libtorch-dev libgloo-dev          # LibTorch 1.13 (CPU) with c10d + Gloo headers
   python3 python3-torch python3-numpy python3-matplotlib   # tiny model export, golden references, plots
   libopenblas0-pthread              # fast BLAS behind libblas.so.3 (the default netlib one is ~50x slower)
+  bubblewrap                        # sandbox for model-written code when not running as root
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
 )
 
