@@ -175,10 +175,10 @@ TEST_CASE("bad training inputs are clear errors", "[train][faults]") {
   io::ensure_dir(dir);
   {
     std::ofstream f(dir + "/d.jsonl");
-    f << "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n\n{\"question\": \"2+2=\", \"answer\": \"4\"}\n";
+    f << "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n\n{\"text\": \"2+2=\", \"answer\": \"4\"}\n";
   }
   CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run", {"data.task=jsonl", "data.path=" + dir + "/d.jsonl"}), ""),
-                    Catch::Contains(dir + "/d.jsonl:3: no field 'prompt' (fields: answer, question)"));
+                    Catch::Contains(dir + "/d.jsonl:3: no prompt field (tried prompt, problem, question; fields: answer, text)"));
   { std::ofstream f(dir + "/empty.jsonl"); }
   CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run2", {"data.task=jsonl", "data.path=" + dir + "/empty.jsonl"}), ""),
                     Catch::Contains("has no examples"));

@@ -33,7 +33,7 @@ struct TokenizerOptions {
 struct DataOptions {
   std::string task = "arithmetic";                 // built-in synthetic task or a JSONL file
   std::string path = "";                           // JSONL dataset when task = jsonl
-  std::string prompt_key = "prompt";               // JSONL field holding the prompt
+  std::string prompt_key = "auto";                 // JSONL field holding the prompt; auto = prompt/problem/question
   std::string answer_key = "answer";               // JSONL field holding the reference answer
   std::string prompt_template = "{prompt}";        // text around the prompt; {prompt} is replaced
   bool shuffle = true;                             // reshuffle the prompt order every epoch
@@ -47,8 +47,10 @@ struct DataOptions {
     v("task", task, "arithmetic (built-in, exact-match rewards) or jsonl (prompt/answer rows from data.path)",
       one_of({"arithmetic", "jsonl"}));
     v("path", path, "JSONL dataset file, one object per line (task = jsonl)", any());
-    v("prompt_key", prompt_key, "JSONL field holding the prompt text", any());
-    v("answer_key", answer_key, "JSONL field holding the reference answer", any());
+    v("prompt_key", prompt_key, "JSONL field holding the prompt text; auto = the first of prompt, problem, question",
+      any());
+    v("answer_key", answer_key, "JSONL field holding the reference answer (may be absent in rows that carry code "
+      "tests)", any());
     v("prompt_template", prompt_template, "template applied to every prompt; {prompt} is replaced by it", any());
     v("shuffle", shuffle, "reshuffle the prompt order at every epoch", any());
     v("seed", seed, "seed of shuffling and of the synthetic task", at_least(0));
@@ -83,12 +85,37 @@ struct RolloutOptions {
 };
 
 struct RewardOptions {
-  std::string kind = "auto";   // auto, exact, leading_integer
+  std::string kind = "auto";                 // the verifier when `components` is empty
+  std::vector<std::string> components = {};  // weighted sum "name:weight"; empty = kind:1
+  std::string regex = "";                    // regex verifier: pattern; {answer} = the escaped reference answer
+  std::string external_command = "";         // external verifier: command reading/writing JSON lines
+  bool math_answer_is = true;                // math: fall back to "the answer is X"
+  bool math_last_number = true;              // math: fall back to the last number in the response
+  double math_rel_tol = 1e-6;                // math: relative tolerance of numeric equality
+  bool code_partial = false;                 // code: reward = fraction of tests passed (else all-or-nothing)
+  double code_timeout_s = 5.0;               // code: CPU seconds per test (wall clock: 2x + 1)
+  int64_t code_memory_mb = 1024;             // code: address-space limit per test
+  std::string code_python = "/usr/bin/python3";  // code: interpreter for candidate programs
+  int64_t workers = 0;                       // parallel scoring threads; 0 = hardware threads
 
   template <class V>
   void visit(V&& v) {
-    v("kind", kind, "verifier: auto (arithmetic: leading_integer, jsonl: exact), exact (trimmed response == answer), "
-      "leading_integer (the response's leading integer == answer)", one_of({"auto", "exact", "leading_integer"}));
+    v("kind", kind, "verifier: auto (arithmetic: leading_integer; jsonl: code when rows have tests, else math), "
+      "exact, leading_integer, math, code, regex, format, external",
+      one_of({"auto", "exact", "leading_integer", "math", "code", "regex", "format", "external"}));
+    v("components", components, "weighted sum of verifiers as \"name:weight\" (e.g. [\"math:1\", \"format:0.1\"]); "
+      "accuracy follows the first; empty = kind", any());
+    v("regex", regex, "regex verifier: reward 1 when the response matches; {answer} is replaced by the escaped answer", any());
+    v("external_command", external_command, "external verifier: a command started once that reads JSON lines "
+      "{prompt, response, answer, row} and writes one number per line", any());
+    v("math_answer_is", math_answer_is, "math: when there is no \\boxed{}, use \"the answer is X\"", any());
+    v("math_last_number", math_last_number, "math: as a last resort, use the last number in the response", any());
+    v("math_rel_tol", math_rel_tol, "math: relative tolerance of numeric equality", between(0, 0.1));
+    v("code_partial", code_partial, "code: reward = fraction of tests passed; false = 1 only when all pass", any());
+    v("code_timeout_s", code_timeout_s, "code: CPU seconds per test run (wall clock limit: 2x + 1 s)", greater_than(0));
+    v("code_memory_mb", code_memory_mb, "code: address-space limit per test run in MiB", at_least(64));
+    v("code_python", code_python, "code: Python interpreter for candidate programs", any());
+    v("workers", workers, "threads scoring responses in parallel; 0 = hardware threads", at_least(0));
   }
 };
 

@@ -1,5 +1,6 @@
 #include "gspo/config/validate.h"
 
+#include <algorithm>
 #include <regex>
 
 #include "gspo/config/value_text.h"
@@ -10,6 +11,44 @@ std::string at(const Config& c, const std::string& key) {
   auto it = c.origin.find(key);
   return it == c.origin.end() ? "<default>" : it->second;
 }
+void validate_reward(const Config& c, std::vector<std::string>& e) {
+  const auto& r = c.reward;
+  static const std::vector<std::string> kNames = {"auto", "exact", "leading_integer", "math", "code", "regex", "format",
+                                                  "external"};
+  std::vector<std::string> used = {r.kind};
+  if (!r.components.empty()) used.clear();
+  for (const auto& comp : r.components) {
+    const auto colon = comp.rfind(':');
+    const std::string name = comp.substr(0, colon);
+    bool ok_weight = false;
+    if (colon != std::string::npos) {
+      try {
+        size_t pos = 0;
+        std::stod(comp.substr(colon + 1), &pos);
+        ok_weight = pos == comp.size() - colon - 1;
+      } catch (const std::exception&) {
+      }
+    }
+    if (colon == std::string::npos || !ok_weight || std::find(kNames.begin(), kNames.end(), name) == kNames.end()) {
+      e.push_back(at(c, "reward.components") + ": reward.components entries must be \"name:weight\" with a name among "
+                  "auto, exact, leading_integer, math, code, regex, format, external (got " + value_text(comp) + ")");
+      continue;
+    }
+    used.push_back(name);
+  }
+  auto uses = [&](const char* n) { return std::find(used.begin(), used.end(), n) != used.end(); };
+  if (uses("regex")) {
+    if (r.regex.empty()) e.push_back(at(c, "reward.kind") + ": the regex verifier needs reward.regex");
+    try {
+      std::regex test(r.regex);
+    } catch (const std::regex_error& ex) {
+      e.push_back(at(c, "reward.regex") + ": reward.regex is not a valid regular expression (" + ex.what() + ")");
+    }
+  }
+  if (uses("external") && r.external_command.empty())
+    e.push_back(at(c, "reward.kind") + ": the external verifier needs reward.external_command");
+}
+
 }  // namespace
 
 void resolve_defaults(Config& cfg) {
@@ -53,6 +92,7 @@ std::vector<std::string> validate(const Config& c) {
   if (c.optimizer.beta1 >= 1.0 || c.optimizer.beta2 >= 1.0) {
     e.push_back(at(c, "optimizer.beta1") + ": optimizer.beta1 and optimizer.beta2 must be < 1");
   }
+  validate_reward(c, e);
   return e;
 }
 

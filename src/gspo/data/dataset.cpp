@@ -59,9 +59,22 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
     if (!row.is_object()) throw DataError(where + ": each line must be a JSON object");
     Example ex;
     ex.id = where;
-    ex.prompt = field_text(row, prompt_key, where, true);
-    if (ex.prompt.empty()) throw DataError(where + ": field '" + prompt_key + "' is empty");
-    ex.answer = field_text(row, answer_key, where, true);
+    std::string key = prompt_key;
+    if (key == "auto") {
+      key.clear();
+      for (const char* k : {"prompt", "problem", "question"})
+        if (key.empty() && row.contains(k)) key = k;
+      if (key.empty()) {
+        std::string have;
+        for (const auto& [k, v] : row.items()) have += (have.empty() ? "" : ", ") + k;
+        throw DataError(where + ": no prompt field (tried prompt, problem, question; fields: " + have +
+                        "); set data.prompt_key");
+      }
+    }
+    ex.prompt = field_text(row, key, where, true);
+    if (ex.prompt.empty()) throw DataError(where + ": field '" + key + "' is empty");
+    const bool has_tests = row.contains("tests") || row.contains("test") || row.contains("test_list");
+    ex.answer = field_text(row, answer_key, where, !has_tests);
     ex.row = line;
     out.push_back(std::move(ex));
   }
@@ -81,6 +94,12 @@ std::vector<Example> make_arithmetic(int64_t count, int64_t max_operand, const s
                    std::to_string(r), ""});
   }
   return out;
+}
+
+bool has_code_tests(const std::vector<Example>& rows) {
+  if (rows.empty() || rows[0].row.empty()) return false;
+  auto j = nlohmann::json::parse(rows[0].row, nullptr, false);
+  return j.is_object() && (j.contains("tests") || j.contains("test") || j.contains("test_list"));
 }
 
 std::vector<Example> load_dataset(const config::DataOptions& o) {

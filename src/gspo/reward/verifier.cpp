@@ -46,12 +46,4 @@ Score LeadingInteger::score(const std::string& response, const data::Example& ex
   return {ok ? 1.0 : 0.0, ok};
 }
 
-std::unique_ptr<Verifier> make_verifier(const config::Config& cfg) {
-  std::string kind = cfg.reward.kind;
-  if (kind == "auto") kind = cfg.data.task == "arithmetic" ? "leading_integer" : "exact";
-  if (kind == "exact") return std::make_unique<ExactMatch>();
-  if (kind == "leading_integer") return std::make_unique<LeadingInteger>();
-  throw ConfigError("reward.kind must be auto, exact or leading_integer (got '" + kind + "')");
-}
-
 }  // namespace gspo::reward

@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gspo/data/example.h"
 
@@ -41,7 +42,12 @@ class LeadingInteger : public Verifier {
 // The leading integer of `text` as written ("-0012" stays "-0012"), or "" when it does not start with one.
 std::string leading_integer(const std::string& text);
 
-// The verifier config.reward selects (auto: leading_integer for arithmetic, exact for jsonl).
-std::unique_ptr<Verifier> make_verifier(const config::Config& cfg);
+// The verifier (or weighted combination) config.reward selects. `dataset_has_tests` resolves kind "auto" for
+// JSONL data (code when rows carry tests, else math).
+std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, bool dataset_has_tests = false);
+
+// Scores responses[i] against *examples[i] on `workers` threads (0 = hardware threads); rethrows the first error.
+std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
+                             const std::vector<const data::Example*>& examples, int64_t workers);
 
 }  // namespace gspo::reward

@@ -25,10 +25,15 @@ struct Scored {
 Scored score_batch(Trainer::State& s, const rollout::RolloutBatch& b, const std::vector<const data::Example*>& exs) {
   Scored out;
   const int64_t G = b.group_size;
+  std::vector<std::string> texts;
+  std::vector<const data::Example*> per_row;
   for (int64_t r = 0; r < b.num_rows(); ++r) {
     auto ids = b.response_ids[r];
     if (!ids.empty() && ids.back() == s.tok->eos_id()) ids.pop_back();
-    auto sc = s.verifier->score(s.tok->decode(ids), *exs[r / G]);
+    texts.push_back(s.tok->decode(ids));
+    per_row.push_back(exs[r / G]);
+  }
+  for (const auto& sc : reward::score_all(*s.verifier, texts, per_row, s.cfg.reward.workers)) {
     out.rewards.push_back(sc.reward);
     out.correct.push_back(sc.correct);
   }

@@ -115,7 +115,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume) : s_(std:
   s.examples = data::load_dataset(cfg.data);
   s.cursor = std::make_unique<data::Cursor>(static_cast<int64_t>(s.examples.size()), cfg.data.shuffle,
                                             static_cast<uint64_t>(cfg.data.seed));
-  s.verifier = reward::make_verifier(cfg);
+  s.verifier = reward::make_verifier(cfg, data::has_code_tests(s.examples));
   s.sample_gen = compat::make_cpu_generator(static_cast<uint64_t>(cfg.rollout.seed));
   s.train_gen = compat::make_cpu_generator(static_cast<uint64_t>(cfg.train.seed));
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));

@@ -1,0 +1,117 @@
+// make_verifier(): the verifier (or weighted combination) config.reward describes.
+#include <atomic>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "gspo/config/options.h"
+#include "gspo/core/error.h"
+#include "gspo/reward/code.h"
+#include "gspo/reward/external.h"
+#include "gspo/reward/math.h"
+#include "gspo/reward/verifier.h"
+
+namespace gspo::reward {
+namespace {
+
+class RegexVerifier : public Verifier {
+ public:
+  explicit RegexVerifier(std::string pattern) : pattern_(std::move(pattern)) {}
+  Score score(const std::string& response, const data::Example& ex) const override {
+    std::string p = pattern_;
+    static const std::regex kSpecial(R"([.^$|()\[\]{}*+?\\])");
+    const std::string escaped = std::regex_replace(ex.answer, kSpecial, R"(\$&)");
+    for (size_t pos; (pos = p.find("{answer}")) != std::string::npos;) p.replace(pos, 8, escaped);
+    const bool ok = std::regex_search(response, std::regex(p));
+    return {ok ? 1.0 : 0.0, ok};
+  }
+  std::string name() const override { return "regex"; }
+
+ private:
+  std::string pattern_;
+};
+
+class Weighted : public Verifier {
+ public:
+  void add(std::unique_ptr<Verifier> v, double w) { parts_.emplace_back(std::move(v), w); }
+  Score score(const std::string& response, const data::Example& ex) const override {
+    Score total;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      auto s = parts_[i].first->score(response, ex);
+      total.reward += parts_[i].second * s.reward;
+      if (i == 0) total.correct = s.correct;
+    }
+    return total;
+  }
+  std::string name() const override {
+    std::string n;
+    for (const auto& [v, w] : parts_) n += (n.empty() ? "" : "+") + v->name() + ":" + std::to_string(w).substr(0, 5);
+    return n;
+  }
+
+ private:
+  std::vector<std::pair<std::unique_ptr<Verifier>, double>> parts_;
+};
+
+std::unique_ptr<Verifier> make_one(const std::string& name, const config::Config& cfg, bool has_tests) {
+  const auto& r = cfg.reward;
+  std::string kind = name;
+  if (kind == "auto") kind = cfg.data.task == "arithmetic" ? "leading_integer" : has_tests ? "code" : "math";
+  if (kind == "exact") return std::make_unique<ExactMatch>();
+  if (kind == "leading_integer") return std::make_unique<LeadingInteger>();
+  if (kind == "math") return std::make_unique<MathVerifier>(MathOptions{r.math_answer_is, r.math_last_number, r.math_rel_tol});
+  if (kind == "format") return std::make_unique<BoxedFormat>();
+  if (kind == "regex") return std::make_unique<RegexVerifier>(r.regex);
+  if (kind == "external") return std::make_unique<ExternalVerifier>(r.external_command);
+  if (kind == "code") {
+    CodeOptions o;
+    o.partial = r.code_partial;
+    o.python = r.code_python;
+    o.limits.cpu_seconds = r.code_timeout_s;
+    o.limits.wall_seconds = 2 * r.code_timeout_s + 1;
+    o.limits.memory_mb = r.code_memory_mb;
+    return std::make_unique<CodeVerifier>(o);
+  }
+  throw ConfigError("reward: unknown verifier '" + name + "'");
+}
+
+}  // namespace
+
+std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, bool dataset_has_tests) {
+  if (cfg.reward.components.empty()) return make_one(cfg.reward.kind, cfg, dataset_has_tests);
+  auto w = std::make_unique<Weighted>();
+  for (const auto& c : cfg.reward.components) {
+    const auto colon = c.rfind(':');
+    w->add(make_one(c.substr(0, colon), cfg, dataset_has_tests), std::stod(c.substr(colon + 1)));
+  }
+  return w;
+}
+
+std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
+                             const std::vector<const data::Example*>& examples, int64_t workers) {
+  std::vector<Score> out(responses.size());
+  if (workers <= 0) workers = std::max(1u, std::thread::hardware_concurrency());
+  workers = std::min<int64_t>(workers, static_cast<int64_t>(responses.size()));
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex mu;
+  auto work = [&] {
+    for (size_t i; (i = next++) < responses.size();) {
+      try {
+        out[i] = v.score(responses[i], *examples[i]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+        next = responses.size();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return out;
+}
+
+}  // namespace gspo::reward

@@ -1,0 +1,253 @@
+#include "gspo/reward/math.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <regex>
+#include <vector>
+
+#include "gspo/reward/math_expr.h"
+
+namespace gspo::reward {
+namespace {
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  size_t pos = 0;
+  while ((pos = s.find(from, pos)) != std::string::npos) {
+    s.replace(pos, from.size(), to);
+    pos += to.size();
+  }
+}
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  auto b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// The content of the brace group opening at s[open] == '{', or nullopt when unbalanced.
+std::optional<std::string> brace_group(const std::string& s, size_t open, size_t* end = nullptr) {
+  int depth = 0;
+  for (size_t i = open; i < s.size(); ++i) {
+    if (s[i] == '{') ++depth;
+    if (s[i] == '}' && --depth == 0) {
+      if (end) *end = i + 1;
+      return s.substr(open + 1, i - open - 1);
+    }
+  }
+  return std::nullopt;
+}
+
+// Replaces every \cmd{X} by X (the command's argument unwrapped).
+void unwrap(std::string& s, const std::string& cmd) {
+  size_t pos;
+  while ((pos = s.find(cmd + "{")) != std::string::npos) {
+    size_t end = 0;
+    auto inner = brace_group(s, pos + cmd.size(), &end);
+    if (!inner) break;
+    s = s.substr(0, pos) + *inner + s.substr(end);
+  }
+}
+
+std::optional<std::string> last_boxed(const std::string& r) {
+  for (const std::string cmd : {"\\boxed", "\\fbox"}) {
+    size_t pos = r.rfind(cmd + "{");
+    if (pos == std::string::npos) {
+      pos = r.rfind(cmd + " ");  // \boxed 5
+      if (pos != std::string::npos) {
+        std::string rest = trim(r.substr(pos + cmd.size() + 1));
+        size_t stop = rest.find_first_of(" $\n");
+        return rest.substr(0, stop);
+      }
+      continue;
+    }
+    if (auto inner = brace_group(r, pos + cmd.size())) return *inner;
+  }
+  return std::nullopt;
+}
+
+// Removes trailing unit words such as "cm", "degrees", "dollars" after a number-like answer.
+void drop_units(std::string& s) {
+  static const std::regex kUnits(
+      R"(^(.*?[0-9}])\s*(units?|cm|centimeters?|m|meters?|km|kilometers?|inches|inch|feet|foot|ft|miles?|mph|hours?|minutes?|seconds?|days?|dollars?|cents?|degrees?|sq\s*units|square\s*units|square\s*feet|square\s*inches|cm\^2|m\^2|\^\\circ)\s*$)");
+  std::smatch m;
+  if (std::regex_match(s, m, kUnits)) s = m[1];
+}
+
+bool is_thousands(const std::string& s) {
+  static const std::regex kThousands(R"(^-?\d{1,3}(,\d{3})+(\.\d+)?$)");
+  return std::regex_match(s, kThousands);
+}
+
+// Splits on commas at bracket depth 0.
+std::vector<std::string> split_top(const std::string& s) {
+  std::vector<std::string> parts;
+  int depth = 0;
+  std::string cur;
+  for (char c : s) {
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') --depth;
+    if (c == ',' && depth == 0) {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+bool scalar_equal(const std::string& a, const std::string& b, double tol) {
+  if (a == b) return true;
+  auto pct = [](const std::string& s) { return !s.empty() && s.back() == '%'; };
+  std::string x = pct(a) ? a.substr(0, a.size() - 1) : a;
+  std::string y = pct(b) ? b.substr(0, b.size() - 1) : b;
+  auto va = evaluate_math(x), vb = evaluate_math(y);
+  if (!va || !vb) return x == y && !x.empty();
+  auto close = [tol](double u, double v) {
+    if (std::isinf(u) || std::isinf(v)) return u == v;
+    return std::abs(u - v) <= std::max(1e-9, tol * std::max(std::abs(u), std::abs(v)));
+  };
+  if (close(*va, *vb)) return true;
+  // Percent rule: p% also matches p / 100.
+  if (pct(a) && close(*va / 100.0, *vb)) return true;
+  if (pct(b) && close(*va, *vb / 100.0)) return true;
+  return false;
+}
+
+bool equivalent_norm(const std::string& a, const std::string& b, double tol);
+
+// Element lists: ordered for tuples/intervals, unordered for sets and bare comma lists.
+bool lists_equal(const std::vector<std::string>& x, const std::vector<std::string>& y, bool ordered, double tol) {
+  if (x.size() != y.size()) return false;
+  if (ordered) {
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!equivalent_norm(x[i], y[i], tol)) return false;
+    return true;
+  }
+  std::vector<char> used(y.size(), 0);
+  for (const auto& e : x) {
+    bool found = false;
+    for (size_t j = 0; j < y.size() && !found; ++j)
+      if (!used[j] && equivalent_norm(e, y[j], tol)) used[j] = found = true;
+    if (!found) return false;
+  }
+  return true;
+}
+
+bool equivalent_norm(const std::string& a, const std::string& b, double tol) {
+  if (a.empty() || b.empty()) return false;
+  if (a == b) return true;
+  // Unions of intervals.
+  if (a.find("\\cup") != std::string::npos || b.find("\\cup") != std::string::npos) {
+    std::string x = a, y = b;
+    replace_all(x, "\\cup", ",");
+    replace_all(y, "\\cup", ",");
+    return lists_equal(split_top(x), split_top(y), false, tol);
+  }
+  auto brackets = [](const std::string& s) -> std::pair<char, char> {
+    if (s.size() >= 2 && std::string("([{").find(s.front()) != std::string::npos &&
+        std::string(")]}").find(s.back()) != std::string::npos)
+      return {s.front(), s.back()};
+    return {0, 0};
+  };
+  auto [ao, ac] = brackets(a);
+  auto [bo, bc] = brackets(b);
+  const bool a_list = ao && split_top(a.substr(1, a.size() - 2)).size() > 1;
+  const bool b_list = bo && split_top(b.substr(1, b.size() - 2)).size() > 1;
+  if (a_list || b_list) {
+    if (!(a_list && b_list)) return false;
+    const bool set = ao == '{' && bo == '{';
+    if (!set && (ao != bo || ac != bc)) return false;  // (1,2] is not [1,2]
+    return lists_equal(split_top(a.substr(1, a.size() - 2)), split_top(b.substr(1, b.size() - 2)), !set, tol);
+  }
+  auto pa = split_top(a), pb = split_top(b);
+  if (pa.size() > 1 || pb.size() > 1) return lists_equal(pa, pb, false, tol);
+  return scalar_equal(a, b, tol);
+}
+
+}  // namespace
+
+std::string reference_answer(const std::string& field) {
+  auto pos = field.rfind("####");
+  if (pos == std::string::npos) return field;
+  return trim(field.substr(pos + 4));
+}
+
+std::optional<std::string> extract_answer(const std::string& response, const MathOptions& o) {
+  if (auto boxed = last_boxed(response)) return trim(*boxed);
+  if (o.answer_is_fallback) {
+    static const std::regex kAnswerIs(R"([Tt]he (?:final )?answer is[:\s]*\$?([^\n$]+?)\$?\s*(?:\.\s*)?(?:\n|$))");
+    std::smatch m;
+    std::string::const_iterator begin = response.begin();
+    std::optional<std::string> last;
+    while (std::regex_search(begin, response.end(), m, kAnswerIs)) {
+      last = trim(m[1]);
+      begin = m[0].second;
+    }
+    if (last) return last;
+  }
+  if (o.last_number_fallback) {
+    static const std::regex kNumber(R"(-?\d[\d,]*(?:\.\d+)?(?:/\d+)?)");
+    std::optional<std::string> last;
+    for (auto it = std::sregex_iterator(response.begin(), response.end(), kNumber); it != std::sregex_iterator(); ++it)
+      last = it->str();
+    if (last) return last;
+  }
+  return std::nullopt;
+}
+
+std::string normalize_answer(const std::string& in) {
+  std::string s = trim(in);
+  for (const char* drop : {"\\$", "\\left", "\\right", "\\!", "\\,", "\\;", "\\:", "\\ ", "\\displaystyle", "$", "~"})
+    replace_all(s, drop, "");
+  replace_all(s, "\\dfrac", "\\frac");
+  replace_all(s, "\\tfrac", "\\frac");
+  replace_all(s, "\\%", "%");
+  replace_all(s, "\\{", "{");
+  replace_all(s, "\\}", "}");
+  replace_all(s, "^{\\circ}", "");
+  replace_all(s, "^\\circ", "");
+  replace_all(s, "°", "");
+  for (const char* cmd : {"\\text", "\\textbf", "\\mathrm", "\\mbox", "\\mathbf"}) unwrap(s, cmd);
+  s = trim(s);
+  drop_units(s);
+  // "x = 5" -> "5" (a single variable on the left)
+  static const std::regex kAssign(R"(^[a-zA-Z]\s*=\s*(.+)$)");
+  std::smatch m;
+  if (std::regex_match(s, m, kAssign)) s = m[1];
+  while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
+  if (is_thousands(s)) replace_all(s, ",", "");
+  std::string out;
+  for (char c : s)
+    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+  // leading zeros of a plain integer ("007" -> "7"), keeping "0" and decimals like "0.5"
+  static const std::regex kLeadingZeros(R"(^(-?)0+(\d))");
+  if (std::regex_search(out, std::regex(R"(^-?\d+$)"))) out = std::regex_replace(out, kLeadingZeros, "$1$2");
+  return out;
+}
+
+bool answers_equivalent(const std::string& a, const std::string& b, double rel_tol) {
+  return equivalent_norm(normalize_answer(a), normalize_answer(b), rel_tol);
+}
+
+Score MathVerifier::score(const std::string& response, const data::Example& ex) const {
+  auto got = extract_answer(response, opts_);
+  const bool ok = got && answers_equivalent(*got, reference_answer(ex.answer), opts_.rel_tol);
+  return {ok ? 1.0 : 0.0, ok};
+}
+
+std::string MathVerifier::voting_key(const std::string& response) const {
+  auto got = extract_answer(response, opts_);
+  return got ? normalize_answer(*got) : "";
+}
+
+Score BoxedFormat::score(const std::string& response, const data::Example&) const {
+  const bool ok = last_boxed(response).has_value();
+  return {ok ? 1.0 : 0.0, ok};
+}
+
+}  // namespace gspo::reward

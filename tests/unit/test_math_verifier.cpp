@@ -1,0 +1,129 @@
+// The math verifier's rules (docs/math-verifier.md) as a table: extraction, normalisation, equivalence.
+#include <catch2/catch.hpp>
+
+#include "gspo/reward/math.h"
+#include "gspo/reward/math_expr.h"
+
+using namespace gspo;
+
+namespace {
+struct Case {
+  const char* response;
+  const char* reference;
+  bool equal;
+};
+
+// Each row: a full response, the dataset's answer field, and whether they must be judged equal.
+const Case kCases[] = {
+    // extraction
+    {"So the total is \\boxed{42}.", "42", true},
+    {"First \\boxed{3}, then correcting: \\boxed{5}", "5", true},
+    {"First \\boxed{3}, then correcting: \\boxed{5}", "3", false},
+    {"\\boxed{\\frac{1}{\\sqrt{2}}}", "\\frac{\\sqrt{2}}{2}", true},
+    {"The answer is 17.", "17", true},
+    {"Thus the final answer is $\\frac{3}{4}$.", "0.75", true},
+    {"We get 3 apples, then 4 more, total 7", "7", true},
+    {"no numbers here", "7", false},
+    {"\\fbox{12}", "12", true},
+    // normalisation
+    {"\\boxed{\\dfrac{3}{4}}", "\\frac34", true},
+    {"\\boxed{\\tfrac{1}{2}}", "0.5", true},
+    {"\\boxed{\\left( 1, 2 \\right)}", "(1,2)", true},
+    {"\\boxed{10\\text{ cm}}", "10", true},
+    {"\\boxed{45^\\circ}", "45", true},
+    {"\\boxed{45^{\\circ}}", "45", true},
+    {"\\boxed{\\$1,000}", "1000", true},
+    {"\\boxed{1,234,567}", "1234567", true},
+    {"\\boxed{007}", "7", true},
+    {"\\boxed{5.}", "5", true},
+    {"\\boxed{ 2 \\sqrt { 3 } }", "2\\sqrt3", true},
+    {"\\boxed{x = 5}", "5", true},
+    {"\\boxed{12 \\text{ dollars}}", "12", true},
+    {"The answer is 18", "Janet sells 16 - 3 - 4 = 9 eggs... #### 18", true},
+    {"The answer is 17", "... #### 18", false},
+    // numbers and expressions
+    {"\\boxed{0.5}", "\\frac{1}{2}", true},
+    {"\\boxed{0.3333}", "\\frac{1}{3}", false},        // 1e-4 relative: outside the 1e-6 tolerance
+    {"\\boxed{0.3333333333}", "\\frac{1}{3}", true},
+    {"\\boxed{1001}", "1000", false},
+    {"\\boxed{\\frac{2}{3}}", "\\frac{3}{2}", false},
+    {"\\boxed{(1, 2, 3)}", "(1,2)", false},
+    {"\\boxed{\\sqrt{2}}", "2", false},
+    {"\\boxed{2\\pi}", "6.283185307", true},
+    {"\\boxed{\\pi}", "3.14", false},
+    {"\\boxed{\\sqrt{8}}", "2\\sqrt{2}", true},
+    {"\\boxed{\\sqrt[3]{27}}", "3", true},
+    {"\\boxed{2^{10}}", "1024", true},
+    {"\\boxed{-3}", "3", false},
+    {"\\boxed{2\\frac{1}{2}}", "\\frac{5}{2}", true},
+    {"\\boxed{\\frac{-1}{2}}", "-0.5", true},
+    {"\\boxed{1/3}", "\\frac{1}{3}", true},
+    {"\\boxed{100}", "1e2", false},
+    // percent rule
+    {"\\boxed{50\\%}", "50", true},
+    {"\\boxed{50\\%}", "0.5", true},
+    {"\\boxed{25\\%}", "0.5", false},
+    // tuples, intervals, sets, lists
+    {"\\boxed{(1, -2)}", "(1,-2)", true},
+    {"\\boxed{(-2, 1)}", "(1,-2)", false},
+    {"\\boxed{[1, 2)}", "[1,2)", true},
+    {"\\boxed{[1, 2]}", "[1,2)", false},
+    {"\\boxed{(-\\infty, 3]}", "(-\\infty,3]", true},
+    {"\\boxed{(-\\infty, 0) \\cup (1, \\infty)}", "(1,\\infty)\\cup(-\\infty,0)", true},
+    {"\\boxed{\\{3, 1, 2\\}}", "\\{1,2,3\\}", true},
+    {"\\boxed{\\{3, 1\\}}", "\\{1,2,3\\}", false},
+    {"\\boxed{2, 5}", "5, 2", true},
+    {"\\boxed{(\\frac{1}{2}, 3)}", "(0.5, 3)", true},
+    // text answers
+    {"\\boxed{\\text{(B)}}", "(B)", true},
+    {"\\boxed{B}", "C", false},
+};
+}  // namespace
+
+TEST_CASE("math verifier table: at least 40 cases, true and false", "[reward][math]") {
+  REQUIRE(sizeof(kCases) / sizeof(kCases[0]) >= 40);
+  reward::MathVerifier v;
+  int n_true = 0, n_false = 0;
+  for (const auto& c : kCases) {
+    INFO("response: " << c.response << "\nreference: " << c.reference);
+    data::Example ex{"t", "", c.reference, ""};
+    CHECK(v.score(c.response, ex).correct == c.equal);
+    (c.equal ? n_true : n_false)++;
+  }
+  CHECK(n_true >= 15);
+  CHECK(n_false >= 15);
+}
+
+TEST_CASE("fallbacks can be switched off", "[reward][math]") {
+  reward::MathOptions o;
+  o.answer_is_fallback = false;
+  o.last_number_fallback = false;
+  CHECK_FALSE(reward::extract_answer("The answer is 5", o).has_value());
+  CHECK(*reward::extract_answer("\\boxed{5}", o) == "5");
+  o.answer_is_fallback = true;
+  CHECK(*reward::extract_answer("The answer is 5.\nAlso 6", o) == "5");
+  CHECK_FALSE(reward::extract_answer("Also 6", o).has_value());
+  o.last_number_fallback = true;
+  CHECK(*reward::extract_answer("Also 6 and then 1,000", o) == "1,000");
+}
+
+TEST_CASE("expression evaluation", "[reward][math]") {
+  CHECK(*reward::evaluate_math("1+2*3") == Approx(7));
+  CHECK(*reward::evaluate_math("(1+2)*3") == Approx(9));
+  CHECK(*reward::evaluate_math("2^3^2") == Approx(512));
+  CHECK(*reward::evaluate_math("-\\frac{\\sqrt{3}}{2}") == Approx(-0.8660254));
+  CHECK(*reward::evaluate_math("3\\pi") == Approx(9.42477796));
+  CHECK(*reward::evaluate_math("\\sqrt{3}\\frac{1}{2}") == Approx(0.8660254));  // product, not a mixed number
+  CHECK_FALSE(reward::evaluate_math("x+1").has_value());
+  CHECK_FALSE(reward::evaluate_math("2 3").has_value());
+  CHECK_FALSE(reward::evaluate_math("").has_value());
+}
+
+TEST_CASE("format reward and voting keys", "[reward][math]") {
+  reward::BoxedFormat f;
+  data::Example ex{"t", "", "1", ""};
+  CHECK(f.score("so \\boxed{1}", ex).reward == 1.0);
+  CHECK(f.score("so 1", ex).reward == 0.0);
+  reward::MathVerifier v;
+  CHECK(v.voting_key("\\boxed{\\dfrac{1}{2}}") == v.voting_key("The answer is $\\frac{1}{2}$."));
+}
