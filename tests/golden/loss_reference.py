@@ -10,6 +10,7 @@ tests/unit/test_loss_golden.cpp. Tolerances (stated there): loss and gradients 1
 """
 import json
 import math
+import os
 import sys
 
 import torch
@@ -162,6 +163,7 @@ def main():
         case("gspo_log_ratio_clamp", "gspo", 0.2, 0.28, 0.5, 0.0, "k3", big_in),
         case("grpo_log_ratio_clamp", "grpo", 0.2, 0.28, 0.5, 0.0, "k3", big_in),
     ]
+    os.makedirs(os.path.dirname(os.path.abspath(sys.argv[1])), exist_ok=True)
     with open(sys.argv[1], "w") as f:
         json.dump({"losses": cases, "advantages": advantage_cases()}, f)
     print(f"wrote {len(cases)} loss cases to {sys.argv[1]}")
