@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "gspo/cli/commands.h"
+#include "gspo/cli/eval_cmd.h"
 #include "gspo/cli/train_cmd.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
@@ -51,6 +52,31 @@ void add_train(CLI::App& app, gspo::cli::TrainArgs& a) {
   c->add_option("--resume", a.resume, "auto (newest checkpoint in train.output_dir, else fresh) or a checkpoint dir");
 }
 
+void add_eval(CLI::App& app, gspo::cli::EvalArgs& a) {
+  auto* c = app.add_subcommand("eval", "sample K responses per problem and report avg@K, pass@k, maj@K");
+  c->add_option("--config,-c", a.config, "YAML config (rollout, data, reward sections); omitted = defaults");
+  c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
+  c->add_option("--model,-m", a.model, "policy file; default model.path");
+  c->add_option("--dataset,-d", a.datasets, "JSONL problems (repeatable); default data.path");
+  c->add_option("--samples,-k", a.samples, "responses per problem (K)")->capture_default_str();
+  c->add_option("--max-problems", a.max_problems, "only the first N problems of each dataset; 0 = all")
+      ->capture_default_str();
+  c->add_option("--out,-o", a.out, "directory for samples.jsonl and summary.json")->capture_default_str();
+  c->add_flag("--no-progress", a.no_progress, "no progress bar");
+}
+
+void add_score(CLI::App& app, gspo::cli::ScoreArgs& a) {
+  auto* c = app.add_subcommand("score", "grade responses produced elsewhere (e.g. by vLLM) against a dataset");
+  c->add_option("--dataset,-d", a.dataset, "JSONL problems")->required();
+  c->add_option("--responses,-r", a.responses, "JSONL lines {\"index\": row, \"response\": text} or \"responses\": [...]")
+      ->required();
+  c->add_option("--reward", a.reward, "verifier (reward.kind): math, code, exact, regex, format, external, ...");
+  c->add_option("--config,-c", a.config, "YAML config for data keys and reward options");
+  c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
+  c->add_option("--out,-o", a.out, "also write scored.jsonl and summary.json here");
+  c->add_flag("--json", a.json, "print the summary as JSON");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,10 +89,14 @@ int main(int argc, char** argv) {
   gspo::cli::InspectArgs insp;
   gspo::cli::ConfigArgs cfg;
   gspo::cli::TrainArgs train;
+  gspo::cli::EvalArgs ev;
+  gspo::cli::ScoreArgs sc;
   add_generate(app, gen);
   add_inspect(app, insp);
   add_config(app, cfg);
   add_train(app, train);
+  add_eval(app, ev);
+  add_score(app, sc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -79,6 +109,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("inspect")) return gspo::cli::inspect(insp);
     if (app.got_subcommand("config")) return gspo::cli::config(cfg);
     if (app.got_subcommand("train")) return gspo::cli::train(train);
+    if (app.got_subcommand("eval")) return gspo::cli::eval(ev);
+    if (app.got_subcommand("score")) return gspo::cli::score(sc);
   } catch (const gspo::Error& e) {
     std::cerr << "gspo: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_code();

@@ -2,7 +2,7 @@
 # Command-line tests of the real binary: exit codes and messages users see.
 # usage: test_cli.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR
 set -u
-GSPO="$1"; MODELS="$2"; SRC="$3"
+GSPO="$1"; MODELS="$2"; SRC="$3"; PYTHON="${4:-/usr/bin/python3}"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 pass=0; fail=0
 
@@ -87,6 +87,24 @@ fi
 steps=$(wc -l < "$TMP/r2/metrics.jsonl")
 expect train-resume-after-sigint 0 "finished after step $((steps+1))" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=$((steps+1)) --set train.output_dir="$TMP/r2" --resume auto
 expect generate-from-checkpoint 0 "--- prompt 0 sample 0" -- "$GSPO" generate -m "$(ls -d "$TMP"/r2/checkpoints/step_* | tail -1)/policy.pt" -p "1+2=" --max-new-tokens 3
+
+# score and eval
+expect score-code 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000" -- "$GSPO" score -d "$SRC/data/code_sample.jsonl" -r "$SRC/tests/data/code_sample_solutions.jsonl"
+printf '{"index": 99, "response": "1"}\n' > "$TMP/bad_index.jsonl"
+expect score-bad-index 3 "bad_index.jsonl:1: index 99 is outside the dataset (26 rows)" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/bad_index.jsonl"
+printf '{"index": 0}\n' > "$TMP/no_resp.jsonl"
+expect score-no-response 3 "needs 'response' (a string) or 'responses'" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/no_resp.jsonl"
+if [ -f "$SRC/../shared/data/benchmarks/aime24.jsonl" ]; then
+  "$PYTHON" -c "import json,sys
+rows=[json.loads(l) for l in open(sys.argv[1])]
+for i,r in enumerate(rows): print(json.dumps({'index':i,'responses':['\\\\boxed{%s}'%r['answer'],'no idea']}))" \
+    "$SRC/../shared/data/benchmarks/aime24.jsonl" > "$TMP/aime.jsonl"
+  expect score-aime24 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000  maj@2 1.000" -- "$GSPO" score -d "$SRC/../shared/data/benchmarks/aime24.jsonl" -r "$TMP/aime.jsonl"
+fi
+expect eval-math 0 "pass@2" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress
+n=$(wc -l < "$TMP/ev/samples.jsonl")
+if [ "$n" -eq 6 ] && grep -q '"maj@2"' "$TMP/ev/summary.json"; then pass=$((pass+1)); else echo "FAIL eval-files: $n sample lines"; fail=$((fail+1)); fi
+expect eval-no-dataset 2 "no dataset: give --dataset or set data.path" -- "$GSPO" eval -m "$MODELS/tiny.pt" -o "$TMP/ev2"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -40,7 +40,9 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
   if (uses("regex")) {
     if (r.regex.empty()) e.push_back(at(c, "reward.kind") + ": the regex verifier needs reward.regex");
     try {
-      std::regex test(r.regex);
+      std::string probe = r.regex;  // {answer} is substituted (escaped) at scoring time
+      for (size_t pos; (pos = probe.find("{answer}")) != std::string::npos;) probe.replace(pos, 8, "x");
+      std::regex test(probe);
     } catch (const std::regex_error& ex) {
       e.push_back(at(c, "reward.regex") + ": reward.regex is not a valid regular expression (" + ex.what() + ")");
     }

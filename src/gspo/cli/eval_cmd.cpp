@@ -1,0 +1,33 @@
+#include "gspo/cli/eval_cmd.h"
+
+#include <iostream>
+
+#include "gspo/config/load.h"
+#include "gspo/core/log.h"
+#include "gspo/eval/eval.h"
+#include "gspo/eval/summary.h"
+
+namespace gspo::cli {
+
+int eval(const EvalArgs& a) {
+  auto cfg = config::load(a.config, a.overrides);
+  log::set_level(cfg.logging.level);
+  eval::EvalRequest req{a.model, a.datasets, a.samples, a.max_problems, a.out, !a.no_progress};
+  auto summaries = eval::run_eval(cfg, req);
+  std::cout << eval::format_table(summaries) << "samples: " << a.out << "/samples.jsonl, summary: " << a.out
+            << "/summary.json\n";
+  return 0;
+}
+
+int score(const ScoreArgs& a) {
+  auto overrides = a.overrides;
+  if (!a.reward.empty()) overrides.push_back("reward.kind=" + a.reward);
+  auto cfg = config::load(a.config, overrides);
+  log::set_level(cfg.logging.level);
+  auto summary = eval::run_score(cfg, {a.dataset, a.responses, a.out});
+  if (a.json) std::cout << summary.dump() << "\n";
+  else std::cout << eval::format_table({summary});
+  return 0;
+}
+
+}  // namespace gspo::cli

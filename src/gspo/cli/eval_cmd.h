@@ -1,0 +1,32 @@
+// `gspo eval` and `gspo score`: flags -> the eval layer, results printed as a table (or JSON).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gspo::cli {
+
+struct EvalArgs {
+  std::string config;                 // "" = defaults
+  std::vector<std::string> overrides;
+  std::string model;
+  std::vector<std::string> datasets;
+  int64_t samples = 4;
+  int64_t max_problems = 0;
+  std::string out = "runs/eval";
+  bool no_progress = false;
+};
+int eval(const EvalArgs& a);
+
+struct ScoreArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string dataset;
+  std::string responses;
+  std::string reward;                 // overrides reward.kind
+  std::string out;                    // "" = print only
+  bool json = false;
+};
+int score(const ScoreArgs& a);
+
+}  // namespace gspo::cli

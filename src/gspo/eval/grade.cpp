@@ -1,0 +1,48 @@
+#include "gspo/eval/grade.h"
+
+#include "gspo/config/options.h"
+#include "gspo/data/dataset.h"
+#include "gspo/reward/math.h"
+
+namespace gspo::eval {
+
+Grader::Grader(const config::Config& cfg_in, const std::vector<data::Example>& rows) {
+  config::Config cfg = cfg_in;
+  cfg.data.task = "jsonl";
+  verifier = reward::make_verifier(cfg, data::has_code_tests(rows));
+  math = verifier->name() == "math" || verifier->name().rfind("math:", 0) == 0;
+  workers = cfg.reward.workers;
+}
+
+std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>& problems,
+                                         const std::vector<std::vector<std::string>>& responses,
+                                         const std::vector<std::vector<int64_t>>& tokens) const {
+  std::vector<std::string> flat;
+  std::vector<const data::Example*> flat_ex;
+  for (size_t i = 0; i < problems.size(); ++i)
+    for (const auto& r : responses[i]) {
+      flat.push_back(r);
+      flat_ex.push_back(problems[i]);
+    }
+  auto scores = reward::score_all(*verifier, flat, flat_ex, workers);
+  reward::MathVerifier voter;
+  std::vector<ProblemResult> out(problems.size());
+  size_t k = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    auto& p = out[i];
+    for (size_t s = 0; s < responses[i].size(); ++s, ++k) {
+      p.correct.push_back(scores[k].correct);
+      p.rewards.push_back(scores[k].reward);
+      p.tokens.push_back(s < tokens[i].size() ? tokens[i][s] : 0);
+      if (math) p.votes.push_back(voter.voting_key(responses[i][s]));
+    }
+    if (math) {
+      const std::string winner = majority_vote(p.votes);
+      p.majority_correct = !winner.empty() &&
+                           reward::answers_equivalent(winner, reward::reference_answer(problems[i]->answer));
+    }
+  }
+  return out;
+}
+
+}  // namespace gspo::eval

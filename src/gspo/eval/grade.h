@@ -1,0 +1,28 @@
+// Grading K responses of one problem: scores, majority-vote keys, maj@K correctness.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gspo/data/example.h"
+#include "gspo/eval/summary.h"
+#include "gspo/reward/verifier.h"
+
+namespace gspo::config { struct Config; }
+
+namespace gspo::eval {
+
+struct Grader {
+  std::unique_ptr<reward::Verifier> verifier;
+  bool math = false;   // majority voting applies
+  int64_t workers = 0;
+
+  // `cfg` with its dataset's rows decides the verifier (reward.kind auto: code when rows carry tests).
+  Grader(const config::Config& cfg, const std::vector<data::Example>& rows);
+  // Grades responses[i][s] (problem i, sample s); tokens[i][s] may be empty.
+  std::vector<ProblemResult> grade(const std::vector<const data::Example*>& problems,
+                                   const std::vector<std::vector<std::string>>& responses,
+                                   const std::vector<std::vector<int64_t>>& tokens) const;
+};
+
+}  // namespace gspo::eval

@@ -1,0 +1,110 @@
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "gspo/cli/device.h"
+#include "gspo/core/error.h"
+#include "gspo/core/torch_compat.h"
+#include "gspo/data/dataset.h"
+#include "gspo/eval/eval.h"
+#include "gspo/eval/grade.h"
+#include "gspo/io/fs.h"
+#include "gspo/model/policy.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/tokenizer/tokenizer.h"
+
+namespace gspo::eval {
+namespace {
+
+void progress_bar(const std::string& name, size_t done, size_t total, double elapsed) {
+  const double frac = total ? static_cast<double>(done) / total : 1.0;
+  const double eta = done ? elapsed / done * (total - done) : 0.0;
+  char bar[31];
+  const int filled = static_cast<int>(frac * 30);
+  for (int i = 0; i < 30; ++i) bar[i] = i < filled ? '#' : '.';
+  bar[30] = 0;
+  std::fprintf(stderr, "\r[%s] %s %zu/%zu problems %3.0f%%  elapsed %.0fs  ETA %.0fs   ", name.c_str(), bar, done, total,
+               100 * frac, elapsed, eta);
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+std::string base_name(const std::string& path) {
+  std::string n = path.substr(path.find_last_of('/') + 1);
+  return n.substr(0, n.rfind(".jsonl") == std::string::npos ? n.size() : n.rfind(".jsonl"));
+}
+
+}  // namespace
+
+std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const EvalRequest& req) {
+  if (req.samples < 1) throw ConfigError("--samples must be >= 1 (got " + std::to_string(req.samples) + ")");
+  const std::string model_path = req.model.empty() ? cfg.model.path : req.model;
+  if (model_path.empty()) throw ConfigError("no model: give --model or set model.path");
+  auto datasets = req.datasets;
+  if (datasets.empty() && !cfg.data.path.empty()) datasets.push_back(cfg.data.path);
+  if (datasets.empty()) throw ConfigError("no dataset: give --dataset or set data.path");
+  io::ensure_dir(req.out_dir);
+
+  auto policy = model::Policy::load(model_path, cli::resolve_device(cfg.model.device, "model.device"));
+  auto tok = cfg.tokenizer.path.empty() ? tokenizer::from_spec(policy.tokenizer_json(), model_path)
+                                        : tokenizer::from_file(cfg.tokenizer.path);
+  rollout::Sampler sampler(policy, *tok, {cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.top_k,
+                                          cfg.rollout.max_new_tokens, cfg.rollout.stop});
+  auto gen = compat::make_cpu_generator(static_cast<uint64_t>(cfg.rollout.seed));
+  std::ofstream samples_out(req.out_dir + "/samples.jsonl");
+  if (!samples_out) throw IoError("cannot write '" + req.out_dir + "/samples.jsonl'");
+  std::vector<nlohmann::ordered_json> summaries;
+
+  for (const auto& path : datasets) {
+    auto rows = data::load_jsonl(path, cfg.data.prompt_key, cfg.data.answer_key);
+    if (rows.empty()) throw DataError("dataset '" + path + "' has no examples");
+    if (req.max_problems > 0 && static_cast<int64_t>(rows.size()) > req.max_problems) rows.resize(req.max_problems);
+    Grader grader(cfg, rows);
+    const std::string name = base_name(path);
+    std::vector<ProblemResult> results;
+    const auto t0 = std::chrono::steady_clock::now();
+    const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step));
+    for (size_t start = 0; start < rows.size(); start += chunk) {
+      const size_t end = std::min(rows.size(), start + chunk);
+      std::vector<std::vector<int64_t>> prompts;
+      std::vector<const data::Example*> exs;
+      for (size_t i = start; i < end; ++i) {
+        prompts.push_back(tok->encode_prompt(data::apply_template(cfg.data.prompt_template, rows[i].prompt)));
+        exs.push_back(&rows[i]);
+      }
+      auto batch = sampler.generate(prompts, req.samples, gen);
+      std::vector<std::vector<std::string>> texts(exs.size());
+      std::vector<std::vector<int64_t>> lens(exs.size());
+      for (int64_t r = 0; r < batch.num_rows(); ++r) {
+        auto ids = batch.response_ids[r];
+        if (!ids.empty() && ids.back() == tok->eos_id()) ids.pop_back();
+        texts[r / req.samples].push_back(tok->decode(ids));
+        lens[r / req.samples].push_back(batch.response_lengths[r]);
+      }
+      auto graded = grader.grade(exs, texts, lens);
+      for (size_t i = 0; i < exs.size(); ++i) {
+        for (int64_t s = 0; s < req.samples; ++s) {
+          nlohmann::ordered_json line{{"dataset", name}, {"index", start + i}, {"id", exs[i]->id}, {"sample", s},
+                                      {"response", texts[i][s]}, {"reward", graded[i].rewards[s]},
+                                      {"correct", static_cast<bool>(graded[i].correct[s])}, {"tokens", lens[i][s]},
+                                      {"finish", rollout::finish_name(batch.finish[i * req.samples + s])}};
+          samples_out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        }
+        results.push_back(std::move(graded[i]));
+      }
+      samples_out.flush();
+      if (req.progress)
+        progress_bar(name, end, rows.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    auto summary = summarize(name, results, grader.math);
+    summary["verifier"] = grader.verifier->name();
+    summaries.push_back(summary);
+  }
+  nlohmann::ordered_json all{{"model", model_path}, {"datasets", summaries}};
+  io::atomic_write(req.out_dir + "/summary.json", all.dump(1) + "\n");
+  return summaries;
+}
+
+}  // namespace gspo::eval

@@ -1,0 +1,81 @@
+#include <fstream>
+#include <map>
+
+#include "gspo/core/error.h"
+#include "gspo/data/dataset.h"
+#include "gspo/eval/eval.h"
+#include "gspo/eval/grade.h"
+#include "gspo/io/fs.h"
+
+namespace gspo::eval {
+namespace {
+
+// index -> responses, from {"index": i, "response": s} or {"index": i, "responses": [s...]} lines.
+std::map<int64_t, std::vector<std::string>> read_responses(const std::string& path, size_t num_rows) {
+  std::ifstream in(path);
+  if (!in) throw IoError("cannot read responses '" + path + "': " + std::strerror(errno));
+  std::map<int64_t, std::vector<std::string>> out;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(n);
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw DataError(where + ": not a JSON object");
+    if (!j.contains("index") || !j["index"].is_number_integer())
+      throw DataError(where + ": needs an integer 'index' (the problem's 0-based row in the dataset)");
+    const int64_t idx = j["index"];
+    if (idx < 0 || static_cast<size_t>(idx) >= num_rows)
+      throw DataError(where + ": index " + std::to_string(idx) + " is outside the dataset (" + std::to_string(num_rows) +
+                      " rows)");
+    if (j.contains("response") && j["response"].is_string()) {
+      out[idx].push_back(j["response"]);
+    } else if (j.contains("responses") && j["responses"].is_array()) {
+      for (const auto& r : j["responses"]) {
+        if (!r.is_string()) throw DataError(where + ": 'responses' must hold strings");
+        out[idx].push_back(r);
+      }
+    } else {
+      throw DataError(where + ": needs 'response' (a string) or 'responses' (a list of strings)");
+    }
+  }
+  if (out.empty()) throw DataError("responses '" + path + "' holds no responses");
+  return out;
+}
+
+}  // namespace
+
+nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& req) {
+  auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key);
+  if (rows.empty()) throw DataError("dataset '" + req.dataset + "' has no examples");
+  auto responses = read_responses(req.responses, rows.size());
+  size_t K = SIZE_MAX;
+  for (const auto& [i, r] : responses) K = std::min(K, r.size());
+  Grader grader(cfg, rows);
+  std::vector<const data::Example*> exs;
+  std::vector<std::vector<std::string>> texts;
+  std::vector<int64_t> indices;
+  for (const auto& [i, r] : responses) {
+    exs.push_back(&rows[i]);
+    texts.emplace_back(r.begin(), r.begin() + static_cast<int64_t>(K));  // equal K for every problem
+    indices.push_back(i);
+  }
+  auto results = grader.grade(exs, texts, std::vector<std::vector<int64_t>>(exs.size()));
+  std::string name = req.dataset.substr(req.dataset.find_last_of('/') + 1);
+  auto summary = summarize(name, results, grader.math);
+  summary["verifier"] = grader.verifier->name();
+  if (!req.out_dir.empty()) {
+    io::ensure_dir(req.out_dir);
+    std::string scored;
+    for (size_t p = 0; p < exs.size(); ++p)
+      for (size_t s = 0; s < K; ++s) {
+        nlohmann::ordered_json line{{"index", indices[p]}, {"sample", s}, {"reward", results[p].rewards[s]},
+                                    {"correct", static_cast<bool>(results[p].correct[s])}};
+        scored += line.dump() + "\n";
+      }
+    io::atomic_write(req.out_dir + "/scored.jsonl", scored);
+    io::atomic_write(req.out_dir + "/summary.json", summary.dump(1) + "\n");
+  }
+  return summary;
+}
+
+}  // namespace gspo::eval
