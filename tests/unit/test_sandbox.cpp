@@ -62,9 +62,11 @@ int count_processes_with(const std::string& marker) {
   return n;
 }
 
+// This process's sandbox directories still on disk (other test processes may run sandboxes concurrently).
 int count_sandbox_dirs() {
+  const std::string mine = "gspo-sbx-" + std::to_string(getpid()) + "-";
   int n = 0;
-  for (const auto& name : io::list_dir("/tmp")) n += name.rfind("gspo-sbx-", 0) == 0;
+  for (const auto& name : io::list_dir("/tmp")) n += name.rfind(mine, 0) == 0;
   return n;
 }
 

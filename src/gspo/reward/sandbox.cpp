@@ -27,11 +27,15 @@ namespace {
 
 // Programs never run as root: each run gets its own unprivileged uid/gid from this range, so RLIMIT_NPROC (which
 // counts per uid) binds, and a fork bomb in one sandbox cannot starve programs in parallel sandboxes.
+// The uid mixes this process's pid with a per-process counter, so concurrent gspo processes (parallel trainers,
+// parallel test processes) do not share uids either.
 constexpr uid_t kSandboxUidBase = 200000;
-constexpr uid_t kSandboxUidCount = 4096;
 std::atomic<uint32_t> g_next_uid{0};
 
-uid_t next_sandbox_uid() { return kSandboxUidBase + (g_next_uid++ % kSandboxUidCount); }
+uid_t next_sandbox_uid() {
+  const uint32_t slot = (static_cast<uint32_t>(getpid()) % 4096u) * 64u + (g_next_uid++ % 64u);
+  return kSandboxUidBase + slot;
+}
 
 // Drops to `uid` when running as root (no-op otherwise). Only async-signal-safe calls: used after fork().
 bool drop_privileges(uid_t uid) {
@@ -255,8 +259,8 @@ SandboxMode default_sandbox_mode() {
 RunResult run_sandboxed(const std::vector<std::string>& argv_in, const std::vector<std::pair<std::string, std::string>>& files,
                         const std::string& stdin_data, const SandboxLimits& limits, SandboxMode mode) {
   const auto t0 = std::chrono::steady_clock::now();
-  char tmpl[] = "/tmp/gspo-sbx-XXXXXX";
-  if (!mkdtemp(tmpl)) throw IoError(std::string("sandbox: cannot create a temporary directory: ") + std::strerror(errno));
+  std::string tmpl = "/tmp/gspo-sbx-" + std::to_string(getpid()) + "-XXXXXX";  // pid: whose sandbox it is
+  if (!mkdtemp(tmpl.data())) throw IoError(std::string("sandbox: cannot create a temporary directory: ") + std::strerror(errno));
   const std::string dir = tmpl;
   struct Cleanup {
     std::string d;
