@@ -1,0 +1,63 @@
+// Verifier throughput: math answers graded per second, and sandboxed code programs per second with 1 worker and
+// with N workers (the speed-up is the comparison). Usage: bench_verifiers [N_WORKERS]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "gspo/reward/code.h"
+#include "gspo/reward/math.h"
+
+using namespace gspo;
+using Clock = std::chrono::steady_clock;
+
+int main(int argc, char** argv) {
+  const int64_t workers = argc > 1 ? std::atoll(argv[1]) : std::max(2u, std::thread::hardware_concurrency());
+  // Math: a mix of boxed, "answer is" and last-number responses against varied references.
+  const char* responses[] = {"so \\boxed{\\frac{3}{4}}", "The answer is 1,000.", "we get (1, -2) as the point",
+                             "\\boxed{2\\sqrt{3}}", "The final answer is $50\\%$.", "\\boxed{[1, 2) \\cup (3, \\infty)}"};
+  const char* refs[] = {"0.75", "1000", "(1,-2)", "\\sqrt{12}", "0.5", "(3,\\infty)\\cup[1,2)"};
+  reward::MathVerifier mv;
+  std::vector<std::string> rs;
+  std::vector<data::Example> exs;
+  for (int i = 0; i < 6000; ++i) {
+    rs.push_back(responses[i % 6]);
+    exs.push_back({"b", "", refs[i % 6], ""});
+  }
+  std::vector<const data::Example*> ptrs;
+  for (auto& e : exs) ptrs.push_back(&e);
+  auto t0 = Clock::now();
+  auto scores = reward::score_all(mv, rs, ptrs, 1);
+  double s1 = std::chrono::duration<double>(Clock::now() - t0).count();
+  int correct = 0;
+  for (auto& s : scores) correct += s.correct;
+  t0 = Clock::now();
+  reward::score_all(mv, rs, ptrs, workers);
+  double sn = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("math verifier: %zu answers (%d judged correct)\n  1 worker   %10.0f answers/s\n  %lld workers %9.0f answers/s (x%.2f)\n",
+              rs.size(), correct, rs.size() / s1, static_cast<long long>(workers), rs.size() / sn, s1 / sn);
+
+  // Code: 32 stdio programs (3 tests each, all-or-nothing) in the sandbox.
+  const std::string row = R"({"tests": {"type": "stdio", "cases": [{"input": "1 2", "output": "3"},
+      {"input": "5 6", "output": "11"}, {"input": "0 0", "output": "0"}]}})";
+  reward::CodeOptions o;
+  reward::CodeVerifier cv(o);
+  std::vector<std::string> progs(32, "a, b = map(int, input().split())\nprint(a + b)\n");
+  std::vector<data::Example> cex(32, data::Example{"c", "", "", row});
+  std::vector<const data::Example*> cptr;
+  for (auto& e : cex) cptr.push_back(&e);
+  std::printf("code verifier: %zu programs x 3 tests, sandbox mode %s\n", progs.size(),
+              reward::sandbox_mode_name(reward::default_sandbox_mode()));
+  double base = 0;
+  for (int64_t w : {int64_t{1}, workers}) {
+    t0 = Clock::now();
+    auto cs = reward::score_all(cv, progs, cptr, w);
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    int ok = 0;
+    for (auto& x : cs) ok += x.correct;
+    if (w == 1) base = s;
+    std::printf("  %lld worker(s) %8.1f programs/s  (%.1f test runs/s, %d/%zu passed, x%.2f)\n", static_cast<long long>(w),
+                progs.size() / s, 3 * progs.size() / s, ok, progs.size(), base / s);
+  }
+  return 0;
+}
