@@ -9,6 +9,7 @@ PKGS=(
   python3 python3-torch python3-numpy python3-matplotlib   # tiny model export, golden references, plots
   libopenblas0-pthread              # fast BLAS behind libblas.so.3 (the default netlib one is ~50x slower)
   bubblewrap                        # sandbox for model-written code when not running as root
+  libpcre2-dev libutf8proc-dev      # tokenizer: Unicode pre-split regex, NFC normalisation
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
 )
 

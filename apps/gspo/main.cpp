@@ -77,6 +77,14 @@ void add_score(CLI::App& app, gspo::cli::ScoreArgs& a) {
   c->add_flag("--json", a.json, "print the summary as JSON");
 }
 
+void add_tokenize(CLI::App& app, gspo::cli::TokenizeArgs& a) {
+  auto* c = app.add_subcommand("tokenize", "stdin JSON lines {\"text\": ...} -> {\"text\": ..., \"ids\": [...]}");
+  c->add_option("--tokenizer,-t", a.tokenizer, "tokenizer.json, a directory with one, a gspo spec or a model .pt")->required();
+  c->add_flag("--decode", a.decode, "read {\"ids\": [...]} lines and write the text");
+  c->add_flag("--with-special", a.with_special, "with --decode: keep special tokens in the text");
+  c->add_flag("--tokens", a.tokens, "also print each token's text");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,12 +99,14 @@ int main(int argc, char** argv) {
   gspo::cli::TrainArgs train;
   gspo::cli::EvalArgs ev;
   gspo::cli::ScoreArgs sc;
+  gspo::cli::TokenizeArgs tk;
   add_generate(app, gen);
   add_inspect(app, insp);
   add_config(app, cfg);
   add_train(app, train);
   add_eval(app, ev);
   add_score(app, sc);
+  add_tokenize(app, tk);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -111,6 +121,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("train")) return gspo::cli::train(train);
     if (app.got_subcommand("eval")) return gspo::cli::eval(ev);
     if (app.got_subcommand("score")) return gspo::cli::score(sc);
+    if (app.got_subcommand("tokenize")) return gspo::cli::tokenize(tk);
   } catch (const gspo::Error& e) {
     std::cerr << "gspo: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_code();

@@ -106,5 +106,17 @@ n=$(wc -l < "$TMP/ev/samples.jsonl")
 if [ "$n" -eq 6 ] && grep -q '"maj@2"' "$TMP/ev/summary.json"; then pass=$((pass+1)); else echo "FAIL eval-files: $n sample lines"; fail=$((fail+1)); fi
 expect eval-no-dataset 2 "no dataset: give --dataset or set data.path" -- "$GSPO" eval -m "$MODELS/tiny.pt" -o "$TMP/ev2"
 
+# tokenize (end to end through the real tokenizer files when ../shared is there; the byte tokenizer of a model always)
+out=$(printf '{"text": "Hi"}\n' | "$GSPO" tokenize -t "$MODELS/tiny.pt")
+if [ "$out" = '{"text":"Hi","ids":[72,105]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-byte: $out"; fail=$((fail+1)); fi
+if [ -d "$SRC/../shared/data/tokenizers/qwen3" ]; then
+  out=$(printf '{"text": "Hello world, 你好!"}\n' | "$GSPO" tokenize -t "$SRC/../shared/data/tokenizers/qwen3")
+  if [ "$out" = '{"text":"Hello world, 你好!","ids":[9707,1879,11,220,108386,0]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-qwen3: $out"; fail=$((fail+1)); fi
+  out=$(printf '{"ids": [9707, 1879, 151645]}\n' | "$GSPO" tokenize -t "$SRC/../shared/data/tokenizers/qwen3" --decode --with-special)
+  if [ "$out" = '{"text":"Hello world<|im_end|>","ids":[9707,1879,151645]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-decode: $out"; fail=$((fail+1)); fi
+fi
+expect tokenize-bad-line 3 'stdin:1: needs {"text": "..."}' -- bash -c "echo '{\"txt\": 1}' | '$GSPO' tokenize -t '$MODELS/tiny.pt'"
+expect tokenize-missing 5 "cannot read" -- "$GSPO" tokenize -t "$TMP/none.json"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

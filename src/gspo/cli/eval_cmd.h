@@ -1,4 +1,4 @@
-// `gspo eval` and `gspo score`: flags -> the eval layer, results printed as a table (or JSON).
+// `gspo eval`, `gspo score` and `gspo tokenize`: flags -> the library, results printed as a table or JSON lines.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,5 +28,13 @@ struct ScoreArgs {
   bool json = false;
 };
 int score(const ScoreArgs& a);
+
+struct TokenizeArgs {
+  std::string tokenizer;    // tokenizer.json, a directory holding one, a gspo spec, or a model .pt
+  bool decode = false;      // read {"ids": [...]} instead of {"text": ...}
+  bool with_special = false;  // --decode: keep special tokens in the text
+  bool tokens = false;      // also print each token's text
+};
+int tokenize(const TokenizeArgs& a);
 
 }  // namespace gspo::cli

@@ -7,6 +7,10 @@
 
 #include "gspo/core/error.h"
 #include "gspo/tokenizer/byte_tokenizer.h"
+#include "gspo/tokenizer/hf_bpe.h"
+
+#include <sys/stat.h>
+#include <cstring>
 
 namespace gspo::tokenizer {
 
@@ -33,7 +37,13 @@ std::unique_ptr<Tokenizer> from_spec(const std::string& spec_json, const std::st
   } catch (const nlohmann::json::exception& e) {
     throw DataError(origin + ": tokenizer spec is not valid JSON: " + e.what());
   }
+  // A Hugging Face tokenizer.json itself, or gspo's wrapper {"type": "hf", "tokenizer": {...}, "config": {...}}.
+  if (j.contains("model") && j["model"].is_object()) return std::make_unique<HfBpeTokenizer>(spec_json, "", origin);
   const std::string type = j.value("type", "");
+  if (type == "hf") {
+    const std::string cfg = j.contains("config") ? j["config"].dump() : "";
+    return std::make_unique<HfBpeTokenizer>(j.at("tokenizer").dump(), cfg, origin);
+  }
   if (type == "byte") {
     std::map<std::string, int64_t> specials;
     const nlohmann::json table = j.value("special_tokens", nlohmann::json::object());
@@ -44,10 +54,23 @@ std::unique_ptr<Tokenizer> from_spec(const std::string& spec_json, const std::st
     }
     return std::make_unique<ByteTokenizer>(specials, j.value("add_bos", false));
   }
-  throw DataError(origin + ": unknown tokenizer type '" + type + "' (supported: byte)");
+  throw DataError(origin + ": unknown tokenizer type '" + type + "' (supported: byte, hf, or a tokenizer.json)");
 }
 
-std::unique_ptr<Tokenizer> from_file(const std::string& path) {
+std::unique_ptr<Tokenizer> from_file(const std::string& path_in) {
+  // A directory: its tokenizer.json, with tokenizer_config.json beside it when present.
+  std::string path = path_in;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    path = path_in + "/tokenizer.json";
+    std::ifstream cfg(path_in + "/tokenizer_config.json", std::ios::binary);
+    std::ifstream tj(path, std::ios::binary);
+    if (!tj) throw IoError("cannot read '" + path + "': " + std::strerror(errno));
+    std::stringstream a, b;
+    a << tj.rdbuf();
+    if (cfg) b << cfg.rdbuf();
+    return std::make_unique<HfBpeTokenizer>(a.str(), b.str(), path);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError("cannot read tokenizer file '" + path + "': " + std::strerror(errno));
   std::stringstream ss;

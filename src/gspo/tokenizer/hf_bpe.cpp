@@ -1,0 +1,276 @@
+#include "gspo/tokenizer/hf_bpe.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <nlohmann/json.hpp>
+#include <pcre2.h>
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
+#include "gspo/core/error.h"
+#include "gspo/tokenizer/byte_level.h"
+
+namespace gspo::tokenizer {
+
+namespace {
+using nlohmann::json;
+
+// GPT-2's pre-tokenizer pattern (ByteLevel with use_regex = true).
+const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+size_t utf8_len(unsigned char c) { return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1; }
+
+std::vector<std::string> utf8_chars(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = std::min(utf8_len(static_cast<unsigned char>(s[i])), s.size() - i);
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+}  // namespace
+
+// One compiled Split pattern (PCRE2 with UTF and Unicode properties, JIT when available).
+struct HfBpeTokenizer::Regex {
+  pcre2_code* code = nullptr;
+  Regex(const std::string& pattern, const std::string& origin) {
+    int err = 0;
+    PCRE2_SIZE off = 0;
+    code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+                         &err, &off, nullptr);
+    if (!code) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(err, msg, sizeof msg);
+      throw DataError(origin + ": pre-tokenizer regex does not compile at offset " + std::to_string(off) + ": " +
+                      reinterpret_cast<char*>(msg));
+    }
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  }
+  ~Regex() { pcre2_code_free(code); }
+
+  // Splits `text` into matches and the gaps between them ("Isolated" behaviour); invalid UTF-8 stays one piece.
+  std::vector<std::string> split(const std::string& text) const {
+    std::vector<std::string> pieces;
+    pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
+    size_t offset = 0, last = 0;
+    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    while (offset < text.size()) {
+      int rc = pcre2_match(code, subject, text.size(), offset, 0, md, nullptr);
+      if (rc == PCRE2_ERROR_NOMATCH) break;
+      if (rc < 0) {  // e.g. invalid UTF-8: keep the rest whole
+        break;
+      }
+      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+      const size_t start = ov[0], end = ov[1];
+      if (start > last) pieces.push_back(text.substr(last, start - last));
+      if (end > start) {
+        pieces.push_back(text.substr(start, end - start));
+        offset = last = end;
+      } else {
+        offset = start + utf8_len(static_cast<unsigned char>(text[start]));
+        last = start;
+      }
+    }
+    if (last < text.size()) pieces.push_back(text.substr(last));
+    pcre2_match_data_free(md);
+    return pieces;
+  }
+};
+
+HfBpeTokenizer::~HfBpeTokenizer() = default;
+
+HfBpeTokenizer::HfBpeTokenizer(const std::string& text, const std::string& config_text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw DataError(origin + ": tokenizer.json is not valid JSON: " + std::string(e.what()).substr(0, 120));
+  }
+  const auto& model = j.value("model", json::object());
+  if (model.value("type", "") != "BPE")
+    throw DataError(origin + ": only BPE models are supported (got '" + model.value("type", "?") + "')");
+  if (model.value("byte_fallback", false)) throw DataError(origin + ": byte_fallback BPE (SentencePiece style) is not supported");
+  for (const auto& [tok, id] : model.at("vocab").items()) {
+    vocab_[tok] = id.get<int64_t>();
+    vocab_size_ = std::max(vocab_size_, id.get<int64_t>() + 1);
+  }
+  int rank = 0;
+  for (const auto& m : model.at("merges")) {
+    std::string key = m.is_array() ? m[0].get<std::string>() + " " + m[1].get<std::string>() : m.get<std::string>();
+    merge_rank_.emplace(key, rank++);
+  }
+  for (const auto& a : j.value("added_tokens", json::array())) {
+    added_.push_back({a.at("content"), a.at("id"), a.value("special", false)});
+    vocab_size_ = std::max(vocab_size_, a.at("id").get<int64_t>() + 1);
+  }
+  std::stable_sort(added_.begin(), added_.end(), [](const Added& x, const Added& y) { return x.content.size() > y.content.size(); });
+  for (size_t i = 0; i < added_.size(); ++i) added_by_id_[added_[i].id] = i;
+  id_to_token_.assign(vocab_size_, "");
+  for (const auto& [tok, id] : vocab_) id_to_token_[id] = tok;
+
+  // Normaliser: none or NFC (alone or in a Sequence).
+  const auto& norm = j.value("normalizer", json());
+  auto accept_norm = [&](const json& n) {
+    const std::string t = n.value("type", "");
+    if (t == "NFC") nfc_ = true;
+    else throw DataError(origin + ": unsupported normalizer '" + t + "' (supported: NFC)");
+  };
+  if (norm.is_object()) {
+    if (norm.value("type", "") == "Sequence") for (const auto& n : norm.at("normalizers")) accept_norm(n);
+    else accept_norm(norm);
+  }
+  // Pre-tokenizer: Split (Isolated) patterns and a ByteLevel step.
+  auto accept_pre = [&](const json& p) {
+    const std::string t = p.value("type", "");
+    if (t == "Split") {
+      if (p.value("behavior", "") != "Isolated" || p.value("invert", false))
+        throw DataError(origin + ": only Split with behavior Isolated and invert false is supported");
+      splits_.push_back(std::make_unique<Regex>(p.at("pattern").at("Regex").get<std::string>(), origin));
+    } else if (t == "ByteLevel") {
+      if (p.value("add_prefix_space", false)) throw DataError(origin + ": ByteLevel add_prefix_space is not supported");
+      if (p.value("use_regex", true)) splits_.push_back(std::make_unique<Regex>(kGpt2Pattern, origin));
+    } else {
+      throw DataError(origin + ": unsupported pre_tokenizer '" + t + "' (supported: Split, ByteLevel)");
+    }
+  };
+  const auto& pre = j.value("pre_tokenizer", json());
+  if (pre.is_object()) {
+    if (pre.value("type", "") == "Sequence") for (const auto& p : pre.at("pretokenizers")) accept_pre(p);
+    else accept_pre(pre);
+  }
+
+  // Roles from tokenizer_config.json when given, else conventional names.
+  json cfg = config_text.empty() ? json::object() : json::parse(config_text, nullptr, false);
+  auto role = [&](const char* key, std::initializer_list<const char*> fallbacks) -> int64_t {
+    if (cfg.is_object() && cfg.contains(key)) {
+      const auto& v = cfg[key];
+      std::string name = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", "") : "";
+      if (!name.empty()) return token_id(name);
+    }
+    for (const char* f : fallbacks)
+      if (token_id(f) >= 0) return token_id(f);
+    return -1;
+  };
+  eos_id_ = role("eos_token", {"<|endoftext|>", "</s>", "<|end_of_text|>"});
+  bos_id_ = role("bos_token", {});
+  pad_id_ = role("pad_token", {});
+  if (pad_id_ < 0) pad_id_ = eos_id_;
+  add_bos_ = bos_id_ >= 0 && cfg.is_object() && cfg.value("add_bos_token", false);
+  for (const auto& a : added_)
+    if (a.special) specials_[a.content] = a.id;
+}
+
+int64_t HfBpeTokenizer::token_id(const std::string& token) const {
+  for (const auto& a : added_)
+    if (a.content == token) return a.id;
+  auto it = vocab_.find(token);
+  return it == vocab_.end() ? -1 : it->second;
+}
+
+void HfBpeTokenizer::bpe(const std::string& piece, std::vector<int64_t>& out) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    auto it = cache_.find(piece);
+    if (it != cache_.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  auto symbols = utf8_chars(bytes_to_unicode(piece));
+  while (symbols.size() > 1) {
+    int best = INT_MAX;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
+      auto it = merge_rank_.find(symbols[i] + " " + symbols[i + 1]);
+      if (it != merge_rank_.end() && it->second < best) {
+        best = it->second;
+        at = i;
+      }
+    }
+    if (best == INT_MAX) break;
+    // Merge every occurrence of the best pair, left to right.
+    const std::string a = symbols[at], b = symbols[at + 1];
+    std::vector<std::string> merged;
+    for (size_t i = 0; i < symbols.size();) {
+      if (i + 1 < symbols.size() && symbols[i] == a && symbols[i + 1] == b) {
+        merged.push_back(a + b);
+        i += 2;
+      } else {
+        merged.push_back(symbols[i++]);
+      }
+    }
+    symbols.swap(merged);
+  }
+  std::vector<int64_t> ids;
+  for (const auto& s : symbols) {
+    auto it = vocab_.find(s);
+    if (it == vocab_.end()) throw DataError("tokenizer: BPE produced '" + s + "', which is not in the vocabulary");
+    ids.push_back(it->second);
+  }
+  out.insert(out.end(), ids.begin(), ids.end());
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  if (cache_.size() > 200000) cache_.clear();
+  cache_.emplace(piece, std::move(ids));
+}
+
+void HfBpeTokenizer::encode_plain(const std::string& raw, std::vector<int64_t>& out) const {
+  if (raw.empty()) return;
+  std::string text = raw;
+  if (nfc_) {
+    if (utf8proc_uint8_t* n = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(raw.c_str()))) {
+      text = reinterpret_cast<char*>(n);
+      std::free(n);
+    }
+  }
+  std::vector<std::string> pieces{text};
+  for (const auto& re : splits_) {
+    std::vector<std::string> next;
+    for (const auto& p : pieces) {
+      auto parts = re->split(p);
+      next.insert(next.end(), parts.begin(), parts.end());
+    }
+    pieces.swap(next);
+  }
+  for (const auto& p : pieces) bpe(p, out);
+}
+
+std::vector<int64_t> HfBpeTokenizer::encode(const std::string& text) const {
+  std::vector<int64_t> out;
+  size_t plain_start = 0;
+  for (size_t i = 0; i < text.size();) {
+    const Added* hit = nullptr;
+    for (const auto& a : added_)
+      if (!a.content.empty() && text.compare(i, a.content.size(), a.content) == 0) {
+        hit = &a;  // longest first
+        break;
+      }
+    if (!hit) {
+      ++i;
+      continue;
+    }
+    encode_plain(text.substr(plain_start, i - plain_start), out);
+    out.push_back(hit->id);
+    i += hit->content.size();
+    plain_start = i;
+  }
+  encode_plain(text.substr(plain_start), out);
+  return out;
+}
+
+std::string HfBpeTokenizer::token_bytes(int64_t id, bool with_special) const {
+  auto a = added_by_id_.find(id);
+  if (a != added_by_id_.end()) {
+    const auto& t = added_[a->second];
+    return (t.special && !with_special) ? "" : t.content;
+  }
+  if (id < 0 || id >= vocab_size_ || id_to_token_[id].empty())
+    throw DataError("tokenizer: token id " + std::to_string(id) + " is not in the vocabulary");
+  std::string bytes;
+  if (!unicode_to_bytes(id_to_token_[id], bytes)) return id_to_token_[id];
+  return bytes;
+}
+
+}  // namespace gspo::tokenizer
