@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev libgloo-dev          # LibTorch 1.13 (CPU) with c10d + Gloo headers
-  python3 python3-torch python3-numpy python3-matplotlib   # tiny model export, golden references, plots
+  python3 python3-torch python3-numpy python3-matplotlib python3-jinja2   # exports, goldens, plots, chat-template reference
   libopenblas0-pthread              # fast BLAS behind libblas.so.3 (the default netlib one is ~50x slower)
   bubblewrap                        # sandbox for model-written code when not running as root
   libpcre2-dev libutf8proc-dev      # tokenizer: Unicode pre-split regex, NFC normalisation

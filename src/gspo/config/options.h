@@ -36,6 +36,9 @@ struct DataOptions {
   std::string prompt_key = "auto";                 // JSONL field holding the prompt; auto = prompt/problem/question
   std::string answer_key = "answer";               // JSONL field holding the reference answer
   std::string prompt_template = "{prompt}";        // text around the prompt; {prompt} is replaced
+  std::string chat_template = "none";              // none (raw text) or chatml (Qwen2/2.5/3 chat format)
+  std::string system_prompt = "";                  // chatml: system message; "" = none
+  bool enable_thinking = true;                     // chatml: false appends an empty <think></think> (Qwen3)
   bool shuffle = true;                             // reshuffle the prompt order every epoch
   int64_t seed = 1234;                             // seed of the shuffling and of the synthetic task
   int64_t max_operand = 9;                         // arithmetic: operands drawn from [0, max_operand]
@@ -52,6 +55,12 @@ struct DataOptions {
     v("answer_key", answer_key, "JSONL field holding the reference answer (may be absent in rows that carry code "
       "tests)", any());
     v("prompt_template", prompt_template, "template applied to every prompt; {prompt} is replaced by it", any());
+    v("chat_template", chat_template, "none (the templated prompt as raw text) or chatml (Qwen2/2.5/3 chat format: "
+      "optional system message, the templated prompt as the user message, assistant generation prompt)",
+      one_of({"none", "chatml"}));
+    v("system_prompt", system_prompt, "chatml: system message; empty = none", any());
+    v("enable_thinking", enable_thinking, "chatml: false appends an empty <think></think> block (Qwen3 non-thinking mode)",
+      any());
     v("shuffle", shuffle, "reshuffle the prompt order at every epoch", any());
     v("seed", seed, "seed of shuffling and of the synthetic task", at_least(0));
     v("max_operand", max_operand, "arithmetic task: operands are drawn from [0, max_operand]", between(1, 1000000));

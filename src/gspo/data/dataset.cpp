@@ -8,6 +8,7 @@
 #include "gspo/config/options.h"
 #include "gspo/core/error.h"
 #include "gspo/data/rng.h"
+#include "gspo/tokenizer/chat_template.h"
 
 namespace gspo::data {
 
@@ -23,6 +24,15 @@ std::string apply_template(const std::string& tmpl, const std::string& prompt) {
     pos = hit + key.size();
   }
   return out;
+}
+
+std::string format_prompt(const config::DataOptions& o, const std::string& problem) {
+  const std::string user = apply_template(o.prompt_template, problem);
+  if (o.chat_template == "none") return user;
+  std::vector<tokenizer::ChatMessage> msgs;
+  if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
+  msgs.push_back({"user", user});
+  return tokenizer::render_chatml(msgs, {true, o.enable_thinking});
 }
 
 namespace {

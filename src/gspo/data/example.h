@@ -15,3 +15,13 @@ struct Example {
 std::string apply_template(const std::string& tmpl, const std::string& prompt);
 
 }  // namespace gspo::data
+
+namespace gspo::config { struct DataOptions; }
+
+namespace gspo::data {
+
+// The text given to the tokenizer for `problem`: data.prompt_template applied, then the chat format
+// (data.chat_template, system_prompt, enable_thinking) when one is set.
+std::string format_prompt(const config::DataOptions& opts, const std::string& problem);
+
+}  // namespace gspo::data

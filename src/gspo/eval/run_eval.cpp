@@ -71,7 +71,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
       std::vector<std::vector<int64_t>> prompts;
       std::vector<const data::Example*> exs;
       for (size_t i = start; i < end; ++i) {
-        prompts.push_back(tok->encode_prompt(data::apply_template(cfg.data.prompt_template, rows[i].prompt)));
+        prompts.push_back(tok->encode_prompt(data::format_prompt(cfg.data, rows[i].prompt)));
         exs.push_back(&rows[i]);
       }
       auto batch = sampler.generate(prompts, req.samples, gen);

@@ -164,7 +164,7 @@ nlohmann::ordered_json run_step(Trainer::State& s) {
   std::vector<std::vector<int64_t>> prompts;
   for (int64_t i : s.cursor->next(c.rollout.prompts_per_step)) {
     exs.push_back(&s.examples[i]);
-    prompts.push_back(s.tok->encode_prompt(data::apply_template(c.data.prompt_template, s.examples[i].prompt)));
+    prompts.push_back(s.tok->encode_prompt(data::format_prompt(c.data, s.examples[i].prompt)));
   }
 
   auto t = Clock::now();
