@@ -19,6 +19,26 @@ CONTRACT_VERSION = 1
 MASK_VALUE = -1.0e9  # added to scores of masked keys (finite so fully-masked pad rows stay NaN-free)
 
 
+def rope_inv_freq(head_dim: int, theta: float, scaling) -> Tensor:
+    """RoPE inverse frequencies (float64), with Hugging Face's 'llama3' scaling when given ('linear' scales positions
+    instead; 'default'/None leaves them)."""
+    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2).double() / head_dim))
+    kind = None if not scaling else scaling.get("rope_type", scaling.get("type"))
+    if kind in (None, "default", "linear"):
+        return inv
+    if kind != "llama3":
+        raise ValueError(f"unsupported rope_scaling type {kind!r} (supported: linear, llama3)")
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_ctx = scaling["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old_ctx / low, old_ctx / high
+    wavelen = 2 * math.pi / inv
+    scaled = torch.where(wavelen > low_wavelen, inv / factor, inv)
+    smooth = (old_ctx / wavelen - low) / (high - low)
+    mid = (1 - smooth) * scaled / factor + smooth * scaled
+    is_mid = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+    return torch.where(is_mid, mid, scaled)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -119,8 +139,10 @@ class CausalLM(nn.Module):
         self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=cfg.get("lm_head_bias", False))
         if cfg.get("tie_word_embeddings", False):
             self.lm_head.weight = self.embed_tokens.weight
-        inv_freq = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, self.head_dim, 2).double() / self.head_dim))
+        inv_freq = rope_inv_freq(self.head_dim, cfg["rope_theta"], cfg.get("rope_scaling"))
         pos = torch.arange(cfg["max_seq_len"]).double()
+        if (cfg.get("rope_scaling") or {}).get("rope_type", (cfg.get("rope_scaling") or {}).get("type")) == "linear":
+            pos = pos / cfg["rope_scaling"]["factor"]
         freqs = torch.outer(pos, inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
         self.register_buffer("cos_table", emb.cos().float(), persistent=True)

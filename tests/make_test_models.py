@@ -86,6 +86,20 @@ class NanWhenTraining(gspo_model.CausalLM):
         return logits
 
 
+def export_stories260k(out: str) -> None:
+    """Karpathy's stories260K (../shared) through convert_llama2c.py and export_hf.py, when the files are there."""
+    src = os.path.join(HERE, "..", "..", "shared", "data", "models", "stories260K")
+    if not os.path.exists(os.path.join(src, "stories260K.bin")):
+        print("no ../shared stories260K: skipping the real-model export")
+        return
+    scripts = os.path.join(HERE, "..", "scripts")
+    subprocess.run([sys.executable, os.path.join(scripts, "convert_llama2c.py"), "--bin", os.path.join(src, "stories260K.bin"),
+                    "--tokenizer", os.path.join(src, "tok512.bin"), "--out", f"{out}/stories260K_hf"], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, os.path.join(scripts, "export_hf.py"), "--hf", f"{out}/stories260K_hf", "--out",
+                    f"{out}/stories260K.pt", "--max-seq-len", "512"], check=True, stdout=subprocess.DEVNULL)
+
+
 def small_cfg() -> dict:
     args = argparse.Namespace(hidden=32, heads=4, kv_heads=2, layers=1, intermediate=0, max_seq_len=64, tie=False,
                               qkv_bias=False, qk_norm=False, prior_text="")
@@ -121,6 +135,7 @@ def main() -> None:
                                                     _extra_files={"gspo_manifest.json": json.dumps(bad)})
     with open(f"{out}/not_torchscript.pt", "w") as f:
         f.write("this is not a zip archive\n")
+    export_stories260k(out)
     print(f"test models written to {out}")
 
 

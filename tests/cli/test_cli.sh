@@ -118,5 +118,19 @@ fi
 expect tokenize-bad-line 3 'stdin:1: needs {"text": "..."}' -- bash -c "echo '{\"txt\": 1}' | '$GSPO' tokenize -t '$MODELS/tiny.pt'"
 expect tokenize-missing 5 "cannot read" -- "$GSPO" tokenize -t "$TMP/none.json"
 
+# A real pretrained model: stories260K exported through our HF exporter must emit llama2.c's 256 greedy ids.
+if [ -f "$MODELS/stories260K.pt" ]; then
+  "$GSPO" generate -m "$MODELS/stories260K.pt" --prompt-ids 1 --temperature 0 --max-new-tokens 256 --json > "$TMP/st.json"
+  if "$PYTHON" -c "import json,sys
+got=json.load(open(sys.argv[1]))['ids']; ref=json.load(open(sys.argv[2]))['generated_ids']
+sys.exit(0 if got == ref else 1)" "$TMP/st.json" "$SRC/../shared/data/models/stories260K/reference_greedy_256.json"; then
+    pass=$((pass+1))
+  else
+    echo "FAIL stories260K-greedy: ids differ from llama2.c's"; fail=$((fail+1))
+  fi
+  expect stories260K-text 0 "Once upon a time, there was a little girl named Lily" -- "$GSPO" generate -m "$MODELS/stories260K.pt" --prompt-ids 1 --temperature 0 --max-new-tokens 20
+  expect stories260K-inspect 0 "contract     ok" -- "$GSPO" inspect "$MODELS/stories260K.pt"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

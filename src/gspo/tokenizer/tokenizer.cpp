@@ -8,6 +8,7 @@
 #include "gspo/core/error.h"
 #include "gspo/tokenizer/byte_tokenizer.h"
 #include "gspo/tokenizer/hf_bpe.h"
+#include "gspo/tokenizer/pieces_tokenizer.h"
 
 #include <sys/stat.h>
 #include <cstring>
@@ -44,6 +45,16 @@ std::unique_ptr<Tokenizer> from_spec(const std::string& spec_json, const std::st
     const std::string cfg = j.contains("config") ? j["config"].dump() : "";
     return std::make_unique<HfBpeTokenizer>(j.at("tokenizer").dump(), cfg, origin);
   }
+  if (type == "pieces") {
+    try {
+      return std::make_unique<PiecesTokenizer>(j.at("pieces").get<std::vector<std::string>>(),
+                                               j.at("scores").get<std::vector<float>>(), j.value("bos", int64_t{-1}),
+                                               j.value("eos", int64_t{-1}), j.value("add_bos", false));
+    } catch (const nlohmann::json::exception& e) {
+      throw DataError(origin + ": pieces tokenizer spec needs 'pieces' and 'scores' lists (" + e.what() + ")");
+    }
+  }
+  if (type == "none") throw DataError(origin + ": the model carries no tokenizer; give one with tokenizer.path / --tokenizer");
   if (type == "byte") {
     std::map<std::string, int64_t> specials;
     const nlohmann::json table = j.value("special_tokens", nlohmann::json::object());
@@ -54,7 +65,7 @@ std::unique_ptr<Tokenizer> from_spec(const std::string& spec_json, const std::st
     }
     return std::make_unique<ByteTokenizer>(specials, j.value("add_bos", false));
   }
-  throw DataError(origin + ": unknown tokenizer type '" + type + "' (supported: byte, hf, or a tokenizer.json)");
+  throw DataError(origin + ": unknown tokenizer type '" + type + "' (supported: byte, pieces, hf, or a tokenizer.json)");
 }
 
 std::unique_ptr<Tokenizer> from_file(const std::string& path_in) {

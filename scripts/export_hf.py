@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Exports a Hugging Face checkpoint directory to a gspo TorchScript policy (docs/model-contract.md).
+
+    /usr/bin/python3 scripts/export_hf.py --hf DIR --out model.pt [--dtype float32|bfloat16|float16] [--max-seq-len N]
+
+DIR holds config.json, the weights (*.safetensors, with or without an index, or pytorch_model*.bin) and, when
+present, tokenizer.json + tokenizer_config.json (embedded as the policy's tokenizer) or gspo_tokenizer.json.
+Families: llama (GQA, RoPE with linear/llama3 scaling, tied or untied embeddings, optional attention bias), qwen2
+(q/k/v bias), qwen3 (q/k RMSNorm). Qwen3-MoE is not supported yet.
+"""
+import argparse
+import glob
+import json
+import os
+import struct
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gspo_model  # noqa: E402
+
+SAFETENSORS_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
+                      "I64": torch.int64, "I32": torch.int32}
+
+
+def read_safetensors(path):
+    """Minimal reader for the safetensors format (8-byte header length, JSON header, raw little-endian data)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = info["data_offsets"]
+        dtype = SAFETENSORS_DTYPES[info["dtype"]]
+        buf = bytearray(data[start:end])
+        t = torch.frombuffer(buf, dtype=dtype) if end > start else torch.empty(0, dtype=dtype)
+        out[name] = t.reshape(info["shape"]).clone()
+    return out
+
+
+def load_weights(d):
+    files = sorted(glob.glob(os.path.join(d, "*.safetensors")))
+    sd = {}
+    if files:
+        for f in files:
+            sd.update(read_safetensors(f))
+        return sd
+    files = sorted(glob.glob(os.path.join(d, "pytorch_model*.bin")))
+    if not files:
+        sys.exit(f"{d}: no *.safetensors or pytorch_model*.bin weights")
+    for f in files:
+        sd.update(torch.load(f, map_location="cpu"))
+    return sd
+
+
+def gspo_config(hf, max_seq_len):
+    family = hf.get("model_type", "llama")
+    if family not in ("llama", "qwen2", "qwen3"):
+        sys.exit(f"model_type {family!r} is not supported (llama, qwen2, qwen3)")
+    heads = hf["num_attention_heads"]
+    eos = hf.get("eos_token_id", 2)
+    eos = eos[0] if isinstance(eos, list) else eos
+    bos = hf.get("bos_token_id")
+    cfg = {
+        "architecture": family, "vocab_size": hf["vocab_size"], "hidden_size": hf["hidden_size"],
+        "num_layers": hf["num_hidden_layers"], "num_heads": heads,
+        "num_kv_heads": hf.get("num_key_value_heads", heads),
+        "head_dim": hf.get("head_dim") or hf["hidden_size"] // heads,
+        "intermediate_size": hf["intermediate_size"], "rms_norm_eps": hf.get("rms_norm_eps", 1e-6),
+        "rope_theta": hf.get("rope_theta", 10000.0), "rope_scaling": hf.get("rope_scaling"),
+        "max_seq_len": min(hf.get("max_position_embeddings", 4096), max_seq_len),
+        "bos_token_id": -1 if bos is None else bos, "eos_token_id": eos,
+        "pad_token_id": hf.get("pad_token_id") if hf.get("pad_token_id") is not None else eos,
+        "tie_word_embeddings": hf.get("tie_word_embeddings", False),
+        "qkv_bias": family == "qwen2" or hf.get("attention_bias", False),
+        "qk_norm": family == "qwen3",
+    }
+    return cfg
+
+
+def tokenizer_spec(d):
+    own = os.path.join(d, "gspo_tokenizer.json")
+    if os.path.exists(own):
+        return json.load(open(own))
+    tj = os.path.join(d, "tokenizer.json")
+    if not os.path.exists(tj):
+        return None
+    spec = {"type": "hf", "tokenizer": json.load(open(tj))}
+    tc = os.path.join(d, "tokenizer_config.json")
+    if os.path.exists(tc):
+        c = json.load(open(tc))
+        spec["config"] = {k: c[k] for k in ("bos_token", "eos_token", "pad_token", "add_bos_token") if k in c}
+    return spec
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hf", required=True, help="Hugging Face checkpoint directory")
+    p.add_argument("--out", required=True)
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--max-seq-len", type=int, default=8192, help="cap on the RoPE tables (prompt + response)")
+    a = p.parse_args()
+    hf = json.load(open(os.path.join(a.hf, "config.json")))
+    cfg = gspo_config(hf, a.max_seq_len)
+    sd = load_weights(a.hf)
+    sd = {k[len("model."):] if k.startswith("model.") else k: v for k, v in sd.items()}
+    if cfg["tie_word_embeddings"] or "lm_head.weight" not in sd:
+        sd["lm_head.weight"] = sd["embed_tokens.weight"]
+        cfg["tie_word_embeddings"] = True
+    model = gspo_model.CausalLM(cfg)
+    own = model.state_dict()
+    missing = [k for k in own if k not in sd and not k.endswith(("cos_table", "sin_table"))
+               and not (k.endswith(("q_norm.weight", "k_norm.weight")) and not cfg["qk_norm"])]
+    if missing:
+        sys.exit(f"{a.hf}: weights missing for {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+    for k in own:
+        if k in sd:
+            if sd[k].shape != own[k].shape:
+                sys.exit(f"{a.hf}: {k} has shape {tuple(sd[k].shape)}, expected {tuple(own[k].shape)}")
+            own[k] = sd[k].to(torch.float32)
+    model.load_state_dict(own)
+    model = model.to(getattr(torch, a.dtype))
+    model.cos_table.data = model.cos_table.data.float()
+    model.sin_table.data = model.sin_table.data.float()
+    spec = tokenizer_spec(a.hf) or {"type": "none"}
+    gspo_model.save_scripted(model, cfg, spec, a.dtype, a.out)
+    n = sum(t.numel() for t in model.parameters())
+    print(f"wrote {a.out}: {cfg['architecture']}, {n} parameters, {cfg['num_layers']} layers, vocab {cfg['vocab_size']}, "
+          f"{a.dtype}, tokenizer {spec.get('type')}")
+
+
+if __name__ == "__main__":
+    main()
