@@ -100,6 +100,57 @@ def export_stories260k(out: str) -> None:
                     f"{out}/stories260K.pt", "--max-seq-len", "512"], check=True, stdout=subprocess.DEVNULL)
 
 
+def write_safetensors(path: str, tensors: dict) -> None:
+    """The safetensors layout: 8-byte little-endian header length, JSON header, raw data (written here to test
+    export_hf.py's reader)."""
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        data = t.contiguous().numpy().tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    raw = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(len(raw).to_bytes(8, "little"))
+        f.write(raw)
+        for b in blobs:
+            f.write(b)
+
+
+def export_tiny_qwen3_checkpoint(out: str) -> None:
+    """A random Qwen3-shaped Hugging Face directory (safetensors + the real Qwen3 tokenizer files from ../shared)
+    through export_hf.py: checks the qwen3 family path, the safetensors reader and the embedded HF tokenizer."""
+    tok_dir = os.path.join(HERE, "..", "..", "shared", "data", "tokenizers", "qwen3")
+    if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
+        print("no ../shared qwen3 tokenizer: skipping the qwen3 export")
+        return
+    d = f"{out}/qwen3_tiny_hf"
+    os.makedirs(d, exist_ok=True)
+    cfg = {"model_type": "qwen3", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 151936,
+           "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+           "tie_word_embeddings": True, "bos_token_id": 151643, "eos_token_id": 151645}
+    json.dump(cfg, open(f"{d}/config.json", "w"))
+    g = torch.Generator().manual_seed(11)
+    sd = {"model.embed_tokens.weight": torch.randn(151936, 32, generator=g) * 0.02, "model.norm.weight": torch.ones(32)}
+    for i in range(2):
+        p = f"model.layers.{i}."
+        for name, shape in [("self_attn.q_proj", (64, 32)), ("self_attn.k_proj", (32, 32)), ("self_attn.v_proj", (32, 32)),
+                            ("self_attn.o_proj", (32, 64)), ("mlp.gate_proj", (64, 32)), ("mlp.up_proj", (64, 32)),
+                            ("mlp.down_proj", (32, 64))]:
+            sd[p + name + ".weight"] = torch.randn(*shape, generator=g) * 0.05
+        for name in ["input_layernorm", "post_attention_layernorm"]:
+            sd[p + name + ".weight"] = torch.ones(32)
+        sd[p + "self_attn.q_norm.weight"] = torch.ones(16) + 0.1 * torch.randn(16, generator=g)
+        sd[p + "self_attn.k_norm.weight"] = torch.ones(16) + 0.1 * torch.randn(16, generator=g)
+    write_safetensors(f"{d}/model.safetensors", sd)
+    for name in ["tokenizer.json", "tokenizer_config.json"]:
+        with open(os.path.join(tok_dir, name)) as src, open(f"{d}/{name}", "w") as dst:
+            dst.write(src.read())
+    subprocess.run([sys.executable, os.path.join(HERE, "..", "scripts", "export_hf.py"), "--hf", d, "--out",
+                    f"{out}/qwen3_tiny.pt", "--max-seq-len", "256"], check=True, stdout=subprocess.DEVNULL)
+
+
 def small_cfg() -> dict:
     args = argparse.Namespace(hidden=32, heads=4, kv_heads=2, layers=1, intermediate=0, max_seq_len=64, tie=False,
                               qkv_bias=False, qk_norm=False, prior_text="")
@@ -136,6 +187,7 @@ def main() -> None:
     with open(f"{out}/not_torchscript.pt", "w") as f:
         f.write("this is not a zip archive\n")
     export_stories260k(out)
+    export_tiny_qwen3_checkpoint(out)
     print(f"test models written to {out}")
 
 

@@ -132,5 +132,17 @@ sys.exit(0 if got == ref else 1)" "$TMP/st.json" "$SRC/../shared/data/models/sto
   expect stories260K-inspect 0 "contract     ok" -- "$GSPO" inspect "$MODELS/stories260K.pt"
 fi
 
+# A Qwen3-shaped export (safetensors, q/k norm, embedded Qwen3 tokenizer): the real tokenizer inside the .pt,
+# ChatML prompts through generate.
+if [ -f "$MODELS/qwen3_tiny.pt" ]; then
+  out=$(printf '{"text": "Hello world, 你好!"}\n' | "$GSPO" tokenize -t "$MODELS/qwen3_tiny.pt")
+  if [ "$out" = '{"text":"Hello world, 你好!","ids":[9707,1879,11,220,108386,0]}' ]; then pass=$((pass+1)); else echo "FAIL qwen3-embedded-tokenizer: $out"; fail=$((fail+1)); fi
+  expect qwen3-inspect 0 "architecture qwen3" -- "$GSPO" inspect "$MODELS/qwen3_tiny.pt"
+  expect qwen3-generate 0 '"finish"' -- "$GSPO" generate -m "$MODELS/qwen3_tiny.pt" -p "<|im_start|>user
+2+2?<|im_end|>
+<|im_start|>assistant
+" --max-new-tokens 4 --json
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
