@@ -6,7 +6,8 @@
 DIR holds config.json, the weights (*.safetensors, with or without an index, or pytorch_model*.bin) and, when
 present, tokenizer.json + tokenizer_config.json (embedded as the policy's tokenizer) or gspo_tokenizer.json.
 Families: llama (GQA, RoPE with linear/llama3 scaling, tied or untied embeddings, optional attention bias), qwen2
-(q/k/v bias), qwen3 (q/k RMSNorm). Qwen3-MoE is not supported yet.
+(q/k/v bias), qwen3 (q/k RMSNorm), qwen3_moe (q/k RMSNorm, sparse MoE feed-forward: router, top-k experts,
+norm_topk_prob, decoder_sparse_step, mlp_only_layers).
 """
 import argparse
 import glob
@@ -59,8 +60,8 @@ def load_weights(d):
 
 def gspo_config(hf, max_seq_len):
     family = hf.get("model_type", "llama")
-    if family not in ("llama", "qwen2", "qwen3"):
-        sys.exit(f"model_type {family!r} is not supported (llama, qwen2, qwen3)")
+    if family not in ("llama", "qwen2", "qwen3", "qwen3_moe"):
+        sys.exit(f"model_type {family!r} is not supported (llama, qwen2, qwen3, qwen3_moe)")
     heads = hf["num_attention_heads"]
     eos = hf.get("eos_token_id", 2)
     eos = eos[0] if isinstance(eos, list) else eos
@@ -77,8 +78,15 @@ def gspo_config(hf, max_seq_len):
         "pad_token_id": hf.get("pad_token_id") if hf.get("pad_token_id") is not None else eos,
         "tie_word_embeddings": hf.get("tie_word_embeddings", False),
         "qkv_bias": family == "qwen2" or hf.get("attention_bias", False),
-        "qk_norm": family == "qwen3",
+        "qk_norm": family in ("qwen3", "qwen3_moe"),
     }
+    if family == "qwen3_moe":
+        step, dense = hf.get("decoder_sparse_step", 1), set(hf.get("mlp_only_layers", []))
+        cfg.update({"num_experts": hf["num_experts"], "num_experts_per_tok": hf["num_experts_per_tok"],
+                    "moe_intermediate_size": hf["moe_intermediate_size"],
+                    "norm_topk_prob": hf.get("norm_topk_prob", True),
+                    "moe_layers": [i for i in range(cfg["num_layers"])
+                                   if i not in dense and hf["num_experts"] > 0 and (i + 1) % step == 0]})
     return cfg
 
 

@@ -111,14 +111,46 @@ class MLP(nn.Module):
         return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
+class SparseMoE(nn.Module):
+    """Qwen3-MoE feed-forward: a linear router, softmax over experts, top-k per token (renormalised when
+    norm_topk_prob), each selected expert's SwiGLU output weighted and summed. Only routed tokens reach an expert."""
+
+    def __init__(self, hidden: int, intermediate: int, num_experts: int, top_k: int, norm_topk_prob: bool):
+        super().__init__()
+        self.gate = nn.Linear(hidden, num_experts, bias=False)
+        self.experts = nn.ModuleList([MLP(hidden, intermediate) for _ in range(num_experts)])
+        self.top_k = top_k
+        self.norm_topk_prob = norm_topk_prob
+
+    def forward(self, x: Tensor) -> Tensor:
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        probs = torch.softmax(self.gate(flat).float(), dim=-1)
+        weights, chosen = torch.topk(probs, self.top_k, dim=-1)
+        if self.norm_topk_prob:
+            weights = weights / weights.sum(-1, keepdim=True)
+        weights = weights.to(flat.dtype)
+        out = torch.zeros_like(flat)
+        for j, expert in enumerate(self.experts):
+            token, slot = torch.where(chosen == j)
+            if token.numel() > 0:
+                y = expert(flat.index_select(0, token)) * weights[token, slot].unsqueeze(-1)
+                out = out.index_add(0, token, y)
+        return out.reshape(shape)
+
+
 class Block(nn.Module):
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: dict, moe: bool = False):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
         self.self_attn = Attention(cfg["hidden_size"], cfg["num_heads"], cfg["num_kv_heads"], cfg["head_dim"],
                                    cfg.get("qkv_bias", False), cfg.get("qk_norm", False), cfg["rms_norm_eps"])
         self.post_attention_layernorm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
-        self.mlp = MLP(cfg["hidden_size"], cfg["intermediate_size"])
+        if moe:
+            self.mlp = SparseMoE(cfg["hidden_size"], cfg["moe_intermediate_size"], cfg["num_experts"],
+                                 cfg["num_experts_per_tok"], cfg.get("norm_topk_prob", True))
+        else:
+            self.mlp = MLP(cfg["hidden_size"], cfg["intermediate_size"])
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor, kv: Optional[Tensor], start: int) -> Tensor:
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias, kv, start)
@@ -134,7 +166,7 @@ class CausalLM(nn.Module):
         self.n_kv_heads = cfg["num_kv_heads"]
         self.head_dim = cfg["head_dim"]
         self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
-        self.layers = nn.ModuleList([Block(cfg) for _ in range(cfg["num_layers"])])
+        self.layers = nn.ModuleList([Block(cfg, i in cfg.get("moe_layers", [])) for i in range(cfg["num_layers"])])
         self.norm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
         self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=cfg.get("lm_head_bias", False))
         if cfg.get("tie_word_embeddings", False):

@@ -151,6 +151,42 @@ def export_tiny_qwen3_checkpoint(out: str) -> None:
                     f"{out}/qwen3_tiny.pt", "--max-seq-len", "256"], check=True, stdout=subprocess.DEVNULL)
 
 
+def export_tiny_qwen3_moe_checkpoint(out: str) -> None:
+    """A random Qwen3-MoE directory (pytorch_model.bin; layer 1 dense through mlp_only_layers) with a byte tokenizer,
+    through export_hf.py: the MoE path of the exporter, checked by gspo inspect (KV-cache parity) and generate."""
+    d = f"{out}/qwen3_moe_tiny_hf"
+    os.makedirs(d, exist_ok=True)
+    cfg = {"model_type": "qwen3_moe", "hidden_size": 32, "intermediate_size": 48, "moe_intermediate_size": 24,
+           "num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": True, "decoder_sparse_step": 1,
+           "mlp_only_layers": [1], "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 8, "vocab_size": 300, "max_position_embeddings": 512, "rms_norm_eps": 1e-6,
+           "rope_theta": 10000.0, "tie_word_embeddings": False, "bos_token_id": 257, "eos_token_id": 258}
+    json.dump(cfg, open(f"{d}/config.json", "w"))
+    g = torch.Generator().manual_seed(13)
+    r = lambda *shape: torch.randn(*shape, generator=g) * 0.05  # noqa: E731
+    sd = {"model.embed_tokens.weight": r(300, 32), "model.norm.weight": torch.ones(32), "lm_head.weight": r(300, 32)}
+    for i in range(3):
+        p = f"model.layers.{i}."
+        for name, shape in [("q_proj", (32, 32)), ("k_proj", (16, 32)), ("v_proj", (16, 32)), ("o_proj", (32, 32))]:
+            sd[p + "self_attn." + name + ".weight"] = r(*shape)
+        sd[p + "self_attn.q_norm.weight"] = torch.ones(8)
+        sd[p + "self_attn.k_norm.weight"] = torch.ones(8)
+        sd[p + "input_layernorm.weight"] = torch.ones(32)
+        sd[p + "post_attention_layernorm.weight"] = torch.ones(32)
+        if i == 1:
+            for name, shape in [("gate_proj", (48, 32)), ("up_proj", (48, 32)), ("down_proj", (32, 48))]:
+                sd[p + "mlp." + name + ".weight"] = r(*shape)
+        else:
+            sd[p + "mlp.gate.weight"] = r(4, 32) * 20
+            for e in range(4):
+                for name, shape in [("gate_proj", (24, 32)), ("up_proj", (24, 32)), ("down_proj", (32, 24))]:
+                    sd[p + f"mlp.experts.{e}.{name}.weight"] = r(*shape)
+    torch.save(sd, f"{d}/pytorch_model.bin")
+    json.dump(make_tiny_model.byte_tokenizer_spec(), open(f"{d}/gspo_tokenizer.json", "w"))
+    subprocess.run([sys.executable, os.path.join(HERE, "..", "scripts", "export_hf.py"), "--hf", d, "--out",
+                    f"{out}/qwen3_moe_tiny.pt", "--max-seq-len", "256"], check=True, stdout=subprocess.DEVNULL)
+
+
 def small_cfg() -> dict:
     args = argparse.Namespace(hidden=32, heads=4, kv_heads=2, layers=1, intermediate=0, max_seq_len=64, tie=False,
                               qkv_bias=False, qk_norm=False, prior_text="")
@@ -188,6 +224,7 @@ def main() -> None:
         f.write("this is not a zip archive\n")
     export_stories260k(out)
     export_tiny_qwen3_checkpoint(out)
+    export_tiny_qwen3_moe_checkpoint(out)
     print(f"test models written to {out}")
 
 

@@ -144,5 +144,9 @@ if [ -f "$MODELS/qwen3_tiny.pt" ]; then
 " --max-new-tokens 4 --json
 fi
 
+# Qwen3-MoE export (sparse MoE layers + a dense one): the contract check and sampling.
+expect moe-inspect 0 "architecture qwen3_moe" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
+expect moe-generate 0 "--- prompt 0 sample 1" -- "$GSPO" generate -m "$MODELS/qwen3_moe_tiny.pt" -p "3+4=" -n 2 --max-new-tokens 6
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -174,3 +174,18 @@ TEST_CASE("finished rows stop costing compute", "[rollout]") {
   INFO("row-steps " << st.row_steps << " vs no compaction " << naive);
   CHECK(st.row_steps < naive);
 }
+
+TEST_CASE("ids past the tokenizer's vocabulary are never sampled", "[rollout]") {
+  auto logits = torch::zeros({4000, 10});
+  logits.narrow(1, 8, 2).fill_(5.0);  // the two padded ids are by far the most likely
+  rollout::SamplingParams p{1.0, 1.0, 0, 1, {}};
+  p.vocab_limit = 8;
+  auto gen = compat::make_cpu_generator(1);
+  auto d = rollout::sample_next(logits, p, gen);
+  CHECK(d.tokens.max().item<int64_t>() < 8);
+  p.temperature = 0;
+  CHECK(rollout::sample_next(logits, p, gen).tokens.max().item<int64_t>() < 8);
+  p.temperature = 1;
+  p.top_k = 3;
+  CHECK(rollout::sample_next(logits, p, gen).tokens.max().item<int64_t>() < 8);
+}

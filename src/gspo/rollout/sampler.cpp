@@ -27,7 +27,10 @@ int64_t RolloutBatch::generated_tokens() const {
 }
 
 Sampler::Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, SamplingParams params)
-    : policy_(policy), tok_(tok), params_(std::move(params)) {}
+    : policy_(policy), tok_(tok), params_(std::move(params)) {
+  // Models often pad their vocabulary past the tokenizer's (Qwen: 151936 rows, 151665 tokens): never sample those.
+  if (params_.vocab_limit == 0 && tok_.vocab_size() < policy_.manifest().vocab_size) params_.vocab_limit = tok_.vocab_size();
+}
 
 namespace {
 

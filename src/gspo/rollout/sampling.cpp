@@ -33,11 +33,15 @@ Draw sample_next(const at::Tensor& logits, const SamplingParams& p, at::Generato
   const double t = logprob_temperature(p.temperature);
   auto scaled = t == 1.0 ? logits : logits / t;
   auto logp = scaled.log_softmax(-1);
+  // Padded vocabulary rows the tokenizer cannot decode are excluded from the choice (like a top-k exclusion).
+  const bool limited = p.vocab_limit > 0 && p.vocab_limit < logits.size(-1);
+  auto choosable = limited ? scaled.narrow(-1, 0, p.vocab_limit) : scaled;
   if (p.temperature <= 0) {
-    d.tokens = logits.argmax(-1);
+    d.tokens = choosable.argmax(-1);
   } else {
-    const bool filtering = (p.top_k > 0 && p.top_k < logits.size(-1)) || p.top_p < 1.0;
-    auto probs = filtering ? filter_logits(scaled, p.top_k, p.top_p).softmax(-1) : logp.exp();
+    const bool filtering = (p.top_k > 0 && p.top_k < choosable.size(-1)) || p.top_p < 1.0;
+    auto probs = filtering ? filter_logits(choosable, p.top_k, p.top_p).softmax(-1)
+                           : (limited ? choosable.softmax(-1) : logp.exp());
     d.tokens = at::multinomial(probs, 1, /*replacement=*/false, gen).squeeze(-1);
   }
   d.logprobs = logp.gather(-1, d.tokens.unsqueeze(-1)).squeeze(-1);
