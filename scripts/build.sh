@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds gspo into build/ (Release, Ninja). Extra arguments go to cmake, e.g. -DWITH_CUDA=ON.
+# BUILD_TARGET=gspo builds only the binary (what the demo needs); default: everything (tests, benchmarks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 generator=()
@@ -9,4 +10,4 @@ if [ ! -f build/CMakeCache.txt ]; then
 elif [ "$#" -gt 0 ]; then
   cmake -S . -B build "$@"
 fi
-cmake --build build -j "$(nproc)"
+cmake --build build -j "$(nproc)" --target "${BUILD_TARGET:-all}"

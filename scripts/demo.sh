@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+BUILD_TARGET=gspo bash scripts/build.sh
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 if [ ! -f models/tiny_demo.pt ]; then
