@@ -56,6 +56,16 @@ TEST_CASE("Qwen2.5 tokenizer.json reproduces llama.cpp's Qwen2 and DeepSeek-R1-Q
   check_vectors(*tok, dir + "/qwen/llamacpp_vocab_test_deepseek-r1-qwen");
 }
 
+TEST_CASE("GPT-2 (vocabulary converted from llama.cpp's GGUF) reproduces llama.cpp's GPT-2 vectors", "[tokenizer][hf]") {
+  const std::string dir = std::string(GSPO_TEST_MODELS) + "/gpt2_tokenizer";
+  if (!io::exists(dir + "/tokenizer.json")) {
+    WARN("no ../shared GPT-2 vocabulary; skipping");
+    return;
+  }
+  auto tok = tokenizer::from_file(dir);
+  check_vectors(*tok, shared_tokenizers() + "/gpt2/llamacpp_vocab_test_gpt2");
+}
+
 TEST_CASE("Qwen3 tokenizer: special tokens, roles, round trips", "[tokenizer][hf]") {
   const std::string dir = shared_tokenizers();
   if (!io::exists(dir + "/qwen3/tokenizer.json")) {
