@@ -106,6 +106,7 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
         self.up_proj = nn.Linear(hidden, intermediate, bias=False)
         self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+        self.register_buffer("last_load", torch.zeros(0), persistent=False)  # dense: no routing to report
 
     def forward(self, x: Tensor) -> Tensor:
         return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
@@ -121,6 +122,8 @@ class SparseMoE(nn.Module):
         self.experts = nn.ModuleList([MLP(hidden, intermediate) for _ in range(num_experts)])
         self.top_k = top_k
         self.norm_topk_prob = norm_topk_prob
+        # Fraction of the last forward's routing slots (tokens x top_k, padding included) each expert received.
+        self.register_buffer("last_load", torch.zeros(num_experts), persistent=False)
 
     def forward(self, x: Tensor) -> Tensor:
         shape = x.shape
@@ -130,6 +133,7 @@ class SparseMoE(nn.Module):
         if self.norm_topk_prob:
             weights = weights / weights.sum(-1, keepdim=True)
         weights = weights.to(flat.dtype)
+        self.last_load = torch.bincount(chosen.reshape(-1), minlength=len(self.experts)).float() / chosen.numel()
         out = torch.zeros_like(flat)
         for j, expert in enumerate(self.experts):
             token, slot = torch.where(chosen == j)
@@ -225,6 +229,14 @@ class CausalLM(nn.Module):
     def decode(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, start: int) -> Tensor:
         """One new column: ids [B, 1] at column `start`, mask [B, start + 1]; returns [B, V] float32 logits."""
         return self._run(input_ids, attention_mask, cache, start, True).squeeze(1)
+
+    @torch.jit.export
+    def expert_load(self) -> List[Tensor]:
+        """Optional: per layer, the routing-slot fraction each expert got in the last forward (empty for dense layers)."""
+        out: List[Tensor] = []
+        for layer in self.layers:
+            out.append(layer.mlp.last_load)
+        return out
 
     @torch.jit.export
     def reorder_cache(self, cache: Tensor, rows: Tensor) -> Tensor:

@@ -103,3 +103,21 @@ TEST_CASE("a saved policy reloads with the same weights, manifest and tokenizer"
   for (size_t i = 0; i < a.size(); ++i) CHECK(torch::equal(a[i], b[i]));
   std::remove(out.c_str());
 }
+
+TEST_CASE("MoE models report per-layer expert load; dense models report none", "[model][moe]") {
+  auto moe = test::load_tiny("qwen3_moe_tiny.pt");
+  torch::NoGradGuard g;
+  auto ids = torch::randint(0, 256, {3, 7}, torch::kLong);
+  moe.logits(ids, torch::ones_like(ids));
+  auto load = moe.expert_load();
+  REQUIRE(load.size() == 3);          // layers 0 and 2 are MoE, layer 1 dense (mlp_only_layers)
+  CHECK(load[1].numel() == 0);
+  for (size_t i : {0u, 2u}) {
+    CHECK(load[i].numel() == 4);
+    CHECK(load[i].sum().item<double>() == Approx(1.0));
+    CHECK(load[i].min().item<double>() >= 0.0);
+  }
+  auto dense = test::load_tiny();
+  dense.logits(ids, torch::ones_like(ids));
+  for (const auto& t : dense.expert_load()) CHECK(t.numel() == 0);
+}

@@ -185,3 +185,15 @@ TEST_CASE("bad training inputs are clear errors", "[train][faults]") {
   CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run3", {"model.path="}), ""), Catch::Contains("model.path is empty"));
   CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run4"), dir), Catch::Contains("is not a checkpoint directory"));
 }
+
+TEST_CASE("training an MoE policy reports expert-load imbalance per MoE layer", "[train][moe]") {
+  const auto dir = fresh_dir("moe");
+  train::Trainer(small_cfg(dir, {"train.max_steps=1"}, "qwen3_moe_tiny.pt"), "").run();
+  auto m = read_metrics(dir)[0];
+  REQUIRE(m.contains("moe_load_imbalance"));
+  CHECK(m["moe_load_imbalance"].size() == 2);
+  for (double v : m["moe_load_imbalance"]) CHECK((v >= 1.0 && v <= 4.0));
+  const auto dense = fresh_dir("dense_no_moe_metric");
+  train::Trainer(small_cfg(dense, {"train.max_steps=1"}), "").run();
+  CHECK_FALSE(read_metrics(dense)[0].contains("moe_load_imbalance"));
+}

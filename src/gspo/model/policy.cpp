@@ -81,6 +81,13 @@ at::Tensor Policy::reorder_cache(const at::Tensor& cache, const at::Tensor& rows
   return impl_->module.get_method("reorder_cache")({cache, rows}).toTensor();
 }
 
+std::vector<at::Tensor> Policy::expert_load() {
+  std::vector<at::Tensor> out;
+  if (!impl_->module.find_method("expert_load")) return out;
+  for (const auto& v : impl_->module.get_method("expert_load")({}).toTensorList()) out.push_back(v);
+  return out;
+}
+
 std::vector<at::Tensor> Policy::parameters() const {
   std::vector<at::Tensor> out;
   for (const auto& p : impl_->module.parameters()) out.push_back(p);

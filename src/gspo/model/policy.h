@@ -38,6 +38,10 @@ class Policy {
   // The cache rows `rows` (int64 [B']) in that order; used to drop finished sequences.
   at::Tensor reorder_cache(const at::Tensor& cache, const at::Tensor& rows);
 
+  // Optional contract method: per layer, the fraction of routing slots each expert got in the last forward
+  // (empty tensors for dense layers). Empty vector when the model has no expert_load method.
+  std::vector<at::Tensor> expert_load();
+
   std::vector<at::Tensor> parameters() const;
   int64_t num_parameters() const;
   void train(bool on);

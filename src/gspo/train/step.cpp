@@ -153,6 +153,18 @@ void add_stats(nlohmann::ordered_json& m, const std::string& name, const std::ve
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
+// MoE models: per MoE layer, max expert share / mean share of the last training forward (1 = perfectly balanced).
+void add_expert_load(nlohmann::ordered_json& m, model::Policy& policy) {
+  std::vector<double> imbalance;
+  for (const auto& load : policy.expert_load()) {
+    if (load.numel() == 0) continue;
+    imbalance.push_back(load.max().item<double>() * static_cast<double>(load.numel()));
+  }
+  if (imbalance.empty()) return;
+  m["moe_load_imbalance"] = imbalance;
+  m["moe_load_imbalance_max"] = *std::max_element(imbalance.begin(), imbalance.end());
+}
+
 }  // namespace
 
 nlohmann::ordered_json run_step(Trainer::State& s) {
@@ -244,6 +256,7 @@ nlohmann::ordered_json run_step(Trainer::State& s) {
   m["sample_tokens_per_s"] = ratio(static_cast<double>(batch.generated_tokens()), t_sample);
   m["train_tokens_per_s"] = ratio(static_cast<double>(u.train_tokens), t_update);
   m["peak_rss_mb"] = static_cast<double>(compat::peak_rss_bytes()) / (1024.0 * 1024.0);
+  add_expert_load(m, *s.policy);
   return m;
 }
 
