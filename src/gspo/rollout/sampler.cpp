@@ -68,7 +68,54 @@ void check_prompts(const std::vector<std::vector<int64_t>>& prompts, int64_t max
   }
 }
 
+// Fills the padded training layout of `out` from its unpadded responses: prompts (left-padded, P columns) then
+// responses right-padded to the longest one.
+void fill_layout(RolloutBatch& out, const at::Tensor& pids, const at::Tensor& pmask,
+                 const std::vector<std::vector<float>>& logps, int64_t pad) {
+  const int64_t N = out.num_rows(), P = out.prompt_len, G = out.group_size;
+  int64_t Rmax = 0;
+  for (const auto& r : out.response_ids) Rmax = std::max<int64_t>(Rmax, r.size());
+  out.input_ids = torch::full({N, P + Rmax}, pad, torch::kLong);
+  out.attention_mask = torch::zeros({N, P + Rmax}, torch::kLong);
+  out.input_ids.narrow(1, 0, P).copy_(pids.repeat_interleave(G, 0));
+  out.attention_mask.narrow(1, 0, P).copy_(pmask.repeat_interleave(G, 0));
+  out.response_mask = torch::zeros({N, Rmax}, torch::kFloat);
+  out.behaviour_logprobs = torch::zeros({N, Rmax}, torch::kFloat);
+  auto ia = out.input_ids.accessor<int64_t, 2>();
+  auto ma = out.attention_mask.accessor<int64_t, 2>();
+  auto ra = out.response_mask.accessor<float, 2>();
+  auto ba = out.behaviour_logprobs.accessor<float, 2>();
+  out.response_lengths.resize(N);
+  for (int64_t r = 0; r < N; ++r) {
+    const auto& ids = out.response_ids[r];
+    out.response_lengths[r] = static_cast<int64_t>(ids.size());
+    for (size_t t = 0; t < ids.size(); ++t) {
+      ia[r][P + t] = ids[t];
+      ma[r][P + t] = 1;
+      ra[r][t] = 1.0f;
+      ba[r][t] = logps[r][t];
+    }
+  }
+}
+
 }  // namespace
+
+void Sampler::compact(at::Tensor& cache, at::Tensor& live_mask, std::vector<int64_t>& rows,
+                      std::vector<char>& done_in_cache) {
+  const int64_t dead = std::count(done_in_cache.begin(), done_in_cache.end(), 1);
+  if (dead == 0 || dead * 4 < static_cast<int64_t>(rows.size())) return;
+  std::vector<int64_t> keep, new_rows;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (!done_in_cache[i]) {
+      keep.push_back(static_cast<int64_t>(i));
+      new_rows.push_back(rows[i]);
+    }
+  auto idx = torch::tensor(keep, torch::kLong).to(policy_.device());
+  cache = policy_.reorder_cache(cache, idx);
+  live_mask = live_mask.index_select(0, idx);
+  rows = std::move(new_rows);
+  done_in_cache.assign(rows.size(), 0);
+}
 
 RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts, int64_t G, at::Generator& gen) {
   torch::NoGradGuard no_grad;
@@ -110,7 +157,6 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
   std::vector<std::vector<float>> logps(N);
   StopMatcher stops(params_.stop, tok_);
   std::vector<std::string> text(N);
-  std::vector<char> finished(N, 0);
   int64_t alive = N;
 
   for (int64_t step = 0; step < R && alive > 0; ++step) {
@@ -146,54 +192,16 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
         end = true;
       }
       if (end) {
-        finished[r] = 1;
         done_in_cache[i] = 1;
         --alive;
       }
     }
     live_mask.select(1, P + step).copy_(new_col.to(dev));
     // Drop finished rows from the cache once they are a quarter of it (each drop copies the cache once).
-    const int64_t dead = std::count(done_in_cache.begin(), done_in_cache.end(), 1);
-    if (alive > 0 && dead > 0 && dead * 4 >= static_cast<int64_t>(rows.size())) {
-      std::vector<int64_t> keep;
-      std::vector<int64_t> new_rows;
-      for (size_t i = 0; i < rows.size(); ++i)
-        if (!done_in_cache[i]) {
-          keep.push_back(static_cast<int64_t>(i));
-          new_rows.push_back(rows[i]);
-        }
-      auto idx = torch::tensor(keep, torch::kLong).to(dev);
-      cache = policy_.reorder_cache(cache, idx);
-      live_mask = live_mask.index_select(0, idx);
-      rows = std::move(new_rows);
-      done_in_cache.assign(rows.size(), 0);
-    }
+    if (alive > 0) compact(cache, live_mask, rows, done_in_cache);
   }
 
-  // Assemble the padded training layout.
-  int64_t Rmax = 0;
-  for (const auto& r : out.response_ids) Rmax = std::max<int64_t>(Rmax, r.size());
-  out.input_ids = torch::full({N, P + Rmax}, pad, torch::kLong);
-  out.attention_mask = torch::zeros({N, P + Rmax}, torch::kLong);
-  out.input_ids.narrow(1, 0, P).copy_(pids.repeat_interleave(G, 0));
-  out.attention_mask.narrow(1, 0, P).copy_(pmask.repeat_interleave(G, 0));
-  out.response_mask = torch::zeros({N, Rmax}, torch::kFloat);
-  out.behaviour_logprobs = torch::zeros({N, Rmax}, torch::kFloat);
-  auto ia = out.input_ids.accessor<int64_t, 2>();
-  auto ma = out.attention_mask.accessor<int64_t, 2>();
-  auto ra = out.response_mask.accessor<float, 2>();
-  auto ba = out.behaviour_logprobs.accessor<float, 2>();
-  out.response_lengths.resize(N);
-  for (int64_t r = 0; r < N; ++r) {
-    const auto& ids = out.response_ids[r];
-    out.response_lengths[r] = static_cast<int64_t>(ids.size());
-    for (size_t t = 0; t < ids.size(); ++t) {
-      ia[r][P + t] = ids[t];
-      ma[r][P + t] = 1;
-      ra[r][t] = 1.0f;
-      ba[r][t] = logps[r][t];
-    }
-  }
+  fill_layout(out, pids, pmask, logps, pad);
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

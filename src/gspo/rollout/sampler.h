@@ -52,6 +52,9 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
+  // Drops finished rows from the cache (and the rows' mask and bookkeeping) once they are a quarter of it.
+  void compact(at::Tensor& cache, at::Tensor& live_mask, std::vector<int64_t>& rows, std::vector<char>& done_in_cache);
+
   model::Policy& policy_;
   const tokenizer::Tokenizer& tok_;
   SamplingParams params_;
