@@ -35,8 +35,6 @@ void LossStats::add(const LossStats& o) {
 
 namespace {
 
-double sum_of(const at::Tensor& t) { return t.sum().item<double>(); }
-
 // Zero where the mask is 0 (robust to non-finite values in padded columns).
 at::Tensor masked(const at::Tensor& x, const at::Tensor& valid) { return torch::where(valid, x, torch::zeros_like(x)); }
 
@@ -111,25 +109,33 @@ LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
     }
   }
   auto loss = -per_seq.mean();
+  at::Tensor kl_sum = torch::zeros({}, per_seq.options());
   if (o.kl_coef > 0) {
     TORCH_CHECK(in.ref_logprobs.defined(), "policy_loss: kl_coef > 0 needs ref_logprobs");
     auto kl_seq = masked(kl_per_token(in.logprobs, in.ref_logprobs, valid, o.kl_estimator), valid).sum(1) / len;
     loss = loss + o.kl_coef * kl_seq.mean();
-    st.kl_sum = sum_of(kl_seq.detach());
+    kl_sum = kl_seq.detach().sum();
   }
 
+  // All statistics in one tensor and one device-to-host copy (a sync per value would stall a GPU every micro-batch).
   torch::NoGradGuard g;
   auto seq_ratio = torch::exp(seq_log_ratio.detach());
+  auto d = [](const at::Tensor& t) { return t.to(torch::kDouble); };
+  auto v = torch::stack({d(in.mask.sum()), d(seq_ratio.sum()), d(seq_ratio.min()), d(seq_ratio.max()), d(seq_low.sum()),
+                         d(seq_high.sum()), d(tok_low.sum()), d(tok_high.sum()), d(kl_sum), d(-per_seq.detach().sum())})
+               .to(torch::kCPU);
+  auto a = v.accessor<double, 1>();
   st.sequences = static_cast<double>(N);
-  st.tokens = sum_of(in.mask);
-  st.seq_ratio_sum = sum_of(seq_ratio);
-  st.seq_ratio_min = seq_ratio.min().item<double>();
-  st.seq_ratio_max = seq_ratio.max().item<double>();
-  st.seq_clipped_low = sum_of(seq_low.to(torch::kDouble));
-  st.seq_clipped_high = sum_of(seq_high.to(torch::kDouble));
-  st.tok_clipped_low = sum_of(tok_low.to(torch::kDouble));
-  st.tok_clipped_high = sum_of(tok_high.to(torch::kDouble));
-  st.policy_loss_sum = -sum_of(per_seq.detach());
+  st.tokens = a[0];
+  st.seq_ratio_sum = a[1];
+  st.seq_ratio_min = a[2];
+  st.seq_ratio_max = a[3];
+  st.seq_clipped_low = a[4];
+  st.seq_clipped_high = a[5];
+  st.tok_clipped_low = a[6];
+  st.tok_clipped_high = a[7];
+  st.kl_sum = a[8];
+  st.policy_loss_sum = a[9];
   return {loss, st};
 }
 

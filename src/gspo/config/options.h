@@ -86,7 +86,7 @@ struct RolloutOptions {
     v("max_new_tokens", max_new_tokens, "maximum response length in tokens", at_least(1));
     v("temperature", temperature, "sampling temperature; 0 = greedy argmax", between(0, 100));
     v("top_p", top_p, "nucleus sampling: smallest set of tokens with this probability mass; 1 disables",
-      Rule{0.0, 1.0, true, {}, false});
+      Rule{0.0, 1.0, true, {}});
     v("top_k", top_k, "sample among the k most likely tokens; 0 disables", at_least(0));
     v("stop", stop, "stop strings: a response ends with the token that completes one of them", any());
     v("seed", seed, "sampler seed (same seed, same samples)", at_least(0));
@@ -187,8 +187,8 @@ struct OptimizerOptions {
   void visit(V&& v) {
     v("lr", lr, "peak learning rate", greater_than(0));
     v("weight_decay", weight_decay, "AdamW decoupled weight decay", at_least(0));
-    v("beta1", beta1, "AdamW beta1", Rule{0.0, 1.0, false, {}, false});
-    v("beta2", beta2, "AdamW beta2", Rule{0.0, 1.0, false, {}, false});
+    v("beta1", beta1, "AdamW beta1", Rule{0.0, 1.0, false, {}});
+    v("beta2", beta2, "AdamW beta2", Rule{0.0, 1.0, false, {}});
     v("eps", eps, "AdamW eps", greater_than(0));
     v("grad_clip", grad_clip, "clip the global gradient L2 norm to this; 0 disables", at_least(0));
     v("warmup_steps", warmup_steps, "optimizer steps of linear LR warmup", at_least(0));

@@ -11,7 +11,6 @@ struct Rule {
   std::optional<double> max;          // inclusive upper bound
   bool min_exclusive = false;         // true: value must be > min
   std::vector<std::string> choices;   // non-empty: a string option must be one of these
-  bool required_path = false;         // string names a file that must exist when non-empty (checked by validate)
 };
 
 inline Rule at_least(double v) { Rule r; r.min = v; return r; }

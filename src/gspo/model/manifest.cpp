@@ -66,6 +66,4 @@ Manifest parse_manifest(const std::string& text, const std::string& file) {
   return m;
 }
 
-std::string manifest_json(const Manifest& m) { return m.raw_json; }
-
 }  // namespace gspo::model

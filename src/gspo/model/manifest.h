@@ -30,7 +30,4 @@ struct Manifest {
 // Parses and checks the manifest text; throws ModelContractError naming `file` and the missing/bad field.
 Manifest parse_manifest(const std::string& json_text, const std::string& file);
 
-// Serialises back to JSON (used when a trained policy is saved).
-std::string manifest_json(const Manifest& m);
-
 }  // namespace gspo::model

@@ -100,14 +100,6 @@ int64_t Policy::num_parameters() const {
   return n;
 }
 
-void Policy::train(bool on) { impl_->module.train(on); }
-
-Policy Policy::clone() const {
-  auto impl = std::make_unique<Impl>(*impl_);
-  impl->module = impl_->module.deepcopy();
-  return Policy(std::move(impl));
-}
-
 void Policy::save(const std::string& path) const {
   std::unordered_map<std::string, std::string> extra{{kManifestFile, impl_->manifest.raw_json},
                                                      {kTokenizerFile, impl_->tokenizer}};

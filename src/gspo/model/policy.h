@@ -44,9 +44,6 @@ class Policy {
 
   std::vector<at::Tensor> parameters() const;
   int64_t num_parameters() const;
-  void train(bool on);
-  // A deep copy with its own parameters (reference model for KL, old-policy snapshots).
-  Policy clone() const;
   // Writes the policy (current weights, manifest, tokenizer) as TorchScript to `path`.
   void save(const std::string& path) const;
   // Names of the contract methods present in the file.

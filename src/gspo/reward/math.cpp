@@ -20,13 +20,6 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
   }
 }
 
-std::string trim(const std::string& s) {
-  const char* ws = " \t\r\n";
-  auto b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
-
 // The content of the brace group opening at s[open] == '{', or nullopt when unbalanced.
 std::optional<std::string> brace_group(const std::string& s, size_t open, size_t* end = nullptr) {
   int depth = 0;

@@ -4,7 +4,6 @@
 #include "gspo/core/error.h"
 
 namespace gspo::reward {
-namespace {
 std::string trim(const std::string& s) {
   const char* ws = " \t\r\n";
   auto b = s.find_first_not_of(ws);
@@ -12,6 +11,7 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
+namespace {
 // Canonical integer text: sign kept only for non-zero, leading zeros removed.
 std::string canonical_int(const std::string& s) {
   if (s.empty()) return s;

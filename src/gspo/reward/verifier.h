@@ -39,6 +39,9 @@ class LeadingInteger : public Verifier {
   std::string name() const override { return "leading_integer"; }
 };
 
+// `s` without leading and trailing spaces, tabs and newlines.
+std::string trim(const std::string& s);
+
 // The leading integer of `text` as written ("-0012" stays "-0012"), or "" when it does not start with one.
 std::string leading_integer(const std::string& text);
 

@@ -5,6 +5,11 @@
 
 namespace gspo::tokenizer {
 
+// Length of the UTF-8 sequence that starts with byte `c` (1 for a stray continuation or invalid byte).
+inline size_t utf8_char_len(unsigned char c) {
+  return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+}
+
 // UTF-8 of the code point byte `b` maps to.
 const std::string& byte_to_unicode(unsigned char b);
 // Maps every byte of `bytes` (concatenating the UTF-8 of the code points).

@@ -20,12 +20,10 @@ using nlohmann::json;
 // GPT-2's pre-tokenizer pattern (ByteLevel with use_regex = true).
 const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-size_t utf8_len(unsigned char c) { return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1; }
-
 std::vector<std::string> utf8_chars(const std::string& s) {
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
-    size_t n = std::min(utf8_len(static_cast<unsigned char>(s[i])), s.size() - i);
+    size_t n = std::min(utf8_char_len(static_cast<unsigned char>(s[i])), s.size() - i);
     out.push_back(s.substr(i, n));
     i += n;
   }
@@ -70,7 +68,7 @@ struct HfBpeTokenizer::Regex {
         pieces.push_back(text.substr(start, end - start));
         offset = last = end;
       } else {
-        offset = start + utf8_len(static_cast<unsigned char>(text[start]));
+        offset = start + utf8_char_len(static_cast<unsigned char>(text[start]));
         last = start;
       }
     }

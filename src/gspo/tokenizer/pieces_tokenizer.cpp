@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "gspo/core/error.h"
+#include "gspo/tokenizer/byte_level.h"
 
 namespace gspo::tokenizer {
 
@@ -29,8 +30,7 @@ std::vector<int64_t> PiecesTokenizer::encode(const std::string& text) const {
   const std::string s = " " + text;  // dummy prefix, as llama2.c and SentencePiece add
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    n = std::min(n, s.size() - i);
+    const size_t n = std::min(utf8_char_len(c), s.size() - i);
     auto it = index_.find(s.substr(i, n));
     if (it != index_.end()) {
       ids.push_back(it->second);
