@@ -7,7 +7,6 @@
 #include <cstdio>
 
 #include "bench_common.h"
-#include "gspo/core/torch_compat.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -34,8 +33,7 @@ int main(int argc, char** argv) {
         for (int64_t t = 0; t < prompt_len; ++t) prompts[b].push_back(((b * prompt_len + t) * 7) % 256);
       double best = 0;
       for (int rep = 0; rep < 4; ++rep) {
-        auto gen = compat::make_cpu_generator(rep);
-        auto out = sampler.generate(prompts, 1, gen);
+        auto out = sampler.generate(prompts, 1, {static_cast<uint64_t>(rep), 0});
         const double tps = out.generated_tokens() / sampler.last_stats().seconds;
         if (rep > 0) best = std::max(best, tps);
       }

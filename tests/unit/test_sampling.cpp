@@ -6,13 +6,18 @@
 #include <numeric>
 
 #include "gspo/core/error.h"
-#include "gspo/core/torch_compat.h"
 #include "gspo/rollout/sampler.h"
 #include "helpers.h"
 
 using namespace gspo;
 
 namespace {
+at::Tensor uniforms(int64_t n, uint64_t seed) {
+  std::vector<int64_t> rows(n);
+  std::iota(rows.begin(), rows.end(), 0);
+  return rollout::row_uniforms({seed, 0}, rows, 0);
+}
+
 struct Fixture {
   model::Policy policy = test::load_tiny();
   std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
@@ -20,8 +25,7 @@ struct Fixture {
                                             tok->encode_prompt("a")};
   rollout::RolloutBatch run(rollout::SamplingParams p, int64_t G, uint64_t seed) {
     rollout::Sampler s(policy, *tok, p);
-    auto gen = compat::make_cpu_generator(seed);
-    return s.generate(prompts, G, gen);
+    return s.generate(prompts, G, {seed, 0});
   }
 };
 }  // namespace
@@ -130,10 +134,9 @@ TEST_CASE("top-k and top-p never emit excluded tokens and match the renormalised
     INFO("top_k " << c.k << " top_p " << c.p);
     auto ref = reference_probs(logits_v, c.k, c.p);
     rollout::SamplingParams sp{1.0, c.p, c.k, 1, {}};
-    auto gen = compat::make_cpu_generator(99);
     const int draws = 20000;
     auto many = logits.expand({draws, 8}).contiguous();
-    auto d = rollout::sample_next(many, sp, gen);
+    auto d = rollout::sample_next(many, sp, uniforms(draws, 99));
     auto counts = torch::bincount(d.tokens, {}, 8);
     for (int v = 0; v < 8; ++v) {
       double freq = counts[v].item<double>() / draws;
@@ -154,7 +157,7 @@ TEST_CASE("top-k and top-p never emit excluded tokens and match the renormalised
 TEST_CASE("bad prompts are data errors naming the prompt", "[rollout]") {
   Fixture f;
   rollout::Sampler s(f.policy, *f.tok, {1.0, 1.0, 0, 8, {}});
-  auto gen = compat::make_cpu_generator(0);
+  const rollout::NoiseKey gen{0, 0};
   CHECK_THROWS_WITH(s.generate({{}}, 2, gen), Catch::Contains("prompt 0 is empty"));
   std::vector<int64_t> longp(f.policy.manifest().max_seq_len, 65);
   CHECK_THROWS_WITH(s.generate({{65}, longp}, 2, gen), Catch::Contains("prompt 1 has 256 tokens; with max_new_tokens 8 "
@@ -167,8 +170,7 @@ TEST_CASE("finished rows stop costing compute", "[rollout]") {
   std::vector<std::string> stops;
   for (char c = 'a'; c <= 'z'; ++c) stops.emplace_back(1, c);
   rollout::Sampler s(f.policy, *f.tok, {1.0, 1.0, 0, 40, stops});
-  auto gen = compat::make_cpu_generator(1);
-  auto b = s.generate(f.prompts, 8, gen);
+  auto b = s.generate(f.prompts, 8, {1, 0});
   const auto& st = s.last_stats();
   const int64_t naive = st.decode_steps * b.num_rows();
   INFO("row-steps " << st.row_steps << " vs no compaction " << naive);
@@ -180,7 +182,7 @@ TEST_CASE("ids past the tokenizer's vocabulary are never sampled", "[rollout]") 
   logits.narrow(1, 8, 2).fill_(5.0);  // the two padded ids are by far the most likely
   rollout::SamplingParams p{1.0, 1.0, 0, 1, {}};
   p.vocab_limit = 8;
-  auto gen = compat::make_cpu_generator(1);
+  auto gen = uniforms(4000, 1);
   auto d = rollout::sample_next(logits, p, gen);
   CHECK(d.tokens.max().item<int64_t>() < 8);
   p.temperature = 0;
@@ -188,4 +190,36 @@ TEST_CASE("ids past the tokenizer's vocabulary are never sampled", "[rollout]") 
   p.temperature = 1;
   p.top_k = 3;
   CHECK(rollout::sample_next(logits, p, gen).tokens.max().item<int64_t>() < 8);
+}
+
+TEST_CASE("a row's samples do not depend on the other rows of its batch", "[rollout]") {
+  // What data-parallel ranks rely on: prompt 0 sampled alone with noise rows 0..G-1 and prompts 1..2 with rows
+  // G..3G-1 give exactly the responses of one batch of all three prompts.
+  Fixture f;
+  const int64_t G = 4;
+  rollout::Sampler s(f.policy, *f.tok, {1.0, 1.0, 0, 12, {}});
+  auto whole = s.generate(f.prompts, G, {7, 0});
+  auto first = s.generate({f.prompts[0]}, G, {7, 0});
+  auto rest = s.generate({f.prompts[1], f.prompts[2]}, G, {7, G});
+  for (int64_t r = 0; r < G; ++r) CHECK(first.response_ids[r] == whole.response_ids[r]);
+  for (int64_t r = 0; r < 2 * G; ++r) CHECK(rest.response_ids[r] == whole.response_ids[G + r]);
+  auto other = s.generate(f.prompts, G, {8, 0});
+  bool differs = false;
+  for (int64_t r = 0; r < 3 * G; ++r) differs |= other.response_ids[r] != whole.response_ids[r];
+  CHECK(differs);
+}
+
+TEST_CASE("counter-based uniforms are uniform and keyed by row, not batch position", "[rollout][stats]") {
+  std::vector<int64_t> rows(100000);
+  std::iota(rows.begin(), rows.end(), 0);
+  auto u = rollout::row_uniforms({3, 0}, rows, 5);
+  CHECK(u.min().item<double>() >= 0.0);
+  CHECK(u.max().item<double>() < 1.0);
+  // Mean and variance of U[0,1) within 5 standard errors; decile counts within 5 sd of 10000.
+  CHECK(std::abs(u.mean().item<double>() - 0.5) < 5 * std::sqrt(1.0 / 12 / 1e5));
+  auto counts = torch::histc(u, 10, 0, 1);
+  for (int i = 0; i < 10; ++i) CHECK(std::abs(counts[i].item<double>() - 1e4) < 5 * std::sqrt(1e5 * 0.1 * 0.9));
+  // Row 70000 of a batch starting at row 0 is row 0 of a batch starting at row 70000.
+  CHECK(rollout::row_uniforms({3, 70000}, {0}, 5).item<double>() == u[70000].item<double>());
+  CHECK(rollout::uniform01(3, 1, 5) != rollout::uniform01(3, 1, 6));
 }

@@ -7,7 +7,6 @@
 #include "gspo/cli/commands.h"
 #include "gspo/cli/device.h"
 #include "gspo/core/error.h"
-#include "gspo/core/torch_compat.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -62,8 +61,7 @@ int generate(const GenerateArgs& a) {
   }
   rollout::SamplingParams sp{a.temperature, a.top_p, a.top_k, a.max_new_tokens, a.stop};
   rollout::Sampler sampler(policy, *tok, sp);
-  auto gen = compat::make_cpu_generator(static_cast<uint64_t>(a.seed));
-  auto batch = sampler.generate(prompts, a.samples, gen);
+  auto batch = sampler.generate(prompts, a.samples, {static_cast<uint64_t>(a.seed), 0});
   const auto& st = sampler.last_stats();
   for (int64_t r = 0; r < batch.num_rows(); ++r) {
     const auto& ids = batch.response_ids[r];

@@ -6,6 +6,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/interrupt.h"
 #include "gspo/core/log.h"
+#include "gspo/dist/launch_env.h"
 #include "gspo/train/state.h"
 #include "gspo/train/trainer.h"
 
@@ -14,10 +15,12 @@ namespace gspo::cli {
 int train(const TrainArgs& a) {
   auto cfg = config::load(a.config, a.overrides);
   log::set_level(cfg.logging.level);
+  // Ranks other than 0 of a multi-process run keep quiet unless something is wrong (rank 0 reports the job).
+  if (dist::read_launch_env().rank > 0 && cfg.logging.level == "info") log::set_level("warn");
   interrupt::Guard guard;
   train::Trainer trainer(cfg, a.resume);
   auto summary = trainer.run();
-  std::cout << train::summary_text(summary);
+  if (summary.is_main) std::cout << train::summary_text(summary);
   return summary.interrupted ? kExitInterrupted : 0;
 }
 

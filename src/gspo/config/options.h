@@ -204,6 +204,7 @@ struct TrainOptions {
   std::string output_dir = "runs/gspo";  // run directory: metrics.jsonl, checkpoints/, config.yaml
   std::string on_nonfinite = "stop";   // stop (raise naming the step) or skip (drop that update)
   int64_t threads = 0;                 // intra-op CPU threads; 0 = LibTorch's default
+  int64_t logprob_chunk_tokens = 4096; // positions per chunk of the float32 log-softmax; 0 = all at once
 
   template <class V>
   void visit(V&& v) {
@@ -213,6 +214,8 @@ struct TrainOptions {
     v("on_nonfinite", on_nonfinite, "non-finite loss or gradient: stop (error naming the step) or skip the update",
       one_of({"stop", "skip"}));
     v("threads", threads, "intra-op CPU threads; 0 = LibTorch's default", at_least(0));
+    v("logprob_chunk_tokens", logprob_chunk_tokens, "positions per chunk of the float32 log-softmax over the "
+      "vocabulary (bounds its memory); 0 = all at once", at_least(0));
   }
 };
 
@@ -224,6 +227,28 @@ struct CheckpointOptions {
   void visit(V&& v) {
     v("every", every, "save a checkpoint every N rollout steps; 0 = only at the end", at_least(0));
     v("keep_last", keep_last, "number of newest checkpoints kept", at_least(1));
+  }
+};
+
+// Data-parallel training across processes (docs/distributed.md). The rank layout comes from the launcher's
+// environment (torchrun: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; Slurm: SLURM_PROCID/...); a single
+// process needs none of it.
+struct DistributedOptions {
+  std::string backend = "auto";   // auto (nccl on CUDA, gloo on CPU), gloo or nccl
+  double init_timeout_s = 300;    // rendezvous: how long rank 0 waits for the others (and they for rank 0)
+  double timeout_s = 600;         // a collective that takes longer fails on every rank still alive
+  double bucket_mb = 25;          // gradient all-reduce bucket size (float32 megabytes)
+  int64_t zero_stage = 0;         // 0 = replicated AdamW state; 1 = AdamW moments sharded across ranks (ZeRO-1)
+
+  template <class V>
+  void visit(V&& v) {
+    v("backend", backend, "process-group backend: auto (nccl on CUDA, gloo on CPU), gloo or nccl",
+      one_of({"auto", "gloo", "nccl"}));
+    v("init_timeout_s", init_timeout_s, "seconds the ranks wait for each other at start-up", greater_than(0));
+    v("timeout_s", timeout_s, "seconds before a stalled collective fails (a dead or hung rank)", greater_than(0));
+    v("bucket_mb", bucket_mb, "gradient all-reduce bucket size in MB", greater_than(0));
+    v("zero_stage", zero_stage, "0 = every rank keeps the whole AdamW state; 1 = moments sharded (ZeRO-1)",
+      between(0, 1));
   }
 };
 
@@ -250,6 +275,7 @@ struct Config {
   OptimizerOptions optimizer;
   TrainOptions train;
   CheckpointOptions checkpoint;
+  DistributedOptions distributed;
   LoggingOptions logging;
   std::map<std::string, std::string> origin;
 
@@ -264,6 +290,7 @@ struct Config {
     v("optimizer", optimizer, "AdamW and the learning-rate schedule");
     v("train", train, "the step loop");
     v("checkpoint", checkpoint, "checkpoint cadence and retention");
+    v("distributed", distributed, "data parallelism across processes and GPUs");
     v("logging", logging, "console output");
   }
 };

@@ -54,6 +54,15 @@ class TrainingError : public Error {
   int exit_code() const noexcept override { return 6; }
 };
 
+// A failure between processes of a data-parallel run (rendezvous, a collective that timed out, a rank that died):
+// exit 7.
+class DistributedError : public Error {
+ public:
+  using Error::Error;
+  const char* kind() const noexcept override { return "distributed error"; }
+  int exit_code() const noexcept override { return 7; }
+};
+
 // Exit code used when a run was interrupted by SIGINT/SIGTERM after saving what it could.
 constexpr int kExitInterrupted = 130;
 

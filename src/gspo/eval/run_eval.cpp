@@ -6,7 +6,6 @@
 
 #include "gspo/cli/device.h"
 #include "gspo/core/error.h"
-#include "gspo/core/torch_compat.h"
 #include "gspo/data/dataset.h"
 #include "gspo/eval/eval.h"
 #include "gspo/eval/grade.h"
@@ -52,12 +51,12 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
                                         : tokenizer::from_file(cfg.tokenizer.path);
   rollout::Sampler sampler(policy, *tok, {cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.top_k,
                                           cfg.rollout.max_new_tokens, cfg.rollout.stop});
-  auto gen = compat::make_cpu_generator(static_cast<uint64_t>(cfg.rollout.seed));
   std::ofstream samples_out(req.out_dir + "/samples.jsonl");
   if (!samples_out) throw IoError("cannot write '" + req.out_dir + "/samples.jsonl'");
   std::vector<nlohmann::ordered_json> summaries;
 
-  for (const auto& path : datasets) {
+  for (size_t d = 0; d < datasets.size(); ++d) {
+    const std::string& path = datasets[d];
     auto rows = data::load_jsonl(path, cfg.data.prompt_key, cfg.data.answer_key);
     if (rows.empty()) throw DataError("dataset '" + path + "' has no examples");
     if (req.max_problems > 0 && static_cast<int64_t>(rows.size()) > req.max_problems) rows.resize(req.max_problems);
@@ -74,7 +73,10 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
         prompts.push_back(tok->encode_prompt(data::format_prompt(cfg.data, rows[i].prompt)));
         exs.push_back(&rows[i]);
       }
-      auto batch = sampler.generate(prompts, req.samples, gen);
+      // Keyed by (seed, dataset, sample index): results do not depend on the batch size (rollout.prompts_per_step).
+      const rollout::NoiseKey noise{rollout::mix_seed(static_cast<uint64_t>(cfg.rollout.seed), d),
+                                    static_cast<int64_t>(start) * req.samples};
+      auto batch = sampler.generate(prompts, req.samples, noise);
       std::vector<std::vector<std::string>> texts(exs.size());
       std::vector<std::vector<int64_t>> lens(exs.size());
       for (int64_t r = 0; r < batch.num_rows(); ++r) {

@@ -39,7 +39,7 @@ void torch_io(const std::string& what, F&& f) {
 }  // namespace
 
 std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& meta, const model::Policy& policy,
-                            torch::optim::Optimizer& optimizer, const std::vector<at::Tensor>& rng_states,
+                            const OptimizerWriter& write_optimizer, const std::vector<at::Tensor>& rng_states,
                             const std::string& config_yaml, int64_t keep_last) {
   const std::string root = run_dir + "/checkpoints";
   ensure_dir(root);
@@ -48,8 +48,8 @@ std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& me
   remove_all(tmp);
   ensure_dir(tmp);
   policy.save(tmp + "/policy.pt");
-  torch_io("cannot write optimizer state in '" + tmp + "'", [&] { torch::save(optimizer, tmp + "/optimizer.pt"); });
-  torch_io("cannot write RNG state in '" + tmp + "'", [&] { torch::save(rng_states, tmp + "/rng.pt"); });
+  write_optimizer(tmp);
+  save_tensors(tmp + "/rng.pt", rng_states, "RNG state");
   atomic_write(tmp + "/config.yaml", config_yaml);
   nlohmann::json j{{"step", meta.step},
                    {"optimizer_steps", meta.optimizer_steps},
@@ -96,14 +96,24 @@ CheckpointMeta read_meta(const std::string& dir) {
   }
 }
 
+void save_optimizer(const std::string& dir, torch::optim::Optimizer& optimizer) {
+  torch_io("cannot write optimizer state in '" + dir + "'", [&] { torch::save(optimizer, dir + "/optimizer.pt"); });
+}
+
+void save_tensors(const std::string& path, const std::vector<at::Tensor>& tensors, const std::string& what) {
+  torch_io("cannot write " + what + " to '" + path + "'", [&] { torch::save(tensors, path); });
+}
+
+std::vector<at::Tensor> load_tensors(const std::string& path, const std::string& what) {
+  std::vector<at::Tensor> out;
+  torch_io("cannot read " + what + " from '" + path + "'", [&] { torch::load(out, path); });
+  return out;
+}
+
 void load_optimizer(const std::string& dir, torch::optim::Optimizer& optimizer) {
   torch_io("cannot read optimizer state from '" + dir + "'", [&] { torch::load(optimizer, dir + "/optimizer.pt"); });
 }
 
-std::vector<at::Tensor> load_rng(const std::string& dir) {
-  std::vector<at::Tensor> states;
-  torch_io("cannot read RNG state from '" + dir + "'", [&] { torch::load(states, dir + "/rng.pt"); });
-  return states;
-}
+std::vector<at::Tensor> load_rng(const std::string& dir) { return load_tensors(dir + "/rng.pt", "RNG state"); }
 
 }  // namespace gspo::io

@@ -1,10 +1,12 @@
 // Checkpoints: RUN/checkpoints/step_NNNNNNNN/ with policy.pt (TorchScript, loadable by generate and inspect),
-// optimizer.pt, rng.pt, state.json and config.yaml. Written into a temporary directory, then renamed, so a
+// the optimizer state (optimizer.pt for torch AdamW, optimizer_zero1.pt for the sharded one, gathered), rng.pt,
+// state.json and config.yaml. Written into a temporary directory, then renamed, so a
 // crash mid-write never damages an existing checkpoint; the newest `keep_last` are kept.
 #pragma once
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,16 +23,23 @@ struct CheckpointMeta {
   int64_t data_position = 0;
 };
 
+// Writes the optimizer's files into the (temporary) checkpoint directory it is given.
+using OptimizerWriter = std::function<void(const std::string& dir)>;
+
 // Returns the checkpoint directory written.
 std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& meta, const model::Policy& policy,
-                            torch::optim::Optimizer& optimizer, const std::vector<at::Tensor>& rng_states,
+                            const OptimizerWriter& write_optimizer, const std::vector<at::Tensor>& rng_states,
                             const std::string& config_yaml, int64_t keep_last);
 
 // The newest complete checkpoint under RUN/checkpoints, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);
 
 CheckpointMeta read_meta(const std::string& ckpt_dir);
+void save_optimizer(const std::string& ckpt_dir, torch::optim::Optimizer& optimizer);  // optimizer.pt
 void load_optimizer(const std::string& ckpt_dir, torch::optim::Optimizer& optimizer);
+// A list of tensors in one file (torch::save format); `what` names it in errors.
+void save_tensors(const std::string& path, const std::vector<at::Tensor>& tensors, const std::string& what);
+std::vector<at::Tensor> load_tensors(const std::string& path, const std::string& what);
 std::vector<at::Tensor> load_rng(const std::string& ckpt_dir);
 inline std::string policy_file(const std::string& ckpt_dir) { return ckpt_dir + "/policy.pt"; }
 

@@ -117,7 +117,7 @@ void Sampler::compact(at::Tensor& cache, at::Tensor& live_mask, std::vector<int6
   done_in_cache.assign(rows.size(), 0);
 }
 
-RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts, int64_t G, at::Generator& gen) {
+RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise) {
   torch::NoGradGuard no_grad;
   const auto t0 = std::chrono::steady_clock::now();
   stats_ = {};
@@ -169,7 +169,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
       stats_.decode_steps++;
       stats_.row_steps += static_cast<int64_t>(rows.size());
     }
-    Draw d = sample_next(logits, params_, gen);
+    Draw d = sample_next(logits, params_, row_uniforms(noise, rows, step));
     auto tokens = d.tokens.to(torch::kCPU);
     auto lps = d.logprobs.to(torch::kCPU);
     auto ta = tokens.accessor<int64_t, 1>();

@@ -4,12 +4,12 @@
 // row i = prompt i / G, sample i % G; columns [0, P) hold the prompt left-padded to the longest prompt P,
 // columns [P, P + R) the response right-padded to the longest response R.
 #pragma once
-#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
 #include <string>
 #include <vector>
 
+#include "gspo/rollout/noise.h"
 #include "gspo/rollout/sampling.h"
 
 namespace gspo::model { class Policy; }
@@ -45,8 +45,9 @@ class Sampler {
   Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, SamplingParams params);
 
   // Samples `group_size` responses for every prompt (token ids, BOS included if wanted). Throws DataError for an
-  // empty prompt or one that with max_new_tokens exceeds the model's max_seq_len.
-  RolloutBatch generate(const std::vector<std::vector<int64_t>>& prompts, int64_t group_size, at::Generator& gen);
+  // empty prompt or one that with max_new_tokens exceeds the model's max_seq_len. Row r (prompt r / G, sample
+  // r % G) draws its tokens from noise row noise.first_row + r (noise.h).
+  RolloutBatch generate(const std::vector<std::vector<int64_t>>& prompts, int64_t group_size, const NoiseKey& noise);
 
   const SamplerStats& last_stats() const { return stats_; }
   const SamplingParams& params() const { return params_; }

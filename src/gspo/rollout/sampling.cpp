@@ -28,7 +28,17 @@ at::Tensor filter_logits(const at::Tensor& scaled, int64_t top_k, double top_p) 
   return out;
 }
 
-Draw sample_next(const at::Tensor& logits, const SamplingParams& p, at::Generator& gen) {
+namespace {
+at::Tensor invert_cdf(const at::Tensor& probs, const at::Tensor& uniforms) {
+  auto cdf = probs.to(torch::kDouble).cumsum(-1);
+  auto x = (uniforms.to(cdf.device()) * cdf.select(-1, cdf.size(-1) - 1)).unsqueeze(-1);
+  auto idx = torch::searchsorted(cdf, x, /*out_int32=*/false, /*right=*/true).squeeze(-1);
+  // u * total can round up to total; the most likely token is then a safe choice (never a filtered one).
+  return torch::where(idx >= probs.size(-1), probs.argmax(-1), idx);
+}
+}  // namespace
+
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms) {
   Draw d;
   const double t = logprob_temperature(p.temperature);
   auto scaled = t == 1.0 ? logits : logits / t;
@@ -42,7 +52,7 @@ Draw sample_next(const at::Tensor& logits, const SamplingParams& p, at::Generato
     const bool filtering = (p.top_k > 0 && p.top_k < choosable.size(-1)) || p.top_p < 1.0;
     auto probs = filtering ? filter_logits(choosable, p.top_k, p.top_p).softmax(-1)
                            : (limited ? choosable.softmax(-1) : logp.exp());
-    d.tokens = at::multinomial(probs, 1, /*replacement=*/false, gen).squeeze(-1);
+    d.tokens = invert_cdf(probs, uniforms);
   }
   d.logprobs = logp.gather(-1, d.tokens.unsqueeze(-1)).squeeze(-1);
   return d;

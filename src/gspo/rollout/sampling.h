@@ -1,6 +1,5 @@
 // Next-token choice from a batch of logits: temperature, top-k, top-p, greedy, and the behaviour log-prob.
 #pragma once
-#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -31,7 +30,9 @@ struct Draw {
   at::Tensor logprobs;  // [N] float32: log_softmax(logits / logprob_temperature)[token], unfiltered
 };
 
-// Chooses one token per row. Same generator state and logits -> same tokens.
-Draw sample_next(const at::Tensor& logits, const SamplingParams& p, at::Generator& gen);
+// Chooses one token per row by inverting the (filtered) CDF at `uniforms` ([N] float64 in [0, 1), any device; see
+// noise.h): row i takes the first token whose cumulative probability exceeds uniforms[i] * total. A token of
+// probability zero is never chosen. Same uniforms and logits -> same tokens, whatever the other rows are.
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms);
 
 }  // namespace gspo::rollout

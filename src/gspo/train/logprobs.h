@@ -14,9 +14,19 @@ struct TokenLogprobs {
 };
 
 // ids/mask: [n, P + R] in the rollout layout (left-padded prompt of P columns, right-padded response of R).
-// Log-probs are taken at `temperature` (logits / temperature), the temperature the sampler used, computed as
-// logit[target] - logsumexp(logits) so no [n, R, V] log-softmax tensor is kept.
+// Log-probs are taken at `temperature` (logits / temperature), the temperature the sampler used, in float32
+// whatever the logits' dtype, `chunk_tokens` positions at a time (0 = all at once): see token_logprobs.
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask,
-                                int64_t prompt_len, double temperature, bool want_entropy);
+                                int64_t prompt_len, double temperature, bool want_entropy,
+                                int64_t chunk_tokens = 4096);
+
+// pred [n, R, V] (float32, bfloat16 or half; may be a strided view), targets [n, R] int64 ->
+// log_softmax(pred / temperature)[target] as [n, R] float32, differentiable with respect to pred. Computed a chunk
+// of about `chunk_tokens` positions at a time, forward and backward (which recomputes the chunk's softmax), so
+// memory holds one chunk's float32 copy and an [n, R] log-sum-exp, never a float32 [n, R, V] tensor.
+at::Tensor token_logprobs(const at::Tensor& pred, const at::Tensor& targets, double temperature, int64_t chunk_tokens);
+
+// Entropy of softmax(pred / temperature) per position, [n, R] float32, no gradient; chunked the same way.
+at::Tensor token_entropy(const at::Tensor& pred, double temperature, int64_t chunk_tokens);
 
 }  // namespace gspo::train

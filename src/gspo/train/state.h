@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -11,11 +12,14 @@
 #include "gspo/config/options.h"
 #include "gspo/data/cursor.h"
 #include "gspo/data/example.h"
+#include "gspo/dist/comm.h"
+#include "gspo/dist/sharded_adamw.h"
 #include "gspo/io/metrics_log.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
+#include "gspo/train/step_record.h"
 #include "gspo/train/trainer.h"
 
 namespace gspo::train {
@@ -31,9 +35,10 @@ struct Trainer::State {
   std::unique_ptr<data::Cursor> cursor;
   std::unique_ptr<reward::Verifier> verifier;
   std::unique_ptr<rollout::Sampler> sampler;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
-  at::Generator sample_gen;                   // sampler draws
-  at::Generator train_gen;                    // mini-batch shuffling
+  std::unique_ptr<dist::Comm> comm;           // world size 1: a local no-op group
+  std::unique_ptr<torch::optim::AdamW> optimizer;  // distributed.zero_stage 0
+  std::unique_ptr<dist::ShardedAdamW> zero;        // distributed.zero_stage 1 (then `optimizer` is null)
+  at::Generator train_gen;                    // mini-batch shuffling (sampling noise is keyed by step, noise.h)
   algo::LossOptions loss_opts;
   algo::AdvantageOptions adv_opts;
   std::unique_ptr<io::MetricsLog> metrics;
@@ -45,6 +50,9 @@ struct Trainer::State {
 
 // One rollout step; returns its metrics (also appended to the metrics log by the caller).
 nlohmann::ordered_json run_step(Trainer::State& s);
+
+// The metrics line of a step from this rank's record (collective: every rank calls it).
+nlohmann::ordered_json step_metrics(Trainer::State& s, StepRecord& r, std::chrono::steady_clock::time_point t_step);
 
 // The console line for one step and the end-of-run summary.
 std::string progress_line(const nlohmann::ordered_json& m, int64_t max_steps);

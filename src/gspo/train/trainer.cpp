@@ -10,6 +10,8 @@
 #include "gspo/core/log.h"
 #include "gspo/core/torch_compat.h"
 #include "gspo/data/dataset.h"
+#include "gspo/dist/grad_sync.h"
+#include "gspo/dist/launch_env.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/fs.h"
 #include "gspo/train/state.h"
@@ -31,11 +33,46 @@ std::optional<std::string> find_resume_point(const config::Config& cfg, const st
   return resume;
 }
 
-void setup_models(Trainer::State& s, const std::optional<std::string>& ckpt) {
+// model.device, with cuda meaning cuda:LOCAL_RANK in a multi-process run.
+c10::Device train_device(const config::Config& c, const dist::LaunchEnv& env) {
+  auto d = cli::resolve_device(c.model.device, "model.device");
+  if (d.is_cuda() && env.world_size > 1 && (c.model.device == "cuda" || c.model.device == "auto"))
+    d = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+  return d;
+}
+
+// Every rank starts from rank 0's weights; a fingerprint comparison afterwards proves it.
+void sync_initial_weights(Trainer::State& s) {
+  auto params = s.policy->parameters();
+  dist::broadcast_parameters(*s.comm, params, s.cfg.distributed.bucket_mb * 1024 * 1024);
+  if (s.comm->world_size() == 1) return;
+  auto mine = dist::fingerprint(params);
+  auto all = s.comm->all_gather(torch::tensor(mine, torch::kDouble)).view({-1, 2});
+  for (int64_t r = 0; r < all.size(0); ++r)
+    if (all[r][0].item<double>() != mine[0] || all[r][1].item<double>() != mine[1])
+      throw DistributedError("rank " + std::to_string(s.comm->rank()) + ": the weights differ from rank " +
+                             std::to_string(r) + "'s after the initial broadcast");
+  log::info("{} ranks start from identical weights (fingerprint {:.17g}, {:.17g})", all.size(0), mine[0], mine[1]);
+}
+
+void setup_optimizer(Trainer::State& s) {
+  const auto& o = s.cfg.optimizer;
+  auto params = s.policy->parameters();
+  for (auto& p : params) p.set_requires_grad(true);
+  if (s.cfg.distributed.zero_stage == 1) {
+    s.zero = std::make_unique<dist::ShardedAdamW>(params, dist::AdamWHyper{o.beta1, o.beta2, o.eps, o.weight_decay},
+                                                  *s.comm);
+    return;
+  }
+  torch::optim::AdamWOptions ao(o.lr);
+  ao.betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay);
+  s.optimizer = std::make_unique<torch::optim::AdamW>(params, ao);
+}
+
+void setup_models(Trainer::State& s, const std::optional<std::string>& ckpt, c10::Device device) {
   const auto& c = s.cfg;
   if (c.model.path.empty())
     throw ConfigError("model.path is empty: set it to a TorchScript policy (make one with scripts/make_tiny_model.py)");
-  const auto device = cli::resolve_device(c.model.device, "model.device");
   s.policy.emplace(model::Policy::load(ckpt ? io::policy_file(*ckpt) : c.model.path, device));
   model::check_contract(*s.policy);
   if (c.algorithm.kl_coef > 0) {
@@ -45,11 +82,7 @@ void setup_models(Trainer::State& s, const std::optional<std::string>& ckpt) {
   }
   s.tok = c.tokenizer.path.empty() ? tokenizer::from_spec(s.policy->tokenizer_json(), c.model.path)
                                    : tokenizer::from_file(c.tokenizer.path);
-  auto params = s.policy->parameters();
-  for (auto& p : params) p.set_requires_grad(true);
-  torch::optim::AdamWOptions o(c.optimizer.lr);
-  o.betas({c.optimizer.beta1, c.optimizer.beta2}).eps(c.optimizer.eps).weight_decay(c.optimizer.weight_decay);
-  s.optimizer = std::make_unique<torch::optim::AdamW>(params, o);
+  setup_optimizer(s);
   rollout::SamplingParams sp{c.rollout.temperature, c.rollout.top_p, c.rollout.top_k, c.rollout.max_new_tokens,
                              c.rollout.stop};
   s.sampler = std::make_unique<rollout::Sampler>(*s.policy, *s.tok, sp);
@@ -69,13 +102,26 @@ void setup_algorithm(Trainer::State& s) {
   s.total_optimizer_steps = s.cfg.train.max_steps * a.num_minibatches;
 }
 
+constexpr const char* kZeroFile = "/optimizer_zero1.pt";
+
+void restore_optimizer(Trainer::State& s, const std::string& ckpt) {
+  const bool has_zero = io::exists(ckpt + kZeroFile);
+  if (s.zero != nullptr && !has_zero)
+    throw ConfigError("checkpoint '" + ckpt + "' was written with distributed.zero_stage 0; resume it with "
+                      "zero_stage 0 (the sharded optimizer cannot take torch AdamW state)");
+  if (s.zero == nullptr && has_zero)
+    throw ConfigError("checkpoint '" + ckpt + "' was written with distributed.zero_stage 1; resume it with "
+                      "zero_stage 1 (any world size)");
+  if (s.zero) s.zero->load_state(io::load_tensors(ckpt + kZeroFile, "ZeRO-1 optimizer state"), ckpt + kZeroFile);
+  else io::load_optimizer(ckpt, *s.optimizer);
+}
+
 void restore(Trainer::State& s, const std::string& ckpt) {
   auto meta = io::read_meta(ckpt);
-  io::load_optimizer(ckpt, *s.optimizer);
+  restore_optimizer(s, ckpt);
   auto rng = io::load_rng(ckpt);
-  if (rng.size() != 2) throw IoError("checkpoint '" + ckpt + "' has a damaged rng.pt");
-  s.sample_gen.set_state(rng[0]);
-  s.train_gen.set_state(rng[1]);
+  if (rng.empty()) throw IoError("checkpoint '" + ckpt + "' has a damaged rng.pt");
+  s.train_gen.set_state(rng.back());  // checkpoints before counter-based sampling noise also held a sampler state
   s.cursor->restore(meta.data_epoch, meta.data_position);
   s.step = meta.step;
   s.optimizer_steps = meta.optimizer_steps;
@@ -84,14 +130,35 @@ void restore(Trainer::State& s, const std::string& ckpt) {
   log::info("resumed from {} (step {}, optimizer step {})", ckpt, meta.step, meta.optimizer_steps);
 }
 
+// Collective: every rank takes part (the weights are checked everywhere, ZeRO-1 moments are gathered); rank 0
+// writes, then all wait for it so no rank runs ahead of a checkpoint that may still fail.
 std::string save(Trainer::State& s) {
   for (const auto& p : s.policy->parameters())
     if (!torch::isfinite(p).all().item<bool>())
       throw TrainingError("step " + std::to_string(s.step) + ": the policy has non-finite weights; refusing to write "
                           "a checkpoint (the previous one is intact)");
-  io::CheckpointMeta meta{s.step, s.optimizer_steps, s.cursor->epoch(), s.cursor->position()};
-  return io::save_checkpoint(s.run_dir, meta, *s.policy, *s.optimizer, {s.sample_gen.get_state(), s.train_gen.get_state()},
-                             s.config_yaml, s.cfg.checkpoint.keep_last);
+  std::vector<at::Tensor> zero_state;
+  if (s.zero) zero_state = s.zero->gather_state();
+  std::string dir;
+  if (s.comm->is_main()) {
+    io::CheckpointMeta meta{s.step, s.optimizer_steps, s.cursor->epoch(), s.cursor->position()};
+    auto write_optimizer = [&](const std::string& d) {
+      if (s.zero) io::save_tensors(d + kZeroFile, zero_state, "ZeRO-1 optimizer state");
+      else io::save_optimizer(d, *s.optimizer);
+    };
+    dir = io::save_checkpoint(s.run_dir, meta, *s.policy, write_optimizer, {s.train_gen.get_state()}, s.config_yaml,
+                              s.cfg.checkpoint.keep_last);
+  }
+  s.comm->barrier("checkpoint of step " + std::to_string(s.step));
+  return dir;
+}
+
+// A stop request seen by any rank stops every rank after the same step.
+bool stop_requested(Trainer::State& s) {
+  if (s.comm->world_size() == 1) return interrupt::requested();
+  auto t = torch::tensor({interrupt::requested() ? 1.0 : 0.0}, torch::kDouble);
+  s.comm->all_reduce(t, dist::ReduceOp::kMax);
+  return t.item<double>() > 0;
 }
 
 double window_mean(const std::vector<double>& v, bool head) {
@@ -110,24 +177,33 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume) : s_(std:
   s.run_dir = cfg.train.output_dir;
   s.config_yaml = config::to_yaml(cfg);
   if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
-  io::ensure_dir(s.run_dir);
+  const auto env = dist::read_launch_env();
+  if (cfg.rollout.prompts_per_step % env.world_size != 0)
+    throw ConfigError((cfg.origin.count("rollout.prompts_per_step") ? cfg.origin.at("rollout.prompts_per_step") + ": "
+                                                                     : std::string()) + "rollout.prompts_per_step (" +
+                      std::to_string(cfg.rollout.prompts_per_step) + ") must be a multiple of the world size " +
+                      std::to_string(env.world_size) + " so each rank samples whole groups");
+  const auto device = train_device(cfg, env);
   auto ckpt = find_resume_point(cfg, resume);
+  s.comm = std::make_unique<dist::Comm>(env, cfg.distributed, device);
+  if (s.comm->is_main()) io::ensure_dir(s.run_dir);
   s.examples = data::load_dataset(cfg.data);
   s.cursor = std::make_unique<data::Cursor>(static_cast<int64_t>(s.examples.size()), cfg.data.shuffle,
                                             static_cast<uint64_t>(cfg.data.seed));
   s.verifier = reward::make_verifier(cfg, data::has_code_tests(s.examples));
-  s.sample_gen = compat::make_cpu_generator(static_cast<uint64_t>(cfg.rollout.seed));
   s.train_gen = compat::make_cpu_generator(static_cast<uint64_t>(cfg.train.seed));
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
-  setup_models(s, ckpt);
+  setup_models(s, ckpt, device);
+  sync_initial_weights(s);
   setup_algorithm(s);
-  const std::string metrics_path = s.run_dir + "/metrics.jsonl";
-  if (ckpt) {
-    restore(s, *ckpt);
+  if (ckpt) restore(s, *ckpt);
+  if (s.comm->is_main()) {  // only rank 0 writes the run directory
+    const std::string metrics_path = s.run_dir + "/metrics.jsonl";
+    io::MetricsLog::truncate_after(metrics_path, s.step);
+    io::atomic_write(s.run_dir + "/config.yaml", s.config_yaml);
+    s.metrics = std::make_unique<io::MetricsLog>(metrics_path);
   }
-  io::MetricsLog::truncate_after(metrics_path, s.step);
-  io::atomic_write(s.run_dir + "/config.yaml", s.config_yaml);
-  s.metrics = std::make_unique<io::MetricsLog>(metrics_path);
+  s.comm->barrier("start-up");
 }
 
 Trainer::~Trainer() = default;
@@ -136,24 +212,27 @@ TrainSummary Trainer::run() {
   auto& s = *s_;
   TrainSummary sum;
   sum.first_step = s.step;
-  sum.metrics_path = s.metrics->path();
+  sum.is_main = s.comm->is_main();
+  sum.metrics_path = s.run_dir + "/metrics.jsonl";
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> rewards, accs;
-  log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step",
+  log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step{}",
             s.policy->path(), s.cfg.algorithm.loss, s.step, s.cfg.train.max_steps, s.cfg.rollout.prompts_per_step,
-            s.cfg.rollout.group_size, s.cfg.algorithm.num_minibatches);
+            s.cfg.rollout.group_size, s.cfg.algorithm.num_minibatches,
+            s.comm->world_size() > 1 ? fmt::format(", {} ranks ({})", s.comm->world_size(), s.comm->backend()) : "");
   while (s.step < s.cfg.train.max_steps) {
     auto m = run_step(s);
-    s.metrics->append(m.dump());
+    if (s.metrics) s.metrics->append(m.dump());
     rewards.push_back(m["reward_mean"]);
     accs.push_back(m["accuracy"]);
-    if (s.cfg.logging.progress) log::info("{}", progress_line(m, s.cfg.train.max_steps));
+    if (s.cfg.logging.progress && s.comm->is_main()) log::info("{}", progress_line(m, s.cfg.train.max_steps));
     const bool due = s.cfg.checkpoint.every > 0 && s.step % s.cfg.checkpoint.every == 0;
     const bool last = s.step == s.cfg.train.max_steps;
-    if (interrupt::requested()) {
+    if (stop_requested(s)) {
       sum.interrupted = true;
       sum.last_checkpoint = save(s);
-      log::warn("interrupted: saved {} after step {}; continue with --resume auto", sum.last_checkpoint, s.step);
+      if (s.comm->is_main())
+        log::warn("interrupted: saved {} after step {}; continue with --resume auto", sum.last_checkpoint, s.step);
       break;
     }
     if (due || last) sum.last_checkpoint = save(s);

@@ -15,6 +15,7 @@ struct TrainSummary {
   double seconds = 0;
   int64_t skipped_updates = 0;
   bool interrupted = false;
+  bool is_main = true;                     // rank 0 (or a single process): the one that wrote metrics and checkpoints
   std::string last_checkpoint;  // "" when none was written
   std::string metrics_path;
 };

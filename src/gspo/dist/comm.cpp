@@ -1,0 +1,287 @@
+#include "gspo/dist/comm.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "gspo/core/error.h"
+#include "gspo/core/log.h"
+
+namespace gspo::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+
+Millis to_ms(double seconds) { return Millis(static_cast<int64_t>(seconds * 1000.0)); }
+
+std::string reason(const std::exception& e) {
+  if (auto* ce = dynamic_cast<const c10::Error*>(&e)) return ce->what_without_backtrace();
+  return e.what();
+}
+
+c10d::ReduceOp to_c10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax: return c10d::ReduceOp::MAX;
+    case ReduceOp::kMin: return c10d::ReduceOp::MIN;
+    default: return c10d::ReduceOp::SUM;
+  }
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+bool is_loopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
+
+}  // namespace
+
+// The collectives of one concrete process group (ProcessGroupGloo / ProcessGroupNCCL derive from ProcessGroup in
+// LibTorch 1.13 and from Backend in 2.x; both have these members).
+struct Comm::Impl {
+  virtual ~Impl() = default;
+  virtual c10::intrusive_ptr<c10d::Work> all_reduce(std::vector<at::Tensor>& t, ReduceOp op) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t, int64_t root) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& t, int64_t root) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> all_gather(std::vector<std::vector<at::Tensor>>& out,
+                                                    std::vector<at::Tensor>& in) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> barrier() = 0;
+  virtual bool native_reduce_scatter() const = 0;
+  virtual c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) = 0;
+  c10::intrusive_ptr<c10d::Store> store;
+};
+
+namespace {
+
+template <class PG>
+struct GroupImpl : Comm::Impl {
+  c10::intrusive_ptr<PG> pg;
+  bool nccl = false;
+  c10::intrusive_ptr<c10d::Work> all_reduce(std::vector<at::Tensor>& t, ReduceOp op) override {
+    c10d::AllreduceOptions o;
+    o.reduceOp = to_c10d(op);
+    return pg->allreduce(t, o);
+  }
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t, int64_t root) override {
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    return pg->broadcast(t, o);
+  }
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& t, int64_t root) override {
+    c10d::ReduceOptions o;
+    o.rootRank = root;
+    return pg->reduce(t, o);
+  }
+  c10::intrusive_ptr<c10d::Work> all_gather(std::vector<std::vector<at::Tensor>>& out,
+                                            std::vector<at::Tensor>& in) override {
+    return pg->allgather(out, in);
+  }
+  c10::intrusive_ptr<c10d::Work> barrier() override { return pg->barrier(); }
+  bool native_reduce_scatter() const override { return nccl; }
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) override {
+    return pg->_reduce_scatter_base(out, in);
+  }
+};
+
+c10::intrusive_ptr<c10d::Store> rendezvous(const LaunchEnv& env, const config::DistributedOptions& o) {
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<uint16_t>(env.master_port);
+  so.isServer = env.rank == 0;
+  so.numWorkers = static_cast<size_t>(env.world_size);
+  so.waitWorkers = true;
+  so.timeout = to_ms(o.init_timeout_s);
+  const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+  } catch (const std::exception& e) {
+    const std::string why = reason(e);
+    if (why.find("in use") != std::string::npos || why.find("failed to listen") != std::string::npos)
+      throw DistributedError("rank 0 cannot listen on MASTER_ADDR:MASTER_PORT = " + where +
+                             ": the port is in use (another job?); choose another MASTER_PORT. (" + why + ")");
+    throw DistributedError("rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) +
+                           ": rendezvous at " + where + " failed within distributed.init_timeout_s = " +
+                           seconds_text(o.init_timeout_s) + " s: not every rank started, or MASTER_ADDR is "
+                           "unreachable. (" + why + ")");
+  }
+}
+
+// Every rank checks in under one counter and waits until all have, so a missing rank is reported after
+// init_timeout_s with how many arrived (the process group's own connect would wait for the collective timeout).
+void wait_for_all(c10d::Store& store, const LaunchEnv& env, const config::DistributedOptions& o) {
+  const auto deadline = Clock::now() + to_ms(o.init_timeout_s);
+  try {
+    int64_t joined = store.add("gspo/joined", 1);
+    while (joined < env.world_size) {
+      if (Clock::now() > deadline)
+        throw DistributedError("rank " + std::to_string(env.rank) + ": rendezvous at " + env.master_addr + ":" +
+                               std::to_string(env.master_port) + " failed within distributed.init_timeout_s = " +
+                               seconds_text(o.init_timeout_s) + " s: " + std::to_string(joined) + " of " +
+                               std::to_string(env.world_size) + " ranks joined; start them all (same MASTER_ADDR, "
+                               "MASTER_PORT and WORLD_SIZE)");
+      std::this_thread::sleep_for(Millis(20));
+      joined = store.add("gspo/joined", 0);
+    }
+  } catch (const gspo::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistributedError("rank " + std::to_string(env.rank) + ": lost the rendezvous store at " + env.master_addr +
+                           ":" + std::to_string(env.master_port) + " (rank 0 exited?): " + reason(e));
+  }
+}
+
+std::shared_ptr<::gloo::transport::Device> gloo_device(const LaunchEnv& env) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"))
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  if (is_loopback(env.master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+std::unique_ptr<Comm::Impl> make_gloo(const LaunchEnv& env, const config::DistributedOptions& o,
+                                      c10::intrusive_ptr<c10d::Store> store) {
+  auto opts = c10d::ProcessGroupGloo::Options::create(to_ms(o.timeout_s));
+  opts->devices.push_back(gloo_device(env));
+  auto impl = std::make_unique<GroupImpl<c10d::ProcessGroupGloo>>();
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gspo", store);
+  impl->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(env.rank),
+                                                         static_cast<int>(env.world_size), opts);
+  return impl;
+}
+
+std::unique_ptr<Comm::Impl> make_nccl(const LaunchEnv& env, const config::DistributedOptions& o,
+                                      c10::intrusive_ptr<c10d::Store> store) {
+#ifdef USE_C10D_NCCL
+  // Without async error handling a dead peer leaves NCCL kernels spinning forever instead of timing out.
+  setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", 0);
+  setenv("NCCL_ASYNC_ERROR_HANDLING", "1", 0);
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = to_ms(o.timeout_s);
+  auto impl = std::make_unique<GroupImpl<c10d::ProcessGroupNCCL>>();
+  impl->nccl = true;
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gspo", store);
+  impl->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(env.rank),
+                                                         static_cast<int>(env.world_size), opts);
+  return impl;
+#else
+  (void)env, (void)o, (void)store;
+  throw ConfigError("distributed.backend is nccl but this gspo was built against a LibTorch without NCCL; use "
+                    "gloo, or build with scripts/build_cuda.sh against a CUDA PyTorch");
+#endif
+}
+
+}  // namespace
+
+Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Device device) : env_(env) {
+  if (env.world_size == 1) return;
+  backend_ = o.backend != "auto" ? o.backend : device.is_cuda() ? "nccl" : "gloo";
+  if (backend_ == "nccl" && !device.is_cuda())
+    throw ConfigError("distributed.backend is nccl but model.device is " + device.str() + "; NCCL needs CUDA");
+  if (backend_ == "gloo" && device.is_cuda())
+    log::warn("distributed.backend gloo with CUDA tensors: every collective copies through the host");
+  log::info("rank {}/{} ({}): rendezvous at {}:{} over {}", env.rank, env.world_size, env.source, env.master_addr,
+            env.master_port, backend_);
+  auto store = rendezvous(env, o);
+  wait_for_all(*store, env, o);
+  try {
+    impl_ = backend_ == "nccl" ? make_nccl(env, o, store) : make_gloo(env, o, store);
+  } catch (const gspo::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistributedError("rank " + std::to_string(env.rank) + ": cannot create the " + backend_ +
+                           " process group: " + reason(e));
+  }
+  impl_->store = store;
+}
+
+Comm::~Comm() = default;
+
+namespace {
+template <class F>
+void run_collective(Comm::Counters& c, const Comm& comm, const char* what, double bytes, F&& launch) {
+  const auto t0 = Clock::now();
+  try {
+    auto work = launch();
+    work->wait();
+  } catch (const std::exception& e) {
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    throw DistributedError("rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.world_size()) +
+                           ": " + what + " failed after " + seconds_text(std::round(waited * 10) / 10) + " s: another rank died, hung "
+                           "past distributed.timeout_s, or left the job early; see its log. (" + reason(e) + ")");
+  }
+  c.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  c.bytes += bytes;
+  ++c.calls;
+}
+
+double nbytes(const at::Tensor& t) { return static_cast<double>(t.numel() * t.element_size()); }
+}  // namespace
+
+void Comm::all_reduce(at::Tensor& t, ReduceOp op) {
+  if (!impl_) return;
+  std::vector<at::Tensor> v{t};
+  run_collective(counters_, *this, "all_reduce", nbytes(t), [&] { return impl_->all_reduce(v, op); });
+}
+
+void Comm::broadcast(at::Tensor& t, int64_t root) {
+  if (!impl_) return;
+  std::vector<at::Tensor> v{t};
+  run_collective(counters_, *this, "broadcast", nbytes(t), [&] { return impl_->broadcast(v, root); });
+}
+
+at::Tensor Comm::all_gather(const at::Tensor& t) {
+  if (!impl_) return t.clone();
+  auto in = t.contiguous();
+  std::vector<at::Tensor> inputs{in};
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int64_t r = 0; r < world_size(); ++r) outputs[0].push_back(torch::empty_like(in));
+  run_collective(counters_, *this, "all_gather", nbytes(in) * static_cast<double>(world_size()),
+                 [&] { return impl_->all_gather(outputs, inputs); });
+  return torch::cat(outputs[0], 0);
+}
+
+void Comm::reduce_scatter(const at::Tensor& full, at::Tensor& shard) {
+  const int64_t n = shard.numel();
+  if (full.numel() != n * world_size())
+    throw DistributedError("reduce_scatter: input has " + std::to_string(full.numel()) + " elements, expected " +
+                           std::to_string(n * world_size()));
+  if (!impl_) {
+    shard.copy_(full.view_as(shard));
+    return;
+  }
+  if (impl_->native_reduce_scatter()) {
+    auto in = full.contiguous();
+    run_collective(counters_, *this, "reduce_scatter", nbytes(in), [&] { return impl_->reduce_scatter(shard, in); });
+    return;
+  }
+  // Gloo in LibTorch 1.13 has no reduce_scatter: one reduce per owner moves the same bytes.
+  for (int64_t r = 0; r < world_size(); ++r) {
+    std::vector<at::Tensor> v{full.narrow(0, r * n, n).clone()};
+    run_collective(counters_, *this, "reduce_scatter", nbytes(v[0]), [&] { return impl_->reduce(v, r); });
+    if (r == rank()) shard.copy_(v[0]);
+  }
+}
+
+void Comm::barrier(const std::string& what) {
+  if (!impl_) return;
+  const std::string name = "barrier (" + what + ")";
+  run_collective(counters_, *this, name.c_str(), 0, [&] { return impl_->barrier(); });
+}
+
+Comm::Counters Comm::take_counters() {
+  Counters c = counters_;
+  counters_ = {};
+  return c;
+}
+
+}  // namespace gspo::dist

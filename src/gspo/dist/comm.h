@@ -1,0 +1,61 @@
+// The process group of a data-parallel run: PyTorch's c10d (Gloo on CPU, NCCL on CUDA when LibTorch has it) with
+// a TCPStore rendezvous at MASTER_ADDR:MASTER_PORT. With world size 1 nothing is opened and every collective is
+// the identity, so the training loop has one code path. Every failure (rendezvous timeout, a port in use, a
+// collective that timed out or lost a peer) is a DistributedError naming the rank, the operation and the cause.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gspo/config/options.h"
+#include "gspo/dist/launch_env.h"
+
+namespace gspo::dist {
+
+enum class ReduceOp { kSum, kMax, kMin };
+
+class Comm {
+ public:
+  // `device`: where the tensors passed to collectives live (cuda:LOCAL_RANK with NCCL, cpu with Gloo).
+  Comm(const LaunchEnv& env, const config::DistributedOptions& opts, c10::Device device);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int64_t rank() const { return env_.rank; }
+  int64_t world_size() const { return env_.world_size; }
+  bool is_main() const { return env_.rank == 0; }
+  const std::string& backend() const { return backend_; }  // "none", "gloo" or "nccl"
+  const LaunchEnv& env() const { return env_; }
+
+  // In place, on every rank.
+  void all_reduce(at::Tensor& t, ReduceOp op = ReduceOp::kSum);
+  void broadcast(at::Tensor& t, int64_t root = 0);
+  // Concatenation along dim 0 of every rank's `t` (same shape on every rank), in rank order.
+  at::Tensor all_gather(const at::Tensor& t);
+  // full: [world_size * n] on every rank; shard <- sum over ranks of full[rank * n, (rank + 1) * n).
+  void reduce_scatter(const at::Tensor& full, at::Tensor& shard);
+  // `what` names the point in the run for the error message.
+  void barrier(const std::string& what);
+
+  // Time and payload bytes of the collectives since the last call (waiting for slower ranks included).
+  struct Counters {
+    double seconds = 0;
+    double bytes = 0;
+    int64_t calls = 0;
+  };
+  Counters take_counters();
+
+  struct Impl;
+
+ private:
+  LaunchEnv env_;
+  std::string backend_ = "none";
+  std::unique_ptr<Impl> impl_;
+  Counters counters_;
+};
+
+}  // namespace gspo::dist

@@ -1,0 +1,53 @@
+// AdamW with its moments sharded across the ranks (ZeRO stage 1). The parameters, flattened in order into one
+// vector padded to a multiple of the world size, are cut into equal contiguous shards; rank r keeps exp_avg and
+// exp_avg_sq for shard r only. One step: gradients reduce-scattered (each rank receives the summed gradient of its
+// shard), the global gradient norm all-reduced from the shards' squared norms, AdamW applied to the shard exactly
+// as torch::optim::AdamW does element by element, and the updated shards all-gathered into every rank's weights.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gspo::dist {
+
+class Comm;
+
+struct AdamWHyper {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
+};
+
+class ShardedAdamW {
+ public:
+  ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Comm& comm);
+
+  // Collective. Reduce-scatters the summed gradients (a parameter without .grad on a rank counts as zero there;
+  // one without a gradient on any rank is skipped by step(), as torch::optim::AdamW skips it) and returns the
+  // global L2 norm of the whole gradient.
+  double reduce_gradients();
+  // Collective. Scales this rank's gradient shard by `grad_scale` (clipping), applies one AdamW step at `lr`, and
+  // all-gathers the parameters.
+  void step(double lr, double grad_scale);
+
+  int64_t numel() const { return numel_; }          // parameters in all
+  int64_t shard_numel() const { return shard_; }     // parameters whose moments this rank holds
+  int64_t state_bytes() const;                       // bytes of moments held by this rank
+  int64_t steps() const { return step_; }
+
+  // Collective: every rank's moments gathered into full-length [step, exp_avg, exp_avg_sq]; any rank may save them.
+  std::vector<at::Tensor> gather_state();
+  // Takes this rank's shard of full-length state from gather_state(), saved at any world size.
+  void load_state(const std::vector<at::Tensor>& full, const std::string& from);
+
+ private:
+  at::Tensor flat_params() const;  // [shard_ * world] with zero padding
+  std::vector<at::Tensor> params_;
+  AdamWHyper h_;
+  Comm& comm_;
+  int64_t numel_ = 0, shard_ = 0, step_ = 0;
+  at::Tensor grad_shard_, exp_avg_, exp_avg_sq_;
+  at::Tensor active_;  // [shard_] 1 where the parameter has a gradient on some rank; others are left untouched
+};
+
+}  // namespace gspo::dist

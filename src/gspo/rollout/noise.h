@@ -1,0 +1,27 @@
+// Counter-based sampling noise: the uniform that chooses row r's token at response position t is a pure function
+// of (seed, r, t). Which other rows share the batch, how prompts are split into batches, and which rank samples
+// them therefore do not change any response: N data-parallel ranks sample exactly what one process samples on the
+// same global batch, and eval results do not depend on the eval batch size.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gspo::rollout {
+
+struct NoiseKey {
+  uint64_t seed = 0;      // per call: e.g. a hash of (rollout.seed, training step)
+  int64_t first_row = 0;  // global index of this call's row 0 (rank r's shard starts at r * rows_per_rank)
+};
+
+// Mixes several integers into one 64-bit seed (SplitMix64 finaliser over a running hash).
+uint64_t mix_seed(uint64_t a, uint64_t b);
+
+// Uniform in [0, 1) with 53 random bits, a pure function of its arguments.
+double uniform01(uint64_t seed, uint64_t row, uint64_t position);
+
+// [rows.size()] float64 on the CPU: uniform01(key.seed, key.first_row + rows[i], position).
+at::Tensor row_uniforms(const NoiseKey& key, const std::vector<int64_t>& rows, int64_t position);
+
+}  // namespace gspo::rollout

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Multi-process training over Gloo on loopback: 2 and 3 ranks (with and without ZeRO-1) reach the weights and
+# metrics of 1 process on the same global batch; resuming with another world size continues the same run; a
+# dead or stalled rank, a missing rank, a port in use and bad launcher variables end with clear errors and
+# non-zero exits, never a hang.
+# usage: test_dist.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
+set -u
+GSPO="$1"; MODELS="$2"; SRC="$3"; PY="${4:-/usr/bin/python3}"
+TMP="$(mktemp -d)"; trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
+LAUNCH="$SRC/scripts/launch_local.sh"
+pass=0; fail=0
+ok() { pass=$((pass+1)); echo "ok   $1"; }
+bad() { fail=$((fail+1)); echo "FAIL $1"; [ -n "${2:-}" ] && tail -5 "$2"; }
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Dense rewards (a leading digit 0-4 scores 1) so every step has real gradients to compare.
+TRAIN=(train -c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny_prior.pt" --set rollout.prompts_per_step=6
+       --set rollout.group_size=4 --set algorithm.num_minibatches=2 --set algorithm.micro_batch_size=5
+       --set train.threads=1 --set logging.progress=false --set reward.kind=regex --set 'reward.regex=^[0-4]'
+       --set distributed.timeout_s=20 --set distributed.init_timeout_s=20)
+STEPS=4
+
+run() {  # run NAME NPROC [extra --set ...]
+  local name="$1" n="$2"; shift 2
+  if [ "$n" -eq 1 ]; then
+    "$GSPO" "${TRAIN[@]}" --set train.max_steps=$STEPS --set "train.output_dir=$TMP/$name" "$@" >"$TMP/$name.log" 2>&1
+  else
+    "$LAUNCH" -n "$n" --port "$(free_port)" "$GSPO" "${TRAIN[@]}" --set train.max_steps=$STEPS \
+      --set "train.output_dir=$TMP/$name" "$@" >"$TMP/$name.log" 2>&1
+  fi || { bad "$name: exit $?" "$TMP/$name.log"; return 1; }
+}
+
+same() {  # same NAME RUN_A RUN_B
+  if "$PY" "$SRC/tests/dist/compare_runs.py" "$TMP/$2" "$TMP/$3" --step $STEPS --initial "$MODELS/tiny_prior.pt" \
+       >"$TMP/cmp_$1.log" 2>&1; then
+    ok "$1: $(head -1 "$TMP/cmp_$1.log")"
+  else bad "$1" "$TMP/cmp_$1.log"; fi
+}
+
+# --- equivalence with one process -------------------------------------------------------------------------
+run r1 1 && run r2 2 && run r3 3 && run r2z 2 --set distributed.zero_stage=1 && run r3z 3 --set distributed.zero_stage=1 \
+  && run r1z 1 --set distributed.zero_stage=1 && {
+  same "2 ranks = 1 process" r1 r2
+  same "3 ranks = 1 process" r1 r3
+  same "ZeRO-1 at 1 rank = torch AdamW" r1 r1z
+  same "2 ranks ZeRO-1 = 1 process" r1 r2z
+  same "3 ranks ZeRO-1 = 1 process" r1 r3z
+}
+if grep -q "3 ranks start from identical weights" "$TMP/r3.log"; then ok "initial weights verified on 3 ranks"
+else bad "no initial-weights verification line" "$TMP/r3.log"; fi
+if [ ! -e "$TMP/r3/metrics.jsonl" ] || [ "$(wc -l <"$TMP/r3/metrics.jsonl")" -ne $STEPS ]; then
+  bad "rank 0 alone must write $STEPS metrics lines"; else ok "one metrics line per step with 3 ranks"; fi
+# Communication cost and per-rank optimizer memory are reported.
+"$PY" - "$TMP" <<'PY' && ok "comm time, share and ZeRO-1 optimizer memory reported" || bad "metrics fields"
+import json, sys
+t = sys.argv[1]
+last = lambda r: [json.loads(l) for l in open(f"{t}/{r}/metrics.jsonl")][-1]
+r1, r2, r3, r2z, r3z = (last(r) for r in ("r1", "r2", "r3", "r2z", "r3z"))
+for m in (r2, r3, r2z):
+    assert m["time_comm_s"] > 0 and 0 < m["comm_frac"] < 1 and m["comm_mb"] > 0, m
+assert "time_comm_s" not in r1 and r1["world_size"] == 1 and r3["world_size"] == 3
+# Moments of every trainable parameter (ZeRO-1 on one rank holds them all; torch AdamW creates them lazily, so a
+# parameter the loss never reaches, like this model's unused q/k norms, has none there).
+full = last("r1z")["optimizer_state_mb_per_rank"]
+assert r1["optimizer_state_mb_per_rank"] <= full and abs(r2["optimizer_state_mb_per_rank"] - r1["optimizer_state_mb_per_rank"]) < 1e-12
+for m, w in ((r2z, 2), (r3z, 3)):  # 1/world of the moments, plus at most one element of padding
+    assert abs(m["optimizer_state_mb_per_rank"] - full / w) < 1e-4, (m["optimizer_state_mb_per_rank"], full, w)
+print(f"comm share of the step: 2 ranks {r2['comm_frac']:.3f}, 3 ranks {r3['comm_frac']:.3f}; "
+      f"optimizer MB/rank {full:.3f} -> ZeRO-1 x2 {r2z['optimizer_state_mb_per_rank']:.3f}, "
+      f"x3 {r3z['optimizer_state_mb_per_rank']:.3f}")
+PY
+
+# --- resume with another world size continues the same global run -----------------------------------------
+STEPS_SAVED=$STEPS; STEPS=2
+run rs 2 && run rsz 3 --set distributed.zero_stage=1 && STEPS=$STEPS_SAVED && \
+  run rs 3 --resume auto && run rsz 2 --set distributed.zero_stage=1 --resume auto && {
+  same "2 ranks to step 2, resumed on 3 = 1 process" r1 rs
+  same "ZeRO-1: 3 ranks to step 2, resumed on 2 = 1 process" r1 rsz
+}
+STEPS=$STEPS_SAVED
+out="$("$GSPO" "${TRAIN[@]}" --set train.max_steps=5 --set distributed.zero_stage=1 --set "train.output_dir=$TMP/rs" --resume auto 2>&1)"; rc=$?
+if [ $rc -eq 2 ] && grep -q "written with distributed.zero_stage 0" <<<"$out"; then ok "ZeRO-1 refuses a zero_stage 0 checkpoint"
+else bad "zero-stage mismatch: exit $rc: $out"; fi
+
+# --- failures --------------------------------------------------------------------------------------------
+start_rank() {  # start_rank RANK WORLD PORT NAME [extra...]: background rank; pid in $!
+  local r="$1" w="$2" p="$3" name="$4"; shift 4
+  RANK=$r LOCAL_RANK=$r WORLD_SIZE=$w MASTER_ADDR=127.0.0.1 MASTER_PORT=$p \
+    "$GSPO" "${TRAIN[@]}" --set train.max_steps=100000 --set "train.output_dir=$TMP/$name" "$@" \
+    >"$TMP/$name.rank$r.log" 2>&1 &
+}
+wait_for_steps() {  # wait_for_steps METRICS N: up to 60 s
+  for _ in $(seq 600); do [ -f "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ] && return 0; sleep 0.1; done; return 1
+}
+timed_wait() {  # timed_wait PID LIMIT_S: sets rc and secs; kills the process after LIMIT_S
+  local t0=$SECONDS
+  for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$1" 2>/dev/null; then kill -9 "$1"; wait "$1" 2>/dev/null; rc=999; else wait "$1"; rc=$?; fi
+  secs=$((SECONDS - t0))
+}
+
+# A rank killed mid-run: the survivor fails with a distributed error naming the collective, long before the
+# 20 s collective timeout (the dead peer's connection closes).
+port=$(free_port)
+start_rank 0 2 "$port" dead; p0=$!
+start_rank 1 2 "$port" dead; p1=$!
+if wait_for_steps "$TMP/dead/metrics.jsonl" 2; then
+  kill -9 $p1; timed_wait $p0 40
+  if [ $rc -eq 7 ] && grep -q "rank 0 of 2: .* failed after" "$TMP/dead.rank0.log"; then
+    ok "rank 1 killed: rank 0 exits 7 in ${secs}s: $(grep -o 'rank 0 of 2: [a-z_ ()0-9]* failed' "$TMP/dead.rank0.log" | head -1)"
+  else bad "dead rank: rank 0 exit $rc after ${secs}s" "$TMP/dead.rank0.log"; fi
+else bad "dead-rank run never reached step 2" "$TMP/dead.rank0.log"; kill -9 $p0 $p1 2>/dev/null; fi
+
+# A stalled rank (SIGSTOP: alive, connection open, never answering): the collective times out.
+port=$(free_port)
+start_rank 0 2 "$port" hung --set distributed.timeout_s=4; p0=$!
+start_rank 1 2 "$port" hung --set distributed.timeout_s=4; p1=$!
+if wait_for_steps "$TMP/hung/metrics.jsonl" 1; then
+  kill -STOP $p1; timed_wait $p0 40; kill -9 $p1 2>/dev/null
+  if [ $rc -eq 7 ] && [ $secs -le 20 ] && grep -q "distributed error" "$TMP/hung.rank0.log"; then
+    ok "stalled rank 1: rank 0 exits 7 after ${secs}s (timeout_s 4)"
+  else bad "stalled rank: rank 0 exit $rc after ${secs}s" "$TMP/hung.rank0.log"; fi
+else bad "stalled-rank run never reached step 1" "$TMP/hung.rank0.log"; kill -9 $p0 $p1 2>/dev/null; fi
+
+# A rank that never starts: rank 0 gives up after init_timeout_s.
+port=$(free_port)
+start_rank 0 2 "$port" alone --set distributed.init_timeout_s=3; p0=$!
+timed_wait $p0 30
+if [ $rc -eq 7 ] && [ $secs -le 15 ] && grep -q "rendezvous at 127.0.0.1:$port failed within distributed.init_timeout_s = 3.* 1 of 2 ranks joined" "$TMP/alone.rank0.log"; then
+  ok "missing rank: rank 0 exits 7 after ${secs}s"
+else bad "missing rank: exit $rc after ${secs}s" "$TMP/alone.rank0.log"; fi
+
+# The port is already taken by another program.
+port=$(free_port)
+"$PY" -c "import socket,time; s=socket.socket(); s.bind(('0.0.0.0',$port)); s.listen(); time.sleep(60)" & blocker=$!
+sleep 0.5
+start_rank 0 2 "$port" busy --set distributed.init_timeout_s=5; p0=$!
+timed_wait $p0 30; kill $blocker 2>/dev/null
+if [ $rc -eq 7 ] && grep -q "cannot listen on MASTER_ADDR:MASTER_PORT = 127.0.0.1:$port: the port is in use" "$TMP/busy.rank0.log"; then
+  ok "port in use: exit 7 naming 127.0.0.1:$port"
+else bad "port in use: exit $rc" "$TMP/busy.rank0.log"; fi
+
+# Launcher variables and batch shapes that cannot work are config errors before any rendezvous.
+expect_err() {  # expect_err NAME NEEDLE ENV... -- extra args
+  local name="$1" needle="$2"; shift 2
+  local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+  out="$(env "${envs[@]}" "$GSPO" "${TRAIN[@]}" --set train.max_steps=1 --set "train.output_dir=$TMP/e_$name" "$@" 2>&1)"; rc=$?
+  if [ $rc -eq 2 ] && grep -qF -- "$needle" <<<"$out"; then ok "$name: $needle"; else bad "$name: exit $rc: $out"; fi
+}
+expect_err bad-rank "RANK='one' is not an integer" RANK=one WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 --
+expect_err rank-range "RANK=2 is outside [0, WORLD_SIZE=2)" RANK=2 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 --
+expect_err no-addr "MASTER_ADDR is not set" RANK=0 WORLD_SIZE=2 MASTER_PORT=1 --
+expect_err indivisible "must be a multiple of the world size 4" RANK=0 WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 --
+expect_err no-nccl "NCCL" RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "MASTER_PORT=$(free_port)" -- --set distributed.backend=nccl
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
