@@ -29,11 +29,13 @@ done
 
 pids=()
 for ((r = 0; r < n; r++)); do
+  # Each rank in its own session: a terminal Ctrl-C reaches only this script, which forwards one SIGTERM to
+  # every rank (gspo then finishes the step, rank 0 checkpoints, and all exit 130 together).
   RANK=$r LOCAL_RANK=$r WORLD_SIZE=$n MASTER_ADDR="$addr" MASTER_PORT="$port" \
-    "$@" > >(sed -u "s/^/[rank $r] /") 2> >(sed -u "s/^/[rank $r] /" >&2) &
+    setsid "$@" > >(sed -u "s/^/[rank $r] /") 2> >(sed -u "s/^/[rank $r] /" >&2) &
   pids+=($!)
 done
-trap 'kill -TERM "${pids[@]}" 2>/dev/null' INT TERM
+trap 'echo "launch_local.sh: stopping all ranks after their current step" >&2; kill -TERM "${pids[@]}" 2>/dev/null' INT TERM
 
 status=0; deadline=""; declare -A finished=()
 while [ "${#finished[@]}" -lt "$n" ]; do

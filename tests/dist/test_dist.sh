@@ -122,6 +122,22 @@ if wait_for_steps "$TMP/hung/metrics.jsonl" 1; then
   else bad "stalled rank: rank 0 exit $rc after ${secs}s" "$TMP/hung.rank0.log"; fi
 else bad "stalled-rank run never reached step 1" "$TMP/hung.rank0.log"; kill -9 $p0 $p1 2>/dev/null; fi
 
+# Ctrl-C (here SIGTERM: a background job ignores SIGINT) to the launcher: every rank stops after the same step, rank 0 checkpoints, all exit 130; resume works.
+port=$(free_port)
+"$LAUNCH" -n 2 --port "$port" "$GSPO" "${TRAIN[@]}" --set train.max_steps=100000 --set "train.output_dir=$TMP/int" \
+  >"$TMP/int.log" 2>&1 & pl=$!
+if wait_for_steps "$TMP/int/metrics.jsonl" 2; then
+  kill -TERM $pl; timed_wait $pl 60
+  saved=$(ls "$TMP/int/checkpoints" 2>/dev/null | tail -1)
+  if [ $rc -eq 130 ] && [ -n "$saved" ] && [ "$(grep -c 'exited with status' "$TMP/int.log")" -le 1 ]; then
+    step=$((10#${saved#step_}))
+    if "$LAUNCH" -n 2 --port "$(free_port)" "$GSPO" "${TRAIN[@]}" --set train.max_steps=$((step + 1)) \
+         --set "train.output_dir=$TMP/int" --resume auto >"$TMP/int2.log" 2>&1 && grep -q "finished after step $((step + 1))" "$TMP/int2.log"; then
+      ok "Ctrl-C: both ranks exit 130 after step $step with a checkpoint; resuming on 2 ranks finishes step $((step + 1))"
+    else bad "resume after Ctrl-C" "$TMP/int2.log"; fi
+  else bad "Ctrl-C: launcher exit $rc, checkpoint '$saved'" "$TMP/int.log"; fi
+else bad "Ctrl-C run never reached step 2" "$TMP/int.log"; kill -9 $pl 2>/dev/null; fi
+
 # A rank that never starts: rank 0 gives up after init_timeout_s.
 port=$(free_port)
 start_rank 0 2 "$port" alone --set distributed.init_timeout_s=3; p0=$!

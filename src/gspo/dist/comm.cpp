@@ -100,7 +100,7 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const LaunchEnv& env, const config::D
   so.port = static_cast<uint16_t>(env.master_port);
   so.isServer = env.rank == 0;
   so.numWorkers = static_cast<size_t>(env.world_size);
-  so.waitWorkers = true;
+  so.waitWorkers = false;  // wait_for_all() below waits, with a message saying how many ranks came
   so.timeout = to_ms(o.init_timeout_s);
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
   try {
