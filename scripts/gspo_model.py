@@ -207,10 +207,11 @@ class CausalLM(nn.Module):
             i += 1
         if last_only:
             x = x[:, -1:, :]
-        return self.lm_head(self.norm(x)).float()
+        return self.lm_head(self.norm(x))
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-        """[B, T] int64 ids and mask -> [B, T, V] float32 logits (next-token scores at every position)."""
+        """[B, T] int64 ids and mask -> [B, T, V] logits in the weights' dtype (float32 for float32 weights);
+        gspo takes the float32 log-softmax itself, in chunks, so a bf16 model never holds float32 [B, T, V]."""
         return self._run(input_ids, attention_mask, None, 0, False)
 
     @torch.jit.export
@@ -223,12 +224,12 @@ class CausalLM(nn.Module):
     @torch.jit.export
     def prefill(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor) -> Tensor:
         """Fills cache columns [0, T) from [B, T] ids; returns [B, V] float32 logits of the last column."""
-        return self._run(input_ids, attention_mask, cache, 0, True).squeeze(1)
+        return self._run(input_ids, attention_mask, cache, 0, True).squeeze(1).float()
 
     @torch.jit.export
     def decode(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, start: int) -> Tensor:
         """One new column: ids [B, 1] at column `start`, mask [B, start + 1]; returns [B, V] float32 logits."""
-        return self._run(input_ids, attention_mask, cache, start, True).squeeze(1)
+        return self._run(input_ids, attention_mask, cache, start, True).squeeze(1).float()
 
     @torch.jit.export
     def expert_load(self) -> List[Tensor]:

@@ -14,11 +14,14 @@ namespace gspo::config {
 struct ModelOptions {
   std::string path = "";            // TorchScript policy (.pt) meeting docs/model-contract.md
   std::string device = "cpu";       // cpu, cuda, cuda:N, or auto (cuda when available)
+  std::string dtype = "float32";    // weights for forward/backward: float32, or bfloat16 with float32 master weights
 
   template <class V>
   void visit(V&& v) {
     v("path", path, "TorchScript policy file (.pt) meeting docs/model-contract.md", any());
     v("device", device, "cpu, cuda, cuda:N, or auto (cuda when available)", any());
+    v("dtype", dtype, "training weights: float32, or bfloat16 (forward/backward in bf16; float32 master weights, "
+      "gradients accumulated in float32, float32 AdamW state)", one_of({"float32", "bfloat16"}));
   }
 };
 

@@ -5,6 +5,10 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#ifdef GSPO_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +38,22 @@ int64_t peak_rss_bytes() {
       return kb * 1024;
     }
   }
+  return 0;
+}
+
+}  // namespace gspo::compat
+
+namespace gspo::compat {
+
+int64_t peak_device_bytes(c10::Device device) {
+#ifdef GSPO_WITH_CUDA
+  if (device.is_cuda()) {
+    // Index 0 of each stat array is the aggregate over pool types (StatType::AGGREGATE in 1.13 and 2.x).
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats.allocated_bytes[0].peak;
+  }
+#endif
+  (void)device;
   return 0;
 }
 

@@ -27,4 +27,8 @@ torch::jit::Module load_module(const std::string& path, c10::Device device,
 // Peak resident memory of this process in bytes (VmHWM), 0 when unknown.
 int64_t peak_rss_bytes();
 
+// Peak bytes allocated by LibTorch's CUDA caching allocator on `device` since the start (0 for a CPU device or a
+// build without CUDA).
+int64_t peak_device_bytes(c10::Device device);
+
 }  // namespace gspo::compat

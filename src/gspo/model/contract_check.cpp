@@ -7,15 +7,19 @@
 namespace gspo::model {
 namespace {
 
-void expect_shape(const at::Tensor& t, std::vector<int64_t> want, const std::string& what, const std::string& file) {
+void expect_shape(const at::Tensor& t, std::vector<int64_t> want, const std::string& what, const std::string& file,
+                  bool any_float = false) {
   if (t.sizes().vec() != want) {
     std::ostringstream os;
     os << file << ": " << what << " returned shape " << t.sizes() << ", the contract needs " << at::IntArrayRef(want);
     throw ModelContractError(os.str());
   }
-  if (t.scalar_type() != at::kFloat) {
+  const bool ok = t.scalar_type() == at::kFloat ||
+                  (any_float && (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf));
+  if (!ok) {
     throw ModelContractError(file + ": " + what + " returned dtype " + std::string(c10::toString(t.scalar_type())) +
-                             ", the contract needs float32 logits");
+                             (any_float ? ", the contract needs float32, bfloat16 or float16 logits"
+                                        : ", the contract needs float32 logits"));
   }
 }
 
@@ -42,7 +46,9 @@ double check_contract(Policy& policy) {
   mask.index_put_({0, torch::indexing::Slice(0, 2)}, 0);  // row 0 left-padded by two columns
 
   auto full = call("forward(input_ids [2, T], attention_mask [2, T])", file, [&] { return policy.logits(gen, mask); });
-  expect_shape(full, {B, T + 2, V}, "forward(input_ids [2, " + std::to_string(T + 2) + "])", file);
+  expect_shape(full, {B, T + 2, V}, "forward(input_ids [2, " + std::to_string(T + 2) + "])", file, true);
+  const bool low_precision = full.scalar_type() != at::kFloat || m.dtype != "float32";
+  full = full.to(at::kFloat);
 
   auto cache = call("init_cache(2, T)", file, [&] { return policy.init_cache(B, T + 2); });
   auto first = call("prefill", file, [&] {
@@ -58,7 +64,7 @@ double check_contract(Policy& policy) {
     worst = std::max(worst, (step - full.select(1, s)).abs().max().item<double>());
   }
   // Padded query positions are unspecified; compare only real columns (row 0's first two are padding).
-  const double tol = m.dtype == "float32" ? 1e-3 : 5e-2;
+  const double tol = low_precision ? 5e-2 * std::max(1.0, full.abs().max().item<double>()) : 1e-3;
   if (!(worst <= tol)) {
     throw ModelContractError(file + ": KV-cache decode disagrees with forward by " + std::to_string(worst) +
                              " (tolerance " + std::to_string(tol) + ")");

@@ -94,6 +94,12 @@ std::vector<at::Tensor> Policy::parameters() const {
   return out;
 }
 
+void Policy::set_param_dtype(c10::ScalarType dtype) {
+  torch::NoGradGuard g;
+  for (auto p : impl_->module.parameters())
+    if (p.is_floating_point() && p.scalar_type() != dtype) p.set_data(p.detach().to(dtype));
+}
+
 int64_t Policy::num_parameters() const {
   int64_t n = 0;
   for (const auto& p : impl_->module.parameters()) n += p.numel();

@@ -27,7 +27,8 @@ class Policy {
   const std::string& tokenizer_json() const;  // the embedded tokenizer spec ("" when none)
   c10::Device device() const;
 
-  // [B, T] int64 ids and mask -> [B, T, V] float32 logits. Differentiable when grad mode is on.
+  // [B, T] int64 ids and mask -> [B, T, V] logits, float32 or the weights' low-precision dtype (the contract
+  // allows either; train/logprobs.h upcasts in chunks). Differentiable when grad mode is on.
   at::Tensor logits(const at::Tensor& ids, const at::Tensor& mask);
   // Empty cache for `batch` rows and `max_len` columns; layout private to the model.
   at::Tensor init_cache(int64_t batch, int64_t max_len);
@@ -43,6 +44,8 @@ class Policy {
   std::vector<at::Tensor> expert_load();
 
   std::vector<at::Tensor> parameters() const;
+  // Casts every floating parameter in place to `dtype` (buffers such as rotary tables keep their precision).
+  void set_param_dtype(c10::ScalarType dtype);
   int64_t num_parameters() const;
   // Writes the policy (current weights, manifest, tokenizer) as TorchScript to `path`.
   void save(const std::string& path) const;

@@ -19,6 +19,7 @@
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
+#include "gspo/train/master_weights.h"
 #include "gspo/train/step_record.h"
 #include "gspo/train/trainer.h"
 
@@ -38,6 +39,7 @@ struct Trainer::State {
   std::unique_ptr<dist::Comm> comm;           // world size 1: a local no-op group
   std::unique_ptr<torch::optim::AdamW> optimizer;  // distributed.zero_stage 0
   std::unique_ptr<dist::ShardedAdamW> zero;        // distributed.zero_stage 1 (then `optimizer` is null)
+  std::unique_ptr<MasterWeights> master;           // model.dtype bfloat16: float32 masters the optimizer updates
   at::Generator train_gen;                    // mini-batch shuffling (sampling noise is keyed by step, noise.h)
   algo::LossOptions loss_opts;
   algo::AdvantageOptions adv_opts;
@@ -50,6 +52,9 @@ struct Trainer::State {
 
 // One rollout step; returns its metrics (also appended to the metrics log by the caller).
 nlohmann::ordered_json run_step(Trainer::State& s);
+
+// What the optimizer updates: the float32 masters (model.dtype bfloat16) or the policy's own parameters.
+std::vector<at::Tensor> train_params(Trainer::State& s);
 
 // The metrics line of a step from this rank's record (collective: every rank calls it).
 nlohmann::ordered_json step_metrics(Trainer::State& s, StepRecord& r, std::chrono::steady_clock::time_point t_step);

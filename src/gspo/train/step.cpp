@@ -100,11 +100,7 @@ void set_lr(torch::optim::AdamW& opt, double lr) {
 }
 
 void zero_grads(Trainer::State& s) {
-  if (s.optimizer) {
-    s.optimizer->zero_grad();
-    return;
-  }
-  for (auto& p : s.policy->parameters())
+  for (auto& p : train_params(s))
     if (p.grad().defined()) p.mutable_grad().zero_();
 }
 
@@ -123,6 +119,7 @@ std::string accumulate(Trainer::State& s, MiniBatch& mb, int64_t P, double temp,
     const double lv = res.loss.item<double>();
     if (!std::isfinite(lv)) return "loss (" + std::to_string(lv) + ")";
     (res.loss * (static_cast<double>(m.rows.size()) / static_cast<double>(mb.global_rows))).backward();
+    if (s.master) s.master->accumulate_grads();  // bf16 gradients summed in float32
     mb_stats.add(res.stats);
     u.loss_sum += lv * static_cast<double>(m.rows.size());
     u.entropy_sum += (tl.entropy * m.resp_mask).sum().item<double>();
@@ -156,9 +153,14 @@ void apply(Trainer::State& s, double lr, double gnorm, double max_norm) {
   s.optimizer->step();
 }
 
+void apply_and_publish(Trainer::State& s, double lr, double gnorm, double max_norm) {
+  apply(s, lr, gnorm, max_norm);
+  if (s.master) s.master->copy_to_model();
+}
+
 UpdateStats update(Trainer::State& s, std::vector<MiniBatch>& plan, int64_t P, double temp) {
   UpdateStats u;
-  auto params = s.policy->parameters();
+  auto params = train_params(s);
   const double max_norm = s.cfg.optimizer.grad_clip > 0 ? s.cfg.optimizer.grad_clip : INFINITY;
   for (size_t k = 0; k < plan.size(); ++k) {
     zero_grads(s);
@@ -180,7 +182,7 @@ UpdateStats update(Trainer::State& s, std::vector<MiniBatch>& plan, int64_t P, d
     u.loss.add(mb_stats);
     u.lr = learning_rate(s.optimizer_steps, s.total_optimizer_steps, s.cfg.optimizer.lr, s.cfg.optimizer.warmup_steps,
                          s.cfg.optimizer.schedule, s.cfg.optimizer.min_lr_ratio);
-    apply(s, u.lr, gnorm, max_norm);
+    apply_and_publish(s, u.lr, gnorm, max_norm);
     ++s.optimizer_steps;
     ++u.updates;
     u.grad_norm_sum += gnorm;

@@ -152,6 +152,8 @@ nlohmann::ordered_json step_metrics(Trainer::State& s, StepRecord& r, std::chron
   m["sample_tokens_per_s"] = ratio(static_cast<double>(r.generated_tokens), r.t_sample);
   m["train_tokens_per_s"] = ratio(static_cast<double>(u.train_tokens), r.t_update);
   m["peak_rss_mb"] = rss_mb;
+  if (s.policy->device().is_cuda())
+    m["peak_gpu_mb"] = max_over_ranks(comm, static_cast<double>(compat::peak_device_bytes(s.policy->device())) / (1024.0 * 1024.0));
   m["world_size"] = comm.world_size();
   if (comm.world_size() > 1) {
     m["time_comm_s"] = counters.seconds;

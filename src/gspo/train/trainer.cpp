@@ -55,10 +55,18 @@ void sync_initial_weights(Trainer::State& s) {
   log::info("{} ranks start from identical weights (fingerprint {:.17g}, {:.17g})", all.size(0), mine[0], mine[1]);
 }
 
+// model.dtype bfloat16: float32 masters from the (broadcast) float32 weights, then the policy and the reference
+// model are cast to bf16.
+void setup_precision(Trainer::State& s) {
+  for (auto& p : s.policy->parameters()) p.set_requires_grad(true);
+  if (s.cfg.model.dtype != "bfloat16") return;
+  s.master = std::make_unique<MasterWeights>(*s.policy, torch::kBFloat16);
+  if (s.reference) s.reference->set_param_dtype(torch::kBFloat16);
+}
+
 void setup_optimizer(Trainer::State& s) {
   const auto& o = s.cfg.optimizer;
-  auto params = s.policy->parameters();
-  for (auto& p : params) p.set_requires_grad(true);
+  auto params = train_params(s);
   if (s.cfg.distributed.zero_stage == 1) {
     s.zero = std::make_unique<dist::ShardedAdamW>(params, dist::AdamWHyper{o.beta1, o.beta2, o.eps, o.weight_decay},
                                                   *s.comm);
@@ -82,7 +90,6 @@ void setup_models(Trainer::State& s, const std::optional<std::string>& ckpt, c10
   }
   s.tok = c.tokenizer.path.empty() ? tokenizer::from_spec(s.policy->tokenizer_json(), c.model.path)
                                    : tokenizer::from_file(c.tokenizer.path);
-  setup_optimizer(s);
   rollout::SamplingParams sp{c.rollout.temperature, c.rollout.top_p, c.rollout.top_k, c.rollout.max_new_tokens,
                              c.rollout.stop};
   s.sampler = std::make_unique<rollout::Sampler>(*s.policy, *s.tok, sp);
@@ -146,8 +153,13 @@ std::string save(Trainer::State& s) {
       if (s.zero) io::save_tensors(d + kZeroFile, zero_state, "ZeRO-1 optimizer state");
       else io::save_optimizer(d, *s.optimizer);
     };
-    dir = io::save_checkpoint(s.run_dir, meta, *s.policy, write_optimizer, {s.train_gen.get_state()}, s.config_yaml,
-                              s.cfg.checkpoint.keep_last);
+    auto write = [&] {
+      dir = io::save_checkpoint(s.run_dir, meta, *s.policy, write_optimizer, {s.train_gen.get_state()}, s.config_yaml,
+                                s.cfg.checkpoint.keep_last);
+    };
+    // bf16 training saves the float32 masters as the policy, so resuming restores them exactly.
+    if (s.master) s.master->with_float32_policy(write);
+    else write();
   }
   s.comm->barrier("checkpoint of step " + std::to_string(s.step));
   return dir;
@@ -170,6 +182,10 @@ double window_mean(const std::vector<double>& v, bool head) {
 }
 
 }  // namespace
+
+std::vector<at::Tensor> train_params(Trainer::State& s) {
+  return s.master ? s.master->params() : s.policy->parameters();
+}
 
 Trainer::Trainer(const config::Config& cfg, const std::string& resume) : s_(std::make_unique<State>()) {
   auto& s = *s_;
@@ -195,6 +211,8 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume) : s_(std:
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
   setup_models(s, ckpt, device);
   sync_initial_weights(s);
+  setup_precision(s);
+  setup_optimizer(s);
   setup_algorithm(s);
   if (ckpt) restore(s, *ckpt);
   if (s.comm->is_main()) {  // only rank 0 writes the run directory
