@@ -1,6 +1,6 @@
 // gspo: the command line. Parses flags into the library's argument structs, calls the library, and maps
 // exceptions to exit codes (the only place that decides them): 0 ok, 1 unexpected, 2 config/usage, 3 data,
-// 4 model contract, 5 io, 6 training fault, 130 interrupted.
+// 4 model contract, 5 io, 6 training fault, 7 distributed, 130 interrupted.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -50,6 +50,9 @@ void add_train(CLI::App& app, gspo::cli::TrainArgs& a) {
   c->add_option("--config,-c", a.config, "YAML config file")->required();
   c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
   c->add_option("--resume", a.resume, "auto (newest checkpoint in train.output_dir, else fresh) or a checkpoint dir");
+  c->footer("Several processes or GPUs: run one gspo per rank with torchrun-style RANK, WORLD_SIZE, LOCAL_RANK,\n"
+            "MASTER_ADDR, MASTER_PORT (scripts/launch_local.sh -n N gspo train ...) or under Slurm's srun\n"
+            "(scripts/slurm_gspo.sbatch); see docs/distributed.md.");
 }
 
 void add_eval(CLI::App& app, gspo::cli::EvalArgs& a) {

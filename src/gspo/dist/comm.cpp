@@ -182,7 +182,7 @@ std::unique_ptr<Comm::Impl> make_nccl(const LaunchEnv& env, const config::Distri
 
 }  // namespace
 
-Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Device device) : env_(env) {
+Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Device device) : env_(env), device_(device) {
   if (env.world_size == 1) return;
   backend_ = o.backend != "auto" ? o.backend : device.is_cuda() ? "nccl" : "gloo";
   if (backend_ == "nccl" && !device.is_cuda())
@@ -227,20 +227,28 @@ void run_collective(Comm::Counters& c, const Comm& comm, const char* what, doubl
 double nbytes(const at::Tensor& t) { return static_cast<double>(t.numel() * t.element_size()); }
 }  // namespace
 
+// NCCL takes CUDA tensors only: small host tensors (flags, metrics) are staged through the rank's GPU.
+at::Tensor Comm::staged(const at::Tensor& t) const {
+  return backend_ == "nccl" && !t.is_cuda() ? t.to(device_) : t.contiguous();
+}
+
 void Comm::all_reduce(at::Tensor& t, ReduceOp op) {
   if (!impl_) return;
-  std::vector<at::Tensor> v{t};
+  std::vector<at::Tensor> v{staged(t)};
   run_collective(counters_, *this, "all_reduce", nbytes(t), [&] { return impl_->all_reduce(v, op); });
+  if (!v[0].is_same(t)) t.copy_(v[0]);
 }
 
 void Comm::broadcast(at::Tensor& t, int64_t root) {
   if (!impl_) return;
-  std::vector<at::Tensor> v{t};
+  std::vector<at::Tensor> v{staged(t)};
   run_collective(counters_, *this, "broadcast", nbytes(t), [&] { return impl_->broadcast(v, root); });
+  if (!v[0].is_same(t)) t.copy_(v[0]);
 }
 
 at::Tensor Comm::all_gather(const at::Tensor& t) {
   if (!impl_) return t.clone();
+  if (backend_ == "nccl" && !t.is_cuda()) return all_gather(t.to(device_)).to(t.device());
   auto in = t.contiguous();
   std::vector<at::Tensor> inputs{in};
   std::vector<std::vector<at::Tensor>> outputs(1);
@@ -260,7 +268,7 @@ void Comm::reduce_scatter(const at::Tensor& full, at::Tensor& shard) {
     return;
   }
   if (impl_->native_reduce_scatter()) {
-    auto in = full.contiguous();
+    auto in = staged(full);
     run_collective(counters_, *this, "reduce_scatter", nbytes(in), [&] { return impl_->reduce_scatter(shard, in); });
     return;
   }

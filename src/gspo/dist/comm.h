@@ -52,7 +52,9 @@ class Comm {
   struct Impl;
 
  private:
+  at::Tensor staged(const at::Tensor& t) const;
   LaunchEnv env_;
+  c10::Device device_;
   std::string backend_ = "none";
   std::unique_ptr<Impl> impl_;
   Counters counters_;
