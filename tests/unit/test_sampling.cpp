@@ -223,3 +223,33 @@ TEST_CASE("counter-based uniforms are uniform and keyed by row, not batch positi
   CHECK(rollout::row_uniforms({3, 70000}, {0}, 5).item<double>() == u[70000].item<double>());
   CHECK(rollout::uniform01(3, 1, 5) != rollout::uniform01(3, 1, 6));
 }
+
+TEST_CASE("checking for finished rows every 8 steps (the GPU cadence) changes no sample", "[rollout]") {
+  Fixture f;
+  auto prior = test::load_tiny("tiny_prior.pt");  // emits EOS often, so rows finish at different steps
+  rollout::SamplingParams every1{1.0, 1.0, 0, 24, {}}, every8 = every1;
+  every1.check_every = 1;
+  every8.check_every = 8;
+  rollout::Sampler s1(prior, *f.tok, every1), s8(prior, *f.tok, every8);
+  auto a = s1.generate(f.prompts, 8, {4, 0});
+  auto b = s8.generate(f.prompts, 8, {4, 0});
+  int64_t eos = 0;
+  for (int64_t r = 0; r < a.num_rows(); ++r) {
+    CHECK(a.response_ids[r] == b.response_ids[r]);
+    CHECK(a.finish[r] == b.finish[r]);
+    eos += a.finish[r] == rollout::Finish::kEos;
+  }
+  CHECK(eos > 0);
+  CHECK(a.behaviour_logprobs.equal(b.behaviour_logprobs));
+  CHECK(s8.last_stats().host_checks * 4 <= s1.last_stats().host_checks + 4);
+}
+
+TEST_CASE("device-side sampling noise is bit-identical to the host's", "[rollout]") {
+  std::vector<int64_t> rows(5000);
+  std::iota(rows.begin(), rows.end(), 0);
+  for (uint64_t seed : {0ULL, 7ULL, 0xFFFFFFFFFFFFFFFFULL})
+    for (int64_t pos : {0, 1, 513}) {
+      const rollout::NoiseKey key{seed, 123456789};
+      CHECK(rollout::row_uniforms(key, rows, pos).equal(rollout::row_uniforms(key, torch::tensor(rows), pos)));
+    }
+}

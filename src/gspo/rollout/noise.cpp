@@ -26,4 +26,27 @@ at::Tensor row_uniforms(const NoiseKey& key, const std::vector<int64_t>& rows, i
   return u;
 }
 
+namespace {
+// uint64 arithmetic on int64 tensors: multiplication wraps modulo 2^64 in two's complement, and a logical right
+// shift is an arithmetic one with the sign-extended bits masked off.
+at::Tensor shr(const at::Tensor& x, int k) {
+  return x.__rshift__(k).bitwise_and(static_cast<int64_t>((~0ULL) >> k));
+}
+int64_t bits(uint64_t v) { return static_cast<int64_t>(v); }
+at::Tensor finalise_t(at::Tensor z) {
+  z = (z ^ shr(z, 30)) * bits(0xBF58476D1CE4E5B9ULL);
+  z = (z ^ shr(z, 27)) * bits(0x94D049BB133111EBULL);
+  return z ^ shr(z, 31);
+}
+}  // namespace
+
+at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, int64_t position) {
+  const uint64_t a = finalise(key.seed + 0x9E3779B97F4A7C15ULL);        // mix_seed(seed, row), seed part
+  auto row = rows + key.first_row;
+  auto h = finalise_t(row * bits(0xD1B54A32D192ED03ULL) ^ bits(a));     // = mix_seed(seed, row)
+  const int64_t pos = bits(static_cast<uint64_t>(position) * 0xD1B54A32D192ED03ULL);
+  h = finalise_t(finalise_t(h + bits(0x9E3779B97F4A7C15ULL)) ^ pos);   // = mix_seed(h, position)
+  return shr(h, 11).to(torch::kDouble) * 0x1.0p-53;
+}
+
 }  // namespace gspo::rollout

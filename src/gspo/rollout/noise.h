@@ -24,4 +24,8 @@ double uniform01(uint64_t seed, uint64_t row, uint64_t position);
 // [rows.size()] float64 on the CPU: uniform01(key.seed, key.first_row + rows[i], position).
 at::Tensor row_uniforms(const NoiseKey& key, const std::vector<int64_t>& rows, int64_t position);
 
+// The same values computed with tensor ops where `rows` ([n] int64) lives, so a GPU sampler needs no host-to-device
+// copy per token. Bit-identical to row_uniforms (tested).
+at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, int64_t position);
+
 }  // namespace gspo::rollout

@@ -100,21 +100,81 @@ void fill_layout(RolloutBatch& out, const at::Tensor& pids, const at::Tensor& pm
 
 }  // namespace
 
-void Sampler::compact(at::Tensor& cache, at::Tensor& live_mask, std::vector<int64_t>& rows,
-                      std::vector<char>& done_in_cache) {
-  const int64_t dead = std::count(done_in_cache.begin(), done_in_cache.end(), 1);
-  if (dead == 0 || dead * 4 < static_cast<int64_t>(rows.size())) return;
-  std::vector<int64_t> keep, new_rows;
-  for (size_t i = 0; i < rows.size(); ++i)
-    if (!done_in_cache[i]) {
-      keep.push_back(static_cast<int64_t>(i));
-      new_rows.push_back(rows[i]);
+// The rows still in the KV cache, in cache order. Their per-step state lives on the model's device so a decode
+// step needs no host round trip; `rows_host` mirrors `rows` and changes only when the cache is compacted.
+struct Live {
+  std::vector<int64_t> rows_host;
+  at::Tensor rows;  // [L] int64: batch row of each cache row
+  at::Tensor done;  // [L] bool: finished (its cache row is dead until the next compaction)
+  at::Tensor next;  // [L, 1] int64: the next decode input (pad for finished rows)
+  at::Tensor mask;  // [L, P + R] int64 attention mask
+};
+
+// Per batch row, on the device, copied to the host once at the end.
+struct Written {
+  at::Tensor tokens;    // [N, R] int64, pad after the response
+  at::Tensor logprobs;  // [N, R] float32
+  at::Tensor length;    // [N] int64
+  at::Tensor finish;    // [N] int64: Finish values
+};
+
+namespace {
+constexpr int64_t kSyncEvery = 8;  // GPU: steps between host checks for "all finished" and compaction
+}  // namespace
+
+// Drops finished rows from the cache once they are a quarter of it (each drop copies the cache once). Returns the
+// number of rows still running. Reads `done` on the host: the one synchronisation of the loop.
+int64_t Sampler::sync_and_compact(at::Tensor& cache, Live& live) {
+  auto done = live.done.to(torch::kCPU);
+  const auto* d = done.data_ptr<bool>();
+  const int64_t L = done.numel();
+  const int64_t dead = std::count(d, d + L, true);
+  if (dead == 0 || dead == L || dead * 4 < L) return L - dead;
+  std::vector<int64_t> keep, rows;
+  for (int64_t i = 0; i < L; ++i)
+    if (!d[i]) {
+      keep.push_back(i);
+      rows.push_back(live.rows_host[i]);
     }
   auto idx = torch::tensor(keep, torch::kLong).to(policy_.device());
   cache = policy_.reorder_cache(cache, idx);
-  live_mask = live_mask.index_select(0, idx);
-  rows = std::move(new_rows);
-  done_in_cache.assign(rows.size(), 0);
+  live.mask = live.mask.index_select(0, idx);
+  live.rows = live.rows.index_select(0, idx);
+  live.next = live.next.index_select(0, idx);
+  live.done = live.done.index_select(0, idx);
+  live.rows_host = std::move(rows);
+  return L - dead;
+}
+
+// Records one sampled column: tokens and log-probs of the running rows, lengths, EOS, the mask column, the next
+// decode input. Stop strings need the text, so with stop strings the tokens come to the host every step.
+void Sampler::record(const Draw& draw, Live& live, Written& out, StopMatcher& stops, std::vector<std::string>& text,
+                     int64_t col, int64_t step) {
+  const auto& m = policy_.manifest();
+  auto active = live.done.logical_not();
+  out.tokens.select(1, step).index_copy_(0, live.rows, torch::where(active, draw.tokens, m.pad_token_id));
+  out.logprobs.select(1, step).index_copy_(0, live.rows, torch::where(active, draw.logprobs, 0.0));
+  out.length.index_add_(0, live.rows, active.to(torch::kLong));
+  auto eos = active.logical_and(draw.tokens == m.eos_token_id);
+  auto finish = out.finish.index_select(0, live.rows);
+  finish = torch::where(eos, static_cast<int64_t>(Finish::kEos), finish);
+  live.mask.select(1, col).copy_(active.to(torch::kLong));
+  auto ended = eos;
+  if (stops.active()) {
+    auto tok = draw.tokens.to(torch::kCPU);
+    auto act = active.to(torch::kCPU);
+    auto stopped = torch::zeros({tok.numel()}, torch::kBool);
+    for (int64_t i = 0; i < tok.numel(); ++i)
+      if (act.data_ptr<bool>()[i] && tok.data_ptr<int64_t>()[i] != m.eos_token_id &&
+          stops.append_and_match(text[live.rows_host[i]], tok.data_ptr<int64_t>()[i]))
+        stopped.data_ptr<bool>()[i] = true;
+    stopped = stopped.to(live.done.device());
+    finish = torch::where(stopped, static_cast<int64_t>(Finish::kStop), finish);
+    ended = ended.logical_or(stopped);
+  }
+  out.finish.index_copy_(0, live.rows, finish);
+  live.done = live.done.logical_or(ended);
+  live.next = torch::where(live.done, m.pad_token_id, draw.tokens).unsqueeze(1);
 }
 
 RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise) {
@@ -141,69 +201,56 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
     logits = logits.index_select(0, expand);
   }
 
-  // live_* hold the rows still in the cache, in cache order; rows[i] = batch row of cache row i.
-  auto live_mask = torch::zeros({N, P + R}, torch::kLong);
-  live_mask.narrow(1, 0, P).copy_(pmask.repeat_interleave(G, 0));
-  live_mask = live_mask.to(dev);
-  std::vector<int64_t> rows(N);
-  for (int64_t i = 0; i < N; ++i) rows[i] = i;
-  std::vector<char> done_in_cache(N, 0);  // cache row finished but not yet dropped
-
-  RolloutBatch out;
-  out.prompt_len = P;
-  out.group_size = G;
-  out.finish.assign(N, Finish::kLength);
-  out.response_ids.assign(N, {});
-  std::vector<std::vector<float>> logps(N);
+  auto on_dev = torch::TensorOptions().device(dev);
+  Live live;
+  live.rows_host.resize(N);
+  for (int64_t i = 0; i < N; ++i) live.rows_host[i] = i;
+  live.rows = torch::arange(N, on_dev.dtype(torch::kLong));
+  live.done = torch::zeros({N}, on_dev.dtype(torch::kBool));
+  live.mask = torch::zeros({N, P + R}, torch::kLong);
+  live.mask.narrow(1, 0, P).copy_(pmask.repeat_interleave(G, 0));
+  live.mask = live.mask.to(dev);
+  Written out{torch::full({N, R}, pad, on_dev.dtype(torch::kLong)), torch::zeros({N, R}, on_dev.dtype(torch::kFloat)),
+              torch::zeros({N}, on_dev.dtype(torch::kLong)),
+              torch::full({N}, static_cast<int64_t>(Finish::kLength), on_dev.dtype(torch::kLong))};
   StopMatcher stops(params_.stop, tok_);
   std::vector<std::string> text(N);
-  int64_t alive = N;
+  // On the CPU a host check costs nothing; with stop strings the tokens come to the host every step anyway.
+  const int64_t sync_every = stops.active() ? 1 : params_.check_every > 0 ? params_.check_every : dev.is_cpu() ? 1 : kSyncEvery;
 
-  for (int64_t step = 0; step < R && alive > 0; ++step) {
+  for (int64_t step = 0; step < R; ++step) {
     if (step > 0) {
-      auto col = torch::full({static_cast<int64_t>(rows.size()), 1}, pad, torch::kLong);
-      auto ca = col.accessor<int64_t, 2>();
-      for (size_t i = 0; i < rows.size(); ++i)
-        if (!done_in_cache[i]) ca[i][0] = out.response_ids[rows[i]].back();
-      logits = policy_.decode(col.to(dev), live_mask.narrow(1, 0, P + step), cache, P + step - 1);
+      logits = policy_.decode(live.next, live.mask.narrow(1, 0, P + step), cache, P + step - 1);
       stats_.decode_steps++;
-      stats_.row_steps += static_cast<int64_t>(rows.size());
+      stats_.row_steps += static_cast<int64_t>(live.rows_host.size());
     }
-    Draw d = sample_next(logits, params_, row_uniforms(noise, rows, step));
-    auto tokens = d.tokens.to(torch::kCPU);
-    auto lps = d.logprobs.to(torch::kCPU);
-    auto ta = tokens.accessor<int64_t, 1>();
-    auto la = lps.accessor<float, 1>();
-    auto new_col = torch::zeros({static_cast<int64_t>(rows.size())}, torch::kLong);
-    auto na = new_col.accessor<int64_t, 1>();
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (done_in_cache[i]) continue;
-      const int64_t r = rows[i];
-      const int64_t tok = ta[i];
-      out.response_ids[r].push_back(tok);
-      logps[r].push_back(la[i]);
-      na[i] = 1;
-      bool end = false;
-      if (tok == m.eos_token_id) {
-        out.finish[r] = Finish::kEos;
-        end = true;
-      } else if (stops.active() && stops.append_and_match(text[r], tok)) {
-        out.finish[r] = Finish::kStop;
-        end = true;
-      }
-      if (end) {
-        done_in_cache[i] = 1;
-        --alive;
-      }
+    auto u = dev.is_cpu() ? row_uniforms(noise, live.rows_host, step) : row_uniforms(noise, live.rows, step);
+    record(sample_next(logits, params_, u), live, out, stops, text, P + step, step);
+    if ((step + 1) % sync_every == 0 && step + 1 < R) {
+      ++stats_.host_checks;
+      if (sync_and_compact(cache, live) == 0) break;
     }
-    live_mask.select(1, P + step).copy_(new_col.to(dev));
-    // Drop finished rows from the cache once they are a quarter of it (each drop copies the cache once).
-    if (alive > 0) compact(cache, live_mask, rows, done_in_cache);
   }
 
-  fill_layout(out, pids, pmask, logps, pad);
+  auto tokens = out.tokens.to(torch::kCPU), lps = out.logprobs.to(torch::kCPU);
+  auto length = out.length.to(torch::kCPU), finish = out.finish.to(torch::kCPU);
+  RolloutBatch batch;
+  batch.prompt_len = P;
+  batch.group_size = G;
+  batch.finish.resize(N);
+  batch.response_ids.resize(N);
+  std::vector<std::vector<float>> logps(N);
+  for (int64_t r = 0; r < N; ++r) {
+    const int64_t n = length.data_ptr<int64_t>()[r];
+    const int64_t* t = tokens.data_ptr<int64_t>() + r * R;
+    const float* l = lps.data_ptr<float>() + r * R;
+    batch.response_ids[r].assign(t, t + n);
+    logps[r].assign(l, l + n);
+    batch.finish[r] = static_cast<Finish>(finish.data_ptr<int64_t>()[r]);
+  }
+  fill_layout(batch, pids, pmask, logps, pad);
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return out;
+  return batch;
 }
 
 }  // namespace gspo::rollout

@@ -38,7 +38,12 @@ struct SamplerStats {
   double seconds = 0;        // wall time of generate()
   int64_t decode_steps = 0;  // decode calls
   int64_t row_steps = 0;     // sum over decode calls of the rows computed (compute actually spent)
+  int64_t host_checks = 0;   // device-to-host reads of the finished flags (the loop's only synchronisations)
 };
+
+struct Live;     // sampler.cpp: decoding state of the rows in the cache
+struct Written;  // sampler.cpp: what has been sampled, per batch row
+class StopMatcher;
 
 class Sampler {
  public:
@@ -53,8 +58,9 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
-  // Drops finished rows from the cache (and the rows' mask and bookkeeping) once they are a quarter of it.
-  void compact(at::Tensor& cache, at::Tensor& live_mask, std::vector<int64_t>& rows, std::vector<char>& done_in_cache);
+  int64_t sync_and_compact(at::Tensor& cache, Live& live);
+  void record(const Draw& draw, Live& live, Written& out, StopMatcher& stops,
+              std::vector<std::string>& text, int64_t col, int64_t step);
 
   model::Policy& policy_;
   const tokenizer::Tokenizer& tok_;
