@@ -115,3 +115,21 @@ TEST_CASE("master weights accumulate bf16 gradients in float32 and keep sub-reso
   for (int i = 0; i < 100; ++i) naive.sub_(1e-5);
   CHECK(naive.item<double>() == 1.0);  // the failure mode masters prevent
 }
+
+TEST_CASE("bf16 masters under ZeRO-1 (one rank) follow the torch AdamW run", "[train][bf16]") {
+  const auto plain = fresh("bf16_adamw"), zero = fresh("bf16_zero1");
+  train::Trainer(cfg(plain, {"model.dtype=bfloat16", "train.max_steps=3"}), "").run();
+  train::Trainer(cfg(zero, {"model.dtype=bfloat16", "train.max_steps=3", "distributed.zero_stage=1"}), "").run();
+  auto a = metrics(plain), b = metrics(zero);
+  REQUIRE(a.size() == 3);
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i]["reward_mean"] == b[i]["reward_mean"]);
+    CHECK(b[i]["grad_norm"].get<double>() == Approx(a[i]["grad_norm"].get<double>()).epsilon(1e-5));
+  }
+  auto wa = model::Policy::load(io::policy_file(plain + "/checkpoints/step_00000003")).parameters();
+  auto wb = model::Policy::load(io::policy_file(zero + "/checkpoints/step_00000003")).parameters();
+  // Within 2% of one AdamW step (lr 3e-3), as in the micro-batch test: the clip coefficient is computed in
+  // float32 on one side and float64 on the other, and Adam's division by sqrt(v) magnifies that for the few
+  // coordinates whose gradient is near zero (measured: 40 of 25k coordinates differ, by at most 4e-6).
+  for (size_t i = 0; i < wa.size(); ++i) CHECK((wa[i] - wb[i]).abs().max().item<double>() < 0.02 * 3e-3);
+}
