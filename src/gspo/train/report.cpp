@@ -20,7 +20,10 @@ std::string progress_line(const nlohmann::ordered_json& m, int64_t max_steps) {
                 m["entropy"].get<double>(), m["grad_norm"].get<double>(), m["lr"].get<double>(), kl.c_str(),
                 m["time_step_s"].get<double>(), m["time_sample_s"].get<double>(), m["time_update_s"].get<double>(),
                 m["sample_tokens_per_s"].get<double>());
-  return buf;
+  std::string line = buf;
+  if (m.contains("comm_frac"))  // several ranks: the share of the step spent in collectives
+    line += " | comm " + std::to_string(static_cast<int>(m["comm_frac"].get<double>() * 100 + 0.5)) + "%";
+  return line;
 }
 
 std::string summary_text(const TrainSummary& s) {
