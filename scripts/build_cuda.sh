@@ -32,9 +32,16 @@ NV_LIBS="$("$PY" -c 'import os, nvidia; p = os.path.dirname(nvidia.__path__[0] i
 [ -n "$NV_LIBS" ] && export LD_LIBRARY_PATH="$NV_LIBS:$LD_LIBRARY_PATH"
 
 GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
+EXTRA=()
+# The machine may have no pkg-config of its own: use the unpacked pkgconf.
+if ! command -v pkg-config >/dev/null && [ -x "$PREFIX/usr/bin/pkgconf" ]; then
+  EXTRA+=(-DPKG_CONFIG_EXECUTABLE="$PREFIX/usr/bin/pkgconf")
+fi
+command -v nvcc >/dev/null && EXTRA+=(-DCMAKE_CUDA_COMPILER="$(command -v nvcc)")
+# Debian puts some CMake packages under lib/x86_64-linux-gnu/cmake, which a non-Debian CMake may not search.
 cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DWITH_CUDA=ON \
-  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PREFIX/usr" -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" \
-  -DGSPO_PYTHON="$(command -v "$PY")"
+  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PREFIX/usr;$LIBDIR/cmake;$PREFIX/usr/share/cmake" \
+  -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" -DGSPO_PYTHON="$(command -v "$PY")" "${EXTRA[@]}"
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 cat > "$BUILD_DIR/env.sh" <<ENV
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH"
