@@ -7,6 +7,8 @@
 #   CUDA_ARCH=90 BUILD_DIR=build-cuda bash scripts/build_cuda.sh
 #
 # At run time the unpacked libraries must be found: source build-cuda/env.sh first (it sets LD_LIBRARY_PATH).
+# Rehearsing the recipe on a CPU machine: ALLOW_NO_CUDA=1 CONFIGURE_ONLY=1 PYTHON=/usr/bin/python3 (configures
+# WITH_CUDA=OFF against the unpacked packages, then stops).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -15,7 +17,12 @@ PREFIX="${DEPS_PREFIX:-/tmp/gspo-deps}"
 CUDA_ARCH="${CUDA_ARCH:-90}"   # Hopper (H100/H200)
 
 TORCH_PREFIX="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-"$PY" -c 'import torch; assert torch.cuda.is_available(), "this PyTorch sees no CUDA device"; print("gspo: torch", torch.__version__, "CUDA", torch.version.cuda, torch.cuda.get_device_name(0))'
+WITH_CUDA=ON
+if [ "${ALLOW_NO_CUDA:-0}" = 1 ]; then
+  WITH_CUDA=OFF
+else
+  "$PY" -c 'import torch; assert torch.cuda.is_available(), "this PyTorch sees no CUDA device"; print("gspo: torch", torch.__version__, "CUDA", torch.version.cuda, torch.cuda.get_device_name(0))'
+fi
 
 if compgen -G ".deps/*.deb" >/dev/null; then
   mkdir -p "$PREFIX"
@@ -39,9 +46,10 @@ if ! command -v pkg-config >/dev/null && [ -x "$PREFIX/usr/bin/pkgconf" ]; then
 fi
 command -v nvcc >/dev/null && EXTRA+=(-DCMAKE_CUDA_COMPILER="$(command -v nvcc)")
 # Debian puts some CMake packages under lib/x86_64-linux-gnu/cmake, which a non-Debian CMake may not search.
-cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DWITH_CUDA=ON \
+cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DWITH_CUDA="$WITH_CUDA" \
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PREFIX/usr;$LIBDIR/cmake;$PREFIX/usr/share/cmake" \
   -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" -DGSPO_PYTHON="$(command -v "$PY")" "${EXTRA[@]}"
+[ "${CONFIGURE_ONLY:-0}" = 1 ] && exit 0
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 cat > "$BUILD_DIR/env.sh" <<ENV
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH"
