@@ -169,5 +169,14 @@ expect_err no-addr "MASTER_ADDR is not set" RANK=0 WORLD_SIZE=2 MASTER_PORT=1 --
 expect_err indivisible "must be a multiple of the world size 4" RANK=0 WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 --
 expect_err no-nccl "NCCL" RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "MASTER_PORT=$(free_port)" -- --set distributed.backend=nccl
 
+# The launcher itself: variables per rank, prefixed output, the failing rank's status, bad -n.
+out="$("$LAUNCH" -n 2 --port 29999 bash -c 'echo "$RANK/$WORLD_SIZE/$LOCAL_RANK/$MASTER_ADDR:$MASTER_PORT"' 2>&1)"; rc=$?
+if [ $rc -eq 0 ] && grep -qx "\[rank 0\] 0/2/0/127.0.0.1:29999" <<<"$out" && grep -qx "\[rank 1\] 1/2/1/127.0.0.1:29999" <<<"$out"; then
+  ok "launch_local.sh sets RANK/WORLD_SIZE/LOCAL_RANK/MASTER_* per rank"; else bad "launcher env: $rc: $out"; fi
+"$LAUNCH" -n 3 bash -c 'exit $((RANK == 1 ? 5 : 0))' >/dev/null 2>&1; rc=$?
+if [ $rc -eq 5 ]; then ok "launch_local.sh exits with the failing rank's status (5)"; else bad "launcher status: $rc"; fi
+out="$("$LAUNCH" -n 0 true 2>&1)"; rc=$?
+if [ $rc -eq 2 ] && grep -q "must be a positive integer" <<<"$out"; then ok "launch_local.sh -n 0 is refused"; else bad "launcher -n 0: $rc $out"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
