@@ -7,6 +7,7 @@
 #include "gspo/cli/commands.h"
 #include "gspo/cli/device.h"
 #include "gspo/core/error.h"
+#include "gspo/core/parse.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -21,15 +22,9 @@ std::vector<int64_t> parse_ids(const std::string& text, const std::string& flag)
   std::istringstream is(cleaned);
   std::string tok;
   while (is >> tok) {
-    size_t pos = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(tok, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos != tok.size()) throw ConfigError(flag + ": '" + tok + "' is not a token id (expected integers like 1,2,3)");
-    ids.push_back(v);
+    auto v = parse_int(tok);
+    if (!v) throw ConfigError(flag + ": '" + tok + "' is not a token id (expected integers like 1,2,3)");
+    ids.push_back(*v);
   }
   return ids;
 }

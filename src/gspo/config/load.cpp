@@ -10,6 +10,7 @@
 #include "gspo/config/validate.h"
 #include "gspo/config/value_text.h"
 #include "gspo/core/error.h"
+#include "gspo/core/parse.h"
 
 namespace gspo::config {
 namespace {
@@ -24,16 +25,9 @@ std::string where_of(const YAML::Node& n, const std::string& origin, bool from_f
 bool convert(const YAML::Node& n, int64_t& out, std::string& expected) {
   expected = "an integer";
   if (!n.IsScalar()) return false;
-  try {
-    const std::string& s = n.Scalar();
-    size_t pos = 0;
-    long long v = std::stoll(s, &pos, 10);
-    if (pos != s.size()) return false;
-    out = v;
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
+  auto v = parse_int(n.Scalar());
+  if (v) out = *v;
+  return v.has_value();
 }
 bool convert(const YAML::Node& n, double& out, std::string& expected) {
   expected = "a number";

@@ -3,21 +3,15 @@
 #include <cstdlib>
 
 #include "gspo/core/error.h"
+#include "gspo/core/parse.h"
 
 namespace gspo::dist {
 namespace {
 
 int64_t to_int(const std::string& name, const std::string& text) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
-    throw ConfigError("environment variable " + name + "='" + text + "' is not an integer");
-  return v;
+  auto v = parse_int(text);
+  if (!v) throw ConfigError("environment variable " + name + "='" + text + "' is not an integer");
+  return *v;
 }
 
 int64_t int_var(const EnvLookup& env, const std::string& name, std::optional<int64_t> fallback) {
