@@ -239,6 +239,13 @@ void Comm::all_reduce(at::Tensor& t, ReduceOp op) {
   if (!v[0].is_same(t)) t.copy_(v[0]);
 }
 
+double Comm::max(double v) {
+  if (!impl_) return v;
+  auto t = torch::tensor({v}, torch::kDouble);
+  all_reduce(t, ReduceOp::kMax);
+  return t.item<double>();
+}
+
 void Comm::broadcast(at::Tensor& t, int64_t root) {
   if (!impl_) return;
   std::vector<at::Tensor> v{staged(t)};

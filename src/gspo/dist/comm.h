@@ -33,6 +33,9 @@ class Comm {
 
   // In place, on every rank.
   void all_reduce(at::Tensor& t, ReduceOp op = ReduceOp::kSum);
+  // Scalar agreements: the largest `v` over the ranks; whether `flag` holds on any rank.
+  double max(double v);
+  bool any(bool flag) { return max(flag ? 1.0 : 0.0) > 0; }
   void broadcast(at::Tensor& t, int64_t root = 0);
   // Concatenation along dim 0 of every rank's `t` (same shape on every rank), in rank order.
   at::Tensor all_gather(const at::Tensor& t);

@@ -128,14 +128,6 @@ std::string accumulate(Trainer::State& s, MiniBatch& mb, int64_t P, double temp,
   return "";
 }
 
-// Every rank learns whether any rank saw a non-finite loss, so all of them skip (or stop) together.
-bool any_rank(dist::Comm& comm, bool flag) {
-  if (comm.world_size() == 1) return flag;
-  auto t = torch::tensor({flag ? 1.0 : 0.0}, torch::kDouble);
-  comm.all_reduce(t, dist::ReduceOp::kMax);
-  return t.item<double>() > 0;
-}
-
 // Synchronises the gradients and returns the global gradient norm (before clipping).
 double sync_gradients(Trainer::State& s, const std::vector<at::Tensor>& params, double max_norm) {
   if (s.zero) return s.zero->reduce_gradients();
@@ -166,7 +158,8 @@ UpdateStats update(Trainer::State& s, std::vector<MiniBatch>& plan, int64_t P, d
     zero_grads(s);
     algo::LossStats mb_stats;
     std::string bad = accumulate(s, plan[k], P, temp, u, mb_stats);
-    if (any_rank(*s.comm, !bad.empty()) && bad.empty()) bad = "loss on another rank";
+    // Every rank learns whether any saw a non-finite loss, so all of them skip (or stop) together.
+    if (s.comm->any(!bad.empty()) && bad.empty()) bad = "loss on another rank";
     double gnorm = 0;
     if (bad.empty()) {
       gnorm = sync_gradients(s, params, max_norm);

@@ -93,19 +93,13 @@ void add_expert_load(nlohmann::ordered_json& m, model::Policy& policy) {
   m["moe_load_imbalance_max"] = *std::max_element(imbalance.begin(), imbalance.end());
 }
 
-double max_over_ranks(dist::Comm& comm, double v) {
-  auto t = torch::tensor({v}, torch::kDouble);
-  comm.all_reduce(t, dist::ReduceOp::kMax);
-  return t.item<double>();
-}
-
 }  // namespace
 
 nlohmann::ordered_json step_metrics(Trainer::State& s, StepRecord& r, std::chrono::steady_clock::time_point t_step) {
   auto& comm = *s.comm;
   gather_rows(comm, r);
   reduce_update(comm, r);
-  const double rss_mb = max_over_ranks(comm, static_cast<double>(compat::peak_rss_bytes()) / (1024.0 * 1024.0));
+  const double rss_mb = comm.max(static_cast<double>(compat::peak_rss_bytes()) / (1024.0 * 1024.0));
   const auto counters = comm.take_counters();
   const double t_total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_step).count();
 
@@ -153,7 +147,7 @@ nlohmann::ordered_json step_metrics(Trainer::State& s, StepRecord& r, std::chron
   m["train_tokens_per_s"] = ratio(static_cast<double>(u.train_tokens), r.t_update);
   m["peak_rss_mb"] = rss_mb;
   if (s.policy->device().is_cuda())
-    m["peak_gpu_mb"] = max_over_ranks(comm, static_cast<double>(compat::peak_device_bytes(s.policy->device())) / (1024.0 * 1024.0));
+    m["peak_gpu_mb"] = comm.max(static_cast<double>(compat::peak_device_bytes(s.policy->device())) / (1024.0 * 1024.0));
   m["world_size"] = comm.world_size();
   if (comm.world_size() > 1) {
     m["time_comm_s"] = counters.seconds;

@@ -165,13 +165,6 @@ std::string save(Trainer::State& s) {
   return dir;
 }
 
-// A stop request seen by any rank stops every rank after the same step.
-bool stop_requested(Trainer::State& s) {
-  if (s.comm->world_size() == 1) return interrupt::requested();
-  auto t = torch::tensor({interrupt::requested() ? 1.0 : 0.0}, torch::kDouble);
-  s.comm->all_reduce(t, dist::ReduceOp::kMax);
-  return t.item<double>() > 0;
-}
 
 double window_mean(const std::vector<double>& v, bool head) {
   if (v.empty()) return 0;
@@ -246,7 +239,7 @@ TrainSummary Trainer::run() {
     if (s.cfg.logging.progress && s.comm->is_main()) log::info("{}", progress_line(m, s.cfg.train.max_steps));
     const bool due = s.cfg.checkpoint.every > 0 && s.step % s.cfg.checkpoint.every == 0;
     const bool last = s.step == s.cfg.train.max_steps;
-    if (stop_requested(s)) {
+    if (s.comm->any(interrupt::requested())) {  // a stop seen by any rank stops all after the same step
       sum.interrupted = true;
       sum.last_checkpoint = save(s);
       if (s.comm->is_main())
