@@ -26,34 +26,34 @@ ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Com
   exp_avg_sq_ = torch::zeros({shard_}, opts);
 }
 
-int64_t ShardedAdamW::state_bytes() const { return 2 * shard_ * static_cast<int64_t>(sizeof(float)); }
+int64_t ShardedAdamW::state_bytes() const { return static_cast<int64_t>(exp_avg_.nbytes() + exp_avg_sq_.nbytes()); }
 
-at::Tensor ShardedAdamW::flat_params() const {
+// One value per parameter element (`of(param)` gives the tensor for each), flattened in order and zero-padded to
+// shard_ * world_size.
+template <class F>
+at::Tensor ShardedAdamW::flat(F&& of) const {
   std::vector<at::Tensor> parts;
-  for (const auto& p : params_) parts.push_back(p.detach().reshape(-1));
-  auto flat = torch::cat(parts);
+  for (const auto& p : params_) parts.push_back(of(p).reshape(-1));
   const int64_t pad = shard_ * comm_.world_size() - numel_;
-  return pad > 0 ? torch::cat({flat, torch::zeros({pad}, flat.options())}) : flat;
+  if (pad > 0) parts.push_back(torch::zeros({pad}, parts.front().options()));
+  return torch::cat(parts);
 }
 
 double ShardedAdamW::reduce_gradients() {
   torch::NoGradGuard g;
   const auto used = params_with_grad(comm_, params_);
-  std::vector<at::Tensor> parts, mask;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const auto& p = params_[i];
-    parts.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros_like(p).reshape(-1));
-    mask.push_back(torch::full({p.numel()}, used[i] ? 1.0 : 0.0, p.options()));
+  if (used != used_) {  // which parameters take part changes rarely (typically once, at the first step)
+    used_ = used;
+    active_ = torch::zeros({shard_ * comm_.world_size()}, torch::kBool);
+    int64_t off = 0;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (used[i]) active_.narrow(0, off, params_[i].numel()).fill_(true);
+      off += params_[i].numel();
+    }
+    active_ = active_.narrow(0, comm_.rank() * shard_, shard_).to(grad_shard_.device());
   }
-  auto flat = torch::cat(parts);
-  auto flat_mask = torch::cat(mask);
-  const int64_t pad = shard_ * comm_.world_size() - numel_;
-  if (pad > 0) {
-    flat = torch::cat({flat, torch::zeros({pad}, flat.options())});
-    flat_mask = torch::cat({flat_mask, torch::zeros({pad}, flat.options())});
-  }
-  active_ = flat_mask.narrow(0, comm_.rank() * shard_, shard_).to(torch::kBool);
-  comm_.reduce_scatter(flat, grad_shard_);
+  comm_.reduce_scatter(flat([](const at::Tensor& p) { return p.grad().defined() ? p.grad() : torch::zeros_like(p); }),
+                       grad_shard_);
   auto sq = grad_shard_.to(torch::kDouble).pow(2).sum().reshape({1});
   comm_.all_reduce(sq);
   return std::sqrt(sq.item<double>());
@@ -62,7 +62,7 @@ double ShardedAdamW::reduce_gradients() {
 void ShardedAdamW::step(double lr, double grad_scale) {
   torch::NoGradGuard g;
   ++step_;
-  auto full = flat_params();
+  auto full = flat([](const at::Tensor& p) { return p.detach(); });
   auto before = full.narrow(0, comm_.rank() * shard_, shard_);
   auto p = before.clone();
   auto grad = grad_scale == 1.0 ? grad_shard_ : grad_shard_ * grad_scale;

@@ -41,13 +41,15 @@ class ShardedAdamW {
   void load_state(const std::vector<at::Tensor>& full, const std::string& from);
 
  private:
-  at::Tensor flat_params() const;  // [shard_ * world] with zero padding
+  template <class F>
+  at::Tensor flat(F&& of) const;  // [shard_ * world]: of(param) for every parameter, flattened, zero-padded
   std::vector<at::Tensor> params_;
   AdamWHyper h_;
   Comm& comm_;
   int64_t numel_ = 0, shard_ = 0, step_ = 0;
   at::Tensor grad_shard_, exp_avg_, exp_avg_sq_;
-  at::Tensor active_;  // [shard_] 1 where the parameter has a gradient on some rank; others are left untouched
+  std::vector<char> used_;  // per parameter: has a gradient on some rank (what active_ was built from)
+  at::Tensor active_;       // [shard_] true where the parameter is used; the others are left untouched
 };
 
 }  // namespace gspo::dist
