@@ -1,11 +1,14 @@
 // Shared fixtures for the unit tests: paths of the exported test models (made by make_test_models.py, the
 // ctest fixture "models") and small tensor helpers.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "gspo/io/fs.h"
 #include "gspo/model/policy.h"
 #include "gspo/tokenizer/tokenizer.h"
 
@@ -25,6 +28,32 @@ inline torch::Tensor response_logprobs(model::Policy& p, const torch::Tensor& id
   auto pred = logits.narrow(1, prompt_len - 1, R) / t;
   auto targets = ids.narrow(1, prompt_len, R);
   return pred.log_softmax(-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1);
+}
+
+// An empty run directory under the test models' runs/ (removed if it exists).
+inline std::string fresh_dir(const std::string& name) {
+  const std::string dir = std::string(GSPO_TEST_MODELS) + "/runs/" + name;
+  io::remove_all(dir);
+  return dir;
+}
+
+// The run's metrics lines without the fields that vary between identical runs (timings, throughput, memory).
+inline std::vector<nlohmann::json> read_metrics(const std::string& dir) {
+  std::ifstream in(dir + "/metrics.jsonl");
+  std::vector<nlohmann::json> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    for (auto it = j.begin(); it != j.end();) {
+      const std::string k = it.key();
+      if (k.rfind("time_", 0) == 0 || k.find("per_s") != std::string::npos || k == "peak_rss_mb")
+        it = j.erase(it);
+      else
+        ++it;
+    }
+    out.push_back(j);
+  }
+  return out;
 }
 
 }  // namespace gspo::test

@@ -16,12 +16,6 @@
 using namespace gspo;
 
 namespace {
-std::string fresh(const std::string& name) {
-  const std::string dir = std::string(GSPO_TEST_MODELS) + "/runs/" + name;
-  io::remove_all(dir);
-  return dir;
-}
-
 config::Config cfg(const std::string& out, std::vector<std::string> sets = {}) {
   sets.insert(sets.begin(), {"model.path=" + test::model_path("tiny_prior.pt"), "train.output_dir=" + out});
   return config::load_text(R"(
@@ -36,26 +30,14 @@ logging: {progress: false}
 )", "test.yaml", sets);
 }
 
-std::vector<nlohmann::json> metrics(const std::string& dir) {
-  std::ifstream in(dir + "/metrics.jsonl");
-  std::vector<nlohmann::json> out;
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    for (auto k : {"time_sample_s", "time_reward_s", "time_old_logprobs_s", "time_update_s", "time_step_s",
-                   "sample_tokens_per_s", "train_tokens_per_s", "peak_rss_mb"})
-      j.erase(k);
-    out.push_back(j);
-  }
-  return out;
-}
 }  // namespace
 
 TEST_CASE("bf16 training keeps float32 masters: checkpoints are float32 and resume exactly", "[train][bf16]") {
-  const auto one = fresh("bf16_one"), two = fresh("bf16_two");
+  const auto one = test::fresh_dir("bf16_one"), two = test::fresh_dir("bf16_two");
   train::Trainer(cfg(one, {"model.dtype=bfloat16"}), "").run();
   train::Trainer(cfg(two, {"model.dtype=bfloat16", "train.max_steps=2"}), "").run();
   train::Trainer(cfg(two, {"model.dtype=bfloat16"}), "auto").run();
-  auto a = metrics(one), b = metrics(two);
+  auto a = test::read_metrics(one), b = test::read_metrics(two);
   REQUIRE(a.size() == 4);
   REQUIRE(b.size() == 4);
   for (size_t i = 0; i < a.size(); ++i) CHECK(a[i].dump() == b[i].dump());
@@ -75,10 +57,10 @@ TEST_CASE("bf16 training keeps float32 masters: checkpoints are float32 and resu
 }
 
 TEST_CASE("bf16 training's first step agrees with float32 to bf16 precision", "[train][bf16]") {
-  const auto f32 = fresh("prec_f32"), b16 = fresh("prec_b16");
+  const auto f32 = test::fresh_dir("prec_f32"), b16 = test::fresh_dir("prec_b16");
   train::Trainer(cfg(f32, {"train.max_steps=1"}), "").run();
   train::Trainer(cfg(b16, {"train.max_steps=1", "model.dtype=bfloat16"}), "").run();
-  auto a = metrics(f32)[0], b = metrics(b16)[0];
+  auto a = test::read_metrics(f32)[0], b = test::read_metrics(b16)[0];
   INFO(a.dump() << "\n" << b.dump());
   // The first mini-batch sees the same prompts; sampling differs only where bf16 logits move a token across a
   // noise boundary, so rewards may differ slightly. Gradient norms agree within bf16's ~0.4% per value.
@@ -117,10 +99,10 @@ TEST_CASE("master weights accumulate bf16 gradients in float32 and keep sub-reso
 }
 
 TEST_CASE("bf16 masters under ZeRO-1 (one rank) follow the torch AdamW run", "[train][bf16]") {
-  const auto plain = fresh("bf16_adamw"), zero = fresh("bf16_zero1");
+  const auto plain = test::fresh_dir("bf16_adamw"), zero = test::fresh_dir("bf16_zero1");
   train::Trainer(cfg(plain, {"model.dtype=bfloat16", "train.max_steps=3"}), "").run();
   train::Trainer(cfg(zero, {"model.dtype=bfloat16", "train.max_steps=3", "distributed.zero_stage=1"}), "").run();
-  auto a = metrics(plain), b = metrics(zero);
+  auto a = test::read_metrics(plain), b = test::read_metrics(zero);
   REQUIRE(a.size() == 3);
   for (size_t i = 0; i < a.size(); ++i) {
     CHECK(a[i]["reward_mean"] == b[i]["reward_mean"]);

@@ -14,14 +14,10 @@
 #include "helpers.h"
 
 using namespace gspo;
+using test::fresh_dir;
+using test::read_metrics;
 
 namespace {
-
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = std::string(GSPO_TEST_MODELS) + "/runs/" + name;
-  io::remove_all(dir);
-  return dir;
-}
 
 config::Config small_cfg(const std::string& out, std::vector<std::string> sets = {}, const std::string& model = "tiny_prior.pt") {
   sets.insert(sets.begin(), {"model.path=" + test::model_path(model), "train.output_dir=" + out});
@@ -34,24 +30,6 @@ train: {max_steps: 4}
 checkpoint: {every: 2, keep_last: 5}
 logging: {progress: false}
 )", "test.yaml", sets);
-}
-
-std::vector<nlohmann::json> read_metrics(const std::string& dir) {
-  std::ifstream in(dir + "/metrics.jsonl");
-  std::vector<nlohmann::json> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line);
-    for (auto it = j.begin(); it != j.end();) {
-      const std::string k = it.key();
-      if (k.rfind("time_", 0) == 0 || k.find("per_s") != std::string::npos || k == "peak_rss_mb")
-        it = j.erase(it);
-      else
-        ++it;
-    }
-    out.push_back(j);
-  }
-  return out;
 }
 
 std::vector<torch::Tensor> weights_of(const std::string& ckpt) {
