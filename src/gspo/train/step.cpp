@@ -43,11 +43,12 @@ void score_batch(Trainer::State& s, const rollout::RolloutBatch& b, const std::v
 // Global indices of the rows (over all ranks) that take part in the update after the optional filters.
 std::vector<int64_t> select_rows(Trainer::State& s, const rollout::RolloutBatch& b, const algo::Advantages& adv) {
   auto keep = torch::zeros({b.num_rows()}, torch::kDouble);
+  auto ka = keep.accessor<double, 1>();
   auto zv = adv.zero_variance.accessor<bool, 1>();
   for (int64_t r = 0; r < b.num_rows(); ++r) {
     if (s.cfg.algorithm.filter_zero_variance && zv[r / b.group_size]) continue;
     if (s.cfg.algorithm.filter_truncated && b.finish[r] == rollout::Finish::kLength) continue;
-    keep[r] = 1.0;
+    ka[r] = 1.0;
   }
   auto all = s.comm->all_gather(keep);
   auto a = all.accessor<double, 1>();

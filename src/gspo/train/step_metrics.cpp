@@ -37,8 +37,9 @@ void gather_rows(dist::Comm& comm, StepRecord& r) {
   std::vector<std::vector<double>*> cols{&r.rewards, &r.correct, &r.advantages, &r.response_lengths, &r.truncated};
   const int64_t n = static_cast<int64_t>(r.rewards.size());
   auto t = torch::empty({n, static_cast<int64_t>(cols.size())}, torch::kDouble);
+  auto ta = t.accessor<double, 2>();  // element writes through the accessor, not one indexing op each
   for (size_t c = 0; c < cols.size(); ++c)
-    for (int64_t i = 0; i < n; ++i) t[i][c] = (*cols[c])[i];
+    for (int64_t i = 0; i < n; ++i) ta[i][static_cast<int64_t>(c)] = (*cols[c])[i];
   auto all = comm.all_gather(t).contiguous();
   auto a = all.accessor<double, 2>();
   for (size_t c = 0; c < cols.size(); ++c) {
