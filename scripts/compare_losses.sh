@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-runs/compare}"
-PY=/usr/bin/python3
+source scripts/pyenv.sh; PY="$GSPO_PY"
 [ -f models/tiny_demo.pt ] || "$PY" scripts/make_tiny_model.py --out models/tiny_demo.pt --prior-text 0123456789 --prior-logit 3.0
 rm -rf "$RUNS"
 for loss in gspo grpo; do

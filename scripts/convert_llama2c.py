@@ -2,7 +2,7 @@
 """Converts a llama2.c checkpoint (legacy v0 .bin) and its tokenizer .bin into a Hugging Face Llama directory
 (config.json, pytorch_model.bin) plus gspo_tokenizer.json (a "pieces" tokenizer), ready for export_hf.py.
 
-    /usr/bin/python3 scripts/convert_llama2c.py --bin stories260K.bin --tokenizer tok512.bin --out DIR
+    scripts/py scripts/convert_llama2c.py --bin stories260K.bin --tokenizer tok512.bin --out DIR
 
 llama2.c rotates adjacent pairs of each head (interleaved RoPE); Hugging Face Llama rotates halves. As in Hugging
 Face's own Llama converter, wq and wk rows are permuted so the two conventions give identical attention.

@@ -5,8 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 BUILD_TARGET=gspo bash scripts/build.sh
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
+source scripts/pyenv.sh; PY="$GSPO_PY"
 if [ ! -f models/tiny_demo.pt ]; then
   "$PY" scripts/make_tiny_model.py --out models/tiny_demo.pt --prior-text 0123456789 --prior-logit 3.0
 fi

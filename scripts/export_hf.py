@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Exports a Hugging Face checkpoint directory to a gspo TorchScript policy (docs/model-contract.md).
 
-    /usr/bin/python3 scripts/export_hf.py --hf DIR --out model.pt [--dtype float32|bfloat16|float16] [--max-seq-len N]
+    scripts/py scripts/export_hf.py --hf DIR --out model.pt [--dtype float32|bfloat16|float16] [--max-seq-len N]
 
 DIR holds config.json, the weights (*.safetensors, with or without an index, or pytorch_model*.bin) and, when
 present, tokenizer.json + tokenizer_config.json (embedded as the policy's tokenizer) or gspo_tokenizer.json.

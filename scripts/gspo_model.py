@@ -71,8 +71,10 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(head_dim, eps)
         self.k_norm = RMSNorm(head_dim, eps)
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor, kv: Optional[Tensor], start: int) -> Tensor:
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor, kv: Optional[Tensor], start: int,
+                position: Optional[Tensor]) -> Tensor:
         # x [B, T, H]; cos/sin [B, 1, T, D]; bias [B, 1, T, S] additive; kv [2, B, Hkv, S_max, D] or None.
+        # position (int64 [1], T = 1): write the new column there and attend over all S_max columns (static shapes).
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
@@ -85,7 +87,12 @@ class Attention(nn.Module):
         v = v.transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        if kv is not None:
+        if kv is not None and position is not None:
+            kv[0].index_copy_(2, position, k)
+            kv[1].index_copy_(2, position, v)
+            k = kv[0]
+            v = kv[1]
+        elif kv is not None:
             kv[0, :, :, start:start + t] = k
             kv[1, :, :, start:start + t] = v
             k = kv[0, :, :, :start + t]
@@ -156,8 +163,9 @@ class Block(nn.Module):
         else:
             self.mlp = MLP(cfg["hidden_size"], cfg["intermediate_size"])
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor, kv: Optional[Tensor], start: int) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias, kv, start)
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor, kv: Optional[Tensor], start: int,
+                position: Optional[Tensor]) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias, kv, start, position)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -203,7 +211,7 @@ class CausalLM(nn.Module):
             kv: Optional[Tensor] = None
             if cache is not None:
                 kv = cache[i]
-            x = layer(x, cos, sin, bias, kv, start)
+            x = layer(x, cos, sin, bias, kv, start, None)
             i += 1
         if last_only:
             x = x[:, -1:, :]
@@ -230,6 +238,27 @@ class CausalLM(nn.Module):
     def decode(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, start: int) -> Tensor:
         """One new column: ids [B, 1] at column `start`, mask [B, start + 1]; returns [B, V] float32 logits."""
         return self._run(input_ids, attention_mask, cache, start, True).squeeze(1).float()
+
+    @torch.jit.export
+    def decode_static(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, position: Tensor) -> Tensor:
+        """Optional: decode with shapes that stay the same from step to step, so a CUDA graph can replay it. ids
+        [B, 1] go to column `position` (int64 [1] tensor); attention_mask [B, S_max] covers every cache column and
+        is 0 past `position`. Returns [B, V] float32 logits equal to decode's (within float rounding)."""
+        b = input_ids.shape[0]
+        s = attention_mask.shape[1]
+        pos = (attention_mask.cumsum(-1) - 1).clamp(min=0).index_select(1, position)
+        x = self.embed_tokens(input_ids)
+        cos = self.cos_table[pos].to(x.dtype).unsqueeze(1)
+        sin = self.sin_table[pos].to(x.dtype).unsqueeze(1)
+        k_idx = torch.arange(0, s, device=input_ids.device).view(1, 1, 1, s)
+        allowed = (k_idx <= position.view(1, 1, 1, 1)) & (attention_mask.view(b, 1, 1, s) > 0)
+        bias = torch.zeros(allowed.shape, dtype=torch.float32, device=input_ids.device)
+        bias = bias.masked_fill(~allowed, -1.0e9)  # MASK_VALUE
+        i = 0
+        for layer in self.layers:
+            x = layer(x, cos, sin, bias, cache[i], 0, position)
+            i += 1
+        return self.lm_head(self.norm(x)).squeeze(1).float()
 
     @torch.jit.export
     def expert_load(self) -> List[Tensor]:

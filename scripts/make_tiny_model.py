@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Exports a tiny random causal LM with a byte-level tokenizer that meets gspo's model contract.
 
-    /usr/bin/python3 scripts/make_tiny_model.py --out models/tiny.pt [--layers 2 --hidden 64 ...]
+    scripts/py scripts/make_tiny_model.py --out models/tiny.pt [--layers 2 --hidden 64 ...]
 
 Byte tokenizer: ids 0..255 are bytes, then <|pad|>, <|bos|>, <|eos|>. Same --seed, same weights.
 """

@@ -2,7 +2,7 @@
 """Turns gspo metrics.jsonl files into PNG charts: reward, accuracy, response length, clip fractions, grad norm,
 entropy. Several runs are overlaid (label=path), e.g. GSPO against GRPO:
 
-    /usr/bin/python3 scripts/plot_metrics.py --out docs/img gspo=runs/a/metrics.jsonl grpo=runs/b/metrics.jsonl
+    scripts/py scripts/plot_metrics.py --out docs/img gspo=runs/a/metrics.jsonl grpo=runs/b/metrics.jsonl
 """
 import argparse
 import json

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Installs every Debian package gspo needs to build, test and run its demo.
-# Idempotent and non-interactive; runs `apt-get update` itself. Needs root (or sudo).
+# Installs what gspo needs to build, test and run its demo, idempotently and non-interactively:
+#  1. Debian packages (compiler, CMake/Ninja, ccache, the C++ libraries, bubblewrap); runs `apt-get update` itself
+#     when something is missing. Needs root (or sudo).
+#  2. The pinned Python environment (scripts/requirements.txt: torch 2.11.0, whose LibTorch gspo links against,
+#     plus the test oracles and plotting) at a fixed per-machine place (scripts/pyenv.sh), built once per pin set.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PKGS=(
-  build-essential cmake ninja-build pkg-config
-  libtorch-dev libgloo-dev          # LibTorch 1.13 (CPU) with c10d + Gloo headers
-  python3 python3-torch python3-numpy python3-matplotlib python3-jinja2   # exports, goldens, plots, chat-template reference
-  libopenblas0-pthread              # fast BLAS behind libblas.so.3 (the default netlib one is ~50x slower)
+  build-essential cmake ninja-build pkg-config ccache
+  python3 python3-venv              # base interpreter of the pinned environment; candidate programs of the code verifier
   bubblewrap                        # sandbox for model-written code when not running as root
   libpcre2-dev libutf8proc-dev      # tokenizer: Unicode pre-split regex, NFC normalisation
+  libgloo-dev                       # Gloo headers for c10d's ProcessGroupGloo (the torch wheel ships its library, not its headers)
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
 )
 
@@ -22,13 +25,24 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
-
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "setup: all ${#PKGS[@]} packages already installed"
-  exit 0
+  echo "setup: all ${#PKGS[@]} Debian packages already installed"
+else
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+source scripts/pyenv.sh
+if [ -f "$GSPO_VENV/.complete" ]; then
+  echo "setup: Python environment ready at $GSPO_VENV"
+else
+  echo "setup: building the Python environment at $GSPO_VENV (torch 2.11.0 with CUDA 13 libraries: about 5 GB, a few minutes)"
+  rm -rf "$GSPO_VENV"
+  mkdir -p "$(dirname "$GSPO_VENV")"
+  "$GSPO_BASE_PY" -m venv "$GSPO_VENV"
+  "$GSPO_VENV/bin/python" -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+  "$GSPO_VENV/bin/python" -c 'import torch; print("setup: torch", torch.__version__, "CUDA", torch.version.cuda)'
+  touch "$GSPO_VENV/.complete"   # written last: an interrupted install is redone from scratch next time
+fi

@@ -10,7 +10,7 @@
 #include "gspo/cli/train_cmd.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
-#include "gspo/core/torch_compat.h"
+#include "gspo/core/resources.h"
 
 namespace {
 
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string log_level;
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off (or GSPO_LOG_LEVEL)");
-  app.set_version_flag("--version", "gspo 0.1.0 (LibTorch " + gspo::compat::torch_version() + ")");
+  app.set_version_flag("--version", "gspo 0.1.0 (LibTorch " + gspo::core::torch_version() + ")");
   gspo::cli::GenerateArgs gen;
   gspo::cli::InspectArgs insp;
   gspo::cli::ConfigArgs cfg;

@@ -1,31 +1,24 @@
 #include "gspo/core/log.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
-
+#include <atomic>
 #include <cstdlib>
 
 #include "gspo/core/error.h"
+#include "gspo/core/log_sink.h"
 
 namespace gspo::log {
 namespace {
-void ensure_stderr_logger() {
-  static bool done = false;
-  if (done) return;
-  auto logger = spdlog::stderr_color_mt("gspo");
-  logger->set_pattern("[%H:%M:%S] %^%l%$ %v");
-  spdlog::set_default_logger(logger);
-  done = true;
-}
+std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
 }  // namespace
 
 void set_level(const std::string& level) {
-  ensure_stderr_logger();
-  static const std::pair<const char*, spdlog::level::level_enum> kLevels[] = {
-      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
-      {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+  static const std::pair<const char*, Level> kLevels[] = {{"trace", Level::kTrace}, {"debug", Level::kDebug},
+                                                          {"info", Level::kInfo},   {"warn", Level::kWarn},
+                                                          {"error", Level::kError}, {"off", Level::kOff}};
   for (const auto& [name, lvl] : kLevels) {
     if (level == name) {
-      spdlog::set_level(lvl);
+      g_level = static_cast<int>(lvl);
+      sink::set_level(static_cast<int>(lvl));
       return;
     }
   }
@@ -33,7 +26,6 @@ void set_level(const std::string& level) {
 }
 
 void init_from_env() {
-  ensure_stderr_logger();
   const char* env = std::getenv("GSPO_LOG_LEVEL");
   if (env && *env) {
     try {
@@ -42,6 +34,12 @@ void init_from_env() {
       throw ConfigError(std::string("GSPO_LOG_LEVEL: ") + e.what());
     }
   }
+}
+
+bool enabled(Level level) { return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed); }
+
+void write(Level level, const std::string& message) {
+  sink::write(static_cast<int>(level), message.data(), message.size());
 }
 
 }  // namespace gspo::log

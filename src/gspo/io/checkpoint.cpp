@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "gspo/core/error.h"
-#include "gspo/core/torch_compat.h"
+#include "gspo/core/resources.h"
 #include "gspo/io/fs.h"
 #include "gspo/model/policy.h"
 
@@ -55,7 +55,7 @@ std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& me
                    {"optimizer_steps", meta.optimizer_steps},
                    {"data_epoch", meta.data_epoch},
                    {"data_position", meta.data_position},
-                   {"torch_version", compat::torch_version()}};
+                   {"torch_version", core::torch_version()}};
   atomic_write(tmp + "/state.json", j.dump(1) + "\n");  // written last: marks the checkpoint complete
   sync_dir(tmp);
   if (exists(final_dir)) {

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "gspo/core/torch_compat.h"
+#include "gspo/core/resources.h"
 #include "gspo/dist/comm.h"
 #include "gspo/dist/sharded_adamw.h"
 #include "gspo/train/state.h"
@@ -100,7 +100,7 @@ nlohmann::ordered_json step_metrics(Trainer::State& s, StepRecord& r, std::chron
   auto& comm = *s.comm;
   gather_rows(comm, r);
   reduce_update(comm, r);
-  const double rss_mb = comm.max(static_cast<double>(compat::peak_rss_bytes()) / (1024.0 * 1024.0));
+  const double rss_mb = comm.max(static_cast<double>(core::peak_rss_bytes()) / (1024.0 * 1024.0));
   const auto counters = comm.take_counters();
   const double t_total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_step).count();
 
@@ -148,7 +148,7 @@ nlohmann::ordered_json step_metrics(Trainer::State& s, StepRecord& r, std::chron
   m["train_tokens_per_s"] = ratio(static_cast<double>(u.train_tokens), r.t_update);
   m["peak_rss_mb"] = rss_mb;
   if (s.policy->device().is_cuda())
-    m["peak_gpu_mb"] = comm.max(static_cast<double>(compat::peak_device_bytes(s.policy->device())) / (1024.0 * 1024.0));
+    m["peak_gpu_mb"] = comm.max(static_cast<double>(core::peak_device_bytes(s.policy->device())) / (1024.0 * 1024.0));
   m["world_size"] = comm.world_size();
   if (comm.world_size() > 1) {
     m["time_comm_s"] = counters.seconds;
