@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS="${1:-20}"
-PY=/usr/bin/python3
+source scripts/pyenv.sh; PY="$GSPO_PY"
 [ -f models/tiny_demo.pt ] || "$PY" scripts/make_tiny_model.py --out models/tiny_demo.pt --prior-text 0123456789 --prior-logit 3.0
 [ -f models/bench_small.pt ] || "$PY" scripts/make_tiny_model.py --out models/bench_small.pt --layers 4 --hidden 256 \
   --heads 8 --kv-heads 2

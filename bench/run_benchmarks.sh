@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-PY=/usr/bin/python3
+source scripts/pyenv.sh; PY="$GSPO_PY"
 mkdir -p models
 [ -f models/bench_tiny.pt ] || "$PY" scripts/make_tiny_model.py --out models/bench_tiny.pt --layers 2 --hidden 64
 [ -f models/bench_small.pt ] || "$PY" scripts/make_tiny_model.py --out models/bench_small.pt --layers 4 --hidden 256 \
