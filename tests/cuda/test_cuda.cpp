@@ -1,5 +1,7 @@
-// CUDA-only tests, compiled into gspo_tests when configured with -DWITH_CUDA=ON (scripts/build_cuda.sh): the same
-// numerics on the GPU as on the CPU. A CUDA build without a visible device fails them, on purpose.
+// CUDA-only tests, compiled into gspo_tests in every CUDA build (the default where the toolkit is installed, CI
+// included): the same numerics on the GPU as on the CPU. Without a visible device each one prints
+// "SKIPPED (no CUDA device)" and ctest reports it as skipped (SKIP_REGULAR_EXPRESSION in tests/CMakeLists.txt),
+// never as passed.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
@@ -13,6 +15,13 @@ using namespace gspo;
 namespace {
 const c10::Device kGpu(c10::kCUDA, 0);
 
+// False, after printing the skip marker ctest looks for, when this machine has no CUDA device.
+bool cuda_or_skip() {
+  if (torch::cuda::is_available()) return true;
+  std::cout << "SKIPPED (no CUDA device): " << Catch::getResultCapture().getCurrentTestName() << std::endl;
+  return false;
+}
+
 // [B, T] ids with left padding on row 1, and the mask.
 std::pair<torch::Tensor, torch::Tensor> batch() {
   auto ids = torch::randint(3, 250, {2, 12});
@@ -24,7 +33,7 @@ std::pair<torch::Tensor, torch::Tensor> batch() {
 }  // namespace
 
 TEST_CASE("CUDA: KV-cache prefill + decode equals the full forward, and the CPU", "[cuda]") {
-  REQUIRE(torch::cuda::is_available());
+  if (!cuda_or_skip()) return;
   torch::manual_seed(1);
   auto gpu = model::Policy::load(test::model_path("tiny.pt"), kGpu);
   auto cpu = model::Policy::load(test::model_path("tiny.pt"));
@@ -44,7 +53,7 @@ TEST_CASE("CUDA: KV-cache prefill + decode equals the full forward, and the CPU"
 }
 
 TEST_CASE("CUDA: GSPO and GRPO losses and gradients equal the CPU's", "[cuda]") {
-  REQUIRE(torch::cuda::is_available());
+  if (!cuda_or_skip()) return;
   torch::manual_seed(2);
   const int64_t N = 6, T = 9;
   auto lp = torch::randn({N, T}) * 0.1 - 2;
@@ -71,7 +80,7 @@ TEST_CASE("CUDA: GSPO and GRPO losses and gradients equal the CPU's", "[cuda]") 
 }
 
 TEST_CASE("CUDA: chunked float32 log-probs of bf16 logits equal the CPU's", "[cuda]") {
-  REQUIRE(torch::cuda::is_available());
+  if (!cuda_or_skip()) return;
   torch::manual_seed(3);
   auto pred = (torch::randn({4, 16, 1000}) * 2).to(torch::kBFloat16);
   auto targets = torch::randint(1000, {4, 16});
@@ -81,7 +90,7 @@ TEST_CASE("CUDA: chunked float32 log-probs of bf16 logits equal the CPU's", "[cu
 }
 
 TEST_CASE("CUDA: the sampler is deterministic for a fixed noise key", "[cuda]") {
-  REQUIRE(torch::cuda::is_available());
+  if (!cuda_or_skip()) return;
   auto policy = model::Policy::load(test::model_path("tiny.pt"), kGpu);
   auto tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
   rollout::Sampler s(policy, *tok, {1.0, 0.9, 20, 16, {}});
@@ -89,4 +98,30 @@ TEST_CASE("CUDA: the sampler is deterministic for a fixed noise key", "[cuda]") 
   auto a = s.generate(prompts, 4, {5, 0});
   auto b = s.generate(prompts, 4, {5, 0});
   for (int64_t r = 0; r < a.num_rows(); ++r) CHECK(a.response_ids[r] == b.response_ids[r]);
+}
+
+TEST_CASE("CUDA: decode through a captured CUDA graph matches eager decode", "[cuda]") {
+  if (!cuda_or_skip()) return;
+  auto policy = model::Policy::load(test::model_path("tiny.pt"), kGpu);
+  auto tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
+  rollout::SamplingParams eager_p{1.0, 1.0, 0, 24, {}};
+  auto graph_p = eager_p;
+  graph_p.cuda_graphs = true;
+  rollout::Sampler eager(policy, *tok, eager_p), graphed(policy, *tok, graph_p);
+  std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("abc"),
+                                            tok->encode_prompt("3")};
+  auto a = eager.generate(prompts, 4, {9, 0});
+  auto b = graphed.generate(prompts, 4, {9, 0});
+  CHECK(graphed.last_stats().graph_captures >= 1);
+  // decode_static attends over all cache columns (masked), so logits differ from decode's by float rounding and a
+  // sampled id can flip where a uniform falls within ~1e-6 of a bucket edge: rare, so nearly all rows agree.
+  int64_t same = 0;
+  for (int64_t r = 0; r < a.num_rows(); ++r) {
+    if (a.response_ids[r] != b.response_ids[r]) continue;
+    ++same;
+    const int64_t n = a.response_lengths[r];
+    auto da = a.behaviour_logprobs[r].narrow(0, 0, n), db = b.behaviour_logprobs[r].narrow(0, 0, n);
+    CHECK((da - db).abs().max().item<double>() < 1e-4);
+  }
+  CHECK(same >= a.num_rows() - 1);
 }

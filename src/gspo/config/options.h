@@ -81,6 +81,7 @@ struct RolloutOptions {
   int64_t top_k = 0;                   // keep the k most likely tokens; 0 disables
   std::vector<std::string> stop = {};  // stop strings; the response ends after the token completing one
   int64_t seed = 0;                    // sampler seed
+  bool cuda_graphs = false;            // CUDA: replay decode steps as CUDA graphs (models with decode_static)
 
   template <class V>
   void visit(V&& v) {
@@ -93,6 +94,9 @@ struct RolloutOptions {
     v("top_k", top_k, "sample among the k most likely tokens; 0 disables", at_least(0));
     v("stop", stop, "stop strings: a response ends with the token that completes one of them", any());
     v("seed", seed, "sampler seed (same seed, same samples)", at_least(0));
+    v("cuda_graphs", cuda_graphs, "CUDA: replay each decode step as a CUDA graph captured from the model's "
+      "decode_static (fewer launches; recaptured when finished rows are dropped; eager when capture fails); "
+      "no effect on CPU. Not yet measured on a GPU", any());
   }
 };
 

@@ -49,8 +49,10 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   auto policy = model::Policy::load(model_path, cli::resolve_device(cfg.model.device, "model.device"));
   auto tok = cfg.tokenizer.path.empty() ? tokenizer::from_spec(policy.tokenizer_json(), model_path)
                                         : tokenizer::from_file(cfg.tokenizer.path);
-  rollout::Sampler sampler(policy, *tok, {cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.top_k,
-                                          cfg.rollout.max_new_tokens, cfg.rollout.stop});
+  rollout::SamplingParams sp{cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.top_k,
+                             cfg.rollout.max_new_tokens, cfg.rollout.stop};
+  sp.cuda_graphs = cfg.rollout.cuda_graphs;
+  rollout::Sampler sampler(policy, *tok, sp);
   std::ofstream samples_out(req.out_dir + "/samples.jsonl");
   if (!samples_out) throw IoError("cannot write '" + req.out_dir + "/samples.jsonl'");
   std::vector<nlohmann::ordered_json> summaries;

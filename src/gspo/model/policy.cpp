@@ -3,10 +3,10 @@
 #include <torch/script.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "gspo/core/error.h"
-#include "gspo/core/torch_compat.h"
 
 namespace gspo::model {
 
@@ -35,7 +35,7 @@ Policy Policy::load(const std::string& path, c10::Device device) {
   auto impl = std::make_unique<Impl>();
   std::unordered_map<std::string, std::string> extra{{kManifestFile, ""}, {kTokenizerFile, ""}};
   try {
-    impl->module = compat::load_module(path, device, extra);
+    impl->module = torch::jit::load(path, device, extra);
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
     throw ModelContractError("'" + path + "' is not a loadable TorchScript file (" + what.substr(0, 200) +
@@ -81,6 +81,13 @@ at::Tensor Policy::reorder_cache(const at::Tensor& cache, const at::Tensor& rows
   return impl_->module.get_method("reorder_cache")({cache, rows}).toTensor();
 }
 
+bool Policy::has_static_decode() const { return impl_->module.find_method("decode_static").has_value(); }
+
+at::Tensor Policy::decode_static(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache,
+                                 const at::Tensor& position) {
+  return impl_->module.get_method("decode_static")({ids, mask, cache, position}).toTensor();
+}
+
 std::vector<at::Tensor> Policy::expert_load() {
   std::vector<at::Tensor> out;
   if (!impl_->module.find_method("expert_load")) return out;
@@ -88,21 +95,33 @@ std::vector<at::Tensor> Policy::expert_load() {
   return out;
 }
 
-std::vector<at::Tensor> Policy::parameters() const {
+namespace {
+
+// A module's parameters, each once: TorchScript's C++ module.parameters() lists a tied weight (embedding = output
+// layer) under every name it has, and an optimizer, master copy, gradient sync, checkpoint or count that saw it
+// twice would step it twice or split its update. Tied names hold one tensor (one TensorImpl, one autograd leaf,
+// one .grad), so its address identifies it.
+std::vector<at::Tensor> unique_parameters(const torch::jit::Module& module) {
   std::vector<at::Tensor> out;
-  for (const auto& p : impl_->module.parameters()) out.push_back(p);
+  std::set<const c10::TensorImpl*> seen;
+  for (const auto& p : module.parameters())
+    if (seen.insert(p.unsafeGetTensorImpl()).second) out.push_back(p);
   return out;
 }
 
+}  // namespace
+
+std::vector<at::Tensor> Policy::parameters() const { return unique_parameters(impl_->module); }
+
 void Policy::set_param_dtype(c10::ScalarType dtype) {
   torch::NoGradGuard g;
-  for (auto p : impl_->module.parameters())
+  for (auto p : unique_parameters(impl_->module))
     if (p.is_floating_point() && p.scalar_type() != dtype) p.set_data(p.detach().to(dtype));
 }
 
 int64_t Policy::num_parameters() const {
   int64_t n = 0;
-  for (const auto& p : impl_->module.parameters()) n += p.numel();
+  for (const auto& p : unique_parameters(impl_->module)) n += p.numel();
   return n;
 }
 

@@ -39,6 +39,11 @@ class Policy {
   // The cache rows `rows` (int64 [B']) in that order; used to drop finished sequences.
   at::Tensor reorder_cache(const at::Tensor& cache, const at::Tensor& rows);
 
+  // Optional contract method decode_static: decode with step-invariant shapes (mask [B, S_max] over every cache
+  // column, 0 past `position`; position an int64 [1] tensor on the model's device), so a CUDA graph can replay it.
+  bool has_static_decode() const;
+  at::Tensor decode_static(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache, const at::Tensor& position);
+
   // Optional contract method: per layer, the fraction of routing slots each expert got in the last forward
   // (empty tensors for dense layers). Empty vector when the model has no expert_load method.
   std::vector<at::Tensor> expert_load();

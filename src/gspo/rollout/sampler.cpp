@@ -5,7 +5,9 @@
 #include <chrono>
 
 #include "gspo/core/error.h"
+#include "gspo/core/log.h"
 #include "gspo/model/policy.h"
+#include "gspo/rollout/decode_graph.h"
 #include "gspo/rollout/stop_matcher.h"
 #include "gspo/tokenizer/tokenizer.h"
 
@@ -30,7 +32,16 @@ Sampler::Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, Samplin
     : policy_(policy), tok_(tok), params_(std::move(params)) {
   // Models often pad their vocabulary past the tokenizer's (Qwen: 151936 rows, 151665 tokens): never sample those.
   if (params_.vocab_limit == 0 && tok_.vocab_size() < policy_.manifest().vocab_size) params_.vocab_limit = tok_.vocab_size();
+  if (params_.cuda_graphs && policy_.device().is_cuda()) {
+    if (DecodeGraph::available(policy_))
+      graph_ = std::make_unique<DecodeGraph>();
+    else
+      log::warn("rollout.cuda_graphs: the model has no decode_static method (or this build has no CUDA); decoding "
+                "eagerly");
+  }
 }
+
+Sampler::~Sampler() = default;
 
 namespace {
 
@@ -143,6 +154,7 @@ int64_t Sampler::sync_and_compact(at::Tensor& cache, Live& live) {
   live.next = live.next.index_select(0, idx);
   live.done = live.done.index_select(0, idx);
   live.rows_host = std::move(rows);
+  if (graph_) graph_->reset();  // the graph was captured for the old cache tensor
   return L - dead;
 }
 
@@ -177,6 +189,24 @@ void Sampler::record(const Draw& draw, Live& live, Written& out, StopMatcher& st
   live.next = torch::where(live.done, m.pad_token_id, draw.tokens).unsqueeze(1);
 }
 
+// One decode step: ids live.next at column `start`. Eager through decode(), or through a CUDA graph of decode_static
+// when one is enabled (captured on first use for the current cache; a failed capture switches the sampler to eager
+// for good, with one warning).
+at::Tensor Sampler::decode_step(const Live& live, at::Tensor& cache, int64_t start) {
+  if (graph_) {
+    if (!graph_->ready()) {
+      if (graph_->capture(policy_, cache, live.next, live.mask, start)) {
+        stats_.graph_captures++;
+      } else {
+        log::warn("rollout.cuda_graphs: capture failed ({}); decoding eagerly", graph_->last_error().substr(0, 300));
+        graph_.reset();
+      }
+    }
+    if (graph_) return graph_->replay(live.next, live.mask, start);
+  }
+  return policy_.decode(live.next, live.mask.narrow(1, 0, start + 1), cache, start);
+}
+
 RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise) {
   torch::NoGradGuard no_grad;
   const auto t0 = std::chrono::steady_clock::now();
@@ -193,6 +223,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
 
   // Prefill each distinct prompt once, then expand the cache to its G samples.
   auto [pids, pmask] = left_pad(prompts, P, pad);
+  if (graph_) graph_->reset();
   auto cache = policy_.init_cache(B, P + R);
   auto logits = policy_.prefill(pids.to(dev), pmask.to(dev), cache);
   if (G > 1) {  // one copy of the cache; skipped when there is nothing to fan out
@@ -220,7 +251,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
 
   for (int64_t step = 0; step < R; ++step) {
     if (step > 0) {
-      logits = policy_.decode(live.next, live.mask.narrow(1, 0, P + step), cache, P + step - 1);
+      logits = decode_step(live, cache, P + step - 1);
       stats_.decode_steps++;
       stats_.row_steps += static_cast<int64_t>(live.rows_host.size());
     }

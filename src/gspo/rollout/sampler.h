@@ -6,6 +6,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,10 @@ struct SamplerStats {
   int64_t decode_steps = 0;  // decode calls
   int64_t row_steps = 0;     // sum over decode calls of the rows computed (compute actually spent)
   int64_t host_checks = 0;   // device-to-host reads of the finished flags (the loop's only synchronisations)
+  int64_t graph_captures = 0;  // CUDA graphs captured for decode (rollout.cuda_graphs; one per cache layout)
 };
 
+class DecodeGraph;
 struct Live;     // sampler.cpp: decoding state of the rows in the cache
 struct Written;  // sampler.cpp: what has been sampled, per batch row
 class StopMatcher;
@@ -48,6 +51,7 @@ class StopMatcher;
 class Sampler {
  public:
   Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, SamplingParams params);
+  ~Sampler();
 
   // Samples `group_size` responses for every prompt (token ids, BOS included if wanted). Throws DataError for an
   // empty prompt or one that with max_new_tokens exceeds the model's max_seq_len. Row r (prompt r / G, sample
@@ -59,6 +63,7 @@ class Sampler {
 
  private:
   int64_t sync_and_compact(at::Tensor& cache, Live& live);
+  at::Tensor decode_step(const Live& live, at::Tensor& cache, int64_t start);
   void record(const Draw& draw, Live& live, Written& out, StopMatcher& stops,
               std::vector<std::string>& text, int64_t col, int64_t step);
 
@@ -66,6 +71,7 @@ class Sampler {
   const tokenizer::Tokenizer& tok_;
   SamplingParams params_;
   SamplerStats stats_;
+  std::unique_ptr<DecodeGraph> graph_;  // set when params.cuda_graphs and the policy supports it
 };
 
 }  // namespace gspo::rollout

@@ -1,6 +1,8 @@
 // Trainer setup (models, data, optimizer, run directory, resume) and the step loop.
 #include "gspo/train/trainer.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <chrono>
 
 #include "gspo/cli/device.h"
@@ -8,7 +10,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/interrupt.h"
 #include "gspo/core/log.h"
-#include "gspo/core/torch_compat.h"
+#include "gspo/core/resources.h"
 #include "gspo/data/dataset.h"
 #include "gspo/dist/grad_sync.h"
 #include "gspo/dist/launch_env.h"
@@ -92,6 +94,7 @@ void setup_models(Trainer::State& s, const std::optional<std::string>& ckpt, c10
                                    : tokenizer::from_file(c.tokenizer.path);
   rollout::SamplingParams sp{c.rollout.temperature, c.rollout.top_p, c.rollout.top_k, c.rollout.max_new_tokens,
                              c.rollout.stop};
+  sp.cuda_graphs = c.rollout.cuda_graphs;
   s.sampler = std::make_unique<rollout::Sampler>(*s.policy, *s.tok, sp);
 }
 
@@ -200,7 +203,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume) : s_(std:
   s.cursor = std::make_unique<data::Cursor>(static_cast<int64_t>(s.examples.size()), cfg.data.shuffle,
                                             static_cast<uint64_t>(cfg.data.seed));
   s.verifier = reward::make_verifier(cfg, data::has_code_tests(s.examples));
-  s.train_gen = compat::make_cpu_generator(static_cast<uint64_t>(cfg.train.seed));
+  s.train_gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.train.seed));
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
   setup_models(s, ckpt, device);
   sync_initial_weights(s);

@@ -1,0 +1,96 @@
+#include "gspo/rollout/decode_graph.h"
+
+#include <torch/torch.h>
+
+#ifdef GSPO_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include "gspo/model/policy.h"
+
+namespace gspo::rollout {
+
+#ifdef GSPO_WITH_CUDA
+
+struct DecodeGraph::Impl {
+  at::cuda::CUDAGraph graph;
+  at::Tensor cache, ids, mask, position, logits;  // static buffers the graph reads and writes
+};
+
+namespace {
+// The TorchScript profiling executor specialises a method over its first calls: capture only after it settled.
+constexpr int kWarmupCalls = 3;
+}  // namespace
+
+bool DecodeGraph::available(const model::Policy& policy) {
+  return policy.device().is_cuda() && policy.has_static_decode();
+}
+
+bool DecodeGraph::capture(model::Policy& policy, at::Tensor cache, const at::Tensor& ids, const at::Tensor& mask,
+                          int64_t position) {
+  reset();
+  auto impl = std::make_unique<Impl>();
+  impl->cache = cache;
+  impl->ids = ids.clone();
+  impl->mask = mask.clone();
+  impl->position = torch::full({1}, position, ids.options().dtype(torch::kLong));
+  try {
+    // Capture must run on a side stream; warm-up runs there too so the allocator's pools match.
+    const auto index = policy.device().index();
+    auto main = c10::cuda::getCurrentCUDAStream(index);
+    auto stream = c10::cuda::getStreamFromPool(false, index);
+    at::cuda::CUDAEvent inputs_ready;
+    inputs_ready.record(main);
+    inputs_ready.block(stream);
+    {
+      c10::cuda::CUDAStreamGuard guard(stream);
+      torch::NoGradGuard no_grad;
+      for (int i = 0; i < kWarmupCalls; ++i) policy.decode_static(impl->ids, impl->mask, impl->cache, impl->position);
+      impl->graph.capture_begin();
+      impl->logits = policy.decode_static(impl->ids, impl->mask, impl->cache, impl->position);
+      impl->graph.capture_end();
+    }
+    at::cuda::CUDAEvent captured;
+    captured.record(stream);
+    captured.block(main);
+  } catch (const std::exception& e) {
+    error_ = e.what();
+    return false;
+  }
+  impl_ = std::move(impl);
+  ++captures_;
+  return true;
+}
+
+at::Tensor DecodeGraph::replay(const at::Tensor& ids, const at::Tensor& mask, int64_t position) {
+  impl_->ids.copy_(ids, /*non_blocking=*/true);
+  impl_->mask.copy_(mask, /*non_blocking=*/true);
+  impl_->position.fill_(position);
+  impl_->graph.replay();
+  return impl_->logits.clone();
+}
+
+#else  // no CUDA in this build: never available, so the sampler never calls capture or replay.
+
+struct DecodeGraph::Impl {};
+
+bool DecodeGraph::available(const model::Policy&) { return false; }
+
+bool DecodeGraph::capture(model::Policy&, at::Tensor, const at::Tensor&, const at::Tensor&, int64_t) {
+  error_ = "this gspo was built without CUDA";
+  return false;
+}
+
+at::Tensor DecodeGraph::replay(const at::Tensor&, const at::Tensor&, int64_t) { return {}; }
+
+#endif
+
+DecodeGraph::DecodeGraph() = default;
+DecodeGraph::~DecodeGraph() = default;
+void DecodeGraph::reset() { impl_.reset(); }
+bool DecodeGraph::ready() const { return impl_ != nullptr; }
+
+}  // namespace gspo::rollout
