@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Command-line tests of the real binary: exit codes and messages users see.
 # usage: test_cli.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR
+# Checks that need ../shared (beside the checkout; CI has it) are skipped without it and listed at the end as
+# "SKIPPED (no ../shared): ...", never counted as passed. Those lines are printed only when nothing failed: ctest's
+# SKIP_REGULAR_EXPRESSION marks a test skipped whatever its exit code, so a marker must not hide a failure.
 set -u
 GSPO="$1"; MODELS="$2"; SRC="$3"; PYTHON="${4:-/usr/bin/python3}"
+SHARED="$SRC/../shared"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
-pass=0; fail=0
+pass=0; fail=0; skipped=()
+
+# have_shared NAME PATH: true when ../shared holds PATH; otherwise records check NAME as skipped.
+have_shared() {
+  if [ -e "$2" ]; then return 0; fi
+  skipped+=("$2 ($1)"); return 1
+}
 
 # expect NAME WANT_RC NEEDLE -- command...
 expect() {
@@ -56,6 +66,7 @@ expect gen-text 0 "--- prompt 0 sample 1" -- "$GSPO" generate -m "$MODELS/tiny.p
 expect gen-json 0 '"finish":"length"' -- "$GSPO" generate -m "$MODELS/tiny.pt" --prompt-ids 257,72 -n 2 --max-new-tokens 3 --json
 n=$("$GSPO" generate -m "$MODELS/tiny.pt" -p a -p b -n 3 --max-new-tokens 2 --json | wc -l)
 if [ "$n" -eq 6 ]; then pass=$((pass+1)); else echo "FAIL gen-count: $n lines, wanted 6"; fail=$((fail+1)); fi
+# Byte-identical output (ids and log-probs): the same command twice on one machine, same shapes and code path.
 a=$("$GSPO" generate -m "$MODELS/tiny.pt" -p a -n 2 --seed 4 --json); b=$("$GSPO" generate -m "$MODELS/tiny.pt" -p a -n 2 --seed 4 --json)
 if [ "$a" = "$b" ]; then pass=$((pass+1)); else echo "FAIL gen-seed: same seed differs"; fail=$((fail+1)); fi
 expect gen-empty-prompt 3 "--prompt is empty" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p ""
@@ -94,12 +105,12 @@ printf '{"index": 99, "response": "1"}\n' > "$TMP/bad_index.jsonl"
 expect score-bad-index 3 "bad_index.jsonl:1: index 99 is outside the dataset (26 rows)" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/bad_index.jsonl"
 printf '{"index": 0}\n' > "$TMP/no_resp.jsonl"
 expect score-no-response 3 "needs 'response' (a string) or 'responses'" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/no_resp.jsonl"
-if [ -f "$SRC/../shared/data/benchmarks/aime24.jsonl" ]; then
+if have_shared score-aime24 "$SHARED/data/benchmarks/aime24.jsonl"; then
   "$PYTHON" -c "import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1])]
 for i,r in enumerate(rows): print(json.dumps({'index':i,'responses':['\\\\boxed{%s}'%r['answer'],'no idea']}))" \
-    "$SRC/../shared/data/benchmarks/aime24.jsonl" > "$TMP/aime.jsonl"
-  expect score-aime24 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000  maj@2 1.000" -- "$GSPO" score -d "$SRC/../shared/data/benchmarks/aime24.jsonl" -r "$TMP/aime.jsonl"
+    "$SHARED/data/benchmarks/aime24.jsonl" > "$TMP/aime.jsonl"
+  expect score-aime24 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000  maj@2 1.000" -- "$GSPO" score -d "$SHARED/data/benchmarks/aime24.jsonl" -r "$TMP/aime.jsonl"
 fi
 expect eval-math 0 "pass@2" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress
 n=$(wc -l < "$TMP/ev/samples.jsonl")
@@ -109,32 +120,50 @@ expect eval-no-dataset 2 "no dataset: give --dataset or set data.path" -- "$GSPO
 # tokenize (end to end through the real tokenizer files when ../shared is there; the byte tokenizer of a model always)
 out=$(printf '{"text": "Hi"}\n' | "$GSPO" tokenize -t "$MODELS/tiny.pt")
 if [ "$out" = '{"text":"Hi","ids":[72,105]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-byte: $out"; fail=$((fail+1)); fi
-if [ -d "$SRC/../shared/data/tokenizers/qwen3" ]; then
-  out=$(printf '{"text": "Hello world, 你好!"}\n' | "$GSPO" tokenize -t "$SRC/../shared/data/tokenizers/qwen3")
+if have_shared tokenize-qwen3 "$SHARED/data/tokenizers/qwen3/tokenizer.json"; then
+  out=$(printf '{"text": "Hello world, 你好!"}\n' | "$GSPO" tokenize -t "$SHARED/data/tokenizers/qwen3")
   if [ "$out" = '{"text":"Hello world, 你好!","ids":[9707,1879,11,220,108386,0]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-qwen3: $out"; fail=$((fail+1)); fi
-  out=$(printf '{"ids": [9707, 1879, 151645]}\n' | "$GSPO" tokenize -t "$SRC/../shared/data/tokenizers/qwen3" --decode --with-special)
+  out=$(printf '{"ids": [9707, 1879, 151645]}\n' | "$GSPO" tokenize -t "$SHARED/data/tokenizers/qwen3" --decode --with-special)
   if [ "$out" = '{"text":"Hello world<|im_end|>","ids":[9707,1879,151645]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-decode: $out"; fail=$((fail+1)); fi
 fi
 expect tokenize-bad-line 3 'stdin:1: needs {"text": "..."}' -- bash -c "echo '{\"txt\": 1}' | '$GSPO' tokenize -t '$MODELS/tiny.pt'"
 expect tokenize-missing 5 "cannot read" -- "$GSPO" tokenize -t "$TMP/none.json"
 
-# A real pretrained model: stories260K exported through our HF exporter must emit llama2.c's 256 greedy ids.
-if [ -f "$MODELS/stories260K.pt" ]; then
+# A real pretrained model: stories260K exported through our HF exporter must emit llama2.c's 256 greedy ids. The
+# implementations sum in other orders (llama2.c's loops; our cached decode is within 1e-4 of our full forward, the
+# KV-cache test's bound), so an argmax can differ where the top two logits are that close. Ids must agree up to
+# the first near-tie (top-2 gap < 1e-3 on our full forward over the reference); a difference there ends the
+# comparison. Measured: the smallest gap on the 256 steps is 4.2e-3, so today every id is compared.
+if have_shared stories260K "$SHARED/data/models/stories260K/stories260K.bin"; then
+  # make_test_models.py exports the model whenever ../shared has it: a missing export is a failure, not a skip.
   "$GSPO" generate -m "$MODELS/stories260K.pt" --prompt-ids 1 --temperature 0 --max-new-tokens 256 --json > "$TMP/st.json"
-  if "$PYTHON" -c "import json,sys
-got=json.load(open(sys.argv[1]))['ids']; ref=json.load(open(sys.argv[2]))['generated_ids']
-sys.exit(0 if got == ref else 1)" "$TMP/st.json" "$SRC/../shared/data/models/stories260K/reference_greedy_256.json"; then
+  if "$PYTHON" -c "import json, sys, torch
+got = json.load(open(sys.argv[1]))['ids']; ref = json.load(open(sys.argv[2]))['generated_ids']
+model = torch.jit.load(sys.argv[3], map_location='cpu')
+seq = torch.tensor([[1] + ref])
+with torch.no_grad():
+    top = model(seq, torch.ones_like(seq))[0, :-1].double().topk(2, -1).values  # row t predicts ref[t]
+gap = (top[:, 0] - top[:, 1]).tolist()
+for t, (g, r) in enumerate(zip(got, ref)):
+    if g != r:
+        near = gap[t] < 1e-3
+        print(f'step {t}: gspo {g}, llama2.c {r}, top-2 logit gap {gap[t]:.2e}: '
+              + ('a near-tie, both are right; compared up to here' if near else 'not a near-tie'))
+        sys.exit(0 if near else 1)
+print(f'{len(got)} of {len(ref)} ids agree (smallest top-2 logit gap {min(gap):.2e})')
+sys.exit(0 if len(got) == len(ref) else 1)" "$TMP/st.json" "$SHARED/data/models/stories260K/reference_greedy_256.json" \
+       "$MODELS/stories260K.pt" >"$TMP/st.log" 2>&1; then
     pass=$((pass+1))
   else
-    echo "FAIL stories260K-greedy: ids differ from llama2.c's"; fail=$((fail+1))
+    echo "FAIL stories260K-greedy: ids differ from llama2.c's"; tail -3 "$TMP/st.log"; fail=$((fail+1))
   fi
   expect stories260K-text 0 "Once upon a time, there was a little girl named Lily" -- "$GSPO" generate -m "$MODELS/stories260K.pt" --prompt-ids 1 --temperature 0 --max-new-tokens 20
   expect stories260K-inspect 0 "contract     ok" -- "$GSPO" inspect "$MODELS/stories260K.pt"
 fi
 
 # A Qwen3-shaped export (safetensors, q/k norm, embedded Qwen3 tokenizer): the real tokenizer inside the .pt,
-# ChatML prompts through generate.
-if [ -f "$MODELS/qwen3_tiny.pt" ]; then
+# ChatML prompts through generate. make_test_models.py builds it whenever ../shared has the Qwen3 tokenizer.
+if have_shared qwen3-export "$SHARED/data/tokenizers/qwen3/tokenizer.json"; then
   out=$(printf '{"text": "Hello world, 你好!"}\n' | "$GSPO" tokenize -t "$MODELS/qwen3_tiny.pt")
   if [ "$out" = '{"text":"Hello world, 你好!","ids":[9707,1879,11,220,108386,0]}' ]; then pass=$((pass+1)); else echo "FAIL qwen3-embedded-tokenizer: $out"; fail=$((fail+1)); fi
   expect qwen3-inspect 0 "architecture qwen3" -- "$GSPO" inspect "$MODELS/qwen3_tiny.pt"
@@ -148,5 +177,8 @@ fi
 expect moe-inspect 0 "architecture qwen3_moe" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
 expect moe-generate 0 "--- prompt 0 sample 1" -- "$GSPO" generate -m "$MODELS/qwen3_moe_tiny.pt" -p "3+4=" -n 2 --max-new-tokens 6
 
-echo "$pass passed, $fail failed"
+for s in ${skipped[@]+"${skipped[@]}"}; do
+  if [ "$fail" -eq 0 ]; then echo "SKIPPED (no ../shared): $s"; else echo "not run (no ../shared): $s"; fi
+done
+echo "$pass passed, $fail failed, ${#skipped[@]} skipped"
 [ "$fail" -eq 0 ]

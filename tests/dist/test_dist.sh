@@ -20,21 +20,53 @@ TRAIN=(train -c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny_prior.pt
        --set distributed.timeout_s=20 --set distributed.init_timeout_s=20)
 STEPS=4
 
-run() {  # run NAME NPROC [extra --set ...]
-  local name="$1" n="$2"; shift 2
+launch() {  # launch DIR NPROC STEPS [extra --set ...]: one invocation on run directory $TMP/DIR
+  local dir="$1" n="$2" steps="$3"; shift 3
   if [ "$n" -eq 1 ]; then
-    "$GSPO" "${TRAIN[@]}" --set train.max_steps=$STEPS --set "train.output_dir=$TMP/$name" "$@" >"$TMP/$name.log" 2>&1
+    "$GSPO" "${TRAIN[@]}" --set train.max_steps=$steps --set "train.output_dir=$TMP/$dir" "$@" >"$TMP/$dir.log" 2>&1
   else
-    "$LAUNCH" -n "$n" --port "$(free_port)" "$GSPO" "${TRAIN[@]}" --set train.max_steps=$STEPS \
-      --set "train.output_dir=$TMP/$name" "$@" >"$TMP/$name.log" 2>&1
-  fi || { bad "$name: exit $?" "$TMP/$name.log"; return 1; }
+    "$LAUNCH" -n "$n" --port "$(free_port)" "$GSPO" "${TRAIN[@]}" --set train.max_steps=$steps \
+      --set "train.output_dir=$TMP/$dir" "$@" >"$TMP/$dir.log" 2>&1
+  fi || { bad "$dir: exit $?" "$TMP/$dir.log"; return 1; }
 }
 
-same() {  # same NAME RUN_A RUN_B
-  if "$PY" "$SRC/tests/dist/compare_runs.py" "$TMP/$2" "$TMP/$3" --step $STEPS --initial "$MODELS/tiny_prior.pt" \
-       >"$TMP/cmp_$1.log" 2>&1; then
-    ok "$1: $(head -1 "$TMP/cmp_$1.log")"
-  else bad "$1" "$TMP/cmp_$1.log"; fi
+declare -A PHASES  # run name -> its invocations, one "NPROC STEPS [extra...]" per line, for rerun
+run() {  # run NAME NPROC [extra --set ...]: run NAME to $STEPS (a second call with --resume auto continues it)
+  local name="$1" n="$2"; shift 2
+  PHASES[$name]+="$n $STEPS $*"$'\n'
+  launch "$name" "$n" "$STEPS" "$@"
+}
+
+rerun() {  # rerun NAME SEED: NAME's invocations again with rollout.seed=SEED, into NAME_seedSEED (once)
+  local name="$1" seed="$2" n steps rest extra
+  [ -d "$TMP/${name}_seed$seed" ] && return 0
+  while read -r n steps rest; do
+    [ -n "$n" ] || continue
+    read -ra extra <<<"$rest"
+    launch "${name}_seed$seed" "$n" "$steps" "${extra[@]}" --set "rollout.seed=$seed" || return 1
+  done <<<"${PHASES[$name]}"
+}
+
+compare() {  # compare LOG RUN_A RUN_B
+  "$PY" "$SRC/tests/dist/compare_runs.py" "$TMP/$2" "$TMP/$3" --step $STEPS --initial "$MODELS/tiny_prior.pt" \
+    >"$TMP/cmp_$1.log" 2>&1
+}
+
+# same NAME RUN_A RUN_B: the runs agree (compare_runs.py: sample-derived metrics exactly, the rest with tolerance).
+# World sizes sample with other batch shapes and, after the first update, from weights that differ by rounding, so
+# a token whose draw lies within that rounding of a CDF edge can flip, and the runs then diverge legitimately. Such
+# a flip is rare and fixed for a given machine and seed; with another seed it is as unlikely again, while a real
+# difference in the distributed computation shows for every seed. So a disagreement is retried once with
+# rollout.seed=1, and the check fails only when both seeds disagree.
+same() {
+  if compare "$1" "$2" "$3"; then ok "$1: $(head -1 "$TMP/cmp_$1.log")"; return; fi
+  local why; why="$(grep -m1 '^DIFF' "$TMP/cmp_$1.log")"
+  if rerun "$2" 1 && rerun "$3" 1 && compare "$1, seed 1" "${2}_seed1" "${3}_seed1"; then
+    ok "$1 with rollout.seed=1: $(head -1 "$TMP/cmp_$1, seed 1.log") (seed 0, a token flip: $why)"
+  else
+    local log="$TMP/cmp_$1, seed 1.log"; [ -f "$log" ] || log="$TMP/cmp_$1.log"
+    bad "$1 (seeds 0 and 1; seed 0: $why)" "$log"
+  fi
 }
 
 # --- equivalence with one process -------------------------------------------------------------------------

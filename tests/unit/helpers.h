@@ -1,10 +1,11 @@
 // Shared fixtures for the unit tests: paths of the exported test models (made by make_test_models.py, the
-// ctest fixture "models") and small tensor helpers.
+// ctest fixture "models"), data in ../shared with its skip marker, and small tensor helpers.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <fstream>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,19 @@ namespace gspo::test {
 
 inline std::string model_path(const std::string& name) { return std::string(GSPO_TEST_MODELS) + "/" + name; }
 inline std::string data_path(const std::string& name) { return std::string(GSPO_TEST_DATA) + "/" + name; }
+
+// A file in ../shared, the folder beside the checkout that CI has and a bare clone may lack.
+inline std::string shared_path(const std::string& rel) { return std::string(GSPO_SOURCE_DIR) + "/../shared/" + rel; }
+
+// True when `path` exists. Otherwise prints "SKIPPED (no ../shared): PATH", which ctest's SKIP_REGULAR_EXPRESSION
+// "SKIPPED \(" reports as a skipped test (not a passed one), and returns false. Call it first and return at once
+// on false, before any assertion: ctest skips on the marker whatever else the test did, so a check made before it
+// would be hidden.
+inline bool shared_data_or_skip(const std::string& path) {
+  if (io::exists(path)) return true;
+  std::cout << "SKIPPED (no ../shared): " << path << std::endl;
+  return false;
+}
 
 inline model::Policy load_tiny(const std::string& name = "tiny.pt") { return model::Policy::load(model_path(name)); }
 

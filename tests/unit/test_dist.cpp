@@ -80,6 +80,7 @@ TEST_CASE("world size 1: collectives are the identity and open nothing", "[dist]
   dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
   CHECK(comm.backend() == "none");
   auto t = torch::tensor({1.0, 2.0});
+  // No arithmetic happens at world size 1, so bitwise.
   comm.all_reduce(t);
   CHECK(t.equal(torch::tensor({1.0, 2.0})));
   CHECK(comm.all_gather(t).equal(t));
@@ -122,7 +123,7 @@ TEST_CASE("sharded AdamW (1 shard) follows torch::optim::AdamW step for step", "
   CHECK(state[0].item<int64_t>() == 6);
   dist::ShardedAdamW again(b, {0.9, 0.95, 1e-8, 0.1}, comm);
   again.load_state(state, "test");
-  CHECK(again.gather_state()[1].equal(state[1]));
+  CHECK(again.gather_state()[1].equal(state[1]));  // a copy: bitwise
   CHECK_THROWS_WITH(again.load_state({state[0], state[1].narrow(0, 0, 5), state[2]}, "x.pt"),
                     Catch::Contains("does not hold ZeRO-1 optimizer state"));
 }

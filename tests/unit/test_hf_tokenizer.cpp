@@ -1,6 +1,7 @@
 // The Hugging Face BPE tokenizer against llama.cpp's test vectors for Qwen2 (shared/data/tokenizers) and
 // decode(encode(s)) == s on multilingual text, code, emoji and whitespace runs. Needs ../shared beside the
-// checkout (CI has it); without it the vector test warns and checks nothing else.
+// checkout (CI has it); without it the first three cases print "SKIPPED (no ../shared): ..." and ctest counts them
+// as skipped, not passed.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -14,7 +15,7 @@
 using namespace gspo;
 
 namespace {
-std::string shared_tokenizers() { return std::string(GSPO_SOURCE_DIR) + "/../shared/data/tokenizers"; }
+std::string shared_tokenizers() { return test::shared_path("data/tokenizers"); }
 
 std::vector<std::string> split_on(const std::string& text, const std::string& sep) {
   std::vector<std::string> out;
@@ -47,31 +48,30 @@ void check_vectors(const tokenizer::Tokenizer& tok, const std::string& stem) {
 
 TEST_CASE("Qwen2.5 tokenizer.json reproduces llama.cpp's Qwen2 and DeepSeek-R1-Qwen vectors", "[tokenizer][hf]") {
   const std::string dir = shared_tokenizers();
-  if (!io::exists(dir + "/qwen2.5/tokenizer.json")) {
-    WARN("no ../shared/data/tokenizers; skipping the vector check");
+  if (!test::shared_data_or_skip(dir + "/qwen2.5/tokenizer.json") ||
+      !test::shared_data_or_skip(dir + "/qwen/llamacpp_vocab_test_qwen2.inp") ||
+      !test::shared_data_or_skip(dir + "/qwen/llamacpp_vocab_test_deepseek-r1-qwen.inp"))
     return;
-  }
   auto tok = tokenizer::from_file(dir + "/qwen2.5");
   check_vectors(*tok, dir + "/qwen/llamacpp_vocab_test_qwen2");
   check_vectors(*tok, dir + "/qwen/llamacpp_vocab_test_deepseek-r1-qwen");
 }
 
 TEST_CASE("GPT-2 (vocabulary converted from llama.cpp's GGUF) reproduces llama.cpp's GPT-2 vectors", "[tokenizer][hf]") {
-  const std::string dir = std::string(GSPO_TEST_MODELS) + "/gpt2_tokenizer";
-  if (!io::exists(dir + "/tokenizer.json")) {
-    WARN("no ../shared GPT-2 vocabulary; skipping");
+  // The vocabulary is converted from ../shared's GGUF by the fixture make_gpt2_tokenizer: with the GGUF present a
+  // missing conversion is a failure, not a skip.
+  if (!test::shared_data_or_skip(shared_tokenizers() + "/gpt2/ggml-vocab-gpt-2.gguf") ||
+      !test::shared_data_or_skip(shared_tokenizers() + "/gpt2/llamacpp_vocab_test_gpt2.inp"))
     return;
-  }
+  const std::string dir = std::string(GSPO_TEST_MODELS) + "/gpt2_tokenizer";
+  REQUIRE(io::exists(dir + "/tokenizer.json"));
   auto tok = tokenizer::from_file(dir);
   check_vectors(*tok, shared_tokenizers() + "/gpt2/llamacpp_vocab_test_gpt2");
 }
 
 TEST_CASE("Qwen3 tokenizer: special tokens, roles, round trips", "[tokenizer][hf]") {
   const std::string dir = shared_tokenizers();
-  if (!io::exists(dir + "/qwen3/tokenizer.json")) {
-    WARN("no ../shared/data/tokenizers; skipping");
-    return;
-  }
+  if (!test::shared_data_or_skip(dir + "/qwen3/tokenizer.json")) return;
   auto tok = tokenizer::from_file(dir + "/qwen3");
   auto hf = dynamic_cast<tokenizer::HfBpeTokenizer*>(tok.get());
   REQUIRE(hf);

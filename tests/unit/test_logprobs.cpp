@@ -42,7 +42,7 @@ TEST_CASE("chunked log-probs and gradients equal the whole-tensor log_softmax", 
       (lp * w).sum().backward();
       auto g = leaf.grad().narrow(1, 2, R);
       CHECK((g - ref.grad).abs().max().item<double>() < 1e-6);
-      CHECK(leaf.grad().narrow(1, 0, 2).abs().max().item<double>() == 0.0);  // columns outside the view: no gradient
+      CHECK(leaf.grad().narrow(1, 0, 2).abs().max().item<double>() == 0.0);  // outside the view: exactly no gradient
       auto ent = train::token_entropy(pred.detach(), T, chunk);
       CHECK((ent - ref.entropy).abs().max().item<double>() < 1e-5);
     }

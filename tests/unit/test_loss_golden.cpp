@@ -1,9 +1,12 @@
 // Losses and advantages against tests/golden/loss_reference.py (independent per-sequence Python loops).
-// Tolerances: float64 inputs 1e-9 relative; float32 inputs 1e-5 relative + 1e-7 absolute; clip counts exact.
+// Tolerances: float64 inputs 1e-9 relative; float32 inputs 1e-5 relative + 1e-7 absolute; clip counts exact, because
+// every clip decision lies at least kClipMargin from a clip bound (checked), so neither precision can flip one.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "gspo/algo/advantage.h"
 #include "gspo/algo/loss.h"
@@ -29,6 +32,24 @@ torch::Tensor mat(const json& j, torch::ScalarType t) {
 torch::Tensor adv_of(const json& j, torch::ScalarType t) {
   if (j[0].is_array()) return mat(j, t);
   return torch::tensor(j.get<std::vector<double>>(), torch::kDouble).to(t);
+}
+
+// Float32 rounding of inputs near -3 is 2.4e-7, so a log-ratio carries < 1e-6 of error; 1e-5 leaves 10x.
+constexpr double kClipMargin = 1e-5;
+
+// Smallest distance, in log-ratio, from a clip decision of case c to a clip bound log(1 - clip_low) or
+// log(1 + clip_high): the sequence log-ratio for GSPO and GSPO-token, each token's for GRPO, clamped like the loss.
+double clip_margin(const json& c, const torch::Tensor& lp, const torch::Tensor& old, const torch::Tensor& mask) {
+  auto m = mask.to(torch::kDouble);
+  auto lr = (lp.detach() - old).to(torch::kDouble) * m;  // subtracted in the inputs' precision, as the loss does
+  const bool per_token = c["kind"].get<std::string>() == "grpo";
+  auto x = per_token ? lr : lr.sum(1) / m.sum(1);
+  const double clamp = c["log_ratio_clamp"];
+  if (clamp > 0) x = x.clamp_max(clamp);
+  const double lo = std::log(1 - c["clip_low"].get<double>()), hi = std::log1p(c["clip_high"].get<double>());
+  auto d = torch::minimum((x - lo).abs(), (x - hi).abs());
+  if (per_token) d = d.masked_fill(m == 0, std::numeric_limits<double>::infinity());
+  return d.min().item<double>();
 }
 
 algo::LossOptions options_of(const json& c) {
@@ -65,12 +86,13 @@ TEST_CASE("policy losses match the Python reference: loss, gradient, clip counts
       auto err = (grad.to(torch::kDouble) - want_grad).abs().max().item<double>();
       CHECK(err <= rel * want_grad.abs().max().item<double>() + abs_tol);
       const auto& s = c["stats"];
+      CHECK(clip_margin(c, in.logprobs, in.old_logprobs, in.mask) > kClipMargin);
       CHECK(res.stats.seq_clipped_low == s["seq_clipped_low"].get<double>());
       CHECK(res.stats.seq_clipped_high == s["seq_clipped_high"].get<double>());
       CHECK(res.stats.tok_clipped_low == s["tok_clipped_low"].get<double>());
       CHECK(res.stats.tok_clipped_high == s["tok_clipped_high"].get<double>());
       if (!c["kl_sum"].is_null()) CHECK(res.stats.kl_sum == Approx(c["kl_sum"].get<double>()).epsilon(rel * 10));
-      CHECK(res.stats.tokens == in.mask.sum().item<double>());
+      CHECK(res.stats.tokens == in.mask.sum().item<double>());  // a count: exact
     }
   }
 }
@@ -97,6 +119,7 @@ TEST_CASE("GSPO-token's loss and gradient equal GSPO's when advantages are per s
   auto [tok, g2] = run(algo::LossKind::kGspoToken);
   CHECK(gspo.loss.item<double>() == Approx(tok.loss.item<double>()).epsilon(1e-6));
   CHECK((g1 - g2).abs().max().item<double>() < 1e-8);
+  // Both kinds clip the same float32 sequence ratio (GSPO-token's is s_i * exp(0) = s_i exactly): equal counts.
   CHECK(gspo.stats.seq_clipped_low == tok.stats.seq_clipped_low);
   CHECK(gspo.stats.seq_clipped_high == tok.stats.seq_clipped_high);
   CHECK(gspo.stats.seq_clipped_low + gspo.stats.seq_clipped_high >= 2);  // both sides exercised
@@ -117,7 +140,7 @@ TEST_CASE("GSPO weights every token of a response equally; GRPO's loss is not to
     CHECK(g[0][0].item<double>() == Approx(-1.0 / (2 * 4)));
     CHECK(g[0][3].item<double>() == Approx(-1.0 / (2 * 4)));
     CHECK(g[1][0].item<double>() == Approx(2.0 / (2 * 1)));
-    CHECK(g[1][1].item<double>() == 0.0);
+    CHECK(g[1][1].item<double>() == 0.0);  // a masked token: exactly no gradient
     CHECK(r.stats.seq_ratio_sum == Approx(2.0));
   }
 }
@@ -136,7 +159,7 @@ TEST_CASE("advantages match the reference for every kind and std", "[algo][golde
     auto want = c["advantages"].get<std::vector<double>>();
     for (size_t i = 0; i < want.size(); ++i) CHECK(a.values[i].item<double>() == Approx(want[i]).margin(1e-6));
     CHECK(a.num_zero_variance == c["zero_variance"].get<int64_t>());
-    // The zero-variance group (second) is exactly zero.
+    // The zero-variance group (second) is exactly zero (masked to 0, not computed).
     CHECK(a.values.narrow(0, 4, 4).abs().sum().item<double>() == 0.0);
   }
 }

@@ -100,7 +100,7 @@ TEST_CASE("a saved policy reloads with the same weights, manifest and tokenizer"
   CHECK(again.tokenizer_json() == policy.tokenizer_json());
   auto a = policy.parameters(), b = again.parameters();
   REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) CHECK(torch::equal(a[i], b[i]));
+  for (size_t i = 0; i < a.size(); ++i) CHECK(torch::equal(a[i], b[i]));  // saving copies bytes: bitwise
   std::remove(out.c_str());
 }
 

@@ -1,5 +1,11 @@
 // Sampling: greedy vs an uncached argmax loop, seeds, top-k/top-p support and frequencies, behaviour log-probs
 // vs a full forward of the finished batch, stop strings and prompt errors.
+//
+// Exactness: two samplings of the same rows with different batch shapes (compaction cadence, other rows in the
+// batch, cached vs uncached forward) compute logits that differ by float rounding, so their log-probs are compared
+// with a tolerance, and a token may differ where its draw lies within that rounding of a CDF bucket edge (or, for
+// argmax, of a tie). Such comparisons measure each token's margin on a full forward and accept a disagreement only
+// at a near-edge token (sample_compare.h). Bitwise comparisons remain where shapes and code paths are identical.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,6 +14,7 @@
 #include "gspo/core/error.h"
 #include "gspo/rollout/sampler.h"
 #include "helpers.h"
+#include "sample_compare.h"
 
 using namespace gspo;
 
@@ -33,21 +40,40 @@ struct Fixture {
 TEST_CASE("temperature 0 equals greedy argmax of the uncached forward", "[rollout]") {
   Fixture f;
   auto b = f.run({0.0, 1.0, 0, 12, {}}, 1, 0);
+  // A tiny positive temperature gives the same tokens as greedy wherever the top logit gap dominates.
+  auto cold = f.run({1e-4, 1.0, 0, 12, {}}, 1, 5);
+  // Greedy (cached decode, 3 rows) vs this uncached forward (1 row): logits differ by rounding, < 1e-4 (the
+  // KV-cache test's bound), so the argmax can differ only where the top two logits are within 2e-4 (1e-3: 5x).
+  constexpr double kTieGap = 1e-3;
+  // T = 1e-4 vs greedy: logits equal up to rounding while the tokens agree, so the cold draw leaves the argmax with
+  // probability <= (V - 1) exp(-(gap - 2e-4) / 1e-4) = 258 exp(-48) ~ 4e-19 at gap 5e-3: below the noise's
+  // resolution 2^-53, i.e. never. Below that gap a different token is a legitimate draw.
+  constexpr double kColdGap = 5e-3;
   torch::NoGradGuard g;
   for (size_t i = 0; i < f.prompts.size(); ++i) {
+    INFO("prompt " << i);
+    REQUIRE(b.response_ids[i].size() == 12u);
     std::vector<int64_t> seq = f.prompts[i];
-    for (int step = 0; step < 12; ++step) {
+    bool cold_agrees = true;
+    for (size_t step = 0; step < 12; ++step) {
+      INFO("step " << step);
+      // The uncached forward follows the greedy run's own tokens, so every step is checked, not just a prefix.
       auto ids = torch::tensor(seq).view({1, -1});
-      auto logits = f.policy.logits(ids, torch::ones_like(ids));
-      int64_t next = logits[0][-1].argmax().item<int64_t>();
-      REQUIRE(step < static_cast<int>(b.response_ids[i].size()));
-      CHECK(b.response_ids[i][step] == next);
-      seq.push_back(next);
+      auto top = f.policy.logits(ids, torch::ones_like(ids))[0][-1].topk(2);
+      const auto& values = std::get<0>(top);
+      const double gap = values[0].item<double>() - values[1].item<double>();
+      const int64_t next = std::get<1>(top)[0].item<int64_t>();
+      INFO("greedy " << b.response_ids[i][step] << ", uncached argmax " << next << ", top-2 gap " << gap);
+      if (b.response_ids[i][step] != next) CHECK(gap < kTieGap);
+      if (cold_agrees && step < cold.response_ids[i].size() && cold.response_ids[i][step] != b.response_ids[i][step]) {
+        INFO("cold draw " << cold.response_ids[i][step]);
+        CHECK(gap < kColdGap);
+        cold_agrees = false;  // the contexts differ from here on
+      }
+      seq.push_back(b.response_ids[i][step]);
     }
+    if (cold_agrees) CHECK(cold.response_ids[i] == b.response_ids[i]);
   }
-  // A tiny positive temperature gives the same tokens as greedy (the top logit gap dominates).
-  auto cold = f.run({1e-4, 1.0, 0, 12, {}}, 1, 5);
-  CHECK(cold.response_ids == b.response_ids);
 }
 
 TEST_CASE("same seed gives the same samples, a different seed different ones", "[rollout]") {
@@ -56,6 +82,7 @@ TEST_CASE("same seed gives the same samples, a different seed different ones", "
   auto a = f.run(p, 4, 11);
   auto b = f.run(p, 4, 11);
   auto c = f.run(p, 4, 12);
+  // Same prompts, shapes, thread settings and code path on one machine: bitwise equal is the contract here.
   CHECK(a.response_ids == b.response_ids);
   CHECK(torch::equal(a.behaviour_logprobs, b.behaviour_logprobs));
   CHECK(a.response_ids != c.response_ids);
@@ -74,7 +101,7 @@ TEST_CASE("behaviour log-probs equal log-softmax of a full forward over the samp
     auto lp = test::response_logprobs(f.policy, b.input_ids, b.attention_mask, b.prompt_len, temp);
     auto diff = ((lp - b.behaviour_logprobs) * b.response_mask).abs().max().item<double>();
     CHECK(diff < 1e-4);
-    // Mask and lengths agree; padding carries zero log-prob.
+    // Mask and lengths agree (a float32 sum of a few hundred ones is exact); padding carries zero log-prob.
     CHECK(b.response_mask.sum().item<double>() == static_cast<double>(b.generated_tokens()));
     CHECK((b.behaviour_logprobs * (1 - b.response_mask)).abs().sum().item<double>() == 0.0);
     std::set<int64_t> lengths(b.response_lengths.begin(), b.response_lengths.end());
@@ -194,15 +221,19 @@ TEST_CASE("ids past the tokenizer's vocabulary are never sampled", "[rollout]") 
 
 TEST_CASE("a row's samples do not depend on the other rows of its batch", "[rollout]") {
   // What data-parallel ranks rely on: prompt 0 sampled alone with noise rows 0..G-1 and prompts 1..2 with rows
-  // G..3G-1 give exactly the responses of one batch of all three prompts.
+  // G..3G-1 give the responses of one batch of all three prompts. The batches differ in rows and prompt padding,
+  // so logits differ by rounding: log-probs within kLogprobTol, tokens equal except at a near-edge draw.
   Fixture f;
   const int64_t G = 4;
   rollout::Sampler s(f.policy, *f.tok, {1.0, 1.0, 0, 12, {}});
   auto whole = s.generate(f.prompts, G, {7, 0});
   auto first = s.generate({f.prompts[0]}, G, {7, 0});
   auto rest = s.generate({f.prompts[1], f.prompts[2]}, G, {7, G});
-  for (int64_t r = 0; r < G; ++r) CHECK(first.response_ids[r] == whole.response_ids[r]);
-  for (int64_t r = 0; r < 2 * G; ++r) CHECK(rest.response_ids[r] == whole.response_ids[G + r]);
+  auto margin = test::cdf_margins(f.policy, whole, {7, 0}, 1.0, s.params().vocab_limit);
+  int64_t agreed = 0;
+  for (int64_t r = 0; r < G; ++r) agreed += test::same_row(whole, r, first, r, margin);
+  for (int64_t r = 0; r < 2 * G; ++r) agreed += test::same_row(whole, G + r, rest, r, margin);
+  CHECK(agreed * 2 > 3 * G);  // a near-edge flip is rare: most rows are compared in full
   auto other = s.generate(f.prompts, G, {8, 0});
   bool differs = false;
   for (int64_t r = 0; r < 3 * G; ++r) differs |= other.response_ids[r] != whole.response_ids[r];
@@ -219,8 +250,9 @@ TEST_CASE("counter-based uniforms are uniform and keyed by row, not batch positi
   CHECK(std::abs(u.mean().item<double>() - 0.5) < 5 * std::sqrt(1.0 / 12 / 1e5));
   auto counts = torch::histc(u, 10, 0, 1);
   for (int i = 0; i < 10; ++i) CHECK(std::abs(counts[i].item<double>() - 1e4) < 5 * std::sqrt(1e5 * 0.1 * 0.9));
-  // Row 70000 of a batch starting at row 0 is row 0 of a batch starting at row 70000.
-  CHECK(rollout::row_uniforms({3, 70000}, {0}, 5).item<double>() == u[70000].item<double>());
+  // Row 70000 of a batch starting at row 0 is row 0 of a batch starting at row 70000 (integer hashing, then an exact
+  // int-to-double scaling: bitwise).
+  CHECK(rollout::row_uniforms({3, 70000}, std::vector<int64_t>{0}, 5).item<double>() == u[70000].item<double>());
   CHECK(rollout::uniform01(3, 1, 5) != rollout::uniform01(3, 1, 6));
 }
 
@@ -233,17 +265,22 @@ TEST_CASE("checking for finished rows every 8 steps (the GPU cadence) changes no
   rollout::Sampler s1(prior, *f.tok, every1), s8(prior, *f.tok, every8);
   auto a = s1.generate(f.prompts, 8, {4, 0});
   auto b = s8.generate(f.prompts, 8, {4, 0});
-  int64_t eos = 0;
+  // The cadence changes when finished rows are compacted away, hence the decode batch sizes and the rounding of
+  // the logits (log-probs differ in the 7th digit on AMD EPYC): log-probs within kLogprobTol, and the tokens equal
+  // except at a draw within kFlipMargin of a CDF edge (sample_compare.h).
+  auto margin = test::cdf_margins(prior, a, {4, 0}, 1.0, s1.params().vocab_limit);
+  int64_t eos = 0, agreed = 0;
   for (int64_t r = 0; r < a.num_rows(); ++r) {
-    CHECK(a.response_ids[r] == b.response_ids[r]);
-    CHECK(a.finish[r] == b.finish[r]);
+    agreed += test::same_row(a, r, b, r, margin);
     eos += a.finish[r] == rollout::Finish::kEos;
   }
+  CHECK(agreed * 2 > a.num_rows());  // a near-edge flip is rare: most rows are compared in full
   CHECK(eos > 0);
-  CHECK(a.behaviour_logprobs.equal(b.behaviour_logprobs));
   CHECK(s8.last_stats().host_checks * 4 <= s1.last_stats().host_checks + 4);
 }
 
+// Bitwise across code paths is legitimate here: both compute the same uint64 hash (integer arithmetic is exact) and
+// scale its top 53 bits by 2^-53, exactly representable in float64.
 TEST_CASE("device-side sampling noise is bit-identical to the host's", "[rollout]") {
   std::vector<int64_t> rows(5000);
   std::iota(rows.begin(), rows.end(), 0);

@@ -48,6 +48,8 @@ TEST_CASE("resuming at step k and running to n gives the same metrics and weight
   auto a = read_metrics(one), b = read_metrics(two);
   REQUIRE(a.size() == 4);
   REQUIRE(b.size() == 4);
+  // Bitwise is the contract: both runs use the same config, batch shapes, thread count and code path in this one
+  // process, and the checkpoint restores weights, optimizer, RNG and data state exactly.
   for (size_t i = 0; i < a.size(); ++i) {
     INFO("step " << i + 1);
     CHECK(a[i].dump() == b[i].dump());
@@ -64,13 +66,18 @@ TEST_CASE("resuming at step k and running to n gives the same metrics and weight
 TEST_CASE("first mini-batch ratios are exactly 1 with recomputed old log-probs, not with sampler log-probs", "[train]") {
   const auto dir = fresh_dir("ratio_one");
   train::Trainer(small_cfg(dir, {"train.max_steps=2"}), "").run();
+  // Exactly: pi_old is recomputed on the same micro-batch tensors with the same weights and forward as the first
+  // mini-batch's pi_theta; only grad mode differs, which changes no forward arithmetic here (CPU, no fuser), so
+  // log s_i = 0 bitwise.
   for (const auto& m : read_metrics(dir)) CHECK(m["first_minibatch_ratio_dev"].get<double>() == 0.0);
   // Later mini-batches are off-policy: their ratios moved.
   CHECK(read_metrics(dir)[1]["seq_ratio_max"].get<double>() > 1.0);
 }
 
-// Gradients agree to float32 rounding (grad norm and loss 1e-5 relative). Weights are compared within 2% of one
-// AdamW step (lr): Adam divides by sqrt(v), so coordinates with near-zero gradients magnify rounding differences.
+// Both runs sample from the same initial weights with the same shapes before any update, so their samples are
+// bitwise equal; the updates then sum over other micro-batch shapes. Gradients agree to float32 rounding (grad norm
+// and loss 1e-5 relative). Weights are compared within 2% of one AdamW step (lr): Adam divides by sqrt(v), so
+// coordinates with near-zero gradients magnify rounding differences.
 TEST_CASE("micro-batches accumulate to the same update as whole mini-batches", "[train]") {
   const auto whole = fresh_dir("micro_whole"), micro = fresh_dir("micro_3");
   train::Trainer(small_cfg(whole, {"train.max_steps=1"}), "").run();
@@ -103,7 +110,8 @@ TEST_CASE("a non-finite loss stops with a message naming the step, or is skipped
   REQUIRE(ckpt.has_value());
   auto w = weights_of(*ckpt);
   auto init = model::Policy::load(test::model_path("nan_when_training.pt")).parameters();
-  for (size_t i = 0; i < w.size(); ++i) CHECK(torch::equal(w[i], init[i]));  // nothing applied, nothing NaN
+  // Nothing applied (so bitwise the initial weights), nothing NaN.
+  for (size_t i = 0; i < w.size(); ++i) CHECK(torch::equal(w[i], init[i]));
 }
 
 TEST_CASE("checkpoints are complete or invisible, pruned to keep_last, and loadable as policies", "[train][checkpoint]") {

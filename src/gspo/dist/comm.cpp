@@ -176,7 +176,7 @@ std::unique_ptr<Comm::Impl> make_nccl(const LaunchEnv& env, const config::Distri
 #else
   (void)env, (void)o, (void)store;
   throw ConfigError("distributed.backend is nccl but this gspo was built against a LibTorch without NCCL; use "
-                    "gloo, or build with scripts/build_cuda.sh against a CUDA PyTorch");
+                    "gloo, or rebuild with the CUDA toolkit installed (scripts/build.sh turns CUDA on when it finds nvcc)");
 #endif
 }
 
