@@ -1,5 +1,6 @@
 #include "gspo/model/policy.h"
 
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/script.h>
 
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <sstream>
 
 #include "gspo/core/error.h"
+#include "gspo/core/file_sink.h"
 
 namespace gspo::model {
 
@@ -128,11 +130,13 @@ int64_t Policy::num_parameters() const {
 void Policy::save(const std::string& path) const {
   std::unordered_map<std::string, std::string> extra{{kManifestFile, impl_->manifest.raw_json},
                                                      {kTokenizerFile, impl_->tokenizer}};
+  core::FileSink sink(path);  // a full disk becomes an IoError from finish(), not an abort inside torch's writer
   try {
-    impl_->module.save(path, extra);
+    torch::jit::ExportModule(impl_->module, sink.writer(), extra);
   } catch (const c10::Error& e) {
     throw IoError("cannot write model file '" + path + "': " + e.what_without_backtrace());
   }
+  sink.finish();
 }
 
 std::vector<std::string> Policy::methods() const {
