@@ -50,7 +50,8 @@ std::string field_text(const nlohmann::json& row, const std::string& key, const 
 }
 }  // namespace
 
-std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key) {
+std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
+                                bool need_prompt) {
   std::ifstream in(path);
   if (!in) throw IoError("cannot read dataset '" + path + "': " + std::strerror(errno));
   std::vector<Example> out;
@@ -74,15 +75,17 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
       key.clear();
       for (const char* k : {"prompt", "problem", "question"})
         if (key.empty() && row.contains(k)) key = k;
-      if (key.empty()) {
+      if (key.empty() && need_prompt) {
         std::string have;
         for (const auto& [k, v] : row.items()) have += (have.empty() ? "" : ", ") + k;
         throw DataError(where + ": no prompt field (tried prompt, problem, question; fields: " + have +
                         "); set data.prompt_key");
       }
     }
-    ex.prompt = field_text(row, key, where, true);
-    if (ex.prompt.empty()) throw DataError(where + ": field '" + key + "' is empty");
+    if (need_prompt || (!key.empty() && row.contains(key))) {
+      ex.prompt = field_text(row, key, where, true);
+      if (ex.prompt.empty() && need_prompt) throw DataError(where + ": field '" + key + "' is empty");
+    }
     const bool has_tests = row.contains("tests") || row.contains("test") || row.contains("test_list");
     ex.answer = field_text(row, answer_key, where, !has_tests);
     ex.row = line;
@@ -106,10 +109,22 @@ std::vector<Example> make_arithmetic(int64_t count, int64_t max_operand, const s
   return out;
 }
 
-bool has_code_tests(const std::vector<Example>& rows) {
-  if (rows.empty() || rows[0].row.empty()) return false;
-  auto j = nlohmann::json::parse(rows[0].row, nullptr, false);
+bool row_has_code_tests(const Example& ex) {
+  if (ex.row.empty()) return false;
+  auto j = nlohmann::json::parse(ex.row, nullptr, false);
   return j.is_object() && (j.contains("tests") || j.contains("test") || j.contains("test_list"));
+}
+
+TestCoverage code_test_coverage(const std::vector<Example>& rows) {
+  TestCoverage c;
+  for (const auto& ex : rows) {
+    if (row_has_code_tests(ex)) {
+      if (c.with_tests++ == 0) c.first_with = ex.id;
+    } else if (c.without_tests++ == 0) {
+      c.first_without = ex.id;
+    }
+  }
+  return c;
 }
 
 std::vector<Example> load_dataset(const config::DataOptions& o) {

@@ -13,7 +13,9 @@ namespace gspo::data {
 // Rows of a JSONL file; `prompt_key` ("auto": prompt, problem or question) and `answer_key` name the fields
 // (answers may be strings or numbers; rows with code tests may lack one).
 // Blank lines are skipped. Throws IoError (unreadable) or DataError ("file:LINE: ...").
-std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key);
+// `need_prompt` false (gspo score, which grades given responses) accepts rows without a prompt field.
+std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
+                                bool need_prompt = true);
 
 // `count` problems "a+b=" with operands in [0, max_operand] and operators from `ops`; same seed, same set.
 std::vector<Example> make_arithmetic(int64_t count, int64_t max_operand, const std::string& ops, uint64_t seed);
@@ -21,7 +23,17 @@ std::vector<Example> make_arithmetic(int64_t count, int64_t max_operand, const s
 // The dataset config.data describes; throws DataError when it is empty.
 std::vector<Example> load_dataset(const config::DataOptions& opts);
 
-// True when the rows carry code tests (decides reward.kind auto).
-bool has_code_tests(const std::vector<Example>& rows);
+// True when the row carries code tests ('tests', HumanEval 'test', APPS 'test_list'): graded by the code verifier
+// under reward.kind auto, else by the math verifier.
+bool row_has_code_tests(const Example& ex);
+
+// How many rows carry code tests and how many do not, with the first of each (file:line) for messages.
+struct TestCoverage {
+  int64_t with_tests = 0;
+  int64_t without_tests = 0;
+  std::string first_with, first_without;
+  bool mixed() const { return with_tests > 0 && without_tests > 0; }
+};
+TestCoverage code_test_coverage(const std::vector<Example>& rows);
 
 }  // namespace gspo::data

@@ -45,18 +45,25 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
 }  // namespace
 
 nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& req) {
-  auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key);
+  auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key, /*need_prompt=*/false);
   if (rows.empty()) throw DataError("dataset '" + req.dataset + "' has no examples");
   auto responses = read_responses(req.responses, rows.size());
-  size_t K = SIZE_MAX;
-  for (const auto& [i, r] : responses) K = std::min(K, r.size());
+  // avg@K, pass@k and maj@K compare problems at one K: uneven counts are refused, never cut to the smallest.
+  const auto& [first_index, first] = *responses.begin();
+  const size_t K = first.size();
+  for (const auto& [i, r] : responses)
+    if (r.size() != K)
+      throw DataError("responses '" + req.responses + "': problem " + std::to_string(first_index) + " has " +
+                      std::to_string(K) + " responses but problem " + std::to_string(i) + " has " +
+                      std::to_string(r.size()) + "; gspo score needs the same number of responses for every "
+                      "problem (avg@K and pass@k are defined at one K)");
   Grader grader(cfg, rows);
   std::vector<const data::Example*> exs;
   std::vector<std::vector<std::string>> texts;
   std::vector<int64_t> indices;
   for (const auto& [i, r] : responses) {
     exs.push_back(&rows[i]);
-    texts.emplace_back(r.begin(), r.begin() + static_cast<int64_t>(K));  // equal K for every problem
+    texts.push_back(r);
     indices.push_back(i);
   }
   auto results = grader.grade(exs, texts, std::vector<std::vector<int64_t>>(exs.size()));

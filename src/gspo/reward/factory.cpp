@@ -6,6 +6,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/core/error.h"
+#include "gspo/data/dataset.h"
 #include "gspo/reward/code.h"
 #include "gspo/reward/external.h"
 #include "gspo/reward/math.h"
@@ -53,10 +54,33 @@ class Weighted : public Verifier {
   std::vector<std::pair<std::unique_ptr<Verifier>, double>> parts_;
 };
 
-std::unique_ptr<Verifier> make_one(const std::string& name, const config::Config& cfg, bool has_tests) {
+// Kind auto on a dataset that mixes code rows and math rows: each row goes to the verifier that fits it.
+class PerRow : public Verifier {
+ public:
+  PerRow(std::unique_ptr<Verifier> math, std::unique_ptr<Verifier> code) : math_(std::move(math)), code_(std::move(code)) {}
+  Score score(const std::string& response, const data::Example& ex) const override {
+    return data::row_has_code_tests(ex) ? code_->score(response, ex) : math_->score(response, ex);
+  }
+  std::string name() const override { return "auto(math|code)"; }
+
+ private:
+  std::unique_ptr<Verifier> math_, code_;
+};
+
+std::unique_ptr<Verifier> make_one(const std::string& name, const config::Config& cfg,
+                                   const data::TestCoverage& rows) {
   const auto& r = cfg.reward;
   std::string kind = name;
-  if (kind == "auto") kind = cfg.data.task == "arithmetic" ? "leading_integer" : has_tests ? "code" : "math";
+  if (kind == "auto" && cfg.data.task != "arithmetic" && rows.mixed()) {
+    data::TestCoverage code_rows = rows;  // the code verifier only ever sees the rows with tests
+    code_rows.without_tests = 0;
+    return std::make_unique<PerRow>(make_one("math", cfg, rows), make_one("code", cfg, code_rows));
+  }
+  if (kind == "auto") kind = cfg.data.task == "arithmetic" ? "leading_integer" : rows.with_tests > 0 ? "code" : "math";
+  if (kind == "code" && rows.without_tests > 0)
+    throw ConfigError("reward: the code verifier needs tests in every row, but " + rows.first_without + " has none (" +
+                      std::to_string(rows.without_tests) + " rows without tests); use reward.kind auto to grade "
+                      "rows without tests as math");
   if (kind == "exact") return std::make_unique<ExactMatch>();
   if (kind == "leading_integer") return std::make_unique<LeadingInteger>();
   if (kind == "math") return std::make_unique<MathVerifier>(MathOptions{r.math_answer_is, r.math_last_number, r.math_rel_tol});
@@ -77,12 +101,13 @@ std::unique_ptr<Verifier> make_one(const std::string& name, const config::Config
 
 }  // namespace
 
-std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, bool dataset_has_tests) {
-  if (cfg.reward.components.empty()) return make_one(cfg.reward.kind, cfg, dataset_has_tests);
+std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& examples) {
+  const auto rows = data::code_test_coverage(examples);
+  if (cfg.reward.components.empty()) return make_one(cfg.reward.kind, cfg, rows);
   auto w = std::make_unique<Weighted>();
   for (const auto& c : cfg.reward.components) {
     const auto colon = c.rfind(':');
-    w->add(make_one(c.substr(0, colon), cfg, dataset_has_tests), std::stod(c.substr(colon + 1)));
+    w->add(make_one(c.substr(0, colon), cfg, rows), std::stod(c.substr(colon + 1)));
   }
   return w;
 }

@@ -45,9 +45,10 @@ std::string trim(const std::string& s);
 // The leading integer of `text` as written ("-0012" stays "-0012"), or "" when it does not start with one.
 std::string leading_integer(const std::string& text);
 
-// The verifier (or weighted combination) config.reward selects. `dataset_has_tests` resolves kind "auto" for
-// JSONL data (code when rows carry tests, else math).
-std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, bool dataset_has_tests = false);
+// The verifier (or weighted combination) config.reward selects for `rows`. Kind "auto" on JSONL data grades each
+// row by what it carries: the code verifier where the row has tests, the math verifier elsewhere (a dataset may
+// mix both). An explicit "code" on rows without tests is refused here, naming the first such row.
+std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& rows = {});
 
 // Scores responses[i] against *examples[i] on `workers` threads (0 = hardware threads); rethrows the first error.
 std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
