@@ -7,7 +7,6 @@
 #include "gspo/core/interrupt.h"
 #include "gspo/core/log.h"
 #include "gspo/dist/launch_env.h"
-#include "gspo/train/state.h"
 #include "gspo/train/trainer.h"
 
 namespace gspo::cli {

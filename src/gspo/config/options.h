@@ -47,6 +47,7 @@ struct DataOptions {
   int64_t max_operand = 9;                         // arithmetic: operands drawn from [0, max_operand]
   std::string operators = "+";                     // arithmetic: operators to draw from (subset of +-*)
   int64_t num_prompts = 512;                       // arithmetic: size of the generated prompt pool
+  std::string overlong_prompts = "skip";           // prompts that leave no room for max_new_tokens: skip or error
 
   template <class V>
   void visit(V&& v) {
@@ -69,6 +70,9 @@ struct DataOptions {
     v("max_operand", max_operand, "arithmetic task: operands are drawn from [0, max_operand]", between(1, 1000000));
     v("operators", operators, "arithmetic task: operators to draw from, any of + - *", any());
     v("num_prompts", num_prompts, "arithmetic task: number of distinct prompts generated", at_least(1));
+    v("overlong_prompts", overlong_prompts, "prompts whose tokens plus rollout.max_new_tokens exceed the model's "
+      "max_seq_len, checked at load after templating: skip (dropped with a warning and a count) or error (refused, "
+      "naming file:line)", one_of({"skip", "error"}));
   }
 };
 

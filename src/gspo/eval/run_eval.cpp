@@ -6,7 +6,9 @@
 
 #include "gspo/cli/device.h"
 #include "gspo/core/error.h"
+#include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
+#include "gspo/data/prompt_fit.h"
 #include "gspo/eval/eval.h"
 #include "gspo/eval/grade.h"
 #include "gspo/io/fs.h"
@@ -62,8 +64,13 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
     auto rows = data::load_jsonl(path, cfg.data.prompt_key, cfg.data.answer_key);
     if (rows.empty()) throw DataError("dataset '" + path + "' has no examples");
     if (req.max_problems > 0 && static_cast<int64_t>(rows.size()) > req.max_problems) rows.resize(req.max_problems);
-    Grader grader(cfg, rows);
     const std::string name = base_name(path);
+    const int64_t limit = policy.manifest().max_seq_len - cfg.rollout.max_new_tokens;
+    const int64_t total = static_cast<int64_t>(rows.size());
+    auto fit = data::fit_prompts(std::move(rows), cfg.data, *tok, limit, cfg.data.overlong_prompts == "error");
+    if (fit.dropped > 0) log::warn("{}: {}", name, data::describe_dropped(fit, total, limit));
+    rows = std::move(fit.kept);
+    Grader grader(cfg, rows);
     std::vector<ProblemResult> results;
     const auto t0 = std::chrono::steady_clock::now();
     const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step));
@@ -104,6 +111,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
     }
     auto summary = summarize(name, results, grader.math);
     summary["verifier"] = grader.verifier->name();
+    summary["skipped_prompts"] = fit.dropped;  // too long for max_seq_len with max_new_tokens; not in the averages
     summaries.push_back(summary);
   }
   nlohmann::ordered_json all{{"model", model_path}, {"datasets", summaries}};

@@ -39,7 +39,10 @@ std::string summary_text(const TrainSummary& s) {
                 static_cast<long long>(s.last_step - s.first_step), s.seconds, s.reward_start, s.reward_end,
                 s.accuracy_start, s.accuracy_end, static_cast<long long>(s.skipped_updates), s.metrics_path.c_str(),
                 s.last_checkpoint.empty() ? "(none)" : s.last_checkpoint.c_str());
-  return buf;
+  std::string text = buf;
+  if (s.dropped_prompts > 0)
+    text += "  prompts too long for max_seq_len, skipped at load: " + std::to_string(s.dropped_prompts) + "\n";
+  return text;
 }
 
 }  // namespace gspo::train

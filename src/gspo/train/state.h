@@ -48,6 +48,7 @@ struct Trainer::State {
   int64_t optimizer_steps = 0;
   int64_t total_optimizer_steps = 0;
   int64_t skipped_updates = 0;
+  int64_t dropped_prompts = 0;  // rows left out at load: prompt + max_new_tokens over max_seq_len (data/prompt_fit.h)
 };
 
 // One rollout step; returns its metrics (also appended to the metrics log by the caller).
@@ -59,8 +60,7 @@ std::vector<at::Tensor> train_params(Trainer::State& s);
 // The metrics line of a step from this rank's record (collective: every rank calls it).
 nlohmann::ordered_json step_metrics(Trainer::State& s, StepRecord& r, std::chrono::steady_clock::time_point t_step);
 
-// The console line for one step and the end-of-run summary.
+// The console line for one step.
 std::string progress_line(const nlohmann::ordered_json& m, int64_t max_steps);
-std::string summary_text(const TrainSummary& s);
 
 }  // namespace gspo::train

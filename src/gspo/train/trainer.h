@@ -14,11 +14,15 @@ struct TrainSummary {
   double accuracy_start = 0, accuracy_end = 0;
   double seconds = 0;
   int64_t skipped_updates = 0;
+  int64_t dropped_prompts = 0;             // dataset rows left out at load as too long (data.overlong_prompts)
   bool interrupted = false;
   bool is_main = true;                     // rank 0 (or a single process): the one that wrote metrics and checkpoints
   std::string last_checkpoint;  // "" when none was written
   std::string metrics_path;
 };
+
+// The end-of-run summary a person reads (report.cpp).
+std::string summary_text(const TrainSummary& s);
 
 class Trainer {
  public:
