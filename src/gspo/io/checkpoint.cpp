@@ -4,10 +4,13 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "gspo/core/error.h"
 #include "gspo/core/resources.h"
+#include "gspo/core/file_sink.h"
 #include "gspo/io/fs.h"
 #include "gspo/model/policy.h"
 
@@ -47,23 +50,30 @@ std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& me
   const std::string tmp = root + "/.tmp-" + step_name(meta.step) + "-" + std::to_string(::getpid());
   remove_all(tmp);
   ensure_dir(tmp);
-  policy.save(tmp + "/policy.pt");
-  write_optimizer(tmp);
-  save_tensors(tmp + "/rng.pt", rng_states, "RNG state");
-  atomic_write(tmp + "/config.yaml", config_yaml);
-  nlohmann::json j{{"step", meta.step},
-                   {"optimizer_steps", meta.optimizer_steps},
-                   {"data_epoch", meta.data_epoch},
-                   {"data_position", meta.data_position},
-                   {"torch_version", core::torch_version()}};
-  atomic_write(tmp + "/state.json", j.dump(1) + "\n");  // written last: marks the checkpoint complete
-  sync_dir(tmp);
+  try {
+    policy.save(tmp + "/policy.pt");
+    write_optimizer(tmp);
+    save_tensors(tmp + "/rng.pt", rng_states, "RNG state");
+    atomic_write(tmp + "/config.yaml", config_yaml);
+    nlohmann::json j{{"step", meta.step},
+                     {"optimizer_steps", meta.optimizer_steps},
+                     {"data_epoch", meta.data_epoch},
+                     {"data_position", meta.data_position},
+                     {"torch_version", core::torch_version()}};
+    atomic_write(tmp + "/state.json", j.dump(1) + "\n");  // written last: marks the checkpoint complete
+    sync_dir(tmp);
+  } catch (...) {
+    remove_all(tmp);  // a half-written checkpoint is never left behind; earlier ones were not touched
+    throw;
+  }
   if (exists(final_dir)) {
-    const std::string old = final_dir + ".old";
-    remove_all(old);
-    std::rename(final_dir.c_str(), old.c_str());
-    if (std::rename(tmp.c_str(), final_dir.c_str()) != 0) throw IoError("cannot rename '" + tmp + "' to '" + final_dir + "'");
-    remove_all(old);
+    // Only after resuming past a damaged checkpoint of this step: keep it for inspection, out of the step_ names.
+    std::string aside = root + "/damaged-" + step_name(meta.step);
+    for (int k = 1; exists(aside); ++k) aside = root + "/damaged-" + step_name(meta.step) + "." + std::to_string(k);
+    if (std::rename(final_dir.c_str(), aside.c_str()) != 0)
+      throw IoError("cannot move '" + final_dir + "' aside to '" + aside + "': " + std::strerror(errno));
+    if (std::rename(tmp.c_str(), final_dir.c_str()) != 0)
+      throw IoError("cannot rename '" + tmp + "' to '" + final_dir + "': " + std::strerror(errno));
   } else if (std::rename(tmp.c_str(), final_dir.c_str()) != 0) {
     throw IoError("cannot rename '" + tmp + "' to '" + final_dir + "': " + std::strerror(errno));
   }
@@ -71,6 +81,36 @@ std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& me
   auto all = complete_checkpoints(root);
   for (size_t i = 0; i + static_cast<size_t>(keep_last) < all.size(); ++i) remove_all(root + "/" + all[i]);
   return final_dir;
+}
+
+std::vector<std::string> remove_leftovers(const std::string& run_dir) {
+  const std::string root = run_dir + "/checkpoints";
+  std::vector<std::string> removed;
+  if (!exists(root)) return removed;
+  for (const auto& name : list_dir(root)) {
+    const std::string path = root + "/" + name;
+    bool stale = false;
+    if (name.rfind(".tmp-", 0) == 0) {
+      const auto dash = name.find_last_of('-');
+      const std::string pid = name.substr(dash + 1);
+      stale = !pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos &&
+              process_gone(std::stol(pid));
+    } else if (name.rfind(kPrefix, 0) == 0) {
+      stale = !exists(path + "/state.json");
+    }
+    if (stale) {
+      remove_all(path);
+      removed.push_back(path);
+    }
+  }
+  return removed;
+}
+
+std::vector<std::string> complete_checkpoints_newest_first(const std::string& run_dir) {
+  auto all = complete_checkpoints(run_dir + "/checkpoints");
+  std::vector<std::string> out;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) out.push_back(run_dir + "/checkpoints/" + *it);
+  return out;
 }
 
 std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
@@ -86,10 +126,14 @@ CheckpointMeta read_meta(const std::string& dir) {
   try {
     j = nlohmann::json::parse(read_text(path));
     CheckpointMeta m;
-    m.step = j.at("step");
-    m.optimizer_steps = j.at("optimizer_steps");
-    m.data_epoch = j.at("data_epoch");
-    m.data_position = j.at("data_position");
+    for (auto [key, field] : {std::pair<const char*, int64_t*>{"step", &m.step}, {"optimizer_steps", &m.optimizer_steps},
+                              {"data_epoch", &m.data_epoch}, {"data_position", &m.data_position}}) {
+      const auto& v = j.at(key);
+      if (!v.is_number_integer() || v.get<int64_t>() < 0)
+        throw IoError("checkpoint state '" + path + "' is damaged: '" + key + "' must be a non-negative integer (got " +
+                      v.dump().substr(0, 40) + ")");
+      *field = v.get<int64_t>();
+    }
     return m;
   } catch (const nlohmann::json::exception& e) {
     throw IoError("checkpoint state '" + path + "' is damaged: " + e.what());
@@ -97,11 +141,15 @@ CheckpointMeta read_meta(const std::string& dir) {
 }
 
 void save_optimizer(const std::string& dir, torch::optim::Optimizer& optimizer) {
-  torch_io("cannot write optimizer state in '" + dir + "'", [&] { torch::save(optimizer, dir + "/optimizer.pt"); });
+  core::FileSink sink(dir + "/optimizer.pt");
+  torch_io("cannot write optimizer state in '" + dir + "'", [&] { torch::save(optimizer, sink.writer()); });
+  sink.finish();
 }
 
 void save_tensors(const std::string& path, const std::vector<at::Tensor>& tensors, const std::string& what) {
-  torch_io("cannot write " + what + " to '" + path + "'", [&] { torch::save(tensors, path); });
+  core::FileSink sink(path);
+  torch_io("cannot write " + what + " to '" + path + "'", [&] { torch::save(tensors, sink.writer()); });
+  sink.finish();
 }
 
 std::vector<at::Tensor> load_tensors(const std::string& path, const std::string& what) {

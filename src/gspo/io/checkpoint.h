@@ -31,8 +31,17 @@ std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& me
                             const OptimizerWriter& write_optimizer, const std::vector<at::Tensor>& rng_states,
                             const std::string& config_yaml, int64_t keep_last);
 
+// Removes what an earlier run provably left half-done under RUN/checkpoints: temporary directories of processes
+// that no longer exist (.tmp-step_N-PID, after a kill) and step_N directories without state.json (never complete,
+// or an interrupted prune). Returns the paths removed. Called once by rank 0 at start-up.
+std::vector<std::string> remove_leftovers(const std::string& run_dir);
+
 // The newest complete checkpoint under RUN/checkpoints, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);
+// Every complete checkpoint (state.json present) under RUN/checkpoints, newest first.
+std::vector<std::string> complete_checkpoints_newest_first(const std::string& run_dir);
+
+// Read by read_meta: the counters must be non-negative integers (IoError naming the key otherwise).
 
 CheckpointMeta read_meta(const std::string& ckpt_dir);
 void save_optimizer(const std::string& ckpt_dir, torch::optim::Optimizer& optimizer);  // optimizer.pt

@@ -1,6 +1,7 @@
 #include "gspo/io/fs.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,16 +34,31 @@ void atomic_write(const std::string& path, const std::string& text) {
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
       ::close(fd);
-      throw IoError("cannot write '" + tmp + "': " + std::strerror(errno));
+      ::unlink(tmp.c_str());
+      throw IoError("cannot write '" + tmp + "': " + std::strerror(err));
     }
     done += static_cast<size_t>(n);
   }
-  ::fsync(fd);
-  ::close(fd);
+  const bool synced = ::fsync(fd) == 0;
+  const int sync_err = errno;
+  if (::close(fd) != 0 || !synced) {
+    const int err = synced ? errno : sync_err;
+    ::unlink(tmp.c_str());
+    throw IoError("cannot write '" + tmp + "': " + std::strerror(err));
+  }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw IoError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
 }
+
+bool non_empty_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) > 0 && !ec;
+}
+
+bool process_gone(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

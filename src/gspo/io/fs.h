@@ -12,6 +12,10 @@ void ensure_dir(const std::string& path);
 void atomic_write(const std::string& path, const std::string& text);
 std::string read_text(const std::string& path);
 bool exists(const std::string& path);
+// True when `path` is a file holding at least one byte.
+bool non_empty_file(const std::string& path);
+// True when `pid` names no live process (kill(pid, 0) fails with ESRCH): its temporary files are leftovers.
+bool process_gone(long pid);
 // Recursively removes `path` (no error when missing).
 void remove_all(const std::string& path);
 // Entries of a directory (names only), sorted.

@@ -256,9 +256,30 @@ SandboxMode default_sandbox_mode() {
   return mode;
 }
 
+namespace {
+// Sandbox directories of processes that no longer exist (killed, or a second Ctrl-C) are removed once, before this
+// process makes its first: /tmp/gspo-sbx-PID-XXXXXX, and only ours (same owner).
+void remove_stale_sandbox_dirs() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const auto& name : io::list_dir("/tmp")) {
+      if (name.rfind("gspo-sbx-", 0) != 0) continue;
+      const auto end = name.find('-', 9);
+      const std::string pid = name.substr(9, end == std::string::npos ? std::string::npos : end - 9);
+      struct stat st {};
+      const std::string path = "/tmp/" + name;
+      if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (::stat(path.c_str(), &st) != 0 || (geteuid() != 0 && st.st_uid != geteuid())) continue;
+      if (io::process_gone(std::stol(pid))) io::remove_all(path);
+    }
+  });
+}
+}  // namespace
+
 RunResult run_sandboxed(const std::vector<std::string>& argv_in, const std::vector<std::pair<std::string, std::string>>& files,
                         const std::string& stdin_data, const SandboxLimits& limits, SandboxMode mode) {
   const auto t0 = std::chrono::steady_clock::now();
+  remove_stale_sandbox_dirs();
   std::string tmpl = "/tmp/gspo-sbx-" + std::to_string(getpid()) + "-XXXXXX";  // pid: whose sandbox it is
   if (!mkdtemp(tmpl.data())) throw IoError(std::string("sandbox: cannot create a temporary directory: ") + std::strerror(errno));
   const std::string dir = tmpl;
