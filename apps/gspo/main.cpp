@@ -3,11 +3,13 @@
 // 4 model contract, 5 io, 6 training fault, 7 distributed, 130 interrupted.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 #include "gspo/cli/commands.h"
 #include "gspo/cli/eval_cmd.h"
 #include "gspo/cli/train_cmd.h"
+#include "gspo/config/suggest.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/core/resources.h"
@@ -110,6 +112,17 @@ int main(int argc, char** argv) {
   add_eval(app, ev);
   add_score(app, sc);
   add_tokenize(app, tk);
+  // A mistyped subcommand ("gspo trian") is named, with the nearest one, instead of "a subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      const std::string near = gspo::config::nearest(argv[1], names);
+      std::cerr << "gspo: unknown subcommand '" << argv[1] << "'"
+                << (near.empty() ? "" : "; did you mean '" + near + "'?") << " (run gspo --help)\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -47,6 +47,8 @@ expect config-unknown 2 "typo.yaml:2: unknown key 'rollout.grup_size'; did you m
 printf 'rollout: [oops\n' > "$TMP/broken.yaml"
 expect config-not-yaml 2 "not valid YAML" -- "$GSPO" config -c "$TMP/broken.yaml"
 expect config-missing 5 "cannot read config file" -- "$GSPO" config -c "$TMP/nope.yaml"
+expect config-directory 5 "is a directory; give a YAML file" -- "$GSPO" config -c "$TMP"
+expect unknown-subcommand 2 "unknown subcommand 'trian'; did you mean 'train'?" -- "$GSPO" trian
 expect config-reference 0 "| \`rollout.group_size\` |" -- "$GSPO" config --reference
 # docs/config.md is the generated reference; it must not drift from the options table.
 if diff <(tail -n +7 "$SRC/docs/config.md") <("$GSPO" config --reference) >/dev/null; then pass=$((pass+1)); else
@@ -101,8 +103,12 @@ expect generate-from-checkpoint 0 "--- prompt 0 sample 0" -- "$GSPO" generate -m
 
 # score and eval
 expect score-code 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000" -- "$GSPO" score -d "$SRC/data/code_sample.jsonl" -r "$SRC/tests/data/code_sample_solutions.jsonl"
+printf '{"answer": "4"}\n{"answer": "9"}\n' > "$TMP/answers_only.jsonl"; printf '{"index": 0, "response": "\\\\boxed{4}"}\n{"index": 1, "response": "8"}\n' > "$TMP/answers_resp.jsonl"
+expect score-no-prompt-field 0 "avg@1 0.500" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl"
 printf '{"index": 99, "response": "1"}\n' > "$TMP/bad_index.jsonl"
 expect score-bad-index 3 "bad_index.jsonl:1: index 99 is outside the dataset (26 rows)" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/bad_index.jsonl"
+printf '{"index": 0, "responses": ["\\\\boxed{1}", "2", "3"]}\n{"index": 1, "response": "4"}\n' > "$TMP/uneven.jsonl"
+expect score-uneven 3 "problem 0 has 3 responses but problem 1 has 1" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/uneven.jsonl"
 printf '{"index": 0}\n' > "$TMP/no_resp.jsonl"
 expect score-no-response 3 "needs 'response' (a string) or 'responses'" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/no_resp.jsonl"
 if have_shared score-aime24 "$SHARED/data/benchmarks/aime24.jsonl"; then

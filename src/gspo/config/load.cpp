@@ -1,10 +1,13 @@
 #include "gspo/config/load.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "gspo/config/suggest.h"
 #include "gspo/config/validate.h"
@@ -134,6 +137,28 @@ struct KeyLister {
   void operator()(const char* key, T&, const char*, const Rule&) { keys.push_back(key); }
 };
 
+template <class T> struct IsList : std::false_type {};
+template <class T> struct IsList<std::vector<T>> : std::true_type {};
+
+// Whether section.key holds a list (the one kind of --set value read as YAML).
+struct ListFinder {
+  const std::string& key;
+  bool& is_list;
+  template <class T>
+  void operator()(const char* k, T&, const char*, const Rule&) {
+    if (key == k) is_list = is_list || IsList<T>::value;
+  }
+};
+
+bool is_list_field(const std::string& section, const std::string& key) {
+  bool is_list = false;
+  Config c;
+  c.visit_sections([&](const char* name, auto& s, const char*) {
+    if (section == name) s.visit(ListFinder{key, is_list});
+  });
+  return is_list;
+}
+
 std::vector<std::string> section_names() {
   std::vector<std::string> names;
   Config c;
@@ -142,9 +167,23 @@ std::vector<std::string> section_names() {
 }
 
 // Applies one top-level mapping {section: {key: value}} to cfg, collecting errors.
+// yaml-cpp keeps a repeated key and reads the first silently: each repeat is an error naming both lines.
+void check_duplicates(const YAML::Node& map, const std::string& prefix, const std::string& origin, bool from_file,
+                      std::vector<std::string>& errors) {
+  std::map<std::string, std::string> first;
+  for (const auto& kv : map) {
+    const std::string key = prefix + kv.first.Scalar();
+    const std::string where = where_of(kv.first, origin, from_file);
+    auto [it, fresh] = first.emplace(key, where);
+    if (!fresh) errors.push_back(where + ": duplicate key '" + key + "' (first set at " + it->second + ")");
+    if (prefix.empty() && kv.second.IsMap()) check_duplicates(kv.second, key + ".", origin, from_file, errors);
+  }
+}
+
 void apply_document(const YAML::Node& root, const std::string& origin, bool from_file, Config& cfg,
                     std::vector<std::string>& errors) {
   const auto sections = section_names();
+  if (root.IsMap()) check_duplicates(root, "", origin, from_file, errors);
   for (const auto& kv : root) {
     const std::string name = kv.first.Scalar();
     if (std::find(sections.begin(), sections.end(), name) == sections.end()) {
@@ -203,12 +242,20 @@ void apply_override(const std::string& text, Config& cfg, std::vector<std::strin
     errors.push_back(origin + ": expected section.key=value (got key '" + path + "')");
     return;
   }
-  YAML::Node value;
-  try {
-    value = YAML::Load(text.substr(eq + 1));
-  } catch (const YAML::Exception& e) {
-    errors.push_back(origin + ": value is not valid YAML: " + e.msg);
-    return;
+  // Scalars are taken literally ("Q: {prompt} A=", "You are #1"); only lists are YAML flow sequences.
+  const std::string raw = text.substr(eq + 1);
+  YAML::Node value(raw);
+  if (is_list_field(path.substr(0, dot), path.substr(dot + 1))) {
+    try {
+      value = YAML::Load(raw);
+    } catch (const YAML::Exception& e) {
+      errors.push_back(origin + ": a list is written as [a, b, \"c d\"] (YAML flow sequence): " + e.msg);
+      return;
+    }
+    if (!value.IsSequence() && !value.IsNull()) {
+      errors.push_back(origin + ": " + path + " is a list; write it as [" + raw + "] (YAML flow sequence)");
+      return;
+    }
   }
   YAML::Node doc;
   doc[path.substr(0, dot)][path.substr(dot + 1)] = value;
@@ -264,11 +311,47 @@ Config load_text(const std::string& yaml_text, const std::string& name, const st
 
 Config load(const std::string& path, const std::vector<std::string>& overrides) {
   if (path.empty()) return load_node(YAML::Node(), "<defaults>", overrides);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw IoError("config file '" + path + "' is a directory; give a YAML file (e.g. configs/tiny.yaml)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError("cannot read config file '" + path + "': " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   return load_text(ss.str(), path, overrides);
+}
+
+}  // namespace gspo::config
+
+namespace gspo::config {
+
+std::vector<std::string> differing_keys(const std::string& old_yaml, const std::string& new_yaml) {
+  std::map<std::string, std::string> a, b;
+  auto flatten = [](const std::string& text, std::map<std::string, std::string>& out) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::Exception&) {
+      return;
+    }
+    if (!root.IsMap()) return;
+    for (const auto& section : root) {
+      if (!section.second.IsMap()) continue;
+      for (const auto& kv : section.second)
+        out[section.first.Scalar() + "." + kv.first.Scalar()] = YAML::Dump(kv.second);
+    }
+  };
+  flatten(old_yaml, a);
+  flatten(new_yaml, b);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end()) out.push_back(k + " (removed; was " + v + ")");
+    else if (it->second != v) out.push_back(k + ": " + v + " -> " + it->second);
+  }
+  for (const auto& [k, v] : b)
+    if (!a.count(k)) out.push_back(k + " (new: " + v + ")");
+  return out;
 }
 
 }  // namespace gspo::config

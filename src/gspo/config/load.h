@@ -20,6 +20,9 @@ Config load_text(const std::string& yaml_text, const std::string& name,
 // same Config.
 std::string to_yaml(const Config& cfg);
 
+// The section.key entries that differ between two resolved configs (to_yaml output), as "key: old -> new".
+std::vector<std::string> differing_keys(const std::string& old_yaml, const std::string& new_yaml);
+
 // Markdown reference of every option: key, type, default, rule, doc (docs/config.md is generated from it).
 std::string reference_markdown();
 

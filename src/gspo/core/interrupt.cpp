@@ -1,6 +1,8 @@
 #include "gspo/core/interrupt.h"
 
 #include <atomic>
+#include <unistd.h>
+
 #include <csignal>
 
 namespace gspo::interrupt {
@@ -12,7 +14,13 @@ void on_signal(int sig) {
   if (g_flag.exchange(true)) {
     std::signal(sig, SIG_DFL);
     std::raise(sig);
+    return;
   }
+  // write(2) is async-signal-safe; the logger is not.
+  static const char kAck[] =
+      "\ngspo: stop requested: finishing the current step, then a checkpoint (Ctrl-C again stops at once)\n";
+  ssize_t ignored = ::write(STDERR_FILENO, kAck, sizeof kAck - 1);
+  (void)ignored;
 }
 }  // namespace
 

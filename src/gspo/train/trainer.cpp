@@ -12,9 +12,11 @@
 #include "gspo/core/log.h"
 #include "gspo/core/resources.h"
 #include "gspo/data/dataset.h"
+#include "gspo/data/prompt_fit.h"
 #include "gspo/dist/grad_sync.h"
 #include "gspo/dist/launch_env.h"
 #include "gspo/io/checkpoint.h"
+#include "gspo/io/checkpoint_check.h"
 #include "gspo/io/fs.h"
 #include "gspo/train/state.h"
 
@@ -24,12 +26,24 @@ namespace {
 std::optional<std::string> find_resume_point(const config::Config& cfg, const std::string& resume) {
   const std::string& dir = cfg.train.output_dir;
   if (resume.empty()) {
-    if (io::latest_checkpoint(dir) || io::exists(dir + "/metrics.jsonl"))
+    // A run that failed before its first metrics line (an empty metrics.jsonl, no checkpoint) holds nothing to keep.
+    if (io::latest_checkpoint(dir) || io::non_empty_file(dir + "/metrics.jsonl"))
       throw ConfigError("train.output_dir '" + dir + "' already holds a run (metrics.jsonl or checkpoints); pass "
                         "--resume auto to continue it, or choose another train.output_dir");
     return std::nullopt;
   }
-  if (resume == "auto") return io::latest_checkpoint(dir);
+  if (resume == "auto") {
+    // Every byte of the newest checkpoint is read back first; damaged ones are passed over (and kept) so a torn or
+    // corrupt newest checkpoint costs the steps since the previous one, not the run.
+    auto found = io::latest_intact_checkpoint(dir);
+    for (const auto& [bad, why] : found.damaged)
+      log::warn("--resume auto: checkpoint {} is damaged ({}); it is left in place and an older one is used", bad, why);
+    if (!found.dir && !found.damaged.empty())
+      throw IoError("--resume auto: every checkpoint under '" + dir + "/checkpoints' is damaged; the newest: " +
+                    found.damaged.front().second);
+    if (found.dir && !found.damaged.empty()) log::warn("--resume auto: resuming from {}, the newest intact checkpoint", *found.dir);
+    return found.dir;
+  }
   if (!io::exists(resume + "/state.json"))
     throw IoError("--resume '" + resume + "' is not a checkpoint directory (no state.json)");
   return resume;
@@ -41,6 +55,18 @@ c10::Device train_device(const config::Config& c, const dist::LaunchEnv& env) {
   if (d.is_cuda() && env.world_size > 1 && (c.model.device == "cuda" || c.model.device == "auto"))
     d = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
   return d;
+}
+
+// Drops (or refuses) prompts that leave no room for max_new_tokens, before the cursor is built over the rows: the
+// filter is a pure function of data, tokenizer and config, so a resumed run sees the same rows.
+void fit_prompts(Trainer::State& s) {
+  const auto& c = s.cfg;
+  const int64_t limit = s.policy->manifest().max_seq_len - c.rollout.max_new_tokens;
+  const int64_t total = static_cast<int64_t>(s.examples.size());
+  auto fit = data::fit_prompts(std::move(s.examples), c.data, *s.tok, limit, c.data.overlong_prompts == "error");
+  if (fit.dropped > 0 && s.comm->is_main()) log::warn("{}", data::describe_dropped(fit, total, limit));
+  s.examples = std::move(fit.kept);
+  s.dropped_prompts = fit.dropped;
 }
 
 // Every rank starts from rank 0's weights; a fingerprint comparison afterwards proves it.
@@ -136,7 +162,11 @@ void restore(Trainer::State& s, const std::string& ckpt) {
   s.step = meta.step;
   s.optimizer_steps = meta.optimizer_steps;
   const std::string saved = io::read_text(ckpt + "/config.yaml");
-  if (saved != s.config_yaml) log::warn("the config differs from the one checkpoint {} was trained with", ckpt);
+  if (saved != s.config_yaml) {
+    std::string keys;
+    for (const auto& k : config::differing_keys(saved, s.config_yaml)) keys += "\n  " + k;
+    log::warn("the config differs from the one checkpoint {} was trained with:{}", ckpt, keys);
+  }
   log::info("resumed from {} (step {}, optimizer step {})", ckpt, meta.step, meta.optimizer_steps);
 }
 
@@ -196,16 +226,19 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume) : s_(std:
                       std::to_string(cfg.rollout.prompts_per_step) + ") must be a multiple of the world size " +
                       std::to_string(env.world_size) + " so each rank samples whole groups");
   const auto device = train_device(cfg, env);
+  if (env.rank == 0)
+    for (const auto& gone : io::remove_leftovers(s.run_dir)) log::info("removed {} (left half-done by an earlier run)", gone);
   auto ckpt = find_resume_point(cfg, resume);
   s.comm = std::make_unique<dist::Comm>(env, cfg.distributed, device);
   if (s.comm->is_main()) io::ensure_dir(s.run_dir);
   s.examples = data::load_dataset(cfg.data);
-  s.cursor = std::make_unique<data::Cursor>(static_cast<int64_t>(s.examples.size()), cfg.data.shuffle,
-                                            static_cast<uint64_t>(cfg.data.seed));
-  s.verifier = reward::make_verifier(cfg, data::has_code_tests(s.examples));
+  s.verifier = reward::make_verifier(cfg, s.examples);
   s.train_gen = at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.train.seed));
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
   setup_models(s, ckpt, device);
+  fit_prompts(s);
+  s.cursor = std::make_unique<data::Cursor>(static_cast<int64_t>(s.examples.size()), cfg.data.shuffle,
+                                            static_cast<uint64_t>(cfg.data.seed));
   sync_initial_weights(s);
   setup_precision(s);
   setup_optimizer(s);
@@ -230,6 +263,7 @@ TrainSummary Trainer::run() {
   sum.metrics_path = s.run_dir + "/metrics.jsonl";
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> rewards, accs;
+  int64_t flat_steps = 0;  // consecutive steps whose rewards were all equal
   log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step{}",
             s.policy->path(), s.cfg.algorithm.loss, s.step, s.cfg.train.max_steps, s.cfg.rollout.prompts_per_step,
             s.cfg.rollout.group_size, s.cfg.algorithm.num_minibatches,
@@ -240,6 +274,14 @@ TrainSummary Trainer::run() {
     rewards.push_back(m["reward_mean"]);
     accs.push_back(m["accuracy"]);
     if (s.cfg.logging.progress && s.comm->is_main()) log::info("{}", progress_line(m, s.cfg.train.max_steps));
+    // Every reward equal (across the global batch) gives every advantage 0: nothing to learn from. Said on the
+    // first such step and every 20th in a row, so a reward that never varies (a wrong answer key, a verifier that
+    // cannot parse the responses) is noticed.
+    flat_steps = m["reward_max"].get<double>() == m["reward_min"].get<double>() ? flat_steps + 1 : 0;
+    if (s.comm->is_main() && (flat_steps == 1 || (flat_steps > 0 && flat_steps % 20 == 0)))
+      log::warn("step {}: every reward of the batch is {} ({} step(s) in a row): no learning signal; check the "
+                "answers and the verifier (samples of the responses: gspo generate)",
+                s.step, m["reward_min"].get<double>(), flat_steps);
     const bool due = s.cfg.checkpoint.every > 0 && s.step % s.cfg.checkpoint.every == 0;
     const bool last = s.step == s.cfg.train.max_steps;
     if (s.comm->any(interrupt::requested())) {  // a stop seen by any rank stops all after the same step
@@ -258,6 +300,7 @@ TrainSummary Trainer::run() {
   sum.accuracy_start = window_mean(accs, true);
   sum.accuracy_end = window_mean(accs, false);
   sum.skipped_updates = s.skipped_updates;
+  sum.dropped_prompts = s.dropped_prompts;
   return sum;
 }
 
