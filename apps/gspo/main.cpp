@@ -12,22 +12,37 @@
 #include "gspo/config/suggest.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
+#include "gspo/core/parse.h"
 #include "gspo/core/resources.h"
 
 namespace {
+
+// Integer flags are checked on their text: CLI11 would saturate 99999999999999999999 to the type's maximum.
+CLI::Validator int_at_least(int64_t lo) {
+  return CLI::Validator(
+      [lo](std::string& text) -> std::string {
+        const auto v = gspo::parse_int(text);
+        if (!v) return "'" + text.substr(0, 40) + "' is not an integer in [" + std::to_string(lo) + ", 2^63)";
+        if (*v < lo) return "must be >= " + std::to_string(lo) + " (got " + text + ")";
+        return "";
+      },
+      "INT>=" + std::to_string(lo));
+}
 
 void add_generate(CLI::App& app, gspo::cli::GenerateArgs& g) {
   auto* c = app.add_subcommand("generate", "sample responses from a policy");
   c->add_option("--model,-m", g.model, "policy file (.pt)")->required();
   c->add_option("--prompt,-p", g.prompts, "prompt text (repeatable: one batch of prompts)");
   c->add_option("--prompt-ids", g.prompt_ids, "prompt as token ids, e.g. 257,72,105 (repeatable)");
-  c->add_option("--samples,-n", g.samples, "samples per prompt")->capture_default_str();
+  c->add_option("--samples,-n", g.samples, "samples per prompt")->capture_default_str()->check(int_at_least(1));
   c->add_option("--temperature,-t", g.temperature, "sampling temperature; 0 = greedy")->capture_default_str();
   c->add_option("--top-p", g.top_p, "nucleus sampling mass; 1 disables")->capture_default_str();
-  c->add_option("--top-k", g.top_k, "sample among the k most likely tokens; 0 disables")->capture_default_str();
-  c->add_option("--max-new-tokens", g.max_new_tokens, "response length cap")->capture_default_str();
+  c->add_option("--top-k", g.top_k, "sample among the k most likely tokens; 0 disables")
+      ->capture_default_str()->check(int_at_least(0));
+  c->add_option("--max-new-tokens", g.max_new_tokens, "response length cap")->capture_default_str()
+      ->check(int_at_least(1));
   c->add_option("--stop", g.stop, "stop string (repeatable)");
-  c->add_option("--seed", g.seed, "sampler seed")->capture_default_str();
+  c->add_option("--seed", g.seed, "sampler seed")->capture_default_str()->check(int_at_least(0));
   c->add_option("--tokenizer", g.tokenizer, "tokenizer spec file; default: the one inside the model");
   c->add_option("--device", g.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   c->add_flag("--json", g.json, "one JSON line per sample: ids, text, log-probs, finish reason");
@@ -63,9 +78,10 @@ void add_eval(CLI::App& app, gspo::cli::EvalArgs& a) {
   c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
   c->add_option("--model,-m", a.model, "policy file; default model.path");
   c->add_option("--dataset,-d", a.datasets, "JSONL problems (repeatable); default data.path");
-  c->add_option("--samples,-k", a.samples, "responses per problem (K)")->capture_default_str();
+  c->add_option("--samples,-k", a.samples, "responses per problem (K)")->capture_default_str()
+      ->check(int_at_least(1));
   c->add_option("--max-problems", a.max_problems, "only the first N problems of each dataset; 0 = all")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_at_least(0));
   c->add_option("--out,-o", a.out, "directory for samples.jsonl and summary.json")->capture_default_str();
   c->add_flag("--no-progress", a.no_progress, "no progress bar");
 }

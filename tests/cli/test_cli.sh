@@ -102,7 +102,10 @@ expect train-resume-after-sigint 0 "finished after step $((steps+1))" -- "$GSPO"
 expect generate-from-checkpoint 0 "--- prompt 0 sample 0" -- "$GSPO" generate -m "$(ls -d "$TMP"/r2/checkpoints/step_* | tail -1)/policy.pt" -p "1+2=" --max-new-tokens 3
 
 # score and eval
-expect score-code 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000" -- "$GSPO" score -d "$SRC/data/code_sample.jsonl" -r "$SRC/tests/data/code_sample_solutions.jsonl"
+expect score-code 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000" -- "$GSPO" score -d "$SRC/data/code_sample.jsonl" -r "$SRC/tests/data/code_sample_solutions.jsonl" -o "$TMP/sc"
+# scored.jsonl says why: passed tests and the first failure of each code sample
+if grep -q '"detail":"[0-9]*/[0-9]* tests passed' "$TMP/sc/scored.jsonl" && grep -q 'tests passed; test' "$TMP/sc/scored.jsonl"; then
+  pass=$((pass+1)); else echo "FAIL score-detail: scored.jsonl lacks the failure reason"; head -2 "$TMP/sc/scored.jsonl"; fail=$((fail+1)); fi
 printf '{"answer": "4"}\n{"answer": "9"}\n' > "$TMP/answers_only.jsonl"; printf '{"index": 0, "response": "\\\\boxed{4}"}\n{"index": 1, "response": "8"}\n' > "$TMP/answers_resp.jsonl"
 expect score-no-prompt-field 0 "avg@1 0.500" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl"
 printf '{"index": 99, "response": "1"}\n' > "$TMP/bad_index.jsonl"
@@ -120,8 +123,10 @@ for i,r in enumerate(rows): print(json.dumps({'index':i,'responses':['\\\\boxed{
 fi
 expect eval-math 0 "pass@2" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress
 n=$(wc -l < "$TMP/ev/samples.jsonl")
-if [ "$n" -eq 6 ] && grep -q '"maj@2"' "$TMP/ev/summary.json"; then pass=$((pass+1)); else echo "FAIL eval-files: $n sample lines"; fail=$((fail+1)); fi
+if [ "$n" -eq 6 ] && grep -q '"maj@2"' "$TMP/ev/summary.json" && grep -qE '"detail":"(answer: |no answer found)' "$TMP/ev/samples.jsonl"; then pass=$((pass+1)); else echo "FAIL eval-files: $n sample lines"; fail=$((fail+1)); fi
 expect eval-no-dataset 2 "no dataset: give --dataset or set data.path" -- "$GSPO" eval -m "$MODELS/tiny.pt" -o "$TMP/ev2"
+expect eval-negative-max-problems 2 "--max-problems: must be >= 0 (got -1)" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" --max-problems -1 -o "$TMP/ev3"
+expect generate-seed-overflow 2 "is not an integer in [0, 2^63)" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p x --seed 99999999999999999999999
 
 # tokenize (end to end through the real tokenizer files when ../shared is there; the byte tokenizer of a model always)
 out=$(printf '{"text": "Hi"}\n' | "$GSPO" tokenize -t "$MODELS/tiny.pt")

@@ -33,6 +33,7 @@ std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>
     for (size_t s = 0; s < responses[i].size(); ++s, ++k) {
       p.correct.push_back(scores[k].correct);
       p.rewards.push_back(scores[k].reward);
+      p.details.push_back(scores[k].detail);
       p.tokens.push_back(s < tokens[i].size() ? tokens[i][s] : 0);
       if (math) p.votes.push_back(voter.voting_key(responses[i][s]));
     }

@@ -99,7 +99,8 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
         for (int64_t s = 0; s < req.samples; ++s) {
           nlohmann::ordered_json line{{"dataset", name}, {"index", start + i}, {"id", exs[i]->id}, {"sample", s},
                                       {"response", texts[i][s]}, {"reward", graded[i].rewards[s]},
-                                      {"correct", static_cast<bool>(graded[i].correct[s])}, {"tokens", lens[i][s]},
+                                      {"correct", static_cast<bool>(graded[i].correct[s])},
+                                      {"detail", graded[i].details[s]}, {"tokens", lens[i][s]},
                                       {"finish", rollout::finish_name(batch.finish[i * req.samples + s])}};
           samples_out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         }

@@ -76,8 +76,9 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
     for (size_t p = 0; p < exs.size(); ++p)
       for (size_t s = 0; s < K; ++s) {
         nlohmann::ordered_json line{{"index", indices[p]}, {"sample", s}, {"reward", results[p].rewards[s]},
-                                    {"correct", static_cast<bool>(results[p].correct[s])}};
-        scored += line.dump() + "\n";
+                                    {"correct", static_cast<bool>(results[p].correct[s])},
+                                    {"detail", results[p].details[s]}};
+        scored += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       }
     io::atomic_write(req.out_dir + "/scored.jsonl", scored);
     io::atomic_write(req.out_dir + "/summary.json", summary.dump(1) + "\n");

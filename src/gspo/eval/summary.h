@@ -18,6 +18,7 @@ struct ProblemResult {
   std::vector<std::string> votes;    // per sample: normalised final answer ("" = none), math only
   std::vector<int64_t> tokens;       // per sample response tokens (0 when unknown)
   bool majority_correct = false;     // filled by the caller that knows how to compare answers
+  std::vector<std::string> details;  // per sample: the verifier's note (extracted answer, code failure reason)
 };
 
 // The most common non-empty vote ("" when none); ties go to the vote seen first.

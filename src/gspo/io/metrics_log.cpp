@@ -20,21 +20,27 @@ void MetricsLog::append(const std::string& line) {
   if (!out_) throw IoError("cannot write metrics file '" + path_ + "'");
 }
 
-void MetricsLog::truncate_after(const std::string& path, int64_t step) {
-  if (!exists(path)) return;
+MetricsLog::Dropped MetricsLog::truncate_after(const std::string& path, int64_t step) {
+  Dropped dropped;
+  if (!exists(path)) return dropped;
   std::istringstream in(read_text(path));
   std::string line, kept;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     try {
       auto j = nlohmann::json::parse(line);
-      if (j.value("step", int64_t{0}) > step) continue;
+      if (j.value("step", int64_t{0}) > step) {
+        ++dropped.later_steps;
+        continue;
+      }
     } catch (const nlohmann::json::exception&) {
-      continue;  // a line torn by a crash
+      ++dropped.torn;  // a line torn by a crash
+      continue;
     }
     kept += line + "\n";
   }
   atomic_write(path, kept);
+  return dropped;
 }
 
 }  // namespace gspo::io

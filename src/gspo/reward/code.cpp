@@ -138,7 +138,9 @@ Score CodeVerifier::score(const std::string& response, const data::Example& ex) 
   const auto r = run_code_tests(extract_code(response), tests, opts_);
   const bool all = r.total > 0 && r.passed == r.total;
   const double reward = opts_.partial ? (r.total ? static_cast<double>(r.passed) / r.total : 0.0) : (all ? 1.0 : 0.0);
-  return {reward, all};
+  std::string detail = std::to_string(r.passed) + "/" + std::to_string(r.total) + " tests passed";
+  if (!r.first_failure.empty()) detail += "; " + r.first_failure.substr(0, 300);
+  return {reward, all, detail};
 }
 
 }  // namespace gspo::reward

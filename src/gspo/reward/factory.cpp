@@ -41,6 +41,7 @@ class Weighted : public Verifier {
       auto s = parts_[i].first->score(response, ex);
       total.reward += parts_[i].second * s.reward;
       if (i == 0) total.correct = s.correct;
+      if (!s.detail.empty()) total.detail += (total.detail.empty() ? "" : "; ") + s.detail;
     }
     return total;
   }

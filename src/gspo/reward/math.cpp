@@ -230,7 +230,7 @@ bool answers_equivalent(const std::string& a, const std::string& b, double rel_t
 Score MathVerifier::score(const std::string& response, const data::Example& ex) const {
   auto got = extract_answer(response, opts_);
   const bool ok = got && answers_equivalent(*got, reference_answer(ex.answer), opts_.rel_tol);
-  return {ok ? 1.0 : 0.0, ok};
+  return {ok ? 1.0 : 0.0, ok, got ? "answer: " + got->substr(0, 200) : "no answer found"};
 }
 
 std::string MathVerifier::voting_key(const std::string& response) const {

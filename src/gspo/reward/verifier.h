@@ -14,6 +14,7 @@ namespace gspo::reward {
 struct Score {
   double reward = 0;     // what the policy is optimised on
   bool correct = false;  // the answer part alone was right (reported as accuracy)
+  std::string detail;    // for people reading samples: the extracted math answer, a code failure reason; "" = none
 };
 
 class Verifier {

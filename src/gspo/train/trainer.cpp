@@ -246,7 +246,12 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume) : s_(std:
   if (ckpt) restore(s, *ckpt);
   if (s.comm->is_main()) {  // only rank 0 writes the run directory
     const std::string metrics_path = s.run_dir + "/metrics.jsonl";
-    io::MetricsLog::truncate_after(metrics_path, s.step);
+    const auto dropped = io::MetricsLog::truncate_after(metrics_path, s.step);
+    if (dropped.torn > 0)
+      log::warn("{}: dropped {} line(s) that are not JSON (a write cut off by a crash)", metrics_path, dropped.torn);
+    if (dropped.later_steps > 0)
+      log::info("{}: dropped {} line(s) of steps after the checkpoint; they run again", metrics_path,
+                dropped.later_steps);
     io::atomic_write(s.run_dir + "/config.yaml", s.config_yaml);
     s.metrics = std::make_unique<io::MetricsLog>(metrics_path);
   }
@@ -278,10 +283,12 @@ TrainSummary Trainer::run() {
     // first such step and every 20th in a row, so a reward that never varies (a wrong answer key, a verifier that
     // cannot parse the responses) is noticed.
     flat_steps = m["reward_max"].get<double>() == m["reward_min"].get<double>() ? flat_steps + 1 : 0;
-    if (s.comm->is_main() && (flat_steps == 1 || (flat_steps > 0 && flat_steps % 20 == 0)))
-      log::warn("step {}: every reward of the batch is {} ({} step(s) in a row): no learning signal; check the "
-                "answers and the verifier (samples of the responses: gspo generate)",
-                s.step, m["reward_min"].get<double>(), flat_steps);
+    if (s.comm->is_main() && (flat_steps == 1 || (flat_steps > 0 && flat_steps % 20 == 0))) {
+      const double r = m["reward_min"].get<double>();
+      log::warn("step {}: every reward of the batch is {} ({} step(s) in a row): no learning signal this step{}",
+                s.step, r, flat_steps,
+                r <= 0 ? "; if it persists, check the answers and the verifier (gspo generate shows responses)" : "");
+    }
     const bool due = s.cfg.checkpoint.every > 0 && s.step % s.cfg.checkpoint.every == 0;
     const bool last = s.step == s.cfg.train.max_steps;
     if (s.comm->any(interrupt::requested())) {  // a stop seen by any rank stops all after the same step
