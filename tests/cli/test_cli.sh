@@ -86,13 +86,18 @@ TRAIN=(-c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny_prior.pt" --se
 expect train-bad-key 2 "unknown key 'rollout.group'" -- "$GSPO" train "${TRAIN[@]}" --set rollout.group=3 --set train.output_dir="$TMP/r0"
 expect train-unwritable 5 "cannot create directory '/proc/gspo_x'" -- "$GSPO" train "${TRAIN[@]}" --set train.output_dir=/proc/gspo_x
 expect train-short 0 "finished after step 2" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/r1"
+# --log-level (and GSPO_LOG_LEVEL) win over the config's logging.level
+out="$("$GSPO" --log-level warn train "${TRAIN[@]}" --set train.max_steps=1 --set train.output_dir="$TMP/rq" 2>&1)"
+out_env="$(GSPO_LOG_LEVEL=warn "$GSPO" train "${TRAIN[@]}" --set train.max_steps=1 --set train.output_dir="$TMP/rq2" 2>&1)"
+if ! grep -q " info " <<<"$out$out_env" && grep -q "finished after step 1" <<<"$out"; then pass=$((pass+1)); else
+  echo "FAIL log-level-wins: info lines printed despite --log-level warn / GSPO_LOG_LEVEL=warn"; fail=$((fail+1)); fi
 expect train-reuse 2 "already holds a run" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/r1"
 expect train-resume-done 0 "finished after step 3" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=3 --set train.output_dir="$TMP/r1" --resume auto
 "$GSPO" train "${TRAIN[@]}" --set train.max_steps=100000 --set train.output_dir="$TMP/r2" >"$TMP/r2.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do [ -s "$TMP/r2/metrics.jsonl" ] && break; sleep 0.1; done
 kill -INT "$pid"; wait "$pid"; rc=$?
-if [ "$rc" -eq 130 ] && grep -q "interrupted after step" "$TMP/r2.log" && [ -f "$TMP"/r2/checkpoints/step_*/state.json ]; then
+if [ "$rc" -eq 130 ] && grep -q "interrupted after step" "$TMP/r2.log" && grep -q "stop requested" "$TMP/r2.log" && [ -f "$TMP"/r2/checkpoints/step_*/state.json ]; then
   pass=$((pass+1))
 else
   echo "FAIL train-sigint: exit $rc"; tail -3 "$TMP/r2.log"; fail=$((fail+1))

@@ -13,9 +13,8 @@ namespace gspo::cli {
 
 int train(const TrainArgs& a) {
   auto cfg = config::load(a.config, a.overrides);
-  log::set_level(cfg.logging.level);
   // Ranks other than 0 of a multi-process run keep quiet unless something is wrong (rank 0 reports the job).
-  if (dist::read_launch_env().rank > 0 && cfg.logging.level == "info") log::set_level("warn");
+  log::set_level_from_config(cfg.logging.level, dist::read_launch_env().rank > 0 ? "warn" : "");
   interrupt::Guard guard;
   train::Trainer trainer(cfg, a.resume);
   auto summary = trainer.run();

@@ -9,6 +9,7 @@
 namespace gspo::log {
 namespace {
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
+bool g_explicit = false;  // set by --log-level or GSPO_LOG_LEVEL (set_level), which a config does not override
 }  // namespace
 
 void set_level(const std::string& level) {
@@ -18,6 +19,7 @@ void set_level(const std::string& level) {
   for (const auto& [name, lvl] : kLevels) {
     if (level == name) {
       g_level = static_cast<int>(lvl);
+      g_explicit = true;
       sink::set_level(static_cast<int>(lvl));
       return;
     }
@@ -34,6 +36,12 @@ void init_from_env() {
       throw ConfigError(std::string("GSPO_LOG_LEVEL: ") + e.what());
     }
   }
+}
+
+void set_level_from_config(const std::string& level, const std::string& quieter_if_default) {
+  if (g_explicit) return;
+  set_level(level == "info" && !quieter_if_default.empty() ? quieter_if_default : level);
+  g_explicit = false;
 }
 
 bool enabled(Level level) { return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed); }

@@ -17,6 +17,9 @@ enum class Level { kTrace = 0, kDebug, kInfo, kWarn, kError, kOff };
 void set_level(const std::string& level);
 // Applies GSPO_LOG_LEVEL when set; called once by main before parsing flags.
 void init_from_env();
+// A config's logging.level: applied only when neither --log-level nor GSPO_LOG_LEVEL chose one (those win).
+// `quieter_if_default` is the level used instead when the config left the default "info" (ranks > 0: "warn").
+void set_level_from_config(const std::string& level, const std::string& quieter_if_default = "");
 // True when messages at `level` are printed.
 bool enabled(Level level);
 // Prints one formatted message (no level check).
