@@ -6,11 +6,30 @@
 namespace gspo::reward {
 namespace {
 
-// Recursive descent: expr = term (('+'|'-') term)*; term = power (('*'|'/'|implicit) power)*;
-// power = unary ('^' power)?; unary = '-' unary | atom; atom = number | group | command.
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+
+// Greek letters usable as variables (\pi is the constant).
+const char* const kGreek[] = {"\\alpha", "\\beta",  "\\gamma", "\\delta", "\\epsilon", "\\theta", "\\lambda",
+                              "\\mu",    "\\sigma", "\\phi",   "\\omega", "\\rho",     "\\tau",   "\\psi"};
+
+// C(n, k): exact product for integers, Gamma functions otherwise.
+double binomial(double n, double k) {
+  if (n == std::floor(n) && k == std::floor(k) && n >= 0) {
+    if (k < 0 || k > n) return 0;
+    double r = 1;
+    for (double i = 1; i <= std::min(k, n - k); ++i) r = r * (n - std::min(k, n - k) + i) / i;
+    return std::round(r);
+  }
+  return std::tgamma(n + 1) / (std::tgamma(k + 1) * std::tgamma(n - k + 1));
+}
+
+// Recursive descent: expr = term (('+'|'-') term)*; term = unary (('*'|'/') unary | implicit power)*;
+// unary = ('-'|'+') unary | power; power = atom ('^' unary)?; atom = number | group | command | variable.
+// Variables: none when vars_ and seen_ are null; looked up in vars_; or recorded in seen_ (value 1).
 class Parser {
  public:
-  explicit Parser(const std::string& s) : s_(s) {}
+  Parser(const std::string& s, const MathVars* vars, std::set<std::string>* seen) : s_(s), vars_(vars), seen_(seen) {}
   std::optional<double> parse() {
     auto v = expr();
     skip();
@@ -19,6 +38,7 @@ class Parser {
   }
 
  private:
+  bool with_vars() const { return vars_ || seen_; }
   void skip() {
     while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
   }
@@ -34,8 +54,9 @@ class Parser {
     skip();
     if (i_ >= s_.size()) return false;
     char c = s_[i_];
-    return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '(' || c == '{' || c == '\\';
+    return is_digit(c) || c == '.' || c == '(' || c == '{' || c == '\\' || (with_vars() && is_alpha(c));
   }
+  bool at_frac() const { return s_.compare(i_, 5, "\\frac") == 0; }
   std::optional<double> expr() {
     auto v = term();
     while (v) {
@@ -53,95 +74,101 @@ class Parser {
     }
     return v;
   }
+  // Whether s_[start, i_) is an integer literal (digits and spaces): then a following \frac is a mixed number.
+  bool integer_literal(size_t start) const {
+    if (i_ <= start) return false;
+    for (size_t k = start; k < i_; ++k)
+      if (!is_digit(s_[k]) && !std::isspace(static_cast<unsigned char>(s_[k]))) return false;
+    return true;
+  }
   std::optional<double> term() {
     skip();
     const size_t start = i_;
-    auto v = power();
-    bool integer_literal = v && i_ > start;
-    for (size_t k = start; k < i_ && integer_literal; ++k)
-      integer_literal = std::isdigit(static_cast<unsigned char>(s_[k])) || std::isspace(static_cast<unsigned char>(s_[k]));
+    auto v = unary();
+    bool mixed = v && integer_literal(start);
     while (v) {
+      std::optional<double> r;
       if (eat("*") || eat("\\cdot") || eat("\\times")) {
-        auto r = power();
-        if (!r) return std::nullopt;
-        *v *= *r;
-        integer_literal = false;
+        if ((r = unary())) *v *= *r;
       } else if (eat("/") || eat("\\div")) {
-        auto r = power();
-        if (!r) return std::nullopt;
-        *v /= *r;
-        integer_literal = false;
-      } else if (at_atom_start() && !(integer_literal && s_.compare(i_, 5, "\\frac") == 0) &&
-                 !std::isdigit(static_cast<unsigned char>(s_[i_]))) {
-        auto r = power();  // implicit multiplication: 2\sqrt{3}, 3\pi, 2(5)
-        if (!r) return std::nullopt;
-        *v *= *r;
-        integer_literal = false;
-      } else if (at_atom_start() && integer_literal && s_.compare(i_, 5, "\\frac") == 0) {
-        integer_literal = false;
-        auto r = power();  // mixed number: an integer literal directly followed by \frac, 2\frac{1}{2} = 2.5
-        if (!r) return std::nullopt;
-        *v += *r;
+        if ((r = unary())) *v /= *r;
+      } else if (at_atom_start() && mixed && at_frac()) {
+        if ((r = power())) *v += *r;  // mixed number: 2\frac{1}{2} = 2.5
+      } else if (at_atom_start() && !is_digit(s_[i_])) {
+        if ((r = power())) *v *= *r;  // implicit multiplication: 2\sqrt{3}, 3\pi, 2(5), 2x, xy
       } else {
         break;
       }
+      if (!r) return std::nullopt;
+      mixed = false;
     }
     return v;
   }
   std::optional<double> power() {
-    auto base = unary();
+    auto base = atom();
     if (base && eat("^")) {
-      auto e = power();  // right-associative: 2^3^2 = 2^9
+      auto e = unary();  // right-associative: 2^3^2 = 2^9; 2^-1 = 0.5
       if (!e) return std::nullopt;
       return std::pow(*base, *e);
     }
     return base;
   }
-  std::optional<double> unary() {
+  std::optional<double> unary() {  // binds looser than ^: -x^2 = -(x^2)
     if (eat("-")) {
       auto v = unary();
       if (!v) return std::nullopt;
       return -*v;
     }
     if (eat("+")) return unary();
-    return atom();
+    return power();
   }
-  std::optional<double> group(char open, char close) {
+  std::optional<double> group(char close) {
     ++i_;
     auto v = expr();
     skip();
     if (!v || i_ >= s_.size() || s_[i_] != close) return std::nullopt;
     ++i_;
-    (void)open;
     return v;
   }
+  // A command argument: {expr}, or a single digit or letter (\frac12, \sqrt2, \sqrt x).
   std::optional<double> braced() {
     skip();
-    if (i_ < s_.size() && s_[i_] == '{') return group('{', '}');
-    // \frac12, \sqrt2: a single digit
-    if (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) return static_cast<double>(s_[i_++] - '0');
+    if (i_ < s_.size() && s_[i_] == '{') return group('}');
+    if (i_ < s_.size() && is_digit(s_[i_])) return static_cast<double>(s_[i_++] - '0');
+    if (i_ < s_.size() && with_vars() && is_alpha(s_[i_])) return variable(std::string(1, s_[i_++]));
     return std::nullopt;
   }
-  std::optional<double> atom() {
-    skip();
-    if (i_ >= s_.size()) return std::nullopt;
-    char c = s_[i_];
-    if (c == '(') return group('(', ')');
-    if (c == '{') return group('{', '}');
-    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
-      size_t start = i_;
-      while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.')) ++i_;
-      try {
-        return std::stod(s_.substr(start, i_ - start));
-      } catch (const std::exception&) {
-        return std::nullopt;
-      }
+  std::optional<double> variable(const std::string& name) {
+    if (seen_) {
+      seen_->insert(name);
+      return 1.0;
     }
+    if (!vars_) return std::nullopt;
+    auto it = vars_->find(name);
+    if (it == vars_->end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<double> number() {
+    size_t start = i_;
+    while (i_ < s_.size() && (is_digit(s_[i_]) || s_[i_] == '.')) ++i_;
+    try {
+      return std::stod(s_.substr(start, i_ - start));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  std::optional<double> command() {
     if (eat("\\frac")) {
       auto a = braced();
-      auto b = braced();
+      auto b = a ? braced() : std::nullopt;
       if (!a || !b) return std::nullopt;
       return *a / *b;
+    }
+    if (eat("\\binom")) {
+      auto n = braced();
+      auto k = n ? braced() : std::nullopt;
+      if (!n || !k) return std::nullopt;
+      return binomial(*n, *k);
     }
     if (eat("\\sqrt")) {
       double n = 2;
@@ -152,14 +179,34 @@ class Parser {
       }
       auto x = braced();
       if (!x) return std::nullopt;
-      return std::pow(*x, 1.0 / n);
+      return n == 3 ? std::cbrt(*x) : std::pow(*x, 1.0 / n);
     }
     if (eat("\\pi")) return M_PI;
     if (eat("\\infty")) return INFINITY;
+    if (with_vars())
+      for (const char* g : kGreek)
+        if (s_.compare(i_, std::string(g).size(), g) == 0 && !(i_ + std::string(g).size() < s_.size() &&
+                                                               is_alpha(s_[i_ + std::string(g).size()]))) {
+          i_ += std::string(g).size();
+          return variable(g);
+        }
+    return std::nullopt;
+  }
+  std::optional<double> atom() {
+    skip();
+    if (i_ >= s_.size()) return std::nullopt;
+    char c = s_[i_];
+    if (c == '(') return group(')');
+    if (c == '{') return group('}');
+    if (is_digit(c) || c == '.') return number();
+    if (c == '\\') return command();
+    if (with_vars() && is_alpha(c)) return variable(std::string(1, s_[i_++]));
     return std::nullopt;
   }
 
   const std::string& s_;
+  const MathVars* vars_;
+  std::set<std::string>* seen_;
   size_t i_ = 0;
 };
 
@@ -167,9 +214,22 @@ class Parser {
 
 std::optional<double> evaluate_math(const std::string& text) {
   if (text.empty()) return std::nullopt;
-  auto v = Parser(text).parse();
+  auto v = Parser(text, nullptr, nullptr).parse();
   if (v && std::isnan(*v)) return std::nullopt;
   return v;
+}
+
+std::optional<double> evaluate_with_vars(const std::string& text, const MathVars& vars) {
+  if (text.empty()) return std::nullopt;
+  auto v = Parser(text, &vars, nullptr).parse();
+  if (v && std::isnan(*v)) return std::nullopt;
+  return v;
+}
+
+std::optional<std::set<std::string>> math_variables(const std::string& text) {
+  std::set<std::string> seen;
+  if (text.empty() || !Parser(text, nullptr, &seen).parse()) return std::nullopt;
+  return seen;
 }
 
 }  // namespace gspo::reward

@@ -1,13 +1,26 @@
-// A small evaluator for the numeric answers of math problems written in plain text or simple LaTeX:
-// integers, decimals, + - * / ^, parentheses and braces, \frac{a}{b}, \sqrt{x}, \sqrt[n]{x}, \pi, \infty,
-// \cdot and \times, implicit multiplication (2\sqrt{3}, 3\pi, 2(1+x) is not: variables are not numbers).
+// A small evaluator for the answers of math problems written in plain text or simple LaTeX:
+// integers, decimals, + - * / ^, parentheses and braces, \frac{a}{b} (also \frac12), \binom{n}{k}, \sqrt{x}
+// (also \sqrt2), \sqrt[n]{x}, \pi, \infty, \cdot, \times, \div, implicit multiplication (2\sqrt{3}, 3\pi, 2x,
+// x(x+4)), an integer followed by \frac as a mixed number (2\frac{1}{2} = 2.5).
+// Without variables (evaluate_math) a letter makes the text non-numeric. With variables (evaluate_with_vars),
+// each single letter a-z/A-Z and each Greek-letter command (\alpha, \theta, ...) is a variable: "xy" is x*y.
+// Non-goals: functions (\sin, \log), complex numbers, relations.
 #pragma once
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace gspo::reward {
 
+using MathVars = std::map<std::string, double>;
+
 // The value of `text` (already normalised, see math.h), or nullopt when it is not a closed numeric expression.
 std::optional<double> evaluate_math(const std::string& text);
+// The value of `text` with its variables bound by `vars`; nullopt when it does not parse, a variable is unbound
+// or the value is NaN (e.g. a square root of a negative number at this point).
+std::optional<double> evaluate_with_vars(const std::string& text, const MathVars& vars);
+// The variables of `text` (letters and Greek-letter commands), or nullopt when it does not parse as an expression.
+std::optional<std::set<std::string>> math_variables(const std::string& text);
 
 }  // namespace gspo::reward
