@@ -1,8 +1,9 @@
-// The math verifier's rules (docs/math-verifier.md) as a table: extraction, normalisation, equivalence.
+// The math verifier's rules (docs/verifiers.md) as a table: extraction, normalisation, equivalence.
 #include <catch2/catch.hpp>
 
 #include "gspo/reward/math.h"
 #include "gspo/reward/math_expr.h"
+#include "gspo/reward/math_symbolic.h"
 
 using namespace gspo;
 
@@ -77,6 +78,44 @@ const Case kCases[] = {
     // text answers
     {"\\boxed{\\text{(B)}}", "(B)", true},
     {"\\boxed{B}", "C", false},
+    // the Minerva format and sentence endings
+    {"Final Answer: The final answer is $\\frac{3}{2}$. I hope it is correct.", "1.5", true},
+    {"Final Answer: The final answer is $-3, 2$. I hope it is correct.", "2, -3", true},
+    {"Final Answer: The final answer is $\\$18$. I hope it is correct.", "18", true},
+    {"Final Answer: The final answer is $17$. I hope it is correct.", "18", false},
+    {"The answer is 18. Next we check it.", "18", true},
+    {"So the answer is 42 apples.", "42", true},
+    // {,} thousands, \binom, \sqrt without braces, exact integers
+    {"\\boxed{1{,}000}", "1000", true},
+    {"\\boxed{\\dbinom{6}{3}}", "20", true},
+    {"\\boxed{\\binom{10}{3}}", "720", false},
+    {"\\boxed{\\sqrt8}", "2\\sqrt{2}", true},
+    {"\\boxed{12,345,678}", "12345687", false},  // integers compare exactly, not within 1e-6
+    // membership, assignments joined by "or"
+    {"\\boxed{x \\in [1, 3]}", "[1,3]", true},
+    {"\\boxed{x \\in [1, 3]}", "[1,3)", false},
+    {"\\boxed{x = 2 \\text{ or } x = 3}", "3, 2", true},
+    {"\\boxed{x = 2 \\text{ or } x = 4}", "3, 2", false},
+    // multiple choice
+    {"\\boxed{\\text{(C)}}", "C", true},
+    {"\\boxed{(C)}", "\\text{(C)}", true},
+    {"\\boxed{C}", "\\text{(D)}", false},
+    // \pm, sets against bare lists
+    {"\\boxed{1 \\pm \\sqrt{2}}", "1+\\sqrt{2}, 1-\\sqrt{2}", true},
+    {"\\boxed{\\pm 3}", "3", false},
+    {"\\boxed{\\{-1, 1\\}}", "1, -1", true},
+    {"\\boxed{\\{-1, 2\\}}", "1, -1", false},
+    // free variables: the identity test
+    {"\\boxed{x^2+5x+6}", "(x+2)(x+3)", true},
+    {"\\boxed{x^2+5x+6}", "(x+1)(x+6)", false},
+    {"\\boxed{\\frac{1}{x+1}}", "\\frac{x-1}{x^2-1}", true},
+    {"\\boxed{\\frac{1}{x-1}}", "\\frac{x-1}{x^2-1}", false},
+    {"\\boxed{6xy}", "6yx", true},
+    {"\\boxed{6xy}", "6x+y", false},
+    {"\\boxed{y = 2x+3}", "3+2x", true},
+    {"\\boxed{\\binom{n}{2}}", "\\frac{n(n-1)}{2}", true},
+    {"\\boxed{2\\pi r}", "\\pi r^2", false},
+    {"\\boxed{\\text{even}}", "\\text{neve}", false},  // a word (4+ letters) is not a product of variables
 };
 }  // namespace
 
@@ -111,12 +150,42 @@ TEST_CASE("expression evaluation", "[reward][math]") {
   CHECK(*reward::evaluate_math("1+2*3") == Approx(7));
   CHECK(*reward::evaluate_math("(1+2)*3") == Approx(9));
   CHECK(*reward::evaluate_math("2^3^2") == Approx(512));
+  CHECK(*reward::evaluate_math("-2^2") == Approx(-4));  // ^ binds tighter than unary minus
+  CHECK(*reward::evaluate_math("2^-1") == Approx(0.5));
   CHECK(*reward::evaluate_math("-\\frac{\\sqrt{3}}{2}") == Approx(-0.8660254));
   CHECK(*reward::evaluate_math("3\\pi") == Approx(9.42477796));
   CHECK(*reward::evaluate_math("\\sqrt{3}\\frac{1}{2}") == Approx(0.8660254));  // product, not a mixed number
   CHECK_FALSE(reward::evaluate_math("x+1").has_value());
   CHECK_FALSE(reward::evaluate_math("2 3").has_value());
   CHECK_FALSE(reward::evaluate_math("").has_value());
+  CHECK(*reward::evaluate_math("\\binom{10}{3}") == Approx(120));
+  CHECK(*reward::evaluate_math("\\sqrt8") == Approx(2.8284271));
+}
+
+TEST_CASE("expressions with variables", "[reward][math]") {
+  const reward::MathVars vars{{"x", 2.0}, {"y", 3.0}, {"\\theta", 0.5}};
+  CHECK(*reward::evaluate_with_vars("x^2+5x+6", vars) == Approx(20));
+  CHECK(*reward::evaluate_with_vars("x(x+4)", vars) == Approx(12));
+  CHECK(*reward::evaluate_with_vars("6xy", vars) == Approx(36));
+  CHECK(*reward::evaluate_with_vars("\\frac{x}{y}", vars) == Approx(2.0 / 3));
+  CHECK(*reward::evaluate_with_vars("2\\theta", vars) == Approx(1));
+  CHECK_FALSE(reward::evaluate_with_vars("z+1", vars).has_value());           // unbound
+  CHECK_FALSE(reward::evaluate_with_vars("\\sqrt{-x}", vars).has_value());  // NaN: outside the domain
+  CHECK(*reward::math_variables("x^2y+\\alpha") == std::set<std::string>{"x", "y", "\\alpha"});
+  CHECK(reward::math_variables("3\\pi")->empty());
+  CHECK_FALSE(reward::math_variables("x=1").has_value());
+}
+
+TEST_CASE("symbolic equivalence: identity test over random points", "[reward][math]") {
+  CHECK(reward::symbolic_equal("(2x+1)^3", "8x^3+12x^2+6x+1", 1e-6));
+  CHECK_FALSE(reward::symbolic_equal("(2x+1)^3", "8x^3+12x^2+6x-1", 1e-6));
+  CHECK(reward::symbolic_equal("\\frac{2x}{x^2-1}", "\\frac{1}{x-1}+\\frac{1}{x+1}", 1e-6));
+  CHECK(reward::symbolic_equal("a^2-b^2", "(a-b)(a+b)", 1e-6));
+  CHECK_FALSE(reward::symbolic_equal("x+1", "y+1", 1e-6));      // different variables
+  CHECK_FALSE(reward::symbolic_equal("3", "3", 1e-6));          // no variables: not this rule's business
+  CHECK_FALSE(reward::symbolic_equal("\\sqrt{-x^2-1}", "\\sqrt{-x^2-1}", 1e-6));  // defined nowhere
+  CHECK_FALSE(reward::symbolic_equal("even", "neve", 1e-6));      // 4+ letters: a word, not a product
+  CHECK(reward::symbolic_equal("xyz", "zyx", 1e-6));              // up to 3 letters: a product
 }
 
 TEST_CASE("format reward and voting keys", "[reward][math]") {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gspo/reward/math_expr.h"
+#include "gspo/reward/math_symbolic.h"
 
 namespace gspo::reward {
 namespace {
@@ -61,12 +62,43 @@ std::optional<std::string> last_boxed(const std::string& r) {
   return std::nullopt;
 }
 
+// The text after the last "the answer is" / "the final answer is" (also "The final answer is $X$. I hope it is
+// correct.", the Minerva format): the math in $...$, $$...$$, \(...\) or \[...\] when it opens there, else the
+// rest of the sentence (up to ". " or the end of the line) with a final '.' removed.
+std::optional<std::string> answer_is(const std::string& r) {
+  static const std::regex kAnswerIs(R"([Tt]he (?:final )?answer is[:\s]*)");
+  size_t at = std::string::npos;
+  for (auto it = std::sregex_iterator(r.begin(), r.end(), kAnswerIs); it != std::sregex_iterator(); ++it)
+    at = static_cast<size_t>(it->position() + it->length());
+  if (at == std::string::npos) return std::nullopt;
+  for (const auto& [open, close] : {std::pair<std::string, std::string>{"$$", "$$"}, {"$", "$"}, {"\\(", "\\)"},
+                                    {"\\[", "\\]"}}) {
+    if (r.compare(at, open.size(), open) != 0) continue;
+    size_t end = r.find(close, at + open.size());
+    while (close == "$" && end != std::string::npos && r[end - 1] == '\\') end = r.find(close, end + 1);  // \$18
+    if (end == std::string::npos) break;
+    std::string inner = trim(r.substr(at + open.size(), end - at - open.size()));
+    if (!inner.empty()) return inner;
+    break;
+  }
+  std::string rest = r.substr(at, r.find('\n', at) == std::string::npos ? std::string::npos : r.find('\n', at) - at);
+  if (size_t stop = rest.find(". "); stop != std::string::npos) rest = rest.substr(0, stop);
+  rest = trim(rest);
+  while (!rest.empty() && rest.back() == '.') rest.pop_back();
+  replace_all(rest, "$", "");
+  rest = trim(rest);
+  if (rest.empty()) return std::nullopt;
+  return rest;
+}
+
 // Removes trailing unit words such as "cm", "degrees", "dollars" after a number-like answer.
 void drop_units(std::string& s) {
   static const std::regex kUnits(
       R"(^(.*?[0-9}])\s*(units?|cm|centimeters?|m|meters?|km|kilometers?|inches|inch|feet|foot|ft|miles?|mph|hours?|minutes?|seconds?|days?|dollars?|cents?|degrees?|sq\s*units|square\s*units|square\s*feet|square\s*inches|cm\^2|m\^2|\^\\circ)\s*$)");
+  // Any single trailing word of 3+ letters after a number: "42 apples".
+  static const std::regex kWord(R"(^(-?[0-9][0-9.,]*)\s+[A-Za-z]{3,}\s*$)");
   std::smatch m;
-  if (std::regex_match(s, m, kUnits)) s = m[1];
+  if (std::regex_match(s, m, kUnits) || std::regex_match(s, m, kWord)) s = m[1];
 }
 
 bool is_thousands(const std::string& s) {
@@ -93,13 +125,31 @@ std::vector<std::string> split_top(const std::string& s) {
   return parts;
 }
 
+// "x = 5" -> "5", "x \in [1, 3]" -> "[1, 3]", "x = 2 or x = 3" -> "2,3": a single variable on the left of
+// each element of a list ("or"/"and" between elements read as commas).
+std::string strip_assignments(const std::string& in) {
+  static const std::regex kJoin(R"(\s+(?:or|and)\s+)");
+  static const std::regex kAssign(R"(^\s*[a-zA-Z]\s*(?:=|\\in)\s*(.+)$)");
+  std::string s = std::regex_replace(in, kJoin, ",");
+  std::string out;
+  for (const auto& part : split_top(s)) {
+    std::smatch m;
+    out += (out.empty() ? "" : ",") + (std::regex_match(part, m, kAssign) ? m[1].str() : part);
+  }
+  return out;
+}
+
 bool scalar_equal(const std::string& a, const std::string& b, double tol) {
   if (a == b) return true;
   auto pct = [](const std::string& s) { return !s.empty() && s.back() == '%'; };
   std::string x = pct(a) ? a.substr(0, a.size() - 1) : a;
   std::string y = pct(b) ? b.substr(0, b.size() - 1) : b;
+  static const std::regex kInteger(R"(^-?\d+$)");
+  if (std::regex_match(x, kInteger) && std::regex_match(y, kInteger) && x == y) return true;
+  const bool integers = std::regex_match(x, kInteger) && std::regex_match(y, kInteger) && !pct(a) && !pct(b);
+  if (integers) return false;  // exact: 12345678 is not 12345687, though within the relative tolerance
   auto va = evaluate_math(x), vb = evaluate_math(y);
-  if (!va || !vb) return x == y && !x.empty();
+  if (!va || !vb) return !x.empty() && (x == y || (!va && !vb && symbolic_equal(x, y, tol)));
   auto close = [tol](double u, double v) {
     if (std::isinf(u) || std::isinf(v)) return u == v;
     return std::abs(u - v) <= std::max(1e-9, tol * std::max(std::abs(u), std::abs(v)));
@@ -131,9 +181,19 @@ bool lists_equal(const std::vector<std::string>& x, const std::vector<std::strin
   return true;
 }
 
-bool equivalent_norm(const std::string& a, const std::string& b, double tol) {
-  if (a.empty() || b.empty()) return false;
-  if (a == b) return true;
+// "a\pm b" -> "a+b,a-b" (one \pm, outside any list); other text unchanged.
+std::string expand_pm(const std::string& s) {
+  const size_t at = s.find("\\pm");
+  if (at == std::string::npos || s.find("\\pm", at + 1) != std::string::npos || split_top(s).size() > 1 ||
+      (at + 3 < s.size() && std::isalpha(static_cast<unsigned char>(s[at + 3]))))  // \pmod
+    return s;
+  return s.substr(0, at) + "+" + s.substr(at + 3) + "," + s.substr(0, at) + "-" + s.substr(at + 3);
+}
+
+bool equivalent_norm(const std::string& in_a, const std::string& in_b, double tol) {
+  if (in_a.empty() || in_b.empty()) return false;
+  if (in_a == in_b) return true;
+  const std::string a = expand_pm(in_a), b = expand_pm(in_b);
   // Unions of intervals.
   if (a.find("\\cup") != std::string::npos || b.find("\\cup") != std::string::npos) {
     std::string x = a, y = b;
@@ -151,11 +211,15 @@ bool equivalent_norm(const std::string& a, const std::string& b, double tol) {
   auto [bo, bc] = brackets(b);
   const bool a_list = ao && split_top(a.substr(1, a.size() - 2)).size() > 1;
   const bool b_list = bo && split_top(b.substr(1, b.size() - 2)).size() > 1;
+  const auto inner = [](const std::string& s) { return split_top(s.substr(1, s.size() - 2)); };
+  // A set {a, b} equals the bare list a, b (any order).
+  if (a_list && ao == '{' && !bo && split_top(b).size() > 1) return lists_equal(inner(a), split_top(b), false, tol);
+  if (b_list && bo == '{' && !ao && split_top(a).size() > 1) return lists_equal(split_top(a), inner(b), false, tol);
   if (a_list || b_list) {
     if (!(a_list && b_list)) return false;
     const bool set = ao == '{' && bo == '{';
     if (!set && (ao != bo || ac != bc)) return false;  // (1,2] is not [1,2]
-    return lists_equal(split_top(a.substr(1, a.size() - 2)), split_top(b.substr(1, b.size() - 2)), !set, tol);
+    return lists_equal(inner(a), inner(b), !set, tol);
   }
   auto pa = split_top(a), pb = split_top(b);
   if (pa.size() > 1 || pb.size() > 1) return lists_equal(pa, pb, false, tol);
@@ -172,17 +236,8 @@ std::string reference_answer(const std::string& field) {
 
 std::optional<std::string> extract_answer(const std::string& response, const MathOptions& o) {
   if (auto boxed = last_boxed(response)) return trim(*boxed);
-  if (o.answer_is_fallback) {
-    static const std::regex kAnswerIs(R"([Tt]he (?:final )?answer is[:\s]*\$?([^\n$]+?)\$?\s*(?:\.\s*)?(?:\n|$))");
-    std::smatch m;
-    std::string::const_iterator begin = response.begin();
-    std::optional<std::string> last;
-    while (std::regex_search(begin, response.end(), m, kAnswerIs)) {
-      last = trim(m[1]);
-      begin = m[0].second;
-    }
-    if (last) return last;
-  }
+  if (o.answer_is_fallback)
+    if (auto said = answer_is(response)) return said;
   if (o.last_number_fallback) {
     static const std::regex kNumber(R"(-?\d[\d,]*(?:\.\d+)?(?:/\d+)?)");
     std::optional<std::string> last;
@@ -197,7 +252,10 @@ std::string normalize_answer(const std::string& in) {
   std::string s = trim(in);
   for (const char* drop : {"\\$", "\\left", "\\right", "\\!", "\\,", "\\;", "\\:", "\\ ", "\\displaystyle", "$", "~"})
     replace_all(s, drop, "");
+  replace_all(s, "{,}", ",");
   replace_all(s, "\\dfrac", "\\frac");
+  replace_all(s, "\\dbinom", "\\binom");
+  replace_all(s, "\\tbinom", "\\binom");
   replace_all(s, "\\tfrac", "\\frac");
   replace_all(s, "\\%", "%");
   replace_all(s, "\\{", "{");
@@ -209,9 +267,7 @@ std::string normalize_answer(const std::string& in) {
   s = trim(s);
   drop_units(s);
   // "x = 5" -> "5" (a single variable on the left)
-  static const std::regex kAssign(R"(^[a-zA-Z]\s*=\s*(.+)$)");
-  std::smatch m;
-  if (std::regex_match(s, m, kAssign)) s = m[1];
+  s = strip_assignments(s);
   while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
   if (is_thousands(s)) replace_all(s, ",", "");
   std::string out;
