@@ -158,6 +158,7 @@ TEST_CASE("expression evaluation", "[reward][math]") {
   CHECK_FALSE(reward::evaluate_math("x+1").has_value());
   CHECK_FALSE(reward::evaluate_math("2 3").has_value());
   CHECK_FALSE(reward::evaluate_math("").has_value());
+  CHECK_FALSE(reward::evaluate_math(std::string(100000, '(') + "1" + std::string(100000, ')')).has_value());
   CHECK(*reward::evaluate_math("\\binom{10}{3}") == Approx(120));
   CHECK(*reward::evaluate_math("\\sqrt8") == Approx(2.8284271));
 }
@@ -195,4 +196,20 @@ TEST_CASE("format reward and voting keys", "[reward][math]") {
   CHECK(f.score("so 1", ex).reward == 0.0);
   reward::MathVerifier v;
   CHECK(v.voting_key("\\boxed{\\dfrac{1}{2}}") == v.voting_key("The answer is $\\frac{1}{2}$."));
+}
+
+TEST_CASE("degenerate responses: long runs and deep nesting are scored, not a crash", "[reward][math]") {
+  // std::regex recurses per matched character: 100k-character runs used to overflow the stack.
+  reward::MathVerifier v;
+  data::Example ex{"t", "", "5", ""};
+  for (const std::string& r : {"The sum is " + std::string(1000000, '1'), "\\boxed{" + std::string(200000, '1') + "}",
+                               "The answer is " + std::string(200000, 'a') + " cm\n",
+                               "\\boxed{" + std::string(100000, '(') + "5" + std::string(100000, ')') + "}"}) {
+    CHECK_FALSE(v.score(r, ex).correct);
+  }
+  std::string nested;
+  for (int i = 0; i < 400; ++i) nested += "(1,";
+  nested += std::string(400, ')');
+  CHECK_FALSE(reward::answers_equivalent(nested, "1"));  // deeper than 50 brackets: not an answer
+  CHECK(v.score("The sum is 1" + std::string(100000, ' ') + "then 5", ex).correct);
 }

@@ -12,6 +12,8 @@
 namespace gspo::reward {
 namespace {
 
+constexpr size_t kMaxAnswerChars = 1000;  // longer extracted answers are none (the regexes recurse per character)
+
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   if (from.empty()) return;
   size_t pos = 0;
@@ -91,6 +93,20 @@ std::optional<std::string> answer_is(const std::string& r) {
   return rest;
 }
 
+// The last number of the text ("1,000" and "3/4" count as one). Searched in the 2000 characters that end at the
+// last digit: std::regex recurses per matched character, so it never sees an unbounded run.
+std::optional<std::string> last_number(const std::string& r) {
+  static const std::regex kNumber(R"(-?\d[\d,]*(?:\.\d+)?(?:/\d+)?)");
+  const size_t last_digit = r.find_last_of("0123456789");
+  if (last_digit == std::string::npos) return std::nullopt;
+  const size_t begin = last_digit + 1 > 2000 ? last_digit + 1 - 2000 : 0;
+  const std::string window = r.substr(begin, last_digit + 1 - begin + 20);
+  std::optional<std::string> last;
+  for (auto it = std::sregex_iterator(window.begin(), window.end(), kNumber); it != std::sregex_iterator(); ++it)
+    last = it->str();
+  return last;
+}
+
 // Removes trailing unit words such as "cm", "degrees", "dollars" after a number-like answer.
 void drop_units(std::string& s) {
   static const std::regex kUnits(
@@ -104,6 +120,17 @@ void drop_units(std::string& s) {
 bool is_thousands(const std::string& s) {
   static const std::regex kThousands(R"(^-?\d{1,3}(,\d{3})+(\.\d+)?$)");
   return std::regex_match(s, kThousands);
+}
+
+constexpr int kMaxNesting = 50;  // bracket depth beyond which a text is not an answer
+
+int bracket_depth(const std::string& s) {
+  int depth = 0, most = 0;
+  for (char c : s) {
+    if (c == '(' || c == '[' || c == '{') most = std::max(most, ++depth);
+    if (c == ')' || c == ']' || c == '}') --depth;
+  }
+  return most;
 }
 
 // Splits on commas at bracket depth 0.
@@ -235,17 +262,12 @@ std::string reference_answer(const std::string& field) {
 }
 
 std::optional<std::string> extract_answer(const std::string& response, const MathOptions& o) {
-  if (auto boxed = last_boxed(response)) return trim(*boxed);
-  if (o.answer_is_fallback)
-    if (auto said = answer_is(response)) return said;
-  if (o.last_number_fallback) {
-    static const std::regex kNumber(R"(-?\d[\d,]*(?:\.\d+)?(?:/\d+)?)");
-    std::optional<std::string> last;
-    for (auto it = std::sregex_iterator(response.begin(), response.end(), kNumber); it != std::sregex_iterator(); ++it)
-      last = it->str();
-    if (last) return last;
-  }
-  return std::nullopt;
+  std::optional<std::string> got = last_boxed(response);
+  if (got) got = trim(*got);
+  if (!got && o.answer_is_fallback) got = answer_is(response);
+  if (!got && o.last_number_fallback) got = last_number(response);
+  if (got && got->size() > kMaxAnswerChars) return std::nullopt;  // not an answer (and would exhaust std::regex)
+  return got;
 }
 
 std::string normalize_answer(const std::string& in) {
@@ -280,7 +302,12 @@ std::string normalize_answer(const std::string& in) {
 }
 
 bool answers_equivalent(const std::string& a, const std::string& b, double rel_tol) {
-  return equivalent_norm(normalize_answer(a), normalize_answer(b), rel_tol);
+  if (a.size() > kMaxAnswerChars || b.size() > kMaxAnswerChars) return false;
+  const std::string x = normalize_answer(a), y = normalize_answer(b);
+  if (x == y) return !x.empty();
+  // Lists recurse per bracket level: text nested deeper than any answer is not one (and must not exhaust the stack).
+  if (bracket_depth(x) > kMaxNesting || bracket_depth(y) > kMaxNesting) return false;
+  return equivalent_norm(x, y, rel_tol);
 }
 
 Score MathVerifier::score(const std::string& response, const data::Example& ex) const {

@@ -6,6 +6,8 @@
 namespace gspo::reward {
 namespace {
 
+constexpr int kMaxDepth = 200;  // recursion depth (nesting, signs, exponents) beyond which text is not an answer
+
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 
@@ -114,6 +116,12 @@ class Parser {
     return base;
   }
   std::optional<double> unary() {  // binds looser than ^: -x^2 = -(x^2)
+    // Every recursion passes here: bounded for adversarial text such as "((((..." or "----...".
+    struct Depth {
+      int& d;
+      ~Depth() { --d; }
+    } guard{++depth_};
+    if (depth_ > kMaxDepth) return std::nullopt;
     if (eat("-")) {
       auto v = unary();
       if (!v) return std::nullopt;
@@ -208,6 +216,7 @@ class Parser {
   const MathVars* vars_;
   std::set<std::string>* seen_;
   size_t i_ = 0;
+  int depth_ = 0;  // active unary() calls
 };
 
 }  // namespace
