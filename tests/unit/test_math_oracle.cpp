@@ -1,4 +1,4 @@
-// MathVerifier against an independent grader: tests/golden/math_oracle_cases.py labels ~285 hand-written
+// MathVerifier against an independent grader: tests/golden/math_oracle_cases.py labels 326 hand-written
 // (response, reference) pairs with math-verify's verdict (math-verify 0.9.0, the only oracle: Qwen2.5-Math's grader
 // is not packaged). We require >= 98% agreement and print every case where the two differ.
 #include <catch2/catch.hpp>

@@ -113,6 +113,7 @@ const Case kCases[] = {
     {"\\boxed{6xy}", "6yx", true},
     {"\\boxed{6xy}", "6x+y", false},
     {"\\boxed{y = 2x+3}", "3+2x", true},
+    {"\\boxed{p(x) = x^3-3x+2}", "(x-1)^2(x+2)", true},
     {"\\boxed{\\binom{n}{2}}", "\\frac{n(n-1)}{2}", true},
     {"\\boxed{2\\pi r}", "\\pi r^2", false},
     {"\\boxed{\\text{even}}", "\\text{neve}", false},  // a word (4+ letters) is not a product of variables

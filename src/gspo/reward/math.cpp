@@ -152,11 +152,11 @@ std::vector<std::string> split_top(const std::string& s) {
   return parts;
 }
 
-// "x = 5" -> "5", "x \in [1, 3]" -> "[1, 3]", "x = 2 or x = 3" -> "2,3": a single variable on the left of
-// each element of a list ("or"/"and" between elements read as commas).
+// "x = 5" -> "5", "f(x) = 2x" -> "2x", "x \in [1, 3]" -> "[1, 3]", "x = 2 or x = 3" -> "2,3": one variable (or
+// f(x)) on the left of each element of a list ("or"/"and" between elements read as commas).
 std::string strip_assignments(const std::string& in) {
   static const std::regex kJoin(R"(\s+(?:or|and)\s+)");
-  static const std::regex kAssign(R"(^\s*[a-zA-Z]\s*(?:=|\\in)\s*(.+)$)");
+  static const std::regex kAssign(R"(^\s*[a-zA-Z](?:\([a-zA-Z]\))?\s*(?:=|\\in)\s*(.+)$)");
   std::string s = std::regex_replace(in, kJoin, ",");
   std::string out;
   for (const auto& part : split_top(s)) {
@@ -288,7 +288,6 @@ std::string normalize_answer(const std::string& in) {
   for (const char* cmd : {"\\text", "\\textbf", "\\mathrm", "\\mbox", "\\mathbf"}) unwrap(s, cmd);
   s = trim(s);
   drop_units(s);
-  // "x = 5" -> "5" (a single variable on the left)
   s = strip_assignments(s);
   while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
   if (is_thousands(s)) replace_all(s, ",", "");

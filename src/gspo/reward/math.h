@@ -1,13 +1,15 @@
 // Math answer verifier: extracts the final answer of a response and decides whether it equals the reference.
-// The rules (docs/math-verifier.md) in short:
-//   extraction: the last \boxed{...} (nested braces; also \fbox); fallbacks, each switchable: "the answer is X",
-//     then the last number in the text;
-//   normalisation: $ and \left/\right/spacing commands dropped, \dfrac/\tfrac -> \frac, \text{...} unwrapped and
-//     trailing units dropped, degrees, thousands separators, trailing '.', spaces, "x = 5" -> 5; references of
-//     the form "... #### 42" (GSM8K) use what follows ####;
-//   equivalence: equal normalised strings, or both sides evaluate to numbers within a relative tolerance of
-//     1e-6 (absolute 1e-9), or both are tuples / intervals (same brackets) / sets (any order) / comma lists (any
-//     order) with pairwise equivalent elements; percent rule: "p%" equals p and p/100.
+// The rules (docs/verifiers.md, "Math") in short:
+//   extraction: the last \boxed{...} (nested braces; also \fbox); fallbacks, each switchable: "the (final) answer
+//     is X" (X the math in $...$ when it opens there: the Minerva format), then the last number in the text;
+//     answers over 1000 characters are none;
+//   normalisation: $ and \left/\right/spacing commands dropped, \dfrac/\tfrac -> \frac, \dbinom/\tbinom -> \binom,
+//     \text{...} unwrapped and trailing units dropped, degrees, thousands separators (also {,}), trailing '.',
+//     spaces, "x = 5" / "f(x) = 5" / "x \in [1, 3]" -> the right side; references "... #### 42" (GSM8K) use 42;
+//   equivalence: equal normalised strings; integers exactly; numbers within a relative tolerance of 1e-6
+//     (absolute 1e-9); expressions with free variables by a random-point identity test (math_symbolic.h);
+//     tuples / intervals (same brackets), sets and comma lists (any order), a \pm b as the list a+b, a-b;
+//     percent rule: "p%" equals p and p/100.
 #pragma once
 #include <optional>
 #include <string>
