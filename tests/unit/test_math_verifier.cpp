@@ -96,6 +96,8 @@ const Case kCases[] = {
     {"\\boxed{x \\in [1, 3]}", "[1,3)", false},
     {"\\boxed{x = 2 \\text{ or } x = 3}", "3, 2", true},
     {"\\boxed{x = 2 \\text{ or } x = 4}", "3, 2", false},
+    {"\\boxed{a = 2, b = 3}", "b = 3, a = 2", true},
+    {"\\boxed{a = 2, b = 3}", "a = 3, b = 2", false},  // names kept when the left sides differ
     // multiple choice
     {"\\boxed{\\text{(C)}}", "C", true},
     {"\\boxed{(C)}", "\\text{(C)}", true},

@@ -153,15 +153,19 @@ std::vector<std::string> split_top(const std::string& s) {
 }
 
 // "x = 5" -> "5", "f(x) = 2x" -> "2x", "x \in [1, 3]" -> "[1, 3]", "x = 2 or x = 3" -> "2,3": one variable (or
-// f(x)) on the left of each element of a list ("or"/"and" between elements read as commas).
+// f(x)) on the left of the elements of a list ("or"/"and" between elements read as commas). Only when every
+// left side is the same: "a = 2, b = 3" keeps its names (else it would equal "a = 3, b = 2").
 std::string strip_assignments(const std::string& in) {
   static const std::regex kJoin(R"(\s+(?:or|and)\s+)");
-  static const std::regex kAssign(R"(^\s*[a-zA-Z](?:\([a-zA-Z]\))?\s*(?:=|\\in)\s*(.+)$)");
-  std::string s = std::regex_replace(in, kJoin, ",");
-  std::string out;
+  static const std::regex kAssign(R"(^\s*([a-zA-Z](?:\([a-zA-Z]\))?)\s*(?:=|\\in)\s*(.+)$)");
+  const std::string s = std::regex_replace(in, kJoin, ",");
+  std::string out, lhs;
   for (const auto& part : split_top(s)) {
     std::smatch m;
-    out += (out.empty() ? "" : ",") + (std::regex_match(part, m, kAssign) ? m[1].str() : part);
+    const bool assign = std::regex_match(part, m, kAssign);
+    if (assign && !lhs.empty() && m[1].str() != lhs) return s;
+    if (assign) lhs = m[1].str();
+    out += (out.empty() ? "" : ",") + (assign ? m[2].str() : part);
   }
   return out;
 }
