@@ -49,6 +49,10 @@ expect config-not-yaml 2 "not valid YAML" -- "$GSPO" config -c "$TMP/broken.yaml
 expect config-missing 5 "cannot read config file" -- "$GSPO" config -c "$TMP/nope.yaml"
 expect config-directory 5 "is a directory; give a YAML file" -- "$GSPO" config -c "$TMP"
 expect unknown-subcommand 2 "unknown subcommand 'trian'; did you mean 'train'?" -- "$GSPO" trian
+big=$(head -c 100000 /dev/zero | tr "\0" x)   # under the kernel's 128 KiB limit for one argument
+out="$("$GSPO" config --set "model.device=$big" 2>&1)"; rc=$?
+if [ "$rc" -eq 2 ] && [ "${#out}" -lt 2000 ] && grep -q "characters)" <<<"$out"; then pass=$((pass+1)); else
+  echo "FAIL config-huge-value: exit $rc, ${#out} bytes of output"; fail=$((fail+1)); fi
 expect config-reference 0 "| \`rollout.group_size\` |" -- "$GSPO" config --reference
 # docs/config.md is the generated reference; it must not drift from the options table.
 if diff <(tail -n +7 "$SRC/docs/config.md") <("$GSPO" config --reference) >/dev/null; then pass=$((pass+1)); else
@@ -136,6 +140,10 @@ expect generate-seed-overflow 2 "is not an integer in [0, 2^63)" -- "$GSPO" gene
 # tokenize (end to end through the real tokenizer files when ../shared is there; the byte tokenizer of a model always)
 out=$(printf '{"text": "Hi"}\n' | "$GSPO" tokenize -t "$MODELS/tiny.pt")
 if [ "$out" = '{"text":"Hi","ids":[72,105]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-byte: $out"; fail=$((fail+1)); fi
+: > "$TMP/empty_tok.json"
+expect tokenizer-empty 3 "empty_tok.json: the file is empty" -- "$GSPO" tokenize -t "$TMP/empty_tok.json"
+printf '{"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}}' > "$TMP/badtype_tok.json"
+expect tokenizer-wrong-type 3 "badtype_tok.json: tokenizer.json has a field of the wrong type" -- "$GSPO" tokenize -t "$TMP/badtype_tok.json"
 if have_shared tokenize-qwen3 "$SHARED/data/tokenizers/qwen3/tokenizer.json"; then
   out=$(printf '{"text": "Hello world, 你好!"}\n' | "$GSPO" tokenize -t "$SHARED/data/tokenizers/qwen3")
   if [ "$out" = '{"text":"Hello world, 你好!","ids":[9707,1879,11,220,108386,0]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-qwen3: $out"; fail=$((fail+1)); fi

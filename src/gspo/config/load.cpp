@@ -75,7 +75,7 @@ bool convert(const YAML::Node& n, std::vector<std::string>& out, std::string& ex
 }
 
 std::string shown(const YAML::Node& n) {
-  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsScalar()) return "'" + clip_for_message(n.Scalar()) + "'";
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a mapping";
   return "nothing";
@@ -118,7 +118,7 @@ struct SectionReader {
     }
     std::string broken = check_rule(value, rule);
     if (!broken.empty()) {
-      std::string msg = where + ": " + path + " must be " + broken + " (got " + value_text(value) + ")";
+      std::string msg = where + ": " + path + " must be " + broken + " (got " + value_preview(value) + ")";
       if constexpr (std::is_same_v<T, std::string>) {
         std::string near = nearest(value, rule.choices);
         if (!near.empty()) msg += "; did you mean '" + near + "'?";
@@ -231,7 +231,7 @@ void apply_document(const YAML::Node& root, const std::string& origin, bool from
 
 void apply_override(const std::string& text, Config& cfg, std::vector<std::string>& errors) {
   const auto eq = text.find('=');
-  const std::string origin = "--set " + text;
+  const std::string origin = "--set " + clip_for_message(text);
   if (eq == std::string::npos) {
     errors.push_back(origin + ": expected section.key=value");
     return;

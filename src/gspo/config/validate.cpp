@@ -31,7 +31,7 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
     }
     if (colon == std::string::npos || !ok_weight || std::find(kNames.begin(), kNames.end(), name) == kNames.end()) {
       e.push_back(at(c, "reward.components") + ": reward.components entries must be \"name:weight\" with a name among "
-                  "auto, exact, leading_integer, math, code, regex, format, external (got " + value_text(comp) + ")");
+                  "auto, exact, leading_integer, math, code, regex, format, external (got " + value_preview(comp) + ")");
       continue;
     }
     used.push_back(name);
@@ -77,16 +77,17 @@ std::vector<std::string> validate(const Config& c) {
   }
   if (c.data.prompt_template.find("{prompt}") == std::string::npos) {
     e.push_back(at(c, "data.prompt_template") + ": data.prompt_template must contain {prompt} (got " +
-                value_text(c.data.prompt_template) + ")");
+                value_preview(c.data.prompt_template) + ")");
   }
   if (c.data.operators.empty() || c.data.operators.find_first_not_of("+-*") != std::string::npos) {
     e.push_back(at(c, "data.operators") + ": data.operators must be a non-empty subset of \"+-*\" (got " +
-                value_text(c.data.operators) + ")");
+                value_preview(c.data.operators) + ")");
   }
   static const std::regex kDevice("cpu|auto|cuda(:[0-9]+)?");
-  if (!std::regex_match(c.model.device, kDevice)) {
+  // std::regex recurses per character: a huge value is refused before it reaches the matcher.
+  if (c.model.device.size() > 32 || !std::regex_match(c.model.device, kDevice)) {
     e.push_back(at(c, "model.device") + ": model.device must be cpu, cuda, cuda:N or auto (got " +
-                value_text(c.model.device) + ")");
+                value_preview(c.model.device) + ")");
   }
   for (const auto& s : c.rollout.stop) {
     if (s.empty()) e.push_back(at(c, "rollout.stop") + ": rollout.stop must not contain an empty string");

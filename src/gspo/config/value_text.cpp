@@ -30,6 +30,11 @@ std::string value_text(const std::vector<std::string>& v) {
   return s + "]";
 }
 
+std::string clip_for_message(const std::string& text) {
+  if (text.size() <= 120) return text;
+  return text.substr(0, 100) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
 const char* type_name(int64_t) { return "int"; }
 const char* type_name(double) { return "float"; }
 const char* type_name(bool) { return "bool"; }

@@ -13,6 +13,12 @@ std::string value_text(bool v);
 std::string value_text(const std::string& v);   // double-quoted, JSON escapes (valid YAML)
 std::string value_text(const std::vector<std::string>& v);
 
+// A value as error messages show it: value_text, cut to about 100 characters with the full length said, so a
+// multi-megabyte value does not flood the terminal.
+std::string clip_for_message(const std::string& text);
+template <class T>
+std::string value_preview(const T& v) { return clip_for_message(value_text(v)); }
+
 const char* type_name(int64_t);
 const char* type_name(double);
 const char* type_name(bool);

@@ -29,6 +29,20 @@ std::vector<int64_t> Tokenizer::encode_prompt(const std::string& text) const {
   return ids;
 }
 
+namespace {
+// A Hugging Face tokenizer from its JSON; a field of the wrong type (a vocab id given as a string, say) is a
+// DataError naming the file instead of an unexpected nlohmann exception.
+std::unique_ptr<Tokenizer> make_hf(const std::string& tokenizer_json, const std::string& config_json,
+                                   const std::string& origin) {
+  try {
+    return std::make_unique<HfBpeTokenizer>(tokenizer_json, config_json, origin);
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(origin + ": tokenizer.json has a field of the wrong type or shape (" +
+                    std::string(e.what()).substr(0, 200) + ")");
+  }
+}
+}  // namespace
+
 std::unique_ptr<Tokenizer> from_spec(const std::string& spec_json, const std::string& origin) {
   if (spec_json.empty()) throw DataError(origin + ": no tokenizer spec (the model file carries none and "
                                          "tokenizer.path is empty)");
@@ -39,11 +53,12 @@ std::unique_ptr<Tokenizer> from_spec(const std::string& spec_json, const std::st
     throw DataError(origin + ": tokenizer spec is not valid JSON: " + e.what());
   }
   // A Hugging Face tokenizer.json itself, or gspo's wrapper {"type": "hf", "tokenizer": {...}, "config": {...}}.
-  if (j.contains("model") && j["model"].is_object()) return std::make_unique<HfBpeTokenizer>(spec_json, "", origin);
+  if (j.contains("model") && j["model"].is_object()) return make_hf(spec_json, "", origin);
   const std::string type = j.value("type", "");
   if (type == "hf") {
     const std::string cfg = j.contains("config") ? j["config"].dump() : "";
-    return std::make_unique<HfBpeTokenizer>(j.at("tokenizer").dump(), cfg, origin);
+    if (!j.contains("tokenizer")) throw DataError(origin + ": an 'hf' tokenizer spec needs a 'tokenizer' object");
+    return make_hf(j.at("tokenizer").dump(), cfg, origin);
   }
   if (type == "pieces") {
     try {
@@ -80,12 +95,14 @@ std::unique_ptr<Tokenizer> from_file(const std::string& path_in) {
     std::stringstream a, b;
     a << tj.rdbuf();
     if (cfg) b << cfg.rdbuf();
-    return std::make_unique<HfBpeTokenizer>(a.str(), b.str(), path);
+    if (a.str().empty()) throw DataError(path + ": the file is empty (expected a Hugging Face tokenizer.json)");
+    return make_hf(a.str(), b.str(), path);
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError("cannot read tokenizer file '" + path + "': " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
+  if (ss.str().empty()) throw DataError(path + ": the file is empty (expected a tokenizer spec or tokenizer.json)");
   return from_spec(ss.str(), path);
 }
 
