@@ -47,8 +47,8 @@ rerun() {  # rerun NAME SEED: NAME's invocations again with rollout.seed=SEED, i
   done <<<"${PHASES[$name]}"
 }
 
-compare() {  # compare LOG RUN_A RUN_B
-  "$PY" "$SRC/tests/dist/compare_runs.py" "$TMP/$2" "$TMP/$3" --step $STEPS --initial "$MODELS/tiny_prior.pt" \
+compare() {  # compare LOG RUN_A RUN_B  (INITIAL: the starting model, default tiny_prior.pt)
+  "$PY" "$SRC/tests/dist/compare_runs.py" "$TMP/$2" "$TMP/$3" --step $STEPS --initial "${INITIAL:-$MODELS/tiny_prior.pt}" \
     >"$TMP/cmp_$1.log" 2>&1
 }
 
@@ -77,6 +77,13 @@ run r1 1 && run r2 2 && run r3 3 && run r2z 2 --set distributed.zero_stage=1 && 
   same "ZeRO-1 at 1 rank = torch AdamW" r1 r1z
   same "2 ranks ZeRO-1 = 1 process" r1 r2z
   same "3 ranks ZeRO-1 = 1 process" r1 r3z
+}
+
+# A tied-embedding model (embedding = output layer) through gradient sync and ZeRO-1 shards: the tied weight is one
+# parameter on every path. Random bytes: the reward is "the first byte is ASCII", about half of them.
+TIED=(--set "model.path=$MODELS/tiny_qwen3.pt" --set 'reward.regex=^[\x00-\x7f]')
+run t1 1 "${TIED[@]}" && run t2z 2 "${TIED[@]}" --set distributed.zero_stage=1 && {
+  INITIAL="$MODELS/tiny_qwen3.pt" same "tied embeddings: 2 ranks ZeRO-1 = 1 process" t1 t2z
 }
 if grep -q "3 ranks start from identical weights" "$TMP/r3.log"; then ok "initial weights verified on 3 ranks"
 else bad "no initial-weights verification line" "$TMP/r3.log"; fi
