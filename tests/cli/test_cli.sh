@@ -123,6 +123,11 @@ printf '{"index": 0, "responses": ["\\\\boxed{1}", "2", "3"]}\n{"index": 1, "res
 expect score-uneven 3 "problem 0 has 3 responses but problem 1 has 1" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/uneven.jsonl"
 printf '{"index": 0}\n' > "$TMP/no_resp.jsonl"
 expect score-no-response 3 "needs 'response' (a string) or 'responses'" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/no_resp.jsonl"
+# APPS rows load as they are (description + test_list), graded by running the tests
+if have_shared score-apps "$SHARED/data/benchmarks/apps_stdio_52.jsonl"; then
+  printf '{"index": 0, "response": "```python\\nprint(0)\\n```"}\n' > "$TMP/apps_resp.jsonl"
+  expect score-apps 0 "avg@1 0.000" -- "$GSPO" score -d "$SHARED/data/benchmarks/apps_stdio_52.jsonl" -r "$TMP/apps_resp.jsonl"
+fi
 if have_shared score-aime24 "$SHARED/data/benchmarks/aime24.jsonl"; then
   "$PYTHON" -c "import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1])]

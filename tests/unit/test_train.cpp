@@ -164,7 +164,7 @@ TEST_CASE("bad training inputs are clear errors", "[train][faults]") {
     f << "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n\n{\"text\": \"2+2=\", \"answer\": \"4\"}\n";
   }
   CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run", {"data.task=jsonl", "data.path=" + dir + "/d.jsonl"}), ""),
-                    Catch::Contains(dir + "/d.jsonl:3: no prompt field (tried prompt, problem, question; fields: answer, text)"));
+                    Catch::Contains(dir + "/d.jsonl:3: no prompt field (tried prompt, problem, question, description; fields: answer, text)"));
   { std::ofstream f(dir + "/empty.jsonl"); }
   CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run2", {"data.task=jsonl", "data.path=" + dir + "/empty.jsonl"}), ""),
                     Catch::Contains("has no examples"));

@@ -36,7 +36,7 @@ struct TokenizerOptions {
 struct DataOptions {
   std::string task = "arithmetic";                 // built-in synthetic task or a JSONL file
   std::string path = "";                           // JSONL dataset when task = jsonl
-  std::string prompt_key = "auto";                 // JSONL field holding the prompt; auto = prompt/problem/question
+  std::string prompt_key = "auto";                 // JSONL field holding the prompt; auto = prompt/problem/question/description
   std::string answer_key = "answer";               // JSONL field holding the reference answer
   std::string prompt_template = "{prompt}";        // text around the prompt; {prompt} is replaced
   std::string chat_template = "none";              // none (raw text) or chatml (Qwen2/2.5/3 chat format)
@@ -54,7 +54,7 @@ struct DataOptions {
     v("task", task, "arithmetic (built-in, exact-match rewards) or jsonl (prompt/answer rows from data.path)",
       one_of({"arithmetic", "jsonl"}));
     v("path", path, "JSONL dataset file, one object per line (task = jsonl)", any());
-    v("prompt_key", prompt_key, "JSONL field holding the prompt text; auto = the first of prompt, problem, question",
+    v("prompt_key", prompt_key, "JSONL field holding the prompt text; auto = the first of prompt, problem, question, description (APPS)",
       any());
     v("answer_key", answer_key, "JSONL field holding the reference answer (may be absent in rows that carry code "
       "tests)", any());

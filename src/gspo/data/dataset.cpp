@@ -73,12 +73,12 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
     std::string key = prompt_key;
     if (key == "auto") {
       key.clear();
-      for (const char* k : {"prompt", "problem", "question"})
+      for (const char* k : {"prompt", "problem", "question", "description"})
         if (key.empty() && row.contains(k)) key = k;
       if (key.empty() && need_prompt) {
         std::string have;
         for (const auto& [k, v] : row.items()) have += (have.empty() ? "" : ", ") + k;
-        throw DataError(where + ": no prompt field (tried prompt, problem, question; fields: " + have +
+        throw DataError(where + ": no prompt field (tried prompt, problem, question, description; fields: " + have +
                         "); set data.prompt_key");
       }
     }

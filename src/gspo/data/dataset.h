@@ -10,7 +10,7 @@ namespace gspo::config { struct DataOptions; }
 
 namespace gspo::data {
 
-// Rows of a JSONL file; `prompt_key` ("auto": prompt, problem or question) and `answer_key` name the fields
+// Rows of a JSONL file; `prompt_key` ("auto": prompt, problem, question or description) and `answer_key` name the fields
 // (answers may be strings or numbers; rows with code tests may lack one).
 // Blank lines are skipped. Throws IoError (unreadable) or DataError ("file:LINE: ...").
 // `need_prompt` false (gspo score, which grades given responses) accepts rows without a prompt field.
