@@ -46,7 +46,8 @@ struct DataOptions {
   int64_t seed = 1234;                             // seed of the shuffling and of the synthetic task
   int64_t max_operand = 9;                         // arithmetic: operands drawn from [0, max_operand]
   std::string operators = "+";                     // arithmetic: operators to draw from (subset of +-*)
-  int64_t num_prompts = 512;                       // arithmetic: size of the generated prompt pool
+  int64_t num_prompts = 0;                         // arithmetic: distinct training problems; 0 = all of them
+  int64_t holdout = 0;                             // arithmetic: distinct problems kept out of training
   std::string overlong_prompts = "skip";           // prompts that leave no room for max_new_tokens: skip or error
 
   template <class V>
@@ -69,7 +70,10 @@ struct DataOptions {
     v("seed", seed, "seed of shuffling and of the synthetic task", at_least(0));
     v("max_operand", max_operand, "arithmetic task: operands are drawn from [0, max_operand]", between(1, 1000000));
     v("operators", operators, "arithmetic task: operators to draw from, any of + - *", any());
-    v("num_prompts", num_prompts, "arithmetic task: number of distinct prompts generated", at_least(1));
+    v("num_prompts", num_prompts, "arithmetic task: number of distinct problems to train on (drawn without "
+      "replacement); 0 = every distinct problem not held out", at_least(0));
+    v("holdout", holdout, "arithmetic task: distinct problems never trained on; their greedy accuracy is reported "
+      "at the end of training (0 = none)", at_least(0));
     v("overlong_prompts", overlong_prompts, "prompts whose tokens plus rollout.max_new_tokens exceed the model's "
       "max_seq_len, checked at load after templating: skip (dropped with a warning and a count) or error (refused, "
       "naming file:line)", one_of({"skip", "error"}));

@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <tuple>
 
 #include "gspo/config/options.h"
 #include "gspo/core/error.h"
@@ -94,19 +96,57 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
   return out;
 }
 
-std::vector<Example> make_arithmetic(int64_t count, int64_t max_operand, const std::string& ops, uint64_t seed) {
+namespace {
+
+// The first `needed` of all distinct problems "a op b=" (a, b in [0, max_operand], op in ops) in an order drawn
+// from `seed`: enumerated and shuffled when the space is small, else drawn with rejection of repeats.
+std::vector<Example> distinct_arithmetic(int64_t needed, int64_t max_operand, const std::string& ops_in, uint64_t seed) {
+  std::string ops;
+  for (char c : ops_in)
+    if (ops.find(c) == std::string::npos) ops += c;
+  const double side = static_cast<double>(max_operand + 1);
+  const double total = side * side * static_cast<double>(ops.size());
+  if (needed > total)
+    throw DataError("arithmetic task: " + std::to_string(needed) + " distinct problems asked for (data.num_prompts + "
+                    "data.holdout) but max_operand " + std::to_string(max_operand) + " with operators '" + ops +
+                    "' has only " + std::to_string(static_cast<int64_t>(total)));
+  auto make = [&](int64_t a, char op, int64_t b, size_t i) {
+    const int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;
+    return Example{"arithmetic:" + std::to_string(i), std::to_string(a) + op + std::to_string(b) + "=",
+                   std::to_string(r), ""};
+  };
   SplitMix rng(seed);
   std::vector<Example> out;
-  out.reserve(count);
-  for (int64_t i = 0; i < count; ++i) {
+  if (total <= 4.0 * static_cast<double>(needed) || total <= 1e5) {
+    std::vector<int64_t> keys(static_cast<size_t>(total));
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = static_cast<int64_t>(i);
+    for (size_t i = keys.size(); i > 1; --i) std::swap(keys[i - 1], keys[rng.below(i)]);  // Fisher-Yates
+    for (int64_t i = 0; i < needed; ++i) {
+      const int64_t k = keys[i], n = max_operand + 1;
+      out.push_back(make(k / (n * static_cast<int64_t>(ops.size())), ops[(k / n) % ops.size()], k % n, out.size()));
+    }
+    return out;
+  }
+  std::set<std::tuple<int64_t, char, int64_t>> seen;
+  while (static_cast<int64_t>(out.size()) < needed) {
     const int64_t a = static_cast<int64_t>(rng.below(max_operand + 1));
     const int64_t b = static_cast<int64_t>(rng.below(max_operand + 1));
     const char op = ops[rng.below(ops.size())];
-    const int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;
-    out.push_back({"arithmetic:" + std::to_string(i), std::to_string(a) + op + std::to_string(b) + "=",
-                   std::to_string(r), ""});
+    if (seen.emplace(a, op, b).second) out.push_back(make(a, op, b, out.size()));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Example> make_arithmetic(int64_t count, int64_t max_operand, const std::string& ops, uint64_t seed) {
+  return distinct_arithmetic(count, max_operand, ops, seed);
+}
+
+std::vector<Example> arithmetic_holdout(int64_t count, int64_t holdout, int64_t max_operand, const std::string& ops,
+                                        uint64_t seed) {
+  auto all = distinct_arithmetic(count + holdout, max_operand, ops, seed);
+  return std::vector<Example>(all.begin() + count, all.end());
 }
 
 bool row_has_code_tests(const Example& ex) {
@@ -127,9 +167,27 @@ TestCoverage code_test_coverage(const std::vector<Example>& rows) {
   return c;
 }
 
+int64_t arithmetic_pool_size(const config::DataOptions& o) {
+  if (o.num_prompts > 0) return o.num_prompts;
+  std::string ops;
+  for (char c : o.operators)
+    if (ops.find(c) == std::string::npos) ops += c;
+  const double total = static_cast<double>(o.max_operand + 1) * static_cast<double>(o.max_operand + 1) *
+                       static_cast<double>(ops.size());
+  if (total > 1e6)
+    throw DataError("arithmetic task: data.num_prompts 0 means every distinct problem, and max_operand " +
+                    std::to_string(o.max_operand) + " has over a million; set data.num_prompts");
+  return static_cast<int64_t>(total) - o.holdout;
+}
+
+std::vector<Example> load_heldout(const config::DataOptions& o) {
+  if (o.task != "arithmetic" || o.holdout == 0) return {};
+  return arithmetic_holdout(arithmetic_pool_size(o), o.holdout, o.max_operand, o.operators, o.seed);
+}
+
 std::vector<Example> load_dataset(const config::DataOptions& o) {
   auto rows = o.task == "jsonl" ? load_jsonl(o.path, o.prompt_key, o.answer_key)
-                                : make_arithmetic(o.num_prompts, o.max_operand, o.operators, o.seed);
+                                : make_arithmetic(arithmetic_pool_size(o), o.max_operand, o.operators, o.seed);
   if (rows.empty()) throw DataError((o.task == "jsonl" ? "dataset '" + o.path + "'" : std::string("arithmetic task")) +
                                     " has no examples");
   return rows;

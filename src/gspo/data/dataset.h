@@ -17,8 +17,17 @@ namespace gspo::data {
 std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
                                 bool need_prompt = true);
 
-// `count` problems "a+b=" with operands in [0, max_operand] and operators from `ops`; same seed, same set.
+// `count` distinct problems "a+b=" with operands in [0, max_operand] and operators from `ops`; same seed, same set.
+// DataError when fewer than `count` distinct problems exist.
 std::vector<Example> make_arithmetic(int64_t count, int64_t max_operand, const std::string& ops, uint64_t seed);
+// The `holdout` distinct problems that follow the first `count` in the same draw: never in make_arithmetic's set.
+std::vector<Example> arithmetic_holdout(int64_t count, int64_t holdout, int64_t max_operand, const std::string& ops,
+                                        uint64_t seed);
+
+// The arithmetic training pool's size: data.num_prompts, or (0) every distinct problem not held out.
+int64_t arithmetic_pool_size(const config::DataOptions& opts);
+// Problems held out of training (data.holdout; arithmetic only, else empty): disjoint from load_dataset's.
+std::vector<Example> load_heldout(const config::DataOptions& opts);
 
 // The dataset config.data describes; throws DataError when it is empty.
 std::vector<Example> load_dataset(const config::DataOptions& opts);

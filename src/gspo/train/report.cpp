@@ -40,6 +40,13 @@ std::string summary_text(const TrainSummary& s) {
                 s.accuracy_start, s.accuracy_end, static_cast<long long>(s.skipped_updates), s.metrics_path.c_str(),
                 s.last_checkpoint.empty() ? "(none)" : s.last_checkpoint.c_str());
   std::string text = buf;
+  if (s.heldout_problems > 0) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  held out     greedy accuracy %.3f on %lld problems never trained on "
+                  "(%.3f on as many training problems)\n", s.heldout_accuracy,
+                  static_cast<long long>(s.heldout_problems), s.train_greedy_accuracy);
+    text += line;
+  }
   if (s.dropped_prompts > 0)
     text += "  prompts too long for max_seq_len, skipped at load: " + std::to_string(s.dropped_prompts) + "\n";
   return text;

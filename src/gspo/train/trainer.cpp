@@ -18,6 +18,7 @@
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/checkpoint_check.h"
 #include "gspo/io/fs.h"
+#include "gspo/train/greedy_eval.h"
 #include "gspo/train/state.h"
 
 namespace gspo::train {
@@ -308,6 +309,15 @@ TrainSummary Trainer::run() {
   sum.accuracy_end = window_mean(accs, false);
   sum.skipped_updates = s.skipped_updates;
   sum.dropped_prompts = s.dropped_prompts;
+  const auto heldout = data::load_heldout(s.cfg.data);
+  if (!heldout.empty() && s.comm->is_main()) {
+    torch::NoGradGuard no_grad;
+    const std::vector<data::Example> seen(s.examples.begin(),
+                                          s.examples.begin() + std::min(s.examples.size(), heldout.size()));
+    sum.heldout_problems = static_cast<int64_t>(heldout.size());
+    sum.heldout_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, heldout, s.cfg);
+    sum.train_greedy_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, seen, s.cfg);
+  }
   return sum;
 }
 

@@ -15,6 +15,9 @@ struct TrainSummary {
   double seconds = 0;
   int64_t skipped_updates = 0;
   int64_t dropped_prompts = 0;             // dataset rows left out at load as too long (data.overlong_prompts)
+  int64_t heldout_problems = 0;            // data.holdout problems never trained on (0 = none)
+  double heldout_accuracy = 0;             // greedy accuracy on them at the end (rank 0)
+  double train_greedy_accuracy = 0;        // greedy accuracy on as many training problems, for comparison
   bool interrupted = false;
   bool is_main = true;                     // rank 0 (or a single process): the one that wrote metrics and checkpoints
   std::string last_checkpoint;  // "" when none was written

@@ -1,0 +1,33 @@
+#include "gspo/train/greedy_eval.h"
+
+#include <algorithm>
+
+#include "gspo/config/options.h"
+#include "gspo/model/policy.h"
+#include "gspo/reward/verifier.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/tokenizer/tokenizer.h"
+
+namespace gspo::train {
+
+double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, const reward::Verifier& verifier,
+                       const std::vector<data::Example>& problems, const config::Config& cfg) {
+  if (problems.empty()) return 0;
+  rollout::Sampler greedy(policy, tok, {0.0, 1.0, 0, cfg.rollout.max_new_tokens, cfg.rollout.stop});
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step));
+  int64_t correct = 0;
+  for (size_t start = 0; start < problems.size(); start += chunk) {
+    const size_t end = std::min(problems.size(), start + chunk);
+    std::vector<std::vector<int64_t>> prompts;
+    for (size_t i = start; i < end; ++i) prompts.push_back(tok.encode_prompt(data::format_prompt(cfg.data, problems[i].prompt)));
+    auto batch = greedy.generate(prompts, 1, {0, static_cast<int64_t>(start)});
+    for (size_t i = start; i < end; ++i) {
+      auto ids = batch.response_ids[i - start];
+      if (!ids.empty() && ids.back() == tok.eos_id()) ids.pop_back();
+      correct += verifier.score(tok.decode(ids), problems[i]).correct ? 1 : 0;
+    }
+  }
+  return static_cast<double>(correct) / static_cast<double>(problems.size());
+}
+
+}  // namespace gspo::train
