@@ -52,6 +52,13 @@ std::string field_text(const nlohmann::json& row, const std::string& key, const 
 }
 }  // namespace
 
+namespace {
+// The fields that carry code tests: ours ('tests'), HumanEval ('test'), APPS ('test_list').
+bool has_code_tests(const nlohmann::json& row) {
+  return row.is_object() && (row.contains("tests") || row.contains("test") || row.contains("test_list"));
+}
+}  // namespace
+
 std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
                                 bool need_prompt) {
   std::ifstream in(path);
@@ -88,8 +95,7 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
       ex.prompt = field_text(row, key, where, true);
       if (ex.prompt.empty() && need_prompt) throw DataError(where + ": field '" + key + "' is empty");
     }
-    const bool has_tests = row.contains("tests") || row.contains("test") || row.contains("test_list");
-    ex.answer = field_text(row, answer_key, where, !has_tests);
+    ex.answer = field_text(row, answer_key, where, !has_code_tests(row));
     ex.row = line;
     out.push_back(std::move(ex));
   }
@@ -151,8 +157,7 @@ std::vector<Example> arithmetic_holdout(int64_t count, int64_t holdout, int64_t 
 
 bool row_has_code_tests(const Example& ex) {
   if (ex.row.empty()) return false;
-  auto j = nlohmann::json::parse(ex.row, nullptr, false);
-  return j.is_object() && (j.contains("tests") || j.contains("test") || j.contains("test_list"));
+  return has_code_tests(nlohmann::json::parse(ex.row, nullptr, false));
 }
 
 TestCoverage code_test_coverage(const std::vector<Example>& rows) {

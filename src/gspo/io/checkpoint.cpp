@@ -91,10 +91,7 @@ std::vector<std::string> remove_leftovers(const std::string& run_dir) {
     const std::string path = root + "/" + name;
     bool stale = false;
     if (name.rfind(".tmp-", 0) == 0) {
-      const auto dash = name.find_last_of('-');
-      const std::string pid = name.substr(dash + 1);
-      stale = !pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos &&
-              process_gone(std::stol(pid));
+      stale = process_gone(name.substr(name.find_last_of('-') + 1));
     } else if (name.rfind(kPrefix, 0) == 0) {
       stale = !exists(path + "/state.json");
     }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "gspo/core/error.h"
+#include "gspo/core/parse.h"
 
 namespace gspo::io {
 namespace fs = std::filesystem;
@@ -58,7 +59,12 @@ bool non_empty_file(const std::string& path) {
   return std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) > 0 && !ec;
 }
 
-bool process_gone(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+bool process_gone(const std::string& pid_text) {
+  if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) return false;
+  const auto pid = parse_int(pid_text);
+  if (!pid || *pid <= 0 || *pid > INT32_MAX) return false;
+  return ::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH;
+}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

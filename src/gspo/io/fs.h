@@ -14,8 +14,9 @@ std::string read_text(const std::string& path);
 bool exists(const std::string& path);
 // True when `path` is a file holding at least one byte.
 bool non_empty_file(const std::string& path);
-// True when `pid` names no live process (kill(pid, 0) fails with ESRCH): its temporary files are leftovers.
-bool process_gone(long pid);
+// True when `pid_text` is a process id (all digits) that names no live process (kill(pid, 0) fails with ESRCH):
+// its temporary files are leftovers. False for anything else, so a stray name is never taken for ours.
+bool process_gone(const std::string& pid_text);
 // Recursively removes `path` (no error when missing).
 void remove_all(const std::string& path);
 // Entries of a directory (names only), sorted.

@@ -268,9 +268,8 @@ void remove_stale_sandbox_dirs() {
       const std::string pid = name.substr(9, end == std::string::npos ? std::string::npos : end - 9);
       struct stat st {};
       const std::string path = "/tmp/" + name;
-      if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
       if (::stat(path.c_str(), &st) != 0 || (geteuid() != 0 && st.st_uid != geteuid())) continue;
-      if (io::process_gone(std::stol(pid))) io::remove_all(path);
+      if (io::process_gone(pid)) io::remove_all(path);
     }
   });
 }
