@@ -50,13 +50,13 @@ double gspo_update_seconds(model::Policy& policy, torch::optim::AdamW& opt, cons
   tokens = 0;
   {
     torch::NoGradGuard g;
-    for (auto& m : mbs) m.old_lp = train::response_logprobs(policy, m.ids, m.mask, b.prompt_len, 1.0, false).logprobs;
+    for (auto& m : mbs) m.old_lp = train::response_logprobs(policy, m.ids, m.mask, b.prompt_len, 1.0, train::Entropy::kSkip).logprobs;
   }
   algo::LossOptions lo;
   auto params = policy.parameters();
   for (auto& m : mbs) {
     opt.zero_grad();
-    auto lp = train::response_logprobs(policy, m.ids, m.mask, b.prompt_len, 1.0, true).logprobs;
+    auto lp = train::response_logprobs(policy, m.ids, m.mask, b.prompt_len, 1.0, train::Entropy::kCompute).logprobs;
     auto res = algo::policy_loss({lp, m.old_lp, m.resp_mask, m.advantages, {}}, lo);
     res.loss.backward();
     torch::nn::utils::clip_grad_norm_(params, 1.0);

@@ -60,6 +60,8 @@ void add_config(CLI::App& app, gspo::cli::ConfigArgs& a) {
   c->add_option("--config,-c", a.config, "YAML config file; omitted = defaults");
   c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
   c->add_flag("--reference", a.reference, "print every option with its default and rule (Markdown)");
+  c->add_flag("--metrics", a.metrics, "print every metrics.jsonl field: reduction over ranks, comparison, meaning");
+  c->add_flag("--json", a.json, "with --metrics: as a JSON list");
 }
 
 void add_train(CLI::App& app, gspo::cli::TrainArgs& a) {

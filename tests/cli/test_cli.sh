@@ -57,6 +57,9 @@ expect config-reference 0 "| \`rollout.group_size\` |" -- "$GSPO" config --refer
 # docs/config.md is the generated reference; it must not drift from the options table.
 if diff <(tail -n +7 "$SRC/docs/config.md") <("$GSPO" config --reference) >/dev/null; then pass=$((pass+1)); else
   echo "FAIL docs-config: docs/config.md is stale; regenerate it from 'gspo config --reference'"; fail=$((fail+1)); fi
+# docs/metrics.md is the generated metrics reference; it must not drift from the metrics table.
+if diff <(tail -n +13 "$SRC/docs/metrics.md") <("$GSPO" config --metrics) >/dev/null; then pass=$((pass+1)); else
+  echo "FAIL docs-metrics: docs/metrics.md is stale; regenerate it with scripts/gen_config_doc.sh"; fail=$((fail+1)); fi
 for f in "$SRC"/configs/*.yaml; do expect "config-shipped-$(basename "$f")" 0 "resolved config" -- "$GSPO" config -c "$f"; done
 
 # inspect

@@ -65,7 +65,7 @@ TEST_CASE("CUDA: GSPO and GRPO losses and gradients equal the CPU's", "[cuda]") 
   for (const char* kind : {"gspo", "gspo_token", "grpo"}) {
     INFO(kind);
     algo::LossOptions o;
-    o.kind = algo::parse_loss_kind(kind);
+    o.kind = test::parse<config::LossKind>(kind);
     o.clip_low = o.clip_high = 0.002;
     auto run = [&](c10::Device d) {
       auto x = lp.to(d).requires_grad_(true);

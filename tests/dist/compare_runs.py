@@ -2,15 +2,16 @@
 """Compares two gspo training runs: final policy weights (max |a - b| <= --weight-tol) and, step by step, the
 metrics that must agree.
 
-EXACT fields are counts, and sums of per-row integers gathered in global row order and then averaged as one
-process does, over the sampled tokens and their rewards: equal bit for bit whenever the same tokens were sampled.
-Counter-based noise gives every row the same draws at any world size, but the logits differ by rounding (other
-decode batch shapes; after the first update, weights that differ by summation order), so a token whose draw lies
-within that rounding of a CDF edge can flip, rarely; the runs then diverge legitimately and test_dist.sh retries
-with another seed. CLOSE fields and the weights differ by summation order only: |a - b| <= --tol * max(1, |a|) and
---weight-tol.
+Which metrics must agree and how comes from the binary's metrics table (`gspo config --metrics --json`, passed as
+--schema): "exact" fields are counts, and statistics of the sampled tokens and their rewards gathered in global row
+order and then computed as one process does: equal bit for bit whenever the same tokens were sampled. Counter-based
+noise gives every row the same draws at any world size, but the logits differ by rounding (other decode batch shapes;
+after the first update, weights that differ by summation order), so a token whose draw lies within that rounding of a
+CDF edge can flip, rarely; the runs then diverge legitimately and test_dist.sh retries with another seed. "close"
+fields and the weights differ by summation order only: |a - b| <= --tol * max(1, |a|) and --weight-tol. A field
+written only sometimes (kl) is compared where both lines have it.
 
-usage: compare_runs.py RUN_A RUN_B --step N [--weight-tol 1e-5] [--tol 1e-4] [--initial MODEL.pt]
+usage: compare_runs.py RUN_A RUN_B --step N --schema SCHEMA.json [--weight-tol 1e-5] [--tol 1e-4] [--initial MODEL.pt]
 Exit 0 when they agree; 1 with the first differences listed otherwise."""
 import argparse
 import json
@@ -18,10 +19,15 @@ import sys
 
 import torch
 
-EXACT = ["reward_mean", "reward_max", "accuracy", "response_len_mean", "truncated_frac", "update_sequences",
-         "zero_variance_frac", "sample_tokens", "optimizer_steps", "skipped_updates"]
-CLOSE = ["advantage_std", "loss", "seq_ratio_mean", "seq_ratio_min", "seq_ratio_max", "clip_tok_frac",
-         "clip_seq_low", "clip_seq_high", "entropy", "grad_norm", "grad_norm_max", "lr"]
+def schema(path):
+    """(exact field names, close field names) from `gspo config --metrics --json`."""
+    with open(path) as f:
+        rows = json.load(f)
+    exact = [r["name"] for r in rows if r["match"] == "exact"]
+    close = [r["name"] for r in rows if r["match"] == "close"]
+    if not exact or not close:
+        raise SystemExit(f"{path}: no exact or no close metrics; is it the output of gspo config --metrics --json?")
+    return exact, close
 
 
 def metrics(run):
@@ -39,20 +45,25 @@ def main():
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--step", type=int, required=True)
+    ap.add_argument("--schema", required=True, help="gspo config --metrics --json output")
     ap.add_argument("--weight-tol", type=float, default=1e-5)
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--initial", help="the starting model: the runs must have moved well away from it")
     args = ap.parse_args()
+    exact, close = schema(args.schema)
     problems = []
     ma, mb = metrics(args.a), metrics(args.b)
     if len(ma) != len(mb):
         problems.append(f"{len(ma)} vs {len(mb)} metrics lines")
     for x, y in zip(ma, mb):
-        for k in EXACT:
-            if x[k] != y[k]:
+        for k in exact + close:
+            if (k in x) != (k in y):
+                problems.append(f"step {x['step']}: {k} written in one run only")
+        for k in exact:
+            if k in x and k in y and x[k] != y[k]:
                 problems.append(f"step {x['step']}: {k} {x[k]} vs {y[k]}")
-        for k in CLOSE:
-            if abs(x[k] - y[k]) > args.tol * max(1.0, abs(x[k])):
+        for k in close:
+            if k in x and k in y and abs(x[k] - y[k]) > args.tol * max(1.0, abs(x[k])):
                 problems.append(f"step {x['step']}: {k} {x[k]!r} vs {y[k]!r}")
     wa, wb = weights(args.a, args.step), weights(args.b, args.step)
     worst = max((wa[n] - wb[n]).abs().max().item() for n in wa)

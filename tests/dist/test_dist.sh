@@ -19,6 +19,8 @@ TRAIN=(train -c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny_prior.pt
        --set train.threads=1 --set logging.progress=false --set reward.kind=regex --set 'reward.regex=^[0-4]'
        --set distributed.timeout_s=20 --set distributed.init_timeout_s=20)
 STEPS=4
+# Which metrics must agree exactly and which closely: the binary's own metrics table (gspo config --metrics --json).
+"$GSPO" config --metrics --json >"$TMP/metrics_schema.json" || { echo "FAIL: gspo config --metrics --json"; exit 1; }
 
 launch() {  # launch DIR NPROC STEPS [extra --set ...]: one invocation on run directory $TMP/DIR
   local dir="$1" n="$2" steps="$3"; shift 3
@@ -48,7 +50,7 @@ rerun() {  # rerun NAME SEED: NAME's invocations again with rollout.seed=SEED, i
 }
 
 compare() {  # compare LOG RUN_A RUN_B  (INITIAL: the starting model, default tiny_prior.pt)
-  "$PY" "$SRC/tests/dist/compare_runs.py" "$TMP/$2" "$TMP/$3" --step $STEPS --initial "${INITIAL:-$MODELS/tiny_prior.pt}" \
+  "$PY" "$SRC/tests/dist/compare_runs.py" "$TMP/$2" "$TMP/$3" --step $STEPS --schema "$TMP/metrics_schema.json" --initial "${INITIAL:-$MODELS/tiny_prior.pt}" \
     >"$TMP/cmp_$1.log" 2>&1
 }
 

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "gspo/io/fs.h"
+#include "gspo/config/choices.h"
+#include "gspo/core/fs.h"
 #include "gspo/model/policy.h"
 #include "gspo/tokenizer/tokenizer.h"
 
@@ -26,9 +27,17 @@ inline std::string shared_path(const std::string& rel) { return std::string(GSPO
 // on false, before any assertion: ctest skips on the marker whatever else the test did, so a check made before it
 // would be hidden.
 inline bool shared_data_or_skip(const std::string& path) {
-  if (io::exists(path)) return true;
+  if (core::exists(path)) return true;
   std::cout << "SKIPPED (no ../shared): " << path << std::endl;
   return false;
+}
+
+// The enum value of an option's name (as the golden JSON files spell them); throws on an unknown name.
+template <class E>
+E parse(const std::string& name) {
+  auto v = config::parse_choice<E>(name);
+  if (!v) throw std::runtime_error("not a name of this option: '" + name + "'");
+  return *v;
 }
 
 inline model::Policy load_tiny(const std::string& name = "tiny.pt") { return model::Policy::load(model_path(name)); }
@@ -47,7 +56,7 @@ inline torch::Tensor response_logprobs(model::Policy& p, const torch::Tensor& id
 // An empty run directory under the test models' runs/ (removed if it exists).
 inline std::string fresh_dir(const std::string& name) {
   const std::string dir = std::string(GSPO_TEST_MODELS) + "/runs/" + name;
-  io::remove_all(dir);
+  core::remove_all(dir);
   return dir;
 }
 

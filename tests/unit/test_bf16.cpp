@@ -8,9 +8,9 @@
 
 #include "gspo/config/load.h"
 #include "gspo/io/checkpoint.h"
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 #include "gspo/train/master_weights.h"
-#include "gspo/train/trainer.h"
+#include "gspo/cli/train_job.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -34,9 +34,9 @@ logging: {progress: false}
 
 TEST_CASE("bf16 training keeps float32 masters: checkpoints are float32 and resume exactly", "[train][bf16]") {
   const auto one = test::fresh_dir("bf16_one"), two = test::fresh_dir("bf16_two");
-  train::Trainer(cfg(one, {"model.dtype=bfloat16"}), "").run();
-  train::Trainer(cfg(two, {"model.dtype=bfloat16", "train.max_steps=2"}), "").run();
-  train::Trainer(cfg(two, {"model.dtype=bfloat16"}), "auto").run();
+  cli::TrainJob(cfg(one, {"model.dtype=bfloat16"}), "").run();
+  cli::TrainJob(cfg(two, {"model.dtype=bfloat16", "train.max_steps=2"}), "").run();
+  cli::TrainJob(cfg(two, {"model.dtype=bfloat16"}), "auto").run();
   auto a = test::read_metrics(one), b = test::read_metrics(two);
   REQUIRE(a.size() == 4);
   REQUIRE(b.size() == 4);
@@ -59,8 +59,8 @@ TEST_CASE("bf16 training keeps float32 masters: checkpoints are float32 and resu
 
 TEST_CASE("bf16 training's first step agrees with float32 to bf16 precision", "[train][bf16]") {
   const auto f32 = test::fresh_dir("prec_f32"), b16 = test::fresh_dir("prec_b16");
-  train::Trainer(cfg(f32, {"train.max_steps=1"}), "").run();
-  train::Trainer(cfg(b16, {"train.max_steps=1", "model.dtype=bfloat16"}), "").run();
+  cli::TrainJob(cfg(f32, {"train.max_steps=1"}), "").run();
+  cli::TrainJob(cfg(b16, {"train.max_steps=1", "model.dtype=bfloat16"}), "").run();
   auto a = test::read_metrics(f32)[0], b = test::read_metrics(b16)[0];
   INFO(a.dump() << "\n" << b.dump());
   // The first mini-batch sees the same prompts; sampling differs only where bf16 logits move a token across a
@@ -109,8 +109,8 @@ TEST_CASE("bf16 masters under ZeRO-1 (one rank) follow the torch AdamW run", "[t
                                       "algorithm.num_minibatches=6"};
   auto with_zero = sets;
   with_zero.push_back("distributed.zero_stage=1");
-  train::Trainer(cfg(plain, sets), "").run();
-  train::Trainer(cfg(zero, with_zero), "").run();
+  cli::TrainJob(cfg(plain, sets), "").run();
+  cli::TrainJob(cfg(zero, with_zero), "").run();
   auto a = test::read_metrics(plain), b = test::read_metrics(zero);
   REQUIRE(a.size() == 1);
   REQUIRE(b.size() == 1);

@@ -20,7 +20,7 @@ std::string error_of(const std::string& yaml, std::vector<std::string> sets = {}
 
 TEST_CASE("defaults are valid and loss-dependent clip ranges resolve", "[config]") {
   auto c = config::load("");
-  CHECK(c.algorithm.loss == "gspo");
+  CHECK(c.algorithm.loss == config::LossKind::kGspo);
   CHECK(c.algorithm.clip_low == Approx(3e-4));
   CHECK(c.algorithm.clip_high == Approx(4e-4));
   CHECK(c.algorithm.num_minibatches == 4);

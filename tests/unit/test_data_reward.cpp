@@ -81,10 +81,10 @@ TEST_CASE("built-in verifiers", "[reward]") {
 }
 
 TEST_CASE("learning-rate schedule: warmup, constant, cosine", "[train]") {
-  CHECK(train::learning_rate(0, 100, 1.0, 4, "constant", 0) == Approx(0.25));
-  CHECK(train::learning_rate(3, 100, 1.0, 4, "constant", 0) == Approx(1.0));
-  CHECK(train::learning_rate(50, 100, 1.0, 4, "constant", 0) == Approx(1.0));
-  CHECK(train::learning_rate(4, 104, 1.0, 4, "cosine", 0.1) == Approx(1.0));
-  CHECK(train::learning_rate(54, 104, 1.0, 4, "cosine", 0.1) == Approx(0.55));
-  CHECK(train::learning_rate(104, 104, 1.0, 4, "cosine", 0.1) == Approx(0.1));
+  CHECK(train::learning_rate(0, 100, 1.0, 4, config::Schedule::kConstant, 0) == Approx(0.25));
+  CHECK(train::learning_rate(3, 100, 1.0, 4, config::Schedule::kConstant, 0) == Approx(1.0));
+  CHECK(train::learning_rate(50, 100, 1.0, 4, config::Schedule::kConstant, 0) == Approx(1.0));
+  CHECK(train::learning_rate(4, 104, 1.0, 4, config::Schedule::kCosine, 0.1) == Approx(1.0));
+  CHECK(train::learning_rate(54, 104, 1.0, 4, config::Schedule::kCosine, 0.1) == Approx(0.55));
+  CHECK(train::learning_rate(104, 104, 1.0, 4, config::Schedule::kCosine, 0.1) == Approx(0.1));
 }

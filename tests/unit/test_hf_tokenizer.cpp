@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "gspo/core/error.h"
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 #include "gspo/tokenizer/hf_bpe.h"
 #include "helpers.h"
 
@@ -29,8 +29,8 @@ std::vector<std::string> split_on(const std::string& text, const std::string& se
 }
 
 void check_vectors(const tokenizer::Tokenizer& tok, const std::string& stem) {
-  auto inputs = split_on(io::read_text(stem + ".inp"), "\n__ggml_vocab_test__\n");
-  auto lines = split_on(io::read_text(stem + ".out"), "\n");
+  auto inputs = split_on(core::read_text(stem + ".inp"), "\n__ggml_vocab_test__\n");
+  auto lines = split_on(core::read_text(stem + ".out"), "\n");
   REQUIRE(inputs.size() == lines.size());
   int checked = 0;
   for (size_t i = 0; i + 1 < inputs.size(); ++i) {
@@ -64,7 +64,7 @@ TEST_CASE("GPT-2 (vocabulary converted from llama.cpp's GGUF) reproduces llama.c
       !test::shared_data_or_skip(shared_tokenizers() + "/gpt2/llamacpp_vocab_test_gpt2.inp"))
     return;
   const std::string dir = std::string(GSPO_TEST_MODELS) + "/gpt2_tokenizer";
-  REQUIRE(io::exists(dir + "/tokenizer.json"));
+  REQUIRE(core::exists(dir + "/tokenizer.json"));
   auto tok = tokenizer::from_file(dir);
   check_vectors(*tok, shared_tokenizers() + "/gpt2/llamacpp_vocab_test_gpt2");
 }

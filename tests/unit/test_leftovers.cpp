@@ -10,9 +10,9 @@
 
 #include "gspo/config/load.h"
 #include "gspo/io/checkpoint.h"
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 #include "gspo/reward/sandbox.h"
-#include "gspo/train/trainer.h"
+#include "gspo/cli/train_job.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -43,31 +43,31 @@ logging: {progress: false}
 TEST_CASE("start-up removes a dead process's temporary checkpoint and step dirs without state.json", "[io]") {
   const auto out = test::fresh_dir("leftovers");
   const std::string root = out + "/checkpoints";
-  io::ensure_dir(root + "/.tmp-step_00000003-" + std::to_string(dead_pid()));
-  io::ensure_dir(root + "/.tmp-step_00000004-" + std::to_string(getpid()));  // a live process's: kept
-  io::ensure_dir(root + "/step_00000001");                                    // never completed
+  core::ensure_dir(root + "/.tmp-step_00000003-" + std::to_string(dead_pid()));
+  core::ensure_dir(root + "/.tmp-step_00000004-" + std::to_string(getpid()));  // a live process's: kept
+  core::ensure_dir(root + "/step_00000001");                                    // never completed
   std::ofstream(root + "/step_00000001/policy.pt") << "partial";
   auto removed = io::remove_leftovers(out);
   CHECK(removed.size() == 2);
-  CHECK_FALSE(io::exists(root + "/step_00000001"));
-  CHECK(io::exists(root + "/.tmp-step_00000004-" + std::to_string(getpid())));
-  io::remove_all(root + "/.tmp-step_00000004-" + std::to_string(getpid()));
+  CHECK_FALSE(core::exists(root + "/step_00000001"));
+  CHECK(core::exists(root + "/.tmp-step_00000004-" + std::to_string(getpid())));
+  core::remove_all(root + "/.tmp-step_00000004-" + std::to_string(getpid()));
 }
 
 TEST_CASE("a run that failed before its first step does not block a corrected re-run", "[train]") {
   const auto out = test::fresh_dir("failed_first");
-  io::ensure_dir(out);
+  core::ensure_dir(out);
   std::ofstream(out + "/config.yaml") << "old: config\n";
   std::ofstream(out + "/metrics.jsonl");  // empty: the run died before step 1
-  auto sum = train::Trainer(cfg(out), "").run();
+  auto sum = cli::TrainJob(cfg(out), "").run();
   CHECK(sum.last_step == 2);
   // A run with metrics is still protected.
-  CHECK_THROWS_WITH(train::Trainer(cfg(out), ""), Catch::Contains("already holds a run"));
+  CHECK_THROWS_WITH(cli::TrainJob(cfg(out), ""), Catch::Contains("already holds a run"));
 }
 
 TEST_CASE("sandbox directories of dead processes are removed before the first sandboxed run", "[sandbox]") {
   const std::string stale = "/tmp/gspo-sbx-" + std::to_string(dead_pid()) + "-leftover";
-  io::ensure_dir(stale);
+  core::ensure_dir(stale);
   std::ofstream(stale + "/prog.py") << "print(1)\n";
   reward::SandboxLimits limits;
   limits.cpu_seconds = 5;
@@ -75,5 +75,5 @@ TEST_CASE("sandbox directories of dead processes are removed before the first sa
   auto r = reward::run_sandboxed({"/usr/bin/python3", "-I", "prog.py"}, {{"prog.py", "print(2)\n"}}, "", limits,
                                  reward::default_sandbox_mode());
   CHECK(r.out == "2\n");
-  CHECK_FALSE(io::exists(stale));
+  CHECK_FALSE(core::exists(stale));
 }

@@ -54,12 +54,12 @@ double clip_margin(const json& c, const torch::Tensor& lp, const torch::Tensor& 
 
 algo::LossOptions options_of(const json& c) {
   algo::LossOptions o;
-  o.kind = algo::parse_loss_kind(c["kind"]);
+  o.kind = test::parse<config::LossKind>(c["kind"]);
   o.clip_low = c["clip_low"];
   o.clip_high = c["clip_high"];
   o.log_ratio_clamp = c["log_ratio_clamp"];
   o.kl_coef = c["kl_coef"];
-  o.kl_estimator = algo::parse_kl_estimator(c["kl_estimator"]);
+  o.kl_estimator = test::parse<config::KlEstimator>(c["kl_estimator"]);
   return o;
 }
 }  // namespace
@@ -151,7 +151,7 @@ TEST_CASE("advantages match the reference for every kind and std", "[algo][golde
   for (const auto& c : cases) {
     INFO(c["kind"].get<std::string>() << " sample_std=" << c["sample_std"].get<bool>());
     algo::AdvantageOptions o;
-    o.kind = algo::parse_advantage_kind(c["kind"]);
+    o.kind = test::parse<config::AdvantageKind>(c["kind"]);
     o.sample_std = c["sample_std"];
     o.eps = c["eps"];
     auto rewards = torch::tensor(c["rewards"].get<std::vector<double>>(), torch::kFloat);

@@ -10,7 +10,7 @@
 #include "gspo/data/dataset.h"
 #include "gspo/data/prompt_fit.h"
 #include "gspo/eval/eval.h"
-#include "gspo/train/trainer.h"
+#include "gspo/cli/train_job.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -67,10 +67,10 @@ TEST_CASE("training skips an over-long prompt at load and runs to the end, and o
   const auto path = write_rows();
   const auto out = test::fresh_dir("fit_train");
   // With every prompt drawn in order, the old code reached line 3 in the first batch and stopped (exit 3).
-  auto sum = train::Trainer(cfg(path, out), "").run();
+  auto sum = cli::TrainJob(cfg(path, out), "").run();
   CHECK(sum.last_step == 3);
   CHECK(sum.dropped_prompts == 1);
   CHECK(train::summary_text(sum).find("skipped at load: 1") != std::string::npos);
-  CHECK_THROWS_AS(train::Trainer(cfg(path, test::fresh_dir("fit_refuse"), {"data.overlong_prompts=error"}), ""),
+  CHECK_THROWS_AS(cli::TrainJob(cfg(path, test::fresh_dir("fit_refuse"), {"data.overlong_prompts=error"}), ""),
                   DataError);
 }

@@ -8,8 +8,8 @@
 #include "gspo/config/load.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/checkpoint_check.h"
-#include "gspo/io/fs.h"
-#include "gspo/train/trainer.h"
+#include "gspo/core/fs.h"
+#include "gspo/cli/train_job.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -29,25 +29,25 @@ logging: {progress: false}
 
 TEST_CASE("checkpoint_damage reads every file back and names the damaged one", "[io][resume]") {
   const auto out = test::fresh_dir("damage_check");
-  train::Trainer(cfg(out, 2), "").run();
+  cli::TrainJob(cfg(out, 2), "").run();
   const std::string ckpt = out + "/checkpoints/step_00000002";
   CHECK(io::checkpoint_damage(ckpt).empty());
   // Truncated policy: the archive's directory is gone.
-  const auto policy = io::read_text(ckpt + "/policy.pt");
+  const auto policy = core::read_text(ckpt + "/policy.pt");
   std::ofstream(ckpt + "/policy.pt", std::ios::binary | std::ios::trunc) << policy.substr(0, policy.size() / 2);
   CHECK_THAT(io::checkpoint_damage(ckpt), Catch::Contains("policy.pt"));
   std::ofstream(ckpt + "/policy.pt", std::ios::binary | std::ios::trunc) << policy;
   CHECK(io::checkpoint_damage(ckpt).empty());
   // Negative counters in state.json.
-  const auto state = io::read_text(ckpt + "/state.json");
-  io::atomic_write(ckpt + "/state.json", "{\"step\": -2, \"optimizer_steps\": 1, \"data_epoch\": 0, \"data_position\": 4}");
+  const auto state = core::read_text(ckpt + "/state.json");
+  core::atomic_write(ckpt + "/state.json", "{\"step\": -2, \"optimizer_steps\": 1, \"data_epoch\": 0, \"data_position\": 4}");
   CHECK_THAT(io::checkpoint_damage(ckpt), Catch::Contains("'step' must be a non-negative integer"));
 }
 
 TEST_CASE("resume auto passes over a damaged newest checkpoint to the newest intact one and keeps it",
           "[train][resume]") {
   const auto out = test::fresh_dir("damage_resume");
-  train::Trainer(cfg(out, 4), "").run();
+  cli::TrainJob(cfg(out, 4), "").run();
   const std::string newest = out + "/checkpoints/step_00000004";
   std::ofstream(newest + "/optimizer.pt", std::ios::binary | std::ios::trunc) << "not an archive";
   auto found = io::latest_intact_checkpoint(out);
@@ -55,10 +55,10 @@ TEST_CASE("resume auto passes over a damaged newest checkpoint to the newest int
   CHECK(*found.dir == out + "/checkpoints/step_00000002");
   REQUIRE(found.damaged.size() == 1);
   CHECK_THAT(found.damaged[0].second, Catch::Contains("optimizer.pt"));
-  auto sum = train::Trainer(cfg(out, 6), "auto").run();
+  auto sum = cli::TrainJob(cfg(out, 6), "auto").run();
   CHECK(sum.first_step == 2);
   CHECK(sum.last_step == 6);
   // The damaged step-4 directory was moved aside when step 4 was written again, not deleted.
-  CHECK(io::read_text(out + "/checkpoints/damaged-step_00000004/optimizer.pt") == "not an archive");
+  CHECK(core::read_text(out + "/checkpoints/damaged-step_00000004/optimizer.pt") == "not an archive");
   CHECK(io::checkpoint_damage(out + "/checkpoints/step_00000004").empty());
 }

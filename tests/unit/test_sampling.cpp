@@ -35,6 +35,16 @@ struct Fixture {
     return s.generate(prompts, G, {seed, 0});
   }
 };
+
+// RolloutBatch::response_text is what the callers used to decode themselves: the response ids without a final EOS.
+void check_response_text(const rollout::RolloutBatch& b, const tokenizer::Tokenizer& tok) {
+  REQUIRE(b.response_text.size() == b.response_ids.size());
+  for (int64_t r = 0; r < b.num_rows(); ++r) {
+    auto ids = b.response_ids[r];
+    if (!ids.empty() && ids.back() == tok.eos_id()) ids.pop_back();
+    CHECK(b.response_text[r] == tok.decode(ids));
+  }
+}
 }  // namespace
 
 TEST_CASE("temperature 0 equals greedy argmax of the uncached forward", "[rollout]") {
@@ -120,6 +130,7 @@ TEST_CASE("stop strings end a response right after the token that completes them
   REQUIRE(text.size() >= stop.size());
   CHECK(text.compare(text.size() - stop.size(), stop.size(), stop) == 0);
   CHECK(text.find(stop) == text.size() - stop.size());
+  check_response_text(stopped, *f.tok);
   CHECK(full.compare(0, text.size(), text) == 0);
   CHECK(greedy.finish[0] == rollout::Finish::kLength);
 }
@@ -260,8 +271,8 @@ TEST_CASE("checking for finished rows every 8 steps (the GPU cadence) changes no
   Fixture f;
   auto prior = test::load_tiny("tiny_prior.pt");  // emits EOS often, so rows finish at different steps
   rollout::SamplingParams every1{1.0, 1.0, 0, 24, {}}, every8 = every1;
-  every1.check_every = 1;
-  every8.check_every = 8;
+  every1.host_sync_every = 1;
+  every8.host_sync_every = 8;
   rollout::Sampler s1(prior, *f.tok, every1), s8(prior, *f.tok, every8);
   auto a = s1.generate(f.prompts, 8, {4, 0});
   auto b = s8.generate(f.prompts, 8, {4, 0});
@@ -276,7 +287,9 @@ TEST_CASE("checking for finished rows every 8 steps (the GPU cadence) changes no
   }
   CHECK(agreed * 2 > a.num_rows());  // a near-edge flip is rare: most rows are compared in full
   CHECK(eos > 0);
-  CHECK(s8.last_stats().host_checks * 4 <= s1.last_stats().host_checks + 4);
+  check_response_text(a, *f.tok);  // rows ending in EOS and rows cut at the length limit
+  check_response_text(b, *f.tok);
+  CHECK(s8.last_stats().host_syncs * 4 <= s1.last_stats().host_syncs + 4);
 }
 
 // Bitwise across code paths is legitimate here: both compute the same uint64 hash (integer arithmetic is exact) and

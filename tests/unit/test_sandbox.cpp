@@ -11,7 +11,7 @@
 #include <dirent.h>
 #include <fstream>
 
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 #include "gspo/reward/code.h"
 #include "gspo/reward/sandbox.h"
 
@@ -66,7 +66,7 @@ int count_processes_with(const std::string& marker) {
 int count_sandbox_dirs() {
   const std::string mine = "gspo-sbx-" + std::to_string(getpid()) + "-";
   int n = 0;
-  for (const auto& name : io::list_dir("/tmp")) n += name.rfind(mine, 0) == 0;
+  for (const auto& name : core::list_dir("/tmp")) n += name.rfind(mine, 0) == 0;
   return n;
 }
 
@@ -112,8 +112,8 @@ TEST_CASE("adversarial programs are contained", "[sandbox][adversarial]") {
     auto write = py("for p in ['" + outside + "', '" + in_tree + "']:\n    try:\n        open(p, 'w').write('x')\n"
                     "    except OSError:\n        pass\n", m);
     CHECK(write.exit_code == 0);
-    CHECK_FALSE(io::exists(outside));
-    CHECK_FALSE(io::exists(in_tree));
+    CHECK_FALSE(core::exists(outside));
+    CHECK_FALSE(core::exists(in_tree));
 
     int srv = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};

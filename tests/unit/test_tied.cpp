@@ -9,7 +9,7 @@
 
 #include "gspo/config/load.h"
 #include "gspo/io/checkpoint.h"
-#include "gspo/train/trainer.h"
+#include "gspo/cli/train_job.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -80,7 +80,7 @@ TEST_CASE("a tied weight takes one AdamW step per update in float32, bf16 master
     const std::string name = extra.empty() ? "tied_f32" : extra.size() == 1 ? "tied_bf16" : "tied_bf16_zero";
     INFO(name);
     const auto out = test::fresh_dir(name);
-    train::Trainer(tied_cfg(out, extra), "").run();
+    cli::TrainJob(tied_cfg(out, extra), "").run();
     const double step = tied_weight_step(out);
     CHECK(step > 0.5 * kLr);
     CHECK(step < 1.05 * kLr);

@@ -9,8 +9,8 @@
 #include "gspo/core/error.h"
 #include "gspo/core/interrupt.h"
 #include "gspo/io/checkpoint.h"
-#include "gspo/io/fs.h"
-#include "gspo/train/trainer.h"
+#include "gspo/core/fs.h"
+#include "gspo/cli/train_job.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -40,9 +40,9 @@ std::vector<torch::Tensor> weights_of(const std::string& ckpt) {
 
 TEST_CASE("resuming at step k and running to n gives the same metrics and weights as one run to n", "[train][resume]") {
   const auto one = fresh_dir("resume_one"), two = fresh_dir("resume_two");
-  train::Trainer(small_cfg(one), "").run();
-  train::Trainer(small_cfg(two, {"train.max_steps=2"}), "").run();
-  auto resumed = train::Trainer(small_cfg(two), "auto").run();
+  cli::TrainJob(small_cfg(one), "").run();
+  cli::TrainJob(small_cfg(two, {"train.max_steps=2"}), "").run();
+  auto resumed = cli::TrainJob(small_cfg(two), "auto").run();
   CHECK(resumed.first_step == 2);
   CHECK(resumed.last_step == 4);
   auto a = read_metrics(one), b = read_metrics(two);
@@ -60,12 +60,12 @@ TEST_CASE("resuming at step k and running to n gives the same metrics and weight
   auto wa = weights_of(one + "/checkpoints/step_00000004"), wb = weights_of(two + "/checkpoints/step_00000004");
   for (size_t i = 0; i < wa.size(); ++i) CHECK(torch::equal(wa[i], wb[i]));
   // A run directory is not reused by accident.
-  CHECK_THROWS_WITH(train::Trainer(small_cfg(one), ""), Catch::Contains("already holds a run"));
+  CHECK_THROWS_WITH(cli::TrainJob(small_cfg(one), ""), Catch::Contains("already holds a run"));
 }
 
 TEST_CASE("first mini-batch ratios are exactly 1 with recomputed old log-probs, not with sampler log-probs", "[train]") {
   const auto dir = fresh_dir("ratio_one");
-  train::Trainer(small_cfg(dir, {"train.max_steps=2"}), "").run();
+  cli::TrainJob(small_cfg(dir, {"train.max_steps=2"}), "").run();
   // Exactly: pi_old is recomputed on the same micro-batch tensors with the same weights and forward as the first
   // mini-batch's pi_theta; only grad mode differs, which changes no forward arithmetic here (CPU, no fuser), so
   // log s_i = 0 bitwise.
@@ -80,8 +80,8 @@ TEST_CASE("first mini-batch ratios are exactly 1 with recomputed old log-probs, 
 // coordinates with near-zero gradients magnify rounding differences.
 TEST_CASE("micro-batches accumulate to the same update as whole mini-batches", "[train]") {
   const auto whole = fresh_dir("micro_whole"), micro = fresh_dir("micro_3");
-  train::Trainer(small_cfg(whole, {"train.max_steps=1"}), "").run();
-  train::Trainer(small_cfg(micro, {"train.max_steps=1", "algorithm.micro_batch_size=3"}), "").run();
+  cli::TrainJob(small_cfg(whole, {"train.max_steps=1"}), "").run();
+  cli::TrainJob(small_cfg(micro, {"train.max_steps=1", "algorithm.micro_batch_size=3"}), "").run();
   auto a = weights_of(whole + "/checkpoints/step_00000001"), b = weights_of(micro + "/checkpoints/step_00000001");
   auto init = model::Policy::load(test::model_path("tiny_prior.pt")).parameters();
   auto ma = read_metrics(whole)[0], mb = read_metrics(micro)[0];
@@ -104,7 +104,7 @@ TEST_CASE("a non-finite loss stops with a message naming the step, or is skipped
   CHECK_FALSE(io::latest_checkpoint(stop).has_value());
 
   const auto skip = fresh_dir("nan_skip");
-  auto s = train::Trainer(small_cfg(skip, {"train.on_nonfinite=skip", "train.max_steps=2"}, "nan_when_training.pt"), "").run();
+  auto s = cli::TrainJob(small_cfg(skip, {"train.on_nonfinite=skip", "train.max_steps=2"}, "nan_when_training.pt"), "").run();
   CHECK(s.skipped_updates == 4);
   auto ckpt = io::latest_checkpoint(skip);
   REQUIRE(ckpt.has_value());
@@ -116,14 +116,14 @@ TEST_CASE("a non-finite loss stops with a message naming the step, or is skipped
 
 TEST_CASE("checkpoints are complete or invisible, pruned to keep_last, and loadable as policies", "[train][checkpoint]") {
   const auto dir = fresh_dir("ckpt");
-  train::Trainer(small_cfg(dir, {"checkpoint.every=1", "checkpoint.keep_last=2"}), "").run();
-  auto names = io::list_dir(dir + "/checkpoints");
+  cli::TrainJob(small_cfg(dir, {"checkpoint.every=1", "checkpoint.keep_last=2"}), "").run();
+  auto names = core::list_dir(dir + "/checkpoints");
   CHECK(names == std::vector<std::string>{"step_00000003", "step_00000004"});
   auto p = model::Policy::load(dir + "/checkpoints/step_00000004/policy.pt");
   CHECK(model::check_contract(p) < 1e-4);
   // A crash mid-write leaves a temporary or state-less directory: never picked up.
-  io::ensure_dir(dir + "/checkpoints/.tmp-step_00000005-123");
-  io::ensure_dir(dir + "/checkpoints/step_00000006");
+  core::ensure_dir(dir + "/checkpoints/.tmp-step_00000005-123");
+  core::ensure_dir(dir + "/checkpoints/step_00000006");
   CHECK(*io::latest_checkpoint(dir) == dir + "/checkpoints/step_00000004");
   auto meta = io::read_meta(dir + "/checkpoints/step_00000004");
   CHECK(meta.step == 4);
@@ -144,42 +144,42 @@ TEST_CASE("an interrupt finishes the step, checkpoints it and stops", "[train][f
 
 TEST_CASE("filters drop zero-variance groups and truncated responses from the update", "[train]") {
   const auto dir = fresh_dir("filters");
-  train::Trainer(small_cfg(dir, {"train.max_steps=2", "algorithm.filter_zero_variance=true"}), "").run();
+  cli::TrainJob(small_cfg(dir, {"train.max_steps=2", "algorithm.filter_zero_variance=true"}), "").run();
   for (const auto& m : read_metrics(dir)) {
     const double zv = m["zero_variance_frac"];
     CHECK(m["update_sequences"].get<int64_t>() == static_cast<int64_t>(std::llround((1 - zv) * 32)));
   }
   const auto dir2 = fresh_dir("filters_trunc");
-  train::Trainer(small_cfg(dir2, {"train.max_steps=1", "algorithm.filter_truncated=true"}), "").run();
+  cli::TrainJob(small_cfg(dir2, {"train.max_steps=1", "algorithm.filter_truncated=true"}), "").run();
   auto m = read_metrics(dir2)[0];
   CHECK(m["update_sequences"].get<int64_t>() == std::llround((1 - m["truncated_frac"].get<double>()) * 32));
 }
 
 TEST_CASE("bad training inputs are clear errors", "[train][faults]") {
-  CHECK_THROWS_AS(train::Trainer(small_cfg("/proc/gspo_cannot_write"), ""), IoError);
+  CHECK_THROWS_AS(cli::TrainJob(small_cfg("/proc/gspo_cannot_write"), ""), IoError);
   const auto dir = fresh_dir("bad_data");
-  io::ensure_dir(dir);
+  core::ensure_dir(dir);
   {
     std::ofstream f(dir + "/d.jsonl");
     f << "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n\n{\"text\": \"2+2=\", \"answer\": \"4\"}\n";
   }
-  CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run", {"data.task=jsonl", "data.path=" + dir + "/d.jsonl"}), ""),
+  CHECK_THROWS_WITH(cli::TrainJob(small_cfg(dir + "/run", {"data.task=jsonl", "data.path=" + dir + "/d.jsonl"}), ""),
                     Catch::Contains(dir + "/d.jsonl:3: no prompt field (tried prompt, problem, question, description; fields: answer, text)"));
   { std::ofstream f(dir + "/empty.jsonl"); }
-  CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run2", {"data.task=jsonl", "data.path=" + dir + "/empty.jsonl"}), ""),
+  CHECK_THROWS_WITH(cli::TrainJob(small_cfg(dir + "/run2", {"data.task=jsonl", "data.path=" + dir + "/empty.jsonl"}), ""),
                     Catch::Contains("has no examples"));
-  CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run3", {"model.path="}), ""), Catch::Contains("model.path is empty"));
-  CHECK_THROWS_WITH(train::Trainer(small_cfg(dir + "/run4"), dir), Catch::Contains("is not a checkpoint directory"));
+  CHECK_THROWS_WITH(cli::TrainJob(small_cfg(dir + "/run3", {"model.path="}), ""), Catch::Contains("model.path is empty"));
+  CHECK_THROWS_WITH(cli::TrainJob(small_cfg(dir + "/run4"), dir), Catch::Contains("is not a checkpoint directory"));
 }
 
 TEST_CASE("training an MoE policy reports expert-load imbalance per MoE layer", "[train][moe]") {
   const auto dir = fresh_dir("moe");
-  train::Trainer(small_cfg(dir, {"train.max_steps=1"}, "qwen3_moe_tiny.pt"), "").run();
+  cli::TrainJob(small_cfg(dir, {"train.max_steps=1"}, "qwen3_moe_tiny.pt"), "").run();
   auto m = read_metrics(dir)[0];
   REQUIRE(m.contains("moe_load_imbalance"));
   CHECK(m["moe_load_imbalance"].size() == 2);
   for (double v : m["moe_load_imbalance"]) CHECK((v >= 1.0 && v <= 4.0));
   const auto dense = fresh_dir("dense_no_moe_metric");
-  train::Trainer(small_cfg(dense, {"train.max_steps=1"}), "").run();
+  cli::TrainJob(small_cfg(dense, {"train.max_steps=1"}), "").run();
   CHECK_FALSE(read_metrics(dense)[0].contains("moe_load_imbalance"));
 }

@@ -6,13 +6,6 @@
 
 namespace gspo::algo {
 
-AdvantageKind parse_advantage_kind(const std::string& name) {
-  if (name == "group_norm") return AdvantageKind::kGroupNorm;
-  if (name == "no_std") return AdvantageKind::kNoStd;
-  if (name == "leave_one_out") return AdvantageKind::kLeaveOneOut;
-  throw ConfigError("algorithm.advantage must be one of group_norm, no_std, leave_one_out (got '" + name + "')");
-}
-
 Advantages group_advantages(const at::Tensor& rewards, int64_t G, const AdvantageOptions& opts) {
   TORCH_CHECK(rewards.dim() == 1 && rewards.size(0) % G == 0, "rewards must be [groups * G]");
   TORCH_CHECK(G >= 2, "group advantages need G >= 2");

@@ -2,23 +2,17 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
-#include <string>
+#include "gspo/config/choices.h"
 
 namespace gspo::algo {
 
-enum class AdvantageKind {
-  kGroupNorm,    // (r - mean) / (std + eps)
-  kNoStd,        // r - mean                       (Dr. GRPO)
-  kLeaveOneOut,  // r - mean of the other G - 1    (RLOO baseline)
-};
+using config::AdvantageKind;  // algorithm.advantage
 
 struct AdvantageOptions {
   AdvantageKind kind = AdvantageKind::kGroupNorm;
   bool sample_std = false;  // false: population std (divide by G); true: sample std (divide by G - 1)
   double eps = 1e-6;        // added to the std
 };
-
-AdvantageKind parse_advantage_kind(const std::string& name);
 
 struct Advantages {
   at::Tensor values;                // [N] float32, N = groups * G, group-major

@@ -6,19 +6,6 @@
 
 namespace gspo::algo {
 
-LossKind parse_loss_kind(const std::string& name) {
-  if (name == "gspo") return LossKind::kGspo;
-  if (name == "gspo_token") return LossKind::kGspoToken;
-  if (name == "grpo") return LossKind::kGrpo;
-  throw ConfigError("algorithm.loss must be one of gspo, gspo_token, grpo (got '" + name + "')");
-}
-
-KlEstimator parse_kl_estimator(const std::string& name) {
-  if (name == "k1") return KlEstimator::kK1;
-  if (name == "k3") return KlEstimator::kK3;
-  throw ConfigError("algorithm.kl_estimator must be k1 or k3 (got '" + name + "')");
-}
-
 void LossStats::add(const LossStats& o) {
   sequences += o.sequences;
   tokens += o.tokens;

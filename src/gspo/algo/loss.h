@@ -7,20 +7,17 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
-#include <string>
+#include "gspo/config/choices.h"
 
 namespace gspo::algo {
 
-enum class LossKind { kGspo, kGspoToken, kGrpo };
-enum class KlEstimator { kK1, kK3 };
-
-LossKind parse_loss_kind(const std::string& name);
-KlEstimator parse_kl_estimator(const std::string& name);
+using config::KlEstimator;  // algorithm.kl_estimator
+using config::LossKind;     // algorithm.loss
 
 struct LossOptions {
   LossKind kind = LossKind::kGspo;
-  double clip_low = 3e-4;         // eps_low: ratio floor 1 - eps_low
-  double clip_high = 4e-4;        // eps_high: ratio ceiling 1 + eps_high
+  double clip_low = config::default_clip(LossKind::kGspo).low;    // eps_low: ratio floor 1 - eps_low
+  double clip_high = config::default_clip(LossKind::kGspo).high;  // eps_high: ratio ceiling 1 + eps_high
   double log_ratio_clamp = 10.0;  // log-ratios are clamped from above at this before exp(); 0 disables
   double kl_coef = 0.0;           // beta; 0 = no KL term (ref_logprobs may be undefined)
   KlEstimator kl_estimator = KlEstimator::kK3;

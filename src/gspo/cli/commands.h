@@ -35,6 +35,8 @@ struct ConfigArgs {
   std::string config;                // "" = defaults
   std::vector<std::string> overrides;
   bool reference = false;            // print the options reference (Markdown) instead
+  bool metrics = false;              // print the metrics.jsonl fields (Markdown) instead
+  bool json = false;                 // with metrics: as JSON (what tests/dist/compare_runs.py reads)
 };
 int config(const ConfigArgs& a);
 

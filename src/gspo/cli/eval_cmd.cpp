@@ -11,7 +11,7 @@ namespace gspo::cli {
 
 int eval(const EvalArgs& a) {
   auto cfg = config::load(a.config, a.overrides);
-  log::set_level_from_config(cfg.logging.level);
+  log::set_level_from_config(config::name_of(cfg.logging.level));
   eval::EvalRequest req{a.model, a.datasets, a.samples, a.max_problems, a.out, !a.no_progress};
   auto summaries = eval::run_eval(cfg, req);
   std::cout << eval::format_table(summaries) << "samples: " << a.out << "/samples.jsonl, summary: " << a.out
@@ -23,7 +23,7 @@ int score(const ScoreArgs& a) {
   auto overrides = a.overrides;
   if (!a.reward.empty()) overrides.push_back("reward.kind=" + a.reward);
   auto cfg = config::load(a.config, overrides);
-  log::set_level_from_config(cfg.logging.level);
+  log::set_level_from_config(config::name_of(cfg.logging.level));
   auto summary = eval::run_score(cfg, {a.dataset, a.responses, a.out});
   if (a.json) std::cout << summary.dump() << "\n";
   else std::cout << eval::format_table({summary});

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "gspo/cli/commands.h"
-#include "gspo/cli/device.h"
+#include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/core/parse.h"
 #include "gspo/model/policy.h"
@@ -44,7 +44,7 @@ void check_args(const GenerateArgs& a) {
 
 int generate(const GenerateArgs& a) {
   check_args(a);
-  auto policy = model::Policy::load(a.model, resolve_device(a.device, "--device"));
+  auto policy = model::Policy::load(a.model, core::resolve_device(a.device, "--device"));
   auto tok = a.tokenizer.empty() ? tokenizer::from_spec(policy.tokenizer_json(), a.model)
                                  : tokenizer::from_file(a.tokenizer);
   std::vector<std::vector<int64_t>> prompts;

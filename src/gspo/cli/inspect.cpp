@@ -3,14 +3,14 @@
 #include <iostream>
 
 #include "gspo/cli/commands.h"
-#include "gspo/cli/device.h"
+#include "gspo/core/device.h"
 #include "gspo/model/policy.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::cli {
 
 int inspect(const InspectArgs& a) {
-  auto policy = model::Policy::load(a.model, resolve_device(a.device, "--device"));
+  auto policy = model::Policy::load(a.model, core::resolve_device(a.device, "--device"));
   const double diff = model::check_contract(policy);
   const auto& m = policy.manifest();
   std::string tok_type = "none";

@@ -106,15 +106,27 @@ struct SectionReader {
 
   template <class T>
   void operator()(const char* key, T& field, const char* /*doc*/, const Rule& rule) {
+    if constexpr (IsChoice<T>::value) {
+      // Read as its name, checked against the names, then parsed: the messages are a string option's.
+      std::string name = name_of(field);
+      if (read(key, name, rule)) field = *parse_choice<T>(name);
+    } else {
+      read(key, field, rule);
+    }
+  }
+
+  // Applies node[key] to `field` when present and valid; true when it was applied.
+  template <class T>
+  bool read(const char* key, T& field, const Rule& rule) {
     YAML::Node n = node[key];
-    if (!n) return;
+    if (!n) return false;
     const std::string path = section + "." + key;
     const std::string where = where_of(n, origin, from_file);
     T value = field;
     std::string expected;
     if (!convert(n, value, expected)) {
       errors.push_back(where + ": " + path + " must be " + expected + " (got " + shown(n) + ")");
-      return;
+      return false;
     }
     std::string broken = check_rule(value, rule);
     if (!broken.empty()) {
@@ -124,10 +136,11 @@ struct SectionReader {
         if (!near.empty()) msg += "; did you mean '" + near + "'?";
       }
       errors.push_back(msg);
-      return;
+      return false;
     }
     field = value;
     cfg.origin[path] = where;
+    return true;
   }
 };
 

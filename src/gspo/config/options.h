@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gspo/config/choices.h"
 #include "gspo/config/rule.h"
 
 namespace gspo::config {
@@ -14,14 +15,14 @@ namespace gspo::config {
 struct ModelOptions {
   std::string path = "";            // TorchScript policy (.pt) meeting docs/model-contract.md
   std::string device = "cpu";       // cpu, cuda, cuda:N, or auto (cuda when available)
-  std::string dtype = "float32";    // weights for forward/backward: float32, or bfloat16 with float32 master weights
+  Dtype dtype = Dtype::kFloat32;    // weights for forward/backward: float32, or bfloat16 with float32 master weights
 
   template <class V>
   void visit(V&& v) {
     v("path", path, "TorchScript policy file (.pt) meeting docs/model-contract.md", any());
     v("device", device, "cpu, cuda, cuda:N, or auto (cuda when available)", any());
     v("dtype", dtype, "training weights: float32, or bfloat16 (forward/backward in bf16; float32 master weights, "
-      "gradients accumulated in float32, float32 AdamW state)", one_of({"float32", "bfloat16"}));
+      "gradients accumulated in float32, float32 AdamW state)", choice_rule(dtype));
   }
 };
 
@@ -34,12 +35,12 @@ struct TokenizerOptions {
 };
 
 struct DataOptions {
-  std::string task = "arithmetic";                 // built-in synthetic task or a JSONL file
+  Task task = Task::kArithmetic;                   // built-in synthetic task or a JSONL file
   std::string path = "";                           // JSONL dataset when task = jsonl
   std::string prompt_key = "auto";                 // JSONL field holding the prompt; auto = prompt/problem/question/description
   std::string answer_key = "answer";               // JSONL field holding the reference answer
   std::string prompt_template = "{prompt}";        // text around the prompt; {prompt} is replaced
-  std::string chat_template = "none";              // none (raw text) or chatml (Qwen2/2.5/3 chat format)
+  ChatTemplate chat_template = ChatTemplate::kNone; // none (raw text) or chatml (Qwen2/2.5/3 chat format)
   std::string system_prompt = "";                  // chatml: system message; "" = none
   bool enable_thinking = true;                     // chatml: false appends an empty <think></think> (Qwen3)
   bool shuffle = true;                             // reshuffle the prompt order every epoch
@@ -48,12 +49,12 @@ struct DataOptions {
   std::string operators = "+";                     // arithmetic: operators to draw from (subset of +-*)
   int64_t num_prompts = 0;                         // arithmetic: distinct training problems; 0 = all of them
   int64_t holdout = 0;                             // arithmetic: distinct problems kept out of training
-  std::string overlong_prompts = "skip";           // prompts that leave no room for max_new_tokens: skip or error
+  Overlong overlong_prompts = Overlong::kSkip;     // prompts that leave no room for max_new_tokens: skip or error
 
   template <class V>
   void visit(V&& v) {
     v("task", task, "arithmetic (built-in, exact-match rewards) or jsonl (prompt/answer rows from data.path)",
-      one_of({"arithmetic", "jsonl"}));
+      choice_rule(task));
     v("path", path, "JSONL dataset file, one object per line (task = jsonl)", any());
     v("prompt_key", prompt_key, "JSONL field holding the prompt text; auto = the first of prompt, problem, question, description (APPS)",
       any());
@@ -62,7 +63,7 @@ struct DataOptions {
     v("prompt_template", prompt_template, "template applied to every prompt; {prompt} is replaced by it", any());
     v("chat_template", chat_template, "none (the templated prompt as raw text) or chatml (Qwen2/2.5/3 chat format: "
       "optional system message, the templated prompt as the user message, assistant generation prompt)",
-      one_of({"none", "chatml"}));
+      choice_rule(chat_template));
     v("system_prompt", system_prompt, "chatml: system message; empty = none", any());
     v("enable_thinking", enable_thinking, "chatml: false appends an empty <think></think> block (Qwen3 non-thinking mode)",
       any());
@@ -76,7 +77,7 @@ struct DataOptions {
       "at the end of training (0 = none)", at_least(0));
     v("overlong_prompts", overlong_prompts, "prompts whose tokens plus rollout.max_new_tokens exceed the model's "
       "max_seq_len, checked at load after templating: skip (dropped with a warning and a count) or error (refused, "
-      "naming file:line)", one_of({"skip", "error"}));
+      "naming file:line)", choice_rule(overlong_prompts));
   }
 };
 
@@ -109,7 +110,7 @@ struct RolloutOptions {
 };
 
 struct RewardOptions {
-  std::string kind = "auto";                 // the verifier when `components` is empty
+  RewardKind kind = RewardKind::kAuto;       // the verifier when `components` is empty
   std::vector<std::string> components = {};  // weighted sum "name:weight"; empty = kind:1
   std::string regex = "";                    // regex verifier: pattern; {answer} = the escaped reference answer
   std::string external_command = "";         // external verifier: command reading/writing JSON lines
@@ -126,7 +127,7 @@ struct RewardOptions {
   void visit(V&& v) {
     v("kind", kind, "verifier: auto (arithmetic: leading_integer; jsonl: code when rows have tests, else math), "
       "exact, leading_integer, math, code, regex, format, external",
-      one_of({"auto", "exact", "leading_integer", "math", "code", "regex", "format", "external"}));
+      choice_rule(kind));
     v("components", components, "weighted sum of verifiers as \"name:weight\" (e.g. [\"math:1\", \"format:0.1\"]); "
       "accuracy follows the first; empty = kind", any());
     v("regex", regex, "regex verifier: reward 1 when the response matches; {answer} is replaced by the escaped answer", any());
@@ -144,17 +145,17 @@ struct RewardOptions {
 };
 
 struct AlgorithmOptions {
-  std::string loss = "gspo";               // gspo, gspo_token or grpo
-  double clip_low = -1;                    // eps_low; < 0 = the loss's default (GSPO 3e-4, GRPO 0.2)
-  double clip_high = -1;                   // eps_high; < 0 = the loss's default (GSPO 4e-4, GRPO 0.28)
+  LossKind loss = LossKind::kGspo;         // gspo, gspo_token or grpo
+  double clip_low = -1;                    // eps_low; < 0 = the loss's default (default_clip in choices.h)
+  double clip_high = -1;                   // eps_high; < 0 = the loss's default
   double log_ratio_clamp = 10.0;           // upper clamp on the (sequence) log-ratio before exp(); 0 disables
-  std::string advantage = "group_norm";    // group_norm, no_std (Dr. GRPO) or leave_one_out
-  std::string std_kind = "population";     // population (divide by G) or sample (G - 1)
+  AdvantageKind advantage = AdvantageKind::kGroupNorm;  // group_norm, no_std (Dr. GRPO) or leave_one_out
+  StdKind std_kind = StdKind::kPopulation; // population (divide by G) or sample (G - 1)
   double adv_eps = 1e-6;                   // added to the std in the advantage denominator
   double kl_coef = 0.0;                    // KL penalty to the reference model; 0 = no reference model loaded
-  std::string kl_estimator = "k3";         // k1 (logp - ref) or k3 (exp(ref - logp) - (ref - logp) - 1)
+  KlEstimator kl_estimator = KlEstimator::kK3;  // k1 (logp - ref) or k3 (exp(ref - logp) - (ref - logp) - 1)
   std::string reference_model = "";        // "" = the initial policy (model.path)
-  std::string old_logprobs = "recompute";  // recompute (exact, step-start weights) or sampler
+  OldLogprobs old_logprobs = OldLogprobs::kRecompute;  // recompute (exact, step-start weights) or sampler
   int64_t num_minibatches = 4;             // optimizer steps per rollout batch
   int64_t micro_batch_size = 0;            // sequences per forward/backward; 0 = the whole mini-batch
   bool filter_zero_variance = false;       // drop groups whose rewards are all equal before the update
@@ -163,22 +164,24 @@ struct AlgorithmOptions {
   template <class V>
   void visit(V&& v) {
     v("loss", loss, "policy loss: gspo (sequence ratio), gspo_token, grpo (token ratio)",
-      one_of({"gspo", "gspo_token", "grpo"}));
-    v("clip_low", clip_low, "eps_low of the clip range [1 - eps_low, 1 + eps_high]; < 0 = loss default "
-      "(gspo 3e-4, grpo 0.2)", between(-1, 1));
-    v("clip_high", clip_high, "eps_high of the clip range; < 0 = loss default (gspo 4e-4, grpo 0.28)",
-      between(-1, 10));
+      choice_rule(loss));
+    static const std::string low_doc = "eps_low of the clip range [1 - eps_low, 1 + eps_high]; < 0 = loss default (" +
+                                       describe_default_clip(false) + ")";
+    static const std::string high_doc = "eps_high of the clip range; < 0 = loss default (" +
+                                        describe_default_clip(true) + ")";
+    v("clip_low", clip_low, low_doc.c_str(), between(-1, 1));
+    v("clip_high", clip_high, high_doc.c_str(), between(-1, 10));
     v("log_ratio_clamp", log_ratio_clamp, "upper clamp on the log-ratio before exp(); 0 disables", at_least(0));
     v("advantage", advantage, "group_norm (r-mean)/(std+eps), no_std (r-mean), leave_one_out (r - mean of others)",
-      one_of({"group_norm", "no_std", "leave_one_out"}));
+      choice_rule(advantage));
     v("std_kind", std_kind, "std of group_norm: population (divide by G) or sample (divide by G-1)",
-      one_of({"population", "sample"}));
+      choice_rule(std_kind));
     v("adv_eps", adv_eps, "eps added to the group std", at_least(0));
     v("kl_coef", kl_coef, "coefficient of the KL penalty to the reference model; 0 disables it", at_least(0));
-    v("kl_estimator", kl_estimator, "per-token KL estimator: k1 or k3", one_of({"k1", "k3"}));
+    v("kl_estimator", kl_estimator, "per-token KL estimator: k1 or k3", choice_rule(kl_estimator));
     v("reference_model", reference_model, "reference policy for the KL term; empty = model.path", any());
     v("old_logprobs", old_logprobs, "pi_old log-probs: recompute (step-start weights) or sampler",
-      one_of({"recompute", "sampler"}));
+      choice_rule(old_logprobs));
     v("num_minibatches", num_minibatches, "optimizer steps per rollout batch (the paper: 4)", at_least(1));
     v("micro_batch_size", micro_batch_size, "sequences per forward/backward pass; 0 = whole mini-batch",
       at_least(0));
@@ -195,7 +198,7 @@ struct OptimizerOptions {
   double eps = 1e-8;                   // AdamW eps
   double grad_clip = 1.0;              // max global gradient L2 norm; 0 disables
   int64_t warmup_steps = 0;            // optimizer steps of linear warmup from 0
-  std::string schedule = "constant";   // constant or cosine after warmup
+  Schedule schedule = Schedule::kConstant;  // constant or cosine after warmup
   double min_lr_ratio = 0.0;           // cosine: final lr as a fraction of lr
 
   template <class V>
@@ -208,7 +211,7 @@ struct OptimizerOptions {
     v("grad_clip", grad_clip, "clip the global gradient L2 norm to this; 0 disables", at_least(0));
     v("warmup_steps", warmup_steps, "optimizer steps of linear LR warmup", at_least(0));
     v("schedule", schedule, "LR after warmup: constant or cosine (decays to min_lr_ratio * lr)",
-      one_of({"constant", "cosine"}));
+      choice_rule(schedule));
     v("min_lr_ratio", min_lr_ratio, "cosine schedule: final LR as a fraction of lr", between(0, 1));
   }
 };
@@ -217,7 +220,7 @@ struct TrainOptions {
   int64_t max_steps = 100;             // rollout steps (each = num_minibatches optimizer steps)
   int64_t seed = 0;                    // seed of everything not seeded elsewhere
   std::string output_dir = "runs/gspo";  // run directory: metrics.jsonl, checkpoints/, config.yaml
-  std::string on_nonfinite = "stop";   // stop (raise naming the step) or skip (drop that update)
+  OnNonfinite on_nonfinite = OnNonfinite::kStop;  // stop (raise naming the step) or skip (drop that update)
   int64_t threads = 0;                 // intra-op CPU threads; 0 = LibTorch's default
   int64_t logprob_chunk_tokens = 4096; // positions per chunk of the float32 log-softmax; 0 = all at once
 
@@ -227,7 +230,7 @@ struct TrainOptions {
     v("seed", seed, "training seed", at_least(0));
     v("output_dir", output_dir, "run directory for metrics.jsonl, checkpoints/ and the resolved config", any());
     v("on_nonfinite", on_nonfinite, "non-finite loss or gradient: stop (error naming the step) or skip the update",
-      one_of({"stop", "skip"}));
+      choice_rule(on_nonfinite));
     v("threads", threads, "intra-op CPU threads; 0 = LibTorch's default", at_least(0));
     v("logprob_chunk_tokens", logprob_chunk_tokens, "positions per chunk of the float32 log-softmax over the "
       "vocabulary (bounds its memory); 0 = all at once", at_least(0));
@@ -249,7 +252,7 @@ struct CheckpointOptions {
 // environment (torchrun: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; Slurm: SLURM_PROCID/...); a single
 // process needs none of it.
 struct DistributedOptions {
-  std::string backend = "auto";   // auto (nccl on CUDA, gloo on CPU), gloo or nccl
+  Backend backend = Backend::kAuto;  // auto (nccl on CUDA, gloo on CPU), gloo or nccl
   double init_timeout_s = 300;    // rendezvous: how long rank 0 waits for the others (and they for rank 0)
   double timeout_s = 600;         // a collective that takes longer fails on every rank still alive
   double bucket_mb = 25;          // gradient all-reduce bucket size (float32 megabytes)
@@ -258,7 +261,7 @@ struct DistributedOptions {
   template <class V>
   void visit(V&& v) {
     v("backend", backend, "process-group backend: auto (nccl on CUDA, gloo on CPU), gloo or nccl",
-      one_of({"auto", "gloo", "nccl"}));
+      choice_rule(backend));
     v("init_timeout_s", init_timeout_s, "seconds the ranks wait for each other at start-up", greater_than(0));
     v("timeout_s", timeout_s, "seconds before a stalled collective fails (a dead or hung rank)", greater_than(0));
     v("bucket_mb", bucket_mb, "gradient all-reduce bucket size in MB", greater_than(0));
@@ -268,12 +271,12 @@ struct DistributedOptions {
 };
 
 struct LoggingOptions {
-  std::string level = "info";   // trace, debug, info, warn, error, off
+  LogLevel level = LogLevel::kInfo;  // trace, debug, info, warn, error, off
   bool progress = true;         // one console line per step
 
   template <class V>
   void visit(V&& v) {
-    v("level", level, "log level", one_of({"trace", "debug", "info", "warn", "error", "off"}));
+    v("level", level, "log level", choice_rule(level));
     v("progress", progress, "print a progress line per training step", any());
   }
 };

@@ -13,9 +13,7 @@ std::string at(const Config& c, const std::string& key) {
 }
 void validate_reward(const Config& c, std::vector<std::string>& e) {
   const auto& r = c.reward;
-  static const std::vector<std::string> kNames = {"auto", "exact", "leading_integer", "math", "code", "regex", "format",
-                                                  "external"};
-  std::vector<std::string> used = {r.kind};
+  std::vector<std::string> used = {name_of(r.kind)};
   if (!r.components.empty()) used.clear();
   for (const auto& comp : r.components) {
     const auto colon = comp.rfind(':');
@@ -29,9 +27,9 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
       } catch (const std::exception&) {
       }
     }
-    if (colon == std::string::npos || !ok_weight || std::find(kNames.begin(), kNames.end(), name) == kNames.end()) {
-      e.push_back(at(c, "reward.components") + ": reward.components entries must be \"name:weight\" with a name among "
-                  "auto, exact, leading_integer, math, code, regex, format, external (got " + value_preview(comp) + ")");
+    if (colon == std::string::npos || !ok_weight || !parse_choice<RewardKind>(name)) {
+      e.push_back(at(c, "reward.components") + ": reward.components entries must be \"name:weight\" with a name among " +
+                  names_of<RewardKind>() + " (got " + value_preview(comp) + ")");
       continue;
     }
     used.push_back(name);
@@ -55,9 +53,8 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
 
 void resolve_defaults(Config& cfg) {
   auto& a = cfg.algorithm;
-  const bool token_level = a.loss == "grpo";
-  if (a.clip_low < 0) a.clip_low = token_level ? 0.2 : 3e-4;
-  if (a.clip_high < 0) a.clip_high = token_level ? 0.28 : 4e-4;
+  if (a.clip_low < 0) a.clip_low = default_clip(a.loss).low;
+  if (a.clip_high < 0) a.clip_high = default_clip(a.loss).high;
 }
 
 std::vector<std::string> validate(const Config& c) {
@@ -72,7 +69,7 @@ std::vector<std::string> validate(const Config& c) {
     e.push_back(at(c, "algorithm.clip_low") + ": algorithm.clip_low must be < 1 (got " +
                 value_text(c.algorithm.clip_low) + "): the lower clip bound 1 - clip_low must stay positive");
   }
-  if (c.data.task == "jsonl" && c.data.path.empty()) {
+  if (c.data.task == Task::kJsonl && c.data.path.empty()) {
     e.push_back(at(c, "data.task") + ": data.path must name a JSONL file when data.task is 'jsonl'");
   }
   if (c.data.prompt_template.find("{prompt}") == std::string::npos) {

@@ -30,7 +30,7 @@ std::string apply_template(const std::string& tmpl, const std::string& prompt) {
 
 std::string format_prompt(const config::DataOptions& o, const std::string& problem) {
   const std::string user = apply_template(o.prompt_template, problem);
-  if (o.chat_template == "none") return user;
+  if (o.chat_template == config::ChatTemplate::kNone) return user;
   std::vector<tokenizer::ChatMessage> msgs;
   if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
   msgs.push_back({"user", user});
@@ -186,14 +186,15 @@ int64_t arithmetic_pool_size(const config::DataOptions& o) {
 }
 
 std::vector<Example> load_heldout(const config::DataOptions& o) {
-  if (o.task != "arithmetic" || o.holdout == 0) return {};
+  if (o.task != config::Task::kArithmetic || o.holdout == 0) return {};
   return arithmetic_holdout(arithmetic_pool_size(o), o.holdout, o.max_operand, o.operators, o.seed);
 }
 
 std::vector<Example> load_dataset(const config::DataOptions& o) {
-  auto rows = o.task == "jsonl" ? load_jsonl(o.path, o.prompt_key, o.answer_key)
+  const bool jsonl = o.task == config::Task::kJsonl;
+  auto rows = jsonl ? load_jsonl(o.path, o.prompt_key, o.answer_key)
                                 : make_arithmetic(arithmetic_pool_size(o), o.max_operand, o.operators, o.seed);
-  if (rows.empty()) throw DataError((o.task == "jsonl" ? "dataset '" + o.path + "'" : std::string("arithmetic task")) +
+  if (rows.empty()) throw DataError((jsonl ? "dataset '" + o.path + "'" : std::string("arithmetic task")) +
                                     " has no examples");
   return rows;
 }

@@ -184,7 +184,7 @@ std::unique_ptr<Comm::Impl> make_nccl(const LaunchEnv& env, const config::Distri
 
 Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Device device) : env_(env), device_(device) {
   if (env.world_size == 1) return;
-  backend_ = o.backend != "auto" ? o.backend : device.is_cuda() ? "nccl" : "gloo";
+  backend_ = o.backend != config::Backend::kAuto ? config::name_of(o.backend) : device.is_cuda() ? "nccl" : "gloo";
   if (backend_ == "nccl" && !device.is_cuda())
     throw ConfigError("distributed.backend is nccl but model.device is " + device.str() + "; NCCL needs CUDA");
   if (backend_ == "gloo" && device.is_cuda())

@@ -8,7 +8,7 @@ namespace gspo::eval {
 
 Grader::Grader(const config::Config& cfg_in, const std::vector<data::Example>& rows) {
   config::Config cfg = cfg_in;
-  cfg.data.task = "jsonl";
+  cfg.data.task = config::Task::kJsonl;
   verifier = reward::make_verifier(cfg, rows);
   math = verifier->name() == "math" || verifier->name().rfind("math:", 0) == 0;
   workers = cfg.reward.workers;

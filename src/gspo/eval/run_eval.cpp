@@ -4,14 +4,14 @@
 #include <cstdio>
 #include <fstream>
 
-#include "gspo/cli/device.h"
+#include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
 #include "gspo/data/prompt_fit.h"
 #include "gspo/eval/eval.h"
 #include "gspo/eval/grade.h"
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -46,9 +46,9 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   auto datasets = req.datasets;
   if (datasets.empty() && !cfg.data.path.empty()) datasets.push_back(cfg.data.path);
   if (datasets.empty()) throw ConfigError("no dataset: give --dataset or set data.path");
-  io::ensure_dir(req.out_dir);
+  core::ensure_dir(req.out_dir);
 
-  auto policy = model::Policy::load(model_path, cli::resolve_device(cfg.model.device, "model.device"));
+  auto policy = model::Policy::load(model_path, core::resolve_device(cfg.model.device, "model.device"));
   auto tok = cfg.tokenizer.path.empty() ? tokenizer::from_spec(policy.tokenizer_json(), model_path)
                                         : tokenizer::from_file(cfg.tokenizer.path);
   rollout::SamplingParams sp{cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.top_k,
@@ -67,7 +67,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
     const std::string name = base_name(path);
     const int64_t limit = policy.manifest().max_seq_len - cfg.rollout.max_new_tokens;
     const int64_t total = static_cast<int64_t>(rows.size());
-    auto fit = data::fit_prompts(std::move(rows), cfg.data, *tok, limit, cfg.data.overlong_prompts == "error");
+    auto fit = data::fit_prompts(std::move(rows), cfg.data, *tok, limit, cfg.data.overlong_prompts == config::Overlong::kError);
     if (fit.dropped > 0) log::warn("{}: {}", name, data::describe_dropped(fit, total, limit));
     rows = std::move(fit.kept);
     Grader grader(cfg, rows);
@@ -116,7 +116,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
     summaries.push_back(summary);
   }
   nlohmann::ordered_json all{{"model", model_path}, {"datasets", summaries}};
-  io::atomic_write(req.out_dir + "/summary.json", all.dump(1) + "\n");
+  core::atomic_write(req.out_dir + "/summary.json", all.dump(1) + "\n");
   return summaries;
 }
 

@@ -5,7 +5,7 @@
 #include "gspo/data/dataset.h"
 #include "gspo/eval/eval.h"
 #include "gspo/eval/grade.h"
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 
 namespace gspo::eval {
 namespace {
@@ -71,7 +71,7 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
   auto summary = summarize(name, results, grader.math);
   summary["verifier"] = grader.verifier->name();
   if (!req.out_dir.empty()) {
-    io::ensure_dir(req.out_dir);
+    core::ensure_dir(req.out_dir);
     std::string scored;
     for (size_t p = 0; p < exs.size(); ++p)
       for (size_t s = 0; s < K; ++s) {
@@ -80,8 +80,8 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
                                     {"detail", results[p].details[s]}};
         scored += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       }
-    io::atomic_write(req.out_dir + "/scored.jsonl", scored);
-    io::atomic_write(req.out_dir + "/summary.json", summary.dump(1) + "\n");
+    core::atomic_write(req.out_dir + "/scored.jsonl", scored);
+    core::atomic_write(req.out_dir + "/summary.json", summary.dump(1) + "\n");
   }
   return summary;
 }

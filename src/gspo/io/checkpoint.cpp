@@ -11,10 +11,18 @@
 #include "gspo/core/error.h"
 #include "gspo/core/resources.h"
 #include "gspo/core/file_sink.h"
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 #include "gspo/model/policy.h"
 
 namespace gspo::io {
+using core::atomic_write;
+using core::ensure_dir;
+using core::exists;
+using core::list_dir;
+using core::process_gone;
+using core::read_text;
+using core::remove_all;
+using core::sync_dir;
 namespace {
 constexpr const char* kPrefix = "step_";
 

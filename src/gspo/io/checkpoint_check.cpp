@@ -6,9 +6,11 @@
 
 #include "gspo/core/error.h"
 #include "gspo/io/checkpoint.h"
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 
 namespace gspo::io {
+using core::exists;
+using core::list_dir;
 namespace {
 
 std::string archive_damage(const std::string& path) {

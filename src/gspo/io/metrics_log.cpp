@@ -6,9 +6,12 @@
 #include <sstream>
 
 #include "gspo/core/error.h"
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 
 namespace gspo::io {
+using core::atomic_write;
+using core::exists;
+using core::read_text;
 
 MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path, std::ios::app) {
   if (!out_) throw IoError("cannot open metrics file '" + path + "': " + std::strerror(errno));

@@ -68,36 +68,41 @@ class PerRow : public Verifier {
   std::unique_ptr<Verifier> math_, code_;
 };
 
-std::unique_ptr<Verifier> make_one(const std::string& name, const config::Config& cfg,
-                                   const data::TestCoverage& rows) {
+std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config& cfg, const data::TestCoverage& rows) {
+  using config::RewardKind;
   const auto& r = cfg.reward;
-  std::string kind = name;
-  if (kind == "auto" && cfg.data.task != "arithmetic" && rows.mixed()) {
+  const bool arithmetic = cfg.data.task == config::Task::kArithmetic;
+  if (kind == RewardKind::kAuto && !arithmetic && rows.mixed()) {
     data::TestCoverage code_rows = rows;  // the code verifier only ever sees the rows with tests
     code_rows.without_tests = 0;
-    return std::make_unique<PerRow>(make_one("math", cfg, rows), make_one("code", cfg, code_rows));
+    return std::make_unique<PerRow>(make_one(RewardKind::kMath, cfg, rows), make_one(RewardKind::kCode, cfg, code_rows));
   }
-  if (kind == "auto") kind = cfg.data.task == "arithmetic" ? "leading_integer" : rows.with_tests > 0 ? "code" : "math";
-  if (kind == "code" && rows.without_tests > 0)
-    throw ConfigError("reward: the code verifier needs tests in every row, but " + rows.first_without + " has none (" +
-                      std::to_string(rows.without_tests) + " rows without tests); use reward.kind auto to grade "
-                      "rows without tests as math");
-  if (kind == "exact") return std::make_unique<ExactMatch>();
-  if (kind == "leading_integer") return std::make_unique<LeadingInteger>();
-  if (kind == "math") return std::make_unique<MathVerifier>(MathOptions{r.math_answer_is, r.math_last_number, r.math_rel_tol});
-  if (kind == "format") return std::make_unique<BoxedFormat>();
-  if (kind == "regex") return std::make_unique<RegexVerifier>(r.regex);
-  if (kind == "external") return std::make_unique<ExternalVerifier>(r.external_command);
-  if (kind == "code") {
-    CodeOptions o;
-    o.partial = r.code_partial;
-    o.python = r.code_python;
-    o.limits.cpu_seconds = r.code_timeout_s;
-    o.limits.wall_seconds = 2 * r.code_timeout_s + 1;
-    o.limits.memory_mb = r.code_memory_mb;
-    return std::make_unique<CodeVerifier>(o);
+  if (kind == RewardKind::kAuto)
+    kind = arithmetic ? RewardKind::kLeadingInteger : rows.with_tests > 0 ? RewardKind::kCode : RewardKind::kMath;
+  switch (kind) {
+    case RewardKind::kExact: return std::make_unique<ExactMatch>();
+    case RewardKind::kLeadingInteger: return std::make_unique<LeadingInteger>();
+    case RewardKind::kMath:
+      return std::make_unique<MathVerifier>(MathOptions{r.math_answer_is, r.math_last_number, r.math_rel_tol});
+    case RewardKind::kFormat: return std::make_unique<BoxedFormat>();
+    case RewardKind::kRegex: return std::make_unique<RegexVerifier>(r.regex);
+    case RewardKind::kExternal: return std::make_unique<ExternalVerifier>(r.external_command);
+    case RewardKind::kCode: {
+      if (rows.without_tests > 0)
+        throw ConfigError("reward: the code verifier needs tests in every row, but " + rows.first_without + " has none (" +
+                          std::to_string(rows.without_tests) + " rows without tests); use reward.kind auto to grade "
+                          "rows without tests as math");
+      CodeOptions o;
+      o.partial = r.code_partial;
+      o.python = r.code_python;
+      o.limits.cpu_seconds = r.code_timeout_s;
+      o.limits.wall_seconds = 2 * r.code_timeout_s + 1;
+      o.limits.memory_mb = r.code_memory_mb;
+      return std::make_unique<CodeVerifier>(o);
+    }
+    case RewardKind::kAuto: break;
   }
-  throw ConfigError("reward: unknown verifier '" + name + "'");
+  throw ConfigError(std::string("reward: no verifier for '") + config::name_of(kind) + "'");
 }
 
 }  // namespace
@@ -108,7 +113,9 @@ std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::ve
   auto w = std::make_unique<Weighted>();
   for (const auto& c : cfg.reward.components) {
     const auto colon = c.rfind(':');
-    w->add(make_one(c.substr(0, colon), cfg, rows), std::stod(c.substr(colon + 1)));
+    const auto kind = config::parse_choice<config::RewardKind>(c.substr(0, colon));
+    if (!kind) throw ConfigError("reward.components: unknown verifier in '" + c + "'");  // validate() refuses it first
+    w->add(make_one(*kind, cfg, rows), std::stod(c.substr(colon + 1)));
   }
   return w;
 }

@@ -20,7 +20,7 @@
 #include <mutex>
 
 #include "gspo/core/error.h"
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 
 namespace gspo::reward {
 namespace {
@@ -262,14 +262,14 @@ namespace {
 void remove_stale_sandbox_dirs() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (const auto& name : io::list_dir("/tmp")) {
+    for (const auto& name : core::list_dir("/tmp")) {
       if (name.rfind("gspo-sbx-", 0) != 0) continue;
       const auto end = name.find('-', 9);
       const std::string pid = name.substr(9, end == std::string::npos ? std::string::npos : end - 9);
       struct stat st {};
       const std::string path = "/tmp/" + name;
       if (::stat(path.c_str(), &st) != 0 || (geteuid() != 0 && st.st_uid != geteuid())) continue;
-      if (io::process_gone(pid)) io::remove_all(path);
+      if (core::process_gone(pid)) core::remove_all(path);
     }
   });
 }
@@ -284,7 +284,7 @@ RunResult run_sandboxed(const std::vector<std::string>& argv_in, const std::vect
   const std::string dir = tmpl;
   struct Cleanup {
     std::string d;
-    ~Cleanup() { io::remove_all(d); }
+    ~Cleanup() { core::remove_all(d); }
   } cleanup{dir};
   const uid_t uid = next_sandbox_uid();
   const bool as_root = geteuid() == 0;

@@ -31,6 +31,7 @@ struct RolloutBatch {
   std::vector<int64_t> response_lengths;      // tokens per response (= response_mask row sums)
   std::vector<Finish> finish;                 // why each response ended
   std::vector<std::vector<int64_t>> response_ids;  // unpadded response tokens per row
+  std::vector<std::string> response_text;          // decoded response per row, a final EOS excluded
   int64_t num_rows() const { return static_cast<int64_t>(finish.size()); }
   int64_t generated_tokens() const;
 };
@@ -39,7 +40,7 @@ struct SamplerStats {
   double seconds = 0;        // wall time of generate()
   int64_t decode_steps = 0;  // decode calls
   int64_t row_steps = 0;     // sum over decode calls of the rows computed (compute actually spent)
-  int64_t host_checks = 0;   // device-to-host reads of the finished flags (the loop's only synchronisations)
+  int64_t host_syncs = 0;    // device-to-host reads of the finished flags (the loop's only synchronisations)
   int64_t graph_captures = 0;  // CUDA graphs captured for decode (rollout.cuda_graphs; one per cache layout)
 };
 

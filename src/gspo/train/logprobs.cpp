@@ -86,14 +86,14 @@ at::Tensor token_entropy(const at::Tensor& pred, double temperature, int64_t chu
 }
 
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
-                                double temperature, bool want_entropy, int64_t chunk_tokens) {
+                                double temperature, Entropy entropy, int64_t chunk_tokens) {
   const int64_t R = ids.size(1) - P;
   auto logits = policy.logits(ids, mask);               // [n, P + R, V]
   auto pred = logits.narrow(1, P - 1, R);               // position t predicts column t + 1
   auto targets = ids.narrow(1, P, R);
   TokenLogprobs out;
   out.logprobs = token_logprobs(pred, targets, temperature, chunk_tokens);
-  if (want_entropy) out.entropy = token_entropy(pred.detach(), temperature, chunk_tokens);
+  if (entropy == Entropy::kCompute) out.entropy = token_entropy(pred.detach(), temperature, chunk_tokens);
   return out;
 }
 

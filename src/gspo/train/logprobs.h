@@ -8,16 +8,19 @@ namespace gspo::model { class Policy; }
 
 namespace gspo::train {
 
+// Whether response_logprobs also computes the per-token entropy (one more pass over the logits).
+enum class Entropy { kSkip, kCompute };
+
 struct TokenLogprobs {
   at::Tensor logprobs;  // [n, R] float32, differentiable when grad mode is on
-  at::Tensor entropy;   // [n, R] float32, detached; undefined unless requested
+  at::Tensor entropy;   // [n, R] float32, detached; undefined unless Entropy::kCompute
 };
 
 // ids/mask: [n, P + R] in the rollout layout (left-padded prompt of P columns, right-padded response of R).
 // Log-probs are taken at `temperature` (logits / temperature), the temperature the sampler used, in float32
 // whatever the logits' dtype, `chunk_tokens` positions at a time (0 = all at once): see token_logprobs.
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask,
-                                int64_t prompt_len, double temperature, bool want_entropy,
+                                int64_t prompt_len, double temperature, Entropy entropy,
                                 int64_t chunk_tokens = 4096);
 
 // pred [n, R, V] (float32, bfloat16 or half; may be a strided view), targets [n, R] int64 ->

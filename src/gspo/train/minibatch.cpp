@@ -30,26 +30,29 @@ void Micro::to(c10::Device d) {
   advantages = advantages.to(d);
 }
 
-std::vector<std::vector<std::vector<int64_t>>> plan_minibatches(const std::vector<int64_t>& rows, int64_t nmb,
-                                                                 int64_t micro_size, at::Generator& gen) {
+std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& rows, int64_t nmb, at::Generator& gen) {
   const int64_t n = static_cast<int64_t>(rows.size());
   auto perm = torch::randperm(n, gen, torch::kLong);
   auto pa = perm.accessor<int64_t, 1>();
   nmb = std::max<int64_t>(1, std::min(nmb, n));
-  std::vector<std::vector<std::vector<int64_t>>> plan;
+  std::vector<std::vector<int64_t>> plan;
   int64_t start = 0;
   for (int64_t k = 0; k < nmb; ++k) {
     const int64_t size = n / nmb + (k < n % nmb ? 1 : 0);
     std::vector<int64_t> mb;
     for (int64_t i = start; i < start + size; ++i) mb.push_back(rows[pa[i]]);
     start += size;
-    const int64_t ms = micro_size > 0 ? micro_size : size;
-    std::vector<std::vector<int64_t>> micros;
-    for (int64_t i = 0; i < size; i += ms)
-      micros.emplace_back(mb.begin() + i, mb.begin() + std::min(size, i + ms));
-    plan.push_back(std::move(micros));
+    plan.push_back(std::move(mb));
   }
   return plan;
+}
+
+std::vector<std::vector<int64_t>> split_micro(const std::vector<int64_t>& rows, int64_t micro_size) {
+  const size_t n = rows.size();
+  const size_t ms = micro_size > 0 ? static_cast<size_t>(micro_size) : std::max<size_t>(1, n);
+  std::vector<std::vector<int64_t>> parts;
+  for (size_t i = 0; i < n; i += ms) parts.emplace_back(rows.begin() + i, rows.begin() + std::min(n, i + ms));
+  return parts;
 }
 
 }  // namespace gspo::train

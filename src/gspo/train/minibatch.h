@@ -28,9 +28,17 @@ struct Micro {
 Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages);
 
 // Shuffles `rows` with `gen` and cuts them into `num_minibatches` nearly equal mini-batches (fewer when there are
-// fewer rows), each cut into micro-batches of at most `micro_size` rows (0 = one micro-batch).
-std::vector<std::vector<std::vector<int64_t>>> plan_minibatches(const std::vector<int64_t>& rows,
-                                                                 int64_t num_minibatches, int64_t micro_size,
-                                                                 at::Generator& gen);
+// fewer rows; sizes differ by at most one, the larger first).
+std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& rows, int64_t num_minibatches,
+                                                   at::Generator& gen);
+
+// Consecutive parts of at most `micro_size` rows (0 = one part holding every row); none for no rows.
+std::vector<std::vector<int64_t>> split_micro(const std::vector<int64_t>& rows, int64_t micro_size);
+
+// One optimizer step's share of the rollout on this rank.
+struct MiniBatch {
+  std::vector<Micro> micros;  // this rank's rows of the mini-batch, one forward/backward each
+  int64_t global_rows = 0;    // rows of the mini-batch over all ranks (the loss weights' denominator)
+};
 
 }  // namespace gspo::train

@@ -1,28 +1,28 @@
 // Human-readable output of the loop: one progress line per step and the end-of-run summary.
+#include <cmath>
 #include <cstdio>
 
-#include "gspo/train/state.h"
+#include "gspo/train/metrics.h"
+#include "gspo/train/trainer.h"
 
 namespace gspo::train {
 
-std::string progress_line(const nlohmann::ordered_json& m, int64_t max_steps) {
+std::string progress_line(const StepMetrics& m, int64_t max_steps) {
   char buf[512];
-  std::string kl = m.contains("kl") ? " kl " + std::to_string(m["kl"].get<double>()).substr(0, 7) : "";
+  std::string kl = m.kl_on ? " kl " + std::to_string(m.kl.value()).substr(0, 7) : "";
+  auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };  // an extremum over nothing reads 0
   std::snprintf(buf, sizeof buf,
                 "step %lld/%lld | reward %.3f acc %.3f | len %.1f trunc %.2f | ratio %.4f [%.4f, %.4f] | "
                 "clip seq %.3f tok %.3f | ent %.3f | gnorm %.3f | lr %.2e%s | %.2fs (sample %.2f, update %.2f) "
                 "%.0f tok/s",
-                static_cast<long long>(m["step"].get<int64_t>()), static_cast<long long>(max_steps),
-                m["reward_mean"].get<double>(), m["accuracy"].get<double>(), m["response_len_mean"].get<double>(),
-                m["truncated_frac"].get<double>(), m["seq_ratio_mean"].get<double>(), m["seq_ratio_min"].get<double>(),
-                m["seq_ratio_max"].get<double>(),
-                m["clip_seq_low"].get<double>() + m["clip_seq_high"].get<double>(), m["clip_tok_frac"].get<double>(),
-                m["entropy"].get<double>(), m["grad_norm"].get<double>(), m["lr"].get<double>(), kl.c_str(),
-                m["time_step_s"].get<double>(), m["time_sample_s"].get<double>(), m["time_update_s"].get<double>(),
-                m["sample_tokens_per_s"].get<double>());
+                static_cast<long long>(m.step), static_cast<long long>(max_steps), m.reward.mean(), m.correct.mean(),
+                m.response_len.mean(), m.truncated.mean(), m.seq_ratio.value(), finite(m.seq_ratio_min),
+                finite(m.seq_ratio_max), m.clip_seq_low.value() + m.clip_seq_high.value(), m.clip_tok.value(),
+                m.entropy.value(), m.grad_norm, m.lr, kl.c_str(), m.time_step_s, m.time_sample_s, m.time_update_s,
+                m.sample_tokens_per_s.value());
   std::string line = buf;
-  if (m.contains("comm_frac"))  // several ranks: the share of the step spent in collectives
-    line += " | comm " + std::to_string(static_cast<int>(m["comm_frac"].get<double>() * 100 + 0.5)) + "%";
+  if (m.multi_rank)  // several ranks: the share of the step spent in collectives
+    line += " | comm " + std::to_string(static_cast<int>(m.comm_frac * 100 + 0.5)) + "%";
   return line;
 }
 

@@ -1,251 +1,194 @@
-// One rollout step of the loop: sample B x G responses, score them, compute group advantages, then take one
-// optimizer step per mini-batch (gradients accumulated over micro-batches). With several ranks each samples and
-// scores its B / world_size prompts (whole groups, so advantages stay local); the mini-batch plan is drawn over
-// the global rows, identically on every rank, and each rank trains on its own rows of each mini-batch with loss
-// weights relative to the global mini-batch, so the summed gradient is the one-process gradient.
-#include <chrono>
-#include <cmath>
+// A rollout step up to the update: prompts, sampling, scoring, advantages, filters, the mini-batch plan and the old
+// (and reference) log-probs; then the step's metrics. The update itself is in update.cpp.
+#include "gspo/train/step.h"
 
-#include "gspo/core/error.h"
-#include "gspo/data/example.h"
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "gspo/core/resources.h"
 #include "gspo/dist/comm.h"
-#include "gspo/dist/grad_sync.h"
-#include "gspo/dist/sharded_adamw.h"
+#include "gspo/model/policy.h"
+#include "gspo/reward/verifier.h"
 #include "gspo/rollout/noise.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/logprobs.h"
 #include "gspo/train/minibatch.h"
-#include "gspo/train/schedule.h"
-#include "gspo/train/state.h"
+#include "gspo/train/update_engine.h"
 
 namespace gspo::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+constexpr double kMiB = 1024.0 * 1024.0;
 
-void score_batch(Trainer::State& s, const rollout::RolloutBatch& b, const std::vector<const data::Example*>& exs,
-                 StepRecord& rec) {
-  const int64_t G = b.group_size;
-  std::vector<std::string> texts;
-  std::vector<const data::Example*> per_row;
+// Per-row columns of this rank's rollout rows.
+void record_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv, StepMetrics& m) {
+  auto a = adv.values.to(torch::kDouble).contiguous();
+  m.advantage.rows.assign(a.data_ptr<double>(), a.data_ptr<double>() + a.numel());
   for (int64_t r = 0; r < b.num_rows(); ++r) {
-    auto ids = b.response_ids[r];
-    if (!ids.empty() && ids.back() == s.tok->eos_id()) ids.pop_back();
-    texts.push_back(s.tok->decode(ids));
-    per_row.push_back(exs[r / G]);
+    m.response_len.rows.push_back(static_cast<double>(b.response_lengths[r]));
+    m.truncated.rows.push_back(b.finish[r] == rollout::Finish::kLength ? 1.0 : 0.0);
   }
-  for (const auto& sc : reward::score_all(*s.verifier, texts, per_row, s.cfg.reward.workers)) {
-    rec.rewards.push_back(sc.reward);
-    rec.correct.push_back(sc.correct ? 1.0 : 0.0);
+  m.zero_variance.sum = static_cast<double>(adv.num_zero_variance);
+  m.sample_tokens = b.generated_tokens();
+}
+
+// MoE models: per MoE layer, max expert share / mean share of the last training forward (1 = perfectly balanced).
+void record_expert_load(model::Policy& policy, StepMetrics& m) {
+  for (const auto& load : policy.expert_load()) {
+    if (load.numel() == 0) continue;
+    m.moe_load_imbalance.push_back(load.max().item<double>() * static_cast<double>(load.numel()));
   }
+  if (!m.moe_load_imbalance.empty())
+    m.moe_load_imbalance_max = *std::max_element(m.moe_load_imbalance.begin(), m.moe_load_imbalance.end());
+}
+
+}  // namespace
+
+StepRunner::StepRunner(StepParts parts) : p_(parts) {
+  const auto& a = p_.cfg.algorithm;
+  loss_opts_.kind = a.loss;
+  loss_opts_.clip_low = a.clip_low;
+  loss_opts_.clip_high = a.clip_high;
+  loss_opts_.log_ratio_clamp = a.log_ratio_clamp;
+  loss_opts_.kl_coef = a.kl_coef;
+  loss_opts_.kl_estimator = a.kl_estimator;
+  adv_opts_.kind = a.advantage;
+  adv_opts_.sample_std = a.std_kind == config::StdKind::kSample;
+  adv_opts_.eps = a.adv_eps;
+  temperature_ = rollout::logprob_temperature(p_.cfg.rollout.temperature);
+  total_optimizer_steps_ = p_.cfg.train.max_steps * a.num_minibatches;
 }
 
 // Global indices of the rows (over all ranks) that take part in the update after the optional filters.
-std::vector<int64_t> select_rows(Trainer::State& s, const rollout::RolloutBatch& b, const algo::Advantages& adv) {
+std::vector<int64_t> StepRunner::select_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv) {
+  const auto& a = p_.cfg.algorithm;
   auto keep = torch::zeros({b.num_rows()}, torch::kDouble);
   auto ka = keep.accessor<double, 1>();
   auto zv = adv.zero_variance.accessor<bool, 1>();
   for (int64_t r = 0; r < b.num_rows(); ++r) {
-    if (s.cfg.algorithm.filter_zero_variance && zv[r / b.group_size]) continue;
-    if (s.cfg.algorithm.filter_truncated && b.finish[r] == rollout::Finish::kLength) continue;
+    if (a.filter_zero_variance && zv[r / b.group_size]) continue;
+    if (a.filter_truncated && b.finish[r] == rollout::Finish::kLength) continue;
     ka[r] = 1.0;
   }
-  auto all = s.comm->all_gather(keep);
-  auto a = all.accessor<double, 1>();
+  auto all = p_.comm.all_gather(keep);
+  auto aa = all.accessor<double, 1>();
   std::vector<int64_t> rows;
   for (int64_t r = 0; r < all.size(0); ++r)
-    if (a[r] > 0) rows.push_back(r);
+    if (aa[r] > 0) rows.push_back(r);
   return rows;
 }
 
-struct MiniBatch {
-  std::vector<Micro> micros;  // this rank's rows of the mini-batch
-  int64_t global_rows = 0;    // rows of the mini-batch over all ranks
-};
-
-std::vector<MiniBatch> make_plan(Trainer::State& s, const rollout::RolloutBatch& b, const at::Tensor& adv,
-                                 const std::vector<int64_t>& rows, int64_t first_row) {
-  const auto& a = s.cfg.algorithm;
+// The same plan on every rank (drawn over the global rows); each rank keeps its own rows of each mini-batch.
+std::vector<MiniBatch> StepRunner::make_plan(const rollout::RolloutBatch& b, const at::Tensor& adv,
+                                             const std::vector<int64_t>& rows, int64_t first_row, at::Generator& gen) {
   std::vector<MiniBatch> plan;
-  for (const auto& whole : plan_minibatches(rows, a.num_minibatches, 0, s.train_gen)) {
+  for (const auto& whole : plan_minibatches(rows, p_.cfg.algorithm.num_minibatches, gen)) {
     MiniBatch mb;
+    mb.global_rows = static_cast<int64_t>(whole.size());
     std::vector<int64_t> mine;
-    for (int64_t r : whole.front()) {
-      ++mb.global_rows;
+    for (int64_t r : whole)
       if (r >= first_row && r < first_row + b.num_rows()) mine.push_back(r - first_row);
-    }
-    const size_t ms = a.micro_batch_size > 0 ? static_cast<size_t>(a.micro_batch_size) : std::max<size_t>(1, mine.size());
-    for (size_t i = 0; i < mine.size(); i += ms) {
-      std::vector<int64_t> part(mine.begin() + i, mine.begin() + std::min(mine.size(), i + ms));
+    for (const auto& part : split_micro(mine, p_.cfg.algorithm.micro_batch_size)) {
       mb.micros.push_back(slice_rows(b, part, adv));
-      mb.micros.back().to(s.policy->device());
+      mb.micros.back().to(p_.policy.device());
     }
     plan.push_back(std::move(mb));
   }
   return plan;
 }
 
-void fill_old_logprobs(Trainer::State& s, std::vector<MiniBatch>& plan, int64_t P, double temp) {
+void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P) {
   torch::NoGradGuard g;
-  const bool recompute = s.cfg.algorithm.old_logprobs == "recompute";
+  const bool recompute = p_.cfg.algorithm.old_logprobs == config::OldLogprobs::kRecompute;
+  const int64_t chunk = p_.cfg.train.logprob_chunk_tokens;
   for (auto& mb : plan)
     for (auto& m : mb.micros) {
-      const int64_t chunk = s.cfg.train.logprob_chunk_tokens;
-      m.old_lp = recompute ? response_logprobs(*s.policy, m.ids, m.mask, P, temp, false, chunk).logprobs : m.behaviour_lp;
-      if (s.reference) m.ref_lp = response_logprobs(*s.reference, m.ids, m.mask, P, temp, false, chunk).logprobs;
+      m.old_lp = recompute ? response_logprobs(p_.policy, m.ids, m.mask, P, temperature_, Entropy::kSkip, chunk).logprobs
+                           : m.behaviour_lp;
+      if (p_.reference)
+        m.ref_lp = response_logprobs(*p_.reference, m.ids, m.mask, P, temperature_, Entropy::kSkip, chunk).logprobs;
     }
 }
 
-void set_lr(torch::optim::AdamW& opt, double lr) {
-  for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-}
-
-void zero_grads(Trainer::State& s) {
-  for (auto& p : train_params(s))
-    if (p.grad().defined()) p.mutable_grad().zero_();
-}
-
-[[noreturn]] void nonfinite(const Trainer::State& s, size_t mb, const std::string& what) {
-  throw TrainingError("step " + std::to_string(s.step + 1) + ", mini-batch " + std::to_string(mb + 1) + ": non-finite " +
-                      what + "; stopped before applying it (nothing was saved from this step; the last checkpoint "
-                      "is intact). Lower optimizer.lr, or set train.on_nonfinite: skip to drop such updates");
-}
-
-// Forward/backward over this rank's micro-batches of one mini-batch; returns "" or what was non-finite.
-std::string accumulate(Trainer::State& s, MiniBatch& mb, int64_t P, double temp, UpdateStats& u,
-                       algo::LossStats& mb_stats) {
-  for (auto& m : mb.micros) {
-    auto tl = response_logprobs(*s.policy, m.ids, m.mask, P, temp, true, s.cfg.train.logprob_chunk_tokens);
-    auto res = algo::policy_loss({tl.logprobs, m.old_lp, m.resp_mask, m.advantages, m.ref_lp}, s.loss_opts);
-    const double lv = res.loss.item<double>();
-    if (!std::isfinite(lv)) return "loss (" + std::to_string(lv) + ")";
-    (res.loss * (static_cast<double>(m.rows.size()) / static_cast<double>(mb.global_rows))).backward();
-    if (s.master) s.master->accumulate_grads();  // bf16 gradients summed in float32
-    mb_stats.add(res.stats);
-    u.loss_sum += lv * static_cast<double>(m.rows.size());
-    u.entropy_sum += (tl.entropy * m.resp_mask).sum().item<double>();
-    u.train_tokens += m.real_tokens;
-  }
-  return "";
-}
-
-// Synchronises the gradients and returns the global gradient norm (before clipping).
-double sync_gradients(Trainer::State& s, const std::vector<at::Tensor>& params, double max_norm) {
-  if (s.zero) return s.zero->reduce_gradients();
-  dist::all_reduce_gradients(*s.comm, params, s.cfg.distributed.bucket_mb * 1024 * 1024);
-  return torch::nn::utils::clip_grad_norm_(params, max_norm);
-}
-
-void apply(Trainer::State& s, double lr, double gnorm, double max_norm) {
-  if (s.zero) {
-    const double coef = max_norm / (gnorm + 1e-6);  // torch::nn::utils::clip_grad_norm_'s rule
-    s.zero->step(lr, coef < 1 ? coef : 1.0);
-    return;
-  }
-  set_lr(*s.optimizer, lr);
-  s.optimizer->step();
-}
-
-void apply_and_publish(Trainer::State& s, double lr, double gnorm, double max_norm) {
-  apply(s, lr, gnorm, max_norm);
-  if (s.master) s.master->copy_to_model();
-}
-
-UpdateStats update(Trainer::State& s, std::vector<MiniBatch>& plan, int64_t P, double temp) {
-  UpdateStats u;
-  auto params = train_params(s);
-  const double max_norm = s.cfg.optimizer.grad_clip > 0 ? s.cfg.optimizer.grad_clip : INFINITY;
-  for (size_t k = 0; k < plan.size(); ++k) {
-    zero_grads(s);
-    algo::LossStats mb_stats;
-    std::string bad = accumulate(s, plan[k], P, temp, u, mb_stats);
-    // Every rank learns whether any saw a non-finite loss, so all of them skip (or stop) together.
-    if (s.comm->any(!bad.empty()) && bad.empty()) bad = "loss on another rank";
-    double gnorm = 0;
-    if (bad.empty()) {
-      gnorm = sync_gradients(s, params, max_norm);
-      if (!std::isfinite(gnorm)) bad = "gradient norm (" + std::to_string(gnorm) + ")";
-    }
-    if (!bad.empty()) {
-      if (s.cfg.train.on_nonfinite == "stop") nonfinite(s, k, bad);
-      zero_grads(s);
-      ++u.skipped;
-      continue;
-    }
-    if (k == 0) u.first_mb_ratio_dev = std::max(std::abs(mb_stats.seq_ratio_max - 1), std::abs(1 - mb_stats.seq_ratio_min));
-    u.loss.add(mb_stats);
-    u.lr = learning_rate(s.optimizer_steps, s.total_optimizer_steps, s.cfg.optimizer.lr, s.cfg.optimizer.warmup_steps,
-                         s.cfg.optimizer.schedule, s.cfg.optimizer.min_lr_ratio);
-    apply_and_publish(s, u.lr, gnorm, max_norm);
-    ++s.optimizer_steps;
-    ++u.updates;
-    u.grad_norm_sum += gnorm;
-    u.grad_norm_max = std::max(u.grad_norm_max, gnorm);
-  }
-  return u;
-}
-
-void record_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv, StepRecord& rec) {
-  auto a = adv.values.to(torch::kDouble).contiguous();
-  rec.advantages.assign(a.data_ptr<double>(), a.data_ptr<double>() + a.numel());
-  for (int64_t r = 0; r < b.num_rows(); ++r) {
-    rec.response_lengths.push_back(static_cast<double>(b.response_lengths[r]));
-    rec.truncated.push_back(b.finish[r] == rollout::Finish::kLength ? 1.0 : 0.0);
-  }
-  rec.zero_variance = adv.num_zero_variance;
-  rec.generated_tokens = b.generated_tokens();
-}
-
-}  // namespace
-
-nlohmann::ordered_json run_step(Trainer::State& s) {
+StepMetrics StepRunner::run(Progress& progress) {
   const auto t_step = Clock::now();
-  const auto& c = s.cfg;
-  const double temp = rollout::logprob_temperature(c.rollout.temperature);
-  const int64_t W = s.comm->world_size();
+  const auto& c = p_.cfg;
+  const int64_t W = p_.comm.world_size();
   const int64_t local_prompts = c.rollout.prompts_per_step / W;
-  const int64_t first_row = s.comm->rank() * local_prompts * c.rollout.group_size;
+  const int64_t first_row = p_.comm.rank() * local_prompts * c.rollout.group_size;
 
   // Every rank advances the same cursor over the global batch and takes its contiguous share of the prompts.
   std::vector<const data::Example*> exs;
   std::vector<std::vector<int64_t>> prompts;
-  const auto global = s.cursor->next(c.rollout.prompts_per_step);
+  const auto global = progress.cursor.next(c.rollout.prompts_per_step);
   for (int64_t j = 0; j < local_prompts; ++j) {
-    const int64_t i = global[s.comm->rank() * local_prompts + j];
-    exs.push_back(&s.examples[i]);
-    prompts.push_back(s.tok->encode_prompt(data::format_prompt(c.data, s.examples[i].prompt)));
+    const auto& ex = p_.examples[global[p_.comm.rank() * local_prompts + j]];
+    exs.push_back(&ex);
+    prompts.push_back(p_.tok.encode_prompt(data::format_prompt(c.data, ex.prompt)));
   }
 
-  StepRecord rec;
-  rec.prompts = local_prompts;
+  StepMetrics m;
+  m.zero_variance.count = static_cast<double>(local_prompts);
   auto t = Clock::now();
-  const rollout::NoiseKey noise{rollout::mix_seed(static_cast<uint64_t>(c.rollout.seed), static_cast<uint64_t>(s.step)),
-                                first_row};
-  auto batch = s.sampler->generate(prompts, c.rollout.group_size, noise);
-  rec.t_sample = since(t);
+  const rollout::NoiseKey noise{
+      rollout::mix_seed(static_cast<uint64_t>(c.rollout.seed), static_cast<uint64_t>(progress.step)), first_row};
+  auto batch = p_.sampler.generate(prompts, c.rollout.group_size, noise);
+  m.time_sample_s = since(t);
 
   t = Clock::now();
-  score_batch(s, batch, exs, rec);
-  rec.t_reward = since(t);
+  std::vector<const data::Example*> per_row;
+  for (int64_t r = 0; r < batch.num_rows(); ++r) per_row.push_back(exs[r / batch.group_size]);
+  for (const auto& sc : reward::score_all(p_.verifier, batch.response_text, per_row, c.reward.workers)) {
+    m.reward.rows.push_back(sc.reward);
+    m.correct.rows.push_back(sc.correct ? 1.0 : 0.0);
+  }
+  m.time_reward_s = since(t);
 
-  auto rewards = torch::tensor(rec.rewards, torch::kDouble);
-  auto adv = algo::group_advantages(rewards, c.rollout.group_size, s.adv_opts);
-  record_rows(batch, adv, rec);
-  auto rows = select_rows(s, batch, adv);
-  rec.update_rows = static_cast<int64_t>(rows.size());
+  auto adv = algo::group_advantages(torch::tensor(m.reward.rows, torch::kDouble), c.rollout.group_size, adv_opts_);
+  record_rows(batch, adv, m);
+  const auto rows = select_rows(batch, adv);
+  m.update_sequences = static_cast<int64_t>(rows.size());
 
   if (!rows.empty()) {
-    auto plan = make_plan(s, batch, adv.values, rows, first_row);
+    auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);
     t = Clock::now();
-    fill_old_logprobs(s, plan, batch.prompt_len, temp);
-    rec.t_old = since(t);
+    fill_old_logprobs(plan, batch.prompt_len);
+    m.time_old_logprobs_s = since(t);
     t = Clock::now();
-    rec.update = update(s, plan, batch.prompt_len, temp);
-    rec.t_update = since(t);
+    update(plan, batch.prompt_len, progress, m);
+    m.time_update_s = since(t);
   }
-  s.skipped_updates += rec.update.skipped;
-  ++s.step;
-  return step_metrics(s, rec, t_step);
+  ++progress.step;
+  m.sample_tokens_per_s = {static_cast<double>(m.sample_tokens), m.time_sample_s};
+  m.train_tokens_per_s.seconds = m.time_update_s;
+  finish(m, progress);
+  m.time_step_s = since(t_step);
+  m.comm_frac = m.time_step_s > 0 ? m.time_comm_s / m.time_step_s : 0.0;
+  return m;
+}
+
+// The step's remaining figures, then the reduction over the ranks and what the reduction itself cost.
+void StepRunner::finish(StepMetrics& m, const Progress& progress) {
+  m.step = progress.step;
+  m.epoch = progress.cursor.epoch();
+  m.optimizer_steps = progress.optimizer_steps;
+  m.kl_on = p_.cfg.algorithm.kl_coef > 0;
+  m.on_cuda = p_.policy.device().is_cuda();
+  m.world_size = p_.comm.world_size();
+  m.multi_rank = m.world_size > 1;
+  m.peak_rss_mb = static_cast<double>(core::peak_rss_bytes()) / kMiB;
+  if (m.on_cuda) m.peak_gpu_mb = static_cast<double>(core::peak_device_bytes(p_.policy.device())) / kMiB;
+  m.optimizer_state_mb_per_rank = static_cast<double>(p_.engine.state_bytes()) / kMiB;
+  record_expert_load(p_.policy, m);
+  reduce_across_ranks(m, p_.comm);
+  const auto counters = p_.comm.take_counters();
+  m.time_comm_s = counters.seconds;
+  m.comm_mb = counters.bytes / kMiB;
+  m.comm_calls = counters.calls;
 }
 
 }  // namespace gspo::train

@@ -4,7 +4,12 @@
 #include <memory>
 #include <string>
 
+#include <c10/core/Device.h>
+
 #include "gspo/config/options.h"
+#include "gspo/dist/launch_env.h"
+
+namespace gspo::dist { class Comm; }
 
 namespace gspo::train {
 
@@ -27,20 +32,27 @@ struct TrainSummary {
 // The end-of-run summary a person reads (report.cpp).
 std::string summary_text(const TrainSummary& s);
 
+// Where a training process runs, decided by its caller (cli/train_job.h): the launcher's rank layout, the device of
+// the model, and the process group over the ranks (world size 1: a local group whose collectives are identities).
+struct Placement {
+  dist::LaunchEnv env;
+  c10::Device device = c10::kCPU;
+  dist::Comm* comm = nullptr;  // not owned; outlives the Trainer
+};
+
 class Trainer {
  public:
   // `resume`: "" (fresh run; refuses a run directory that already holds a run), "auto" (newest checkpoint in
   // train.output_dir, or fresh when none) or a checkpoint directory. Loads models and data; throws on bad input.
-  Trainer(const config::Config& cfg, const std::string& resume);
+  Trainer(const config::Config& cfg, const std::string& resume, const Placement& where);
   ~Trainer();
   // Runs to train.max_steps. Polls gspo::interrupt between steps: on a request it checkpoints and returns with
   // interrupted = true. Throws TrainingError on a non-finite loss/gradient when train.on_nonfinite = stop.
   TrainSummary run();
 
-  struct State;
-
  private:
-  std::unique_ptr<State> s_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace gspo::train

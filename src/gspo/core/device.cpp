@@ -1,10 +1,10 @@
-#include "gspo/cli/device.h"
+#include "gspo/core/device.h"
 
 #include <torch/torch.h>
 
 #include "gspo/core/error.h"
 
-namespace gspo::cli {
+namespace gspo::core {
 
 c10::Device resolve_device(const std::string& spec, const std::string& key) {
   if (spec == "auto") return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
@@ -20,4 +20,4 @@ c10::Device resolve_device(const std::string& spec, const std::string& key) {
   throw ConfigError(key + " must be cpu, cuda, cuda:N or auto (got '" + spec + "')");
 }
 
-}  // namespace gspo::cli
+}  // namespace gspo::core

@@ -1,4 +1,4 @@
-#include "gspo/io/fs.h"
+#include "gspo/core/fs.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/parse.h"
 
-namespace gspo::io {
+namespace gspo::core {
 namespace fs = std::filesystem;
 
 void ensure_dir(const std::string& path) {
@@ -100,4 +100,4 @@ void sync_dir(const std::string& path) {
   }
 }
 
-}  // namespace gspo::io
+}  // namespace gspo::core

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace gspo::io {
+namespace gspo::core {
 
 // mkdir -p; throws IoError "cannot create directory 'x': reason" (also when `path` is not writable).
 void ensure_dir(const std::string& path);
@@ -24,4 +24,4 @@ std::vector<std::string> list_dir(const std::string& path);
 // fsync on a directory so a rename inside it is durable.
 void sync_dir(const std::string& path);
 
-}  // namespace gspo::io
+}  // namespace gspo::core

@@ -1,0 +1,32 @@
+// `gspo train` as one object: the launcher's environment read once, the training device resolved from model.device
+// (cuda means cuda:LOCAL_RANK in a multi-process run), the process group opened, and the Trainer built on them.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "gspo/config/options.h"
+#include "gspo/dist/launch_env.h"
+#include "gspo/train/trainer.h"
+
+namespace gspo::dist { class Comm; }
+
+namespace gspo::cli {
+
+class TrainJob {
+ public:
+  // Throws what the Trainer throws (ConfigError, DataError, ...) and DistributedError from the rendezvous.
+  TrainJob(const config::Config& cfg, const std::string& resume, const dist::LaunchEnv& env);
+  TrainJob(const config::Config& cfg, const std::string& resume);  // the process environment's layout
+  ~TrainJob();
+  train::TrainSummary run() { return trainer_->run(); }
+
+ private:
+  std::unique_ptr<dist::Comm> comm_;
+  std::unique_ptr<train::Trainer> trainer_;
+};
+
+// model.device for training: cpu, cuda:N, auto; cuda (or auto on a CUDA machine) means cuda:LOCAL_RANK when
+// several processes run.
+c10::Device train_device(const config::Config& cfg, const dist::LaunchEnv& env);
+
+}  // namespace gspo::cli

@@ -1,0 +1,87 @@
+#include "gspo/config/choices.h"
+
+#include <sstream>
+
+namespace gspo::config {
+
+const std::vector<Choice<Dtype>>& choices(Dtype) {
+  static const std::vector<Choice<Dtype>> c{{"float32", Dtype::kFloat32}, {"bfloat16", Dtype::kBFloat16}};
+  return c;
+}
+const std::vector<Choice<Task>>& choices(Task) {
+  static const std::vector<Choice<Task>> c{{"arithmetic", Task::kArithmetic}, {"jsonl", Task::kJsonl}};
+  return c;
+}
+const std::vector<Choice<ChatTemplate>>& choices(ChatTemplate) {
+  static const std::vector<Choice<ChatTemplate>> c{{"none", ChatTemplate::kNone}, {"chatml", ChatTemplate::kChatml}};
+  return c;
+}
+const std::vector<Choice<Overlong>>& choices(Overlong) {
+  static const std::vector<Choice<Overlong>> c{{"skip", Overlong::kSkip}, {"error", Overlong::kError}};
+  return c;
+}
+const std::vector<Choice<RewardKind>>& choices(RewardKind) {
+  static const std::vector<Choice<RewardKind>> c{
+      {"auto", RewardKind::kAuto},   {"exact", RewardKind::kExact}, {"leading_integer", RewardKind::kLeadingInteger},
+      {"math", RewardKind::kMath},   {"code", RewardKind::kCode},   {"regex", RewardKind::kRegex},
+      {"format", RewardKind::kFormat}, {"external", RewardKind::kExternal}};
+  return c;
+}
+const std::vector<Choice<LossKind>>& choices(LossKind) {
+  static const std::vector<Choice<LossKind>> c{
+      {"gspo", LossKind::kGspo}, {"gspo_token", LossKind::kGspoToken}, {"grpo", LossKind::kGrpo}};
+  return c;
+}
+const std::vector<Choice<AdvantageKind>>& choices(AdvantageKind) {
+  static const std::vector<Choice<AdvantageKind>> c{{"group_norm", AdvantageKind::kGroupNorm},
+                                                    {"no_std", AdvantageKind::kNoStd},
+                                                    {"leave_one_out", AdvantageKind::kLeaveOneOut}};
+  return c;
+}
+const std::vector<Choice<StdKind>>& choices(StdKind) {
+  static const std::vector<Choice<StdKind>> c{{"population", StdKind::kPopulation}, {"sample", StdKind::kSample}};
+  return c;
+}
+const std::vector<Choice<KlEstimator>>& choices(KlEstimator) {
+  static const std::vector<Choice<KlEstimator>> c{{"k1", KlEstimator::kK1}, {"k3", KlEstimator::kK3}};
+  return c;
+}
+const std::vector<Choice<OldLogprobs>>& choices(OldLogprobs) {
+  static const std::vector<Choice<OldLogprobs>> c{{"recompute", OldLogprobs::kRecompute},
+                                                  {"sampler", OldLogprobs::kSampler}};
+  return c;
+}
+const std::vector<Choice<Schedule>>& choices(Schedule) {
+  static const std::vector<Choice<Schedule>> c{{"constant", Schedule::kConstant}, {"cosine", Schedule::kCosine}};
+  return c;
+}
+const std::vector<Choice<OnNonfinite>>& choices(OnNonfinite) {
+  static const std::vector<Choice<OnNonfinite>> c{{"stop", OnNonfinite::kStop}, {"skip", OnNonfinite::kSkip}};
+  return c;
+}
+const std::vector<Choice<Backend>>& choices(Backend) {
+  static const std::vector<Choice<Backend>> c{{"auto", Backend::kAuto}, {"gloo", Backend::kGloo}, {"nccl", Backend::kNccl}};
+  return c;
+}
+const std::vector<Choice<LogLevel>>& choices(LogLevel) {
+  static const std::vector<Choice<LogLevel>> c{{"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug},
+                                               {"info", LogLevel::kInfo},   {"warn", LogLevel::kWarn},
+                                               {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
+  return c;
+}
+
+ClipRange default_clip(LossKind loss) {
+  if (loss == LossKind::kGrpo) return {0.2, 0.28};
+  return {3e-4, 4e-4};
+}
+
+std::string describe_default_clip(bool high) {
+  auto text = [&](LossKind k) {
+    std::ostringstream os;
+    os << (high ? default_clip(k).high : default_clip(k).low);
+    return os.str();
+  };
+  return "gspo " + text(LossKind::kGspo) + ", grpo " + text(LossKind::kGrpo);
+}
+
+}  // namespace gspo::config

@@ -1,0 +1,104 @@
+// The options with a fixed set of values, as enums. Each enum's names (what YAML, --set, `gspo config` and the docs
+// spell) are listed once, in choices(E) below; the loader parses them, so a typo is a config error at load and a
+// compile error in code. Defaults stay in options.h, each written once.
+#pragma once
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gspo/config/rule.h"
+
+namespace gspo::config {
+
+template <class E>
+struct Choice {
+  const char* name;
+  E value;
+};
+
+enum class Dtype { kFloat32, kBFloat16 };
+enum class Task { kArithmetic, kJsonl };
+enum class ChatTemplate { kNone, kChatml };
+enum class Overlong { kSkip, kError };
+enum class RewardKind { kAuto, kExact, kLeadingInteger, kMath, kCode, kRegex, kFormat, kExternal };
+enum class LossKind { kGspo, kGspoToken, kGrpo };
+enum class AdvantageKind {
+  kGroupNorm,    // (r - mean) / (std + eps)
+  kNoStd,        // r - mean                       (Dr. GRPO)
+  kLeaveOneOut,  // r - mean of the other G - 1    (RLOO baseline)
+};
+enum class StdKind { kPopulation, kSample };
+enum class KlEstimator { kK1, kK3 };
+enum class OldLogprobs { kRecompute, kSampler };
+enum class Schedule { kConstant, kCosine };
+enum class OnNonfinite { kStop, kSkip };
+enum class Backend { kAuto, kGloo, kNccl };
+enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kOff };
+
+// The names of each enum's values, in documentation order (found by argument-dependent lookup).
+const std::vector<Choice<Dtype>>& choices(Dtype);
+const std::vector<Choice<Task>>& choices(Task);
+const std::vector<Choice<ChatTemplate>>& choices(ChatTemplate);
+const std::vector<Choice<Overlong>>& choices(Overlong);
+const std::vector<Choice<RewardKind>>& choices(RewardKind);
+const std::vector<Choice<LossKind>>& choices(LossKind);
+const std::vector<Choice<AdvantageKind>>& choices(AdvantageKind);
+const std::vector<Choice<StdKind>>& choices(StdKind);
+const std::vector<Choice<KlEstimator>>& choices(KlEstimator);
+const std::vector<Choice<OldLogprobs>>& choices(OldLogprobs);
+const std::vector<Choice<Schedule>>& choices(Schedule);
+const std::vector<Choice<OnNonfinite>>& choices(OnNonfinite);
+const std::vector<Choice<Backend>>& choices(Backend);
+const std::vector<Choice<LogLevel>>& choices(LogLevel);
+
+template <class E>
+struct IsChoice : std::false_type {};
+#define GSPO_CHOICE(E) template <> struct IsChoice<E> : std::true_type {}
+GSPO_CHOICE(Dtype); GSPO_CHOICE(Task); GSPO_CHOICE(ChatTemplate); GSPO_CHOICE(Overlong); GSPO_CHOICE(RewardKind);
+GSPO_CHOICE(LossKind); GSPO_CHOICE(AdvantageKind); GSPO_CHOICE(StdKind); GSPO_CHOICE(KlEstimator);
+GSPO_CHOICE(OldLogprobs); GSPO_CHOICE(Schedule); GSPO_CHOICE(OnNonfinite); GSPO_CHOICE(Backend); GSPO_CHOICE(LogLevel);
+#undef GSPO_CHOICE
+
+// The name of a value ("bfloat16").
+template <class E>
+const char* name_of(E v) {
+  for (const auto& c : choices(E{}))
+    if (c.value == v) return c.name;
+  return "?";
+}
+
+// The value of a name, if it is one.
+template <class E>
+std::optional<E> parse_choice(const std::string& name) {
+  for (const auto& c : choices(E{}))
+    if (name == c.name) return c.value;
+  return std::nullopt;
+}
+
+// "a, b, c": every name of E.
+template <class E>
+std::string names_of() {
+  std::string s;
+  for (const auto& c : choices(E{})) s += (s.empty() ? "" : ", ") + std::string(c.name);
+  return s;
+}
+
+// The table's rule for an enum field: one of its names.
+template <class E>
+Rule choice_rule(const E&) {
+  std::vector<std::string> names;
+  for (const auto& c : choices(E{})) names.push_back(c.name);
+  return one_of(std::move(names));
+}
+
+// GSPO's clip range (the paper's 3e-4 / 4e-4, also GSPO-token's) and GRPO's (0.2 / 0.28, clip-higher): what
+// algorithm.clip_low / clip_high < 0 resolve to.
+struct ClipRange {
+  double low, high;
+};
+ClipRange default_clip(LossKind loss);
+// "gspo 3e-4, grpo 0.2" (or the high bounds): the defaults as the option docs state them.
+std::string describe_default_clip(bool high);
+
+}  // namespace gspo::config

@@ -1,0 +1,82 @@
+#include "gspo/train/checkpointing.h"
+
+#include <torch/torch.h>
+
+#include "gspo/config/load.h"
+#include "gspo/core/error.h"
+#include "gspo/core/fs.h"
+#include "gspo/core/log.h"
+#include "gspo/dist/comm.h"
+#include "gspo/io/checkpoint.h"
+#include "gspo/io/checkpoint_check.h"
+#include "gspo/model/policy.h"
+#include "gspo/train/step.h"
+#include "gspo/train/update_engine.h"
+
+namespace gspo::train {
+
+std::optional<std::string> find_resume_point(const config::Config& cfg, const std::string& resume) {
+  const std::string& dir = cfg.train.output_dir;
+  if (resume.empty()) {
+    // A run that failed before its first metrics line (an empty metrics.jsonl, no checkpoint) holds nothing to keep.
+    if (io::latest_checkpoint(dir) || core::non_empty_file(dir + "/metrics.jsonl"))
+      throw ConfigError("train.output_dir '" + dir + "' already holds a run (metrics.jsonl or checkpoints); pass "
+                        "--resume auto to continue it, or choose another train.output_dir");
+    return std::nullopt;
+  }
+  if (resume == "auto") {
+    // Every byte of the newest checkpoint is read back first; damaged ones are passed over (and kept) so a torn or
+    // corrupt newest checkpoint costs the steps since the previous one, not the run.
+    auto found = io::latest_intact_checkpoint(dir);
+    for (const auto& [bad, why] : found.damaged)
+      log::warn("--resume auto: checkpoint {} is damaged ({}); it is left in place and an older one is used", bad, why);
+    if (!found.dir && !found.damaged.empty())
+      throw IoError("--resume auto: every checkpoint under '" + dir + "/checkpoints' is damaged; the newest: " +
+                    found.damaged.front().second);
+    if (found.dir && !found.damaged.empty()) log::warn("--resume auto: resuming from {}, the newest intact checkpoint", *found.dir);
+    return found.dir;
+  }
+  if (!core::exists(resume + "/state.json"))
+    throw IoError("--resume '" + resume + "' is not a checkpoint directory (no state.json)");
+  return resume;
+}
+
+void restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress, const std::string& config_yaml) {
+  auto meta = io::read_meta(ckpt);
+  engine.load(ckpt);
+  auto rng = io::load_rng(ckpt);
+  if (rng.empty()) throw IoError("checkpoint '" + ckpt + "' has a damaged rng.pt");
+  progress.shuffle_gen.set_state(rng.back());  // checkpoints before counter-based sampling noise also held a sampler state
+  progress.cursor.restore(meta.data_epoch, meta.data_position);
+  progress.step = meta.step;
+  progress.optimizer_steps = meta.optimizer_steps;
+  const std::string saved = core::read_text(ckpt + "/config.yaml");
+  if (saved != config_yaml) {
+    std::string keys;
+    for (const auto& k : config::differing_keys(saved, config_yaml)) keys += "\n  " + k;
+    log::warn("the config differs from the one checkpoint {} was trained with:{}", ckpt, keys);
+  }
+  log::info("resumed from {} (step {}, optimizer step {})", ckpt, meta.step, meta.optimizer_steps);
+}
+
+std::string save_checkpoint(const config::Config& cfg, const std::string& config_yaml, model::Policy& policy,
+                            UpdateEngine& engine, Progress& progress, dist::Comm& comm) {
+  for (const auto& p : policy.parameters())
+    if (!torch::isfinite(p).all().item<bool>())
+      throw TrainingError("step " + std::to_string(progress.step) + ": the policy has non-finite weights; refusing "
+                          "to write a checkpoint (the previous one is intact)");
+  engine.gather_for_save();
+  std::string dir;
+  if (comm.is_main()) {
+    const io::CheckpointMeta meta{progress.step, progress.optimizer_steps, progress.cursor.epoch(),
+                                  progress.cursor.position()};
+    engine.with_float32_policy([&] {
+      dir = io::save_checkpoint(cfg.train.output_dir, meta, policy, [&](const std::string& d) { engine.save(d); },
+                                {progress.shuffle_gen.get_state()}, config_yaml, cfg.checkpoint.keep_last);
+    });
+  }
+  comm.barrier("checkpoint of step " + std::to_string(progress.step));
+  return dir;
+}
+
+}  // namespace gspo::train

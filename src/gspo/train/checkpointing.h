@@ -1,0 +1,32 @@
+// Where a run starts (fresh, or from which checkpoint) and the checkpoints it writes: the policy (float32 weights
+// even in bf16 training), the update engine's own files, the shuffling generator's state, the progress counters and
+// the resolved config.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "gspo/config/options.h"
+
+namespace gspo::dist { class Comm; }
+namespace gspo::model { class Policy; }
+
+namespace gspo::train {
+
+class UpdateEngine;
+struct Progress;
+
+// `resume`: "" (fresh; refuses a run directory that already holds a run), "auto" (the newest intact checkpoint
+// under train.output_dir, passing over damaged ones with a warning; none: fresh) or a checkpoint directory.
+std::optional<std::string> find_resume_point(const config::Config& cfg, const std::string& resume);
+
+// Restores the engine's state, the progress and the shuffling generator from `ckpt`; warns, naming the keys, when
+// the config differs from the one it was written with.
+void restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress, const std::string& config_yaml);
+
+// Collective: every rank takes part (the weights are checked everywhere, the engine gathers what it saves); rank 0
+// writes, then all wait for it so no rank runs ahead of a checkpoint that may still fail. Returns the checkpoint
+// directory on rank 0 ("" elsewhere). Throws TrainingError, writing nothing, when a weight is not finite.
+std::string save_checkpoint(const config::Config& cfg, const std::string& config_yaml, model::Policy& policy,
+                            UpdateEngine& engine, Progress& progress, dist::Comm& comm);
+
+}  // namespace gspo::train

@@ -1,0 +1,215 @@
+// The metrics of one rollout step (one line of RUN/metrics.jsonl). StepMetrics::visit is the single table of them:
+// each row names a field, how the ranks' values become the job's value, how two runs at different world sizes must
+// agree on it, when it is written, and what it means. That table drives the cross-rank reduction (metrics_reduce.cpp),
+// the JSONL line, `gspo config --metrics` (docs/metrics.md is generated from it) and the exact/close lists of
+// tests/dist/compare_runs.py. The progress line and the end summary read the typed fields; nothing is read back from
+// JSON.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace gspo::dist { class Comm; }
+
+namespace gspo::train {
+
+// How the ranks' values of a metric become the job's value.
+enum class Reduce {
+  kSame,    // equal on every rank already (counters, the LR, the global gradient norm): taken as it is
+  kLocal,   // rank 0's own figure (wall times, communication, its optimizer state): ranks legitimately differ
+  kSum,     // summed over the ranks
+  kMax,     // the largest over the ranks
+  kMin,     // the smallest over the ranks
+  kMean,    // a Mean: numerator and denominator each summed over the ranks, then divided
+  kRate,    // a Rate: amount summed over the ranks, divided by rank 0's seconds
+  kGather,  // a statistic of a per-row Column, gathered over the ranks in global row order
+};
+
+// How two runs of one job at different world sizes must agree on a metric (tests/dist/compare_runs.py).
+enum class Match {
+  kExact,  // bit for bit: counts, and statistics of the sampled tokens and their rewards
+  kClose,  // within a relative tolerance: sums and gradients that differ by summation order
+  kNone,   // not compared: wall times, memory, communication, per-rank figures
+};
+
+// When a metric appears in the line.
+enum class Shown {
+  kAlways,
+  kKl,         // algorithm.kl_coef > 0
+  kCuda,       // the policy is on a CUDA device
+  kMultiRank,  // world size > 1
+  kMoe,        // the policy reports expert loads (MoE)
+};
+
+const char* name_of(Reduce r);
+const char* name_of(Match m);
+const char* name_of(Shown s);
+
+// A mean whose numerator and denominator are each summed over the ranks; 0 when the denominator is 0.
+struct Mean {
+  double sum = 0, count = 0;
+  double value() const { return count > 0 ? sum / count : 0.0; }
+};
+
+// A throughput: `amount` summed over the ranks, over rank 0's `seconds`; 0 when no time was measured.
+struct Rate {
+  double amount = 0, seconds = 0;
+  double value() const { return seconds > 0 ? amount / seconds : 0.0; }
+};
+
+// One value per rollout row: this rank's rows, then every row in global row order once gathered.
+struct Column {
+  std::vector<double> rows;
+  double mean() const;  // 0 when empty
+  double std() const;   // population standard deviation; 0 when empty
+  double min() const;   // 0 when empty
+  double max() const;
+};
+
+enum class Stat { kMean, kStd, kMin, kMax };
+// A statistic of a column: what a kGather row shows.
+struct ColumnStat {
+  const Column* column;
+  Stat stat;
+  double value() const;
+};
+
+constexpr double kNoValue = std::numeric_limits<double>::infinity();  // an extremum over nothing: written as 0
+
+struct StepMetrics {
+  // Which optional rows are written.
+  bool kl_on = false, on_cuda = false, multi_rank = false;
+  bool shown(Shown s) const;
+
+  int64_t step = 0, epoch = 0;
+  Column reward, correct, advantage, response_len, truncated;
+  Mean zero_variance;                     // groups with all-equal rewards, over prompts
+  int64_t update_sequences = 0;
+  Mean seq_ratio;                         // sum of s_i over updated sequences
+  double seq_ratio_min = kNoValue, seq_ratio_max = -kNoValue;
+  double first_minibatch_ratio_dev = 0;
+  Mean clip_seq_low, clip_seq_high, clip_tok_low, clip_tok_high, clip_tok;
+  Mean loss, kl, entropy;
+  double grad_norm = 0, grad_norm_max = 0, lr = 0;
+  int64_t optimizer_steps = 0, skipped_updates = 0;
+  double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
+  int64_t sample_tokens = 0;
+  Rate sample_tokens_per_s, train_tokens_per_s;
+  double peak_rss_mb = 0, peak_gpu_mb = 0;
+  int64_t world_size = 1;
+  double time_comm_s = 0, comm_frac = 0, comm_mb = 0;
+  int64_t comm_calls = 0;
+  double optimizer_state_mb_per_rank = 0;
+  std::vector<double> moe_load_imbalance;  // per MoE layer; empty for dense models
+  double moe_load_imbalance_max = 0;
+
+  // The table. v(name, field, Reduce, Match, Shown, doc) for each metric in line order; `field` is an int64_t&,
+  // double&, Mean&, Rate&, std::vector<double>& or a ColumnStat.
+  template <class V>
+  void visit(V&& v) {
+    const auto A = Shown::kAlways;
+    v("step", step, Reduce::kSame, Match::kExact, A, "rollout steps completed");
+    v("epoch", epoch, Reduce::kSame, Match::kExact, A, "data epoch of the cursor");
+    v("reward_mean", ColumnStat{&reward, Stat::kMean}, Reduce::kGather, Match::kExact, A,
+      "mean reward over the B*G responses");
+    v("reward_std", ColumnStat{&reward, Stat::kStd}, Reduce::kGather, Match::kExact, A,
+      "population standard deviation of the rewards");
+    v("reward_min", ColumnStat{&reward, Stat::kMin}, Reduce::kGather, Match::kExact, A, "smallest reward");
+    v("reward_max", ColumnStat{&reward, Stat::kMax}, Reduce::kGather, Match::kExact, A, "largest reward");
+    v("accuracy", ColumnStat{&correct, Stat::kMean}, Reduce::kGather, Match::kExact, A,
+      "fraction of responses the verifier judged correct");
+    v("advantage_mean", ColumnStat{&advantage, Stat::kMean}, Reduce::kGather, Match::kClose, A,
+      "mean group advantage");
+    v("advantage_std", ColumnStat{&advantage, Stat::kStd}, Reduce::kGather, Match::kClose, A,
+      "population standard deviation of the advantages");
+    v("advantage_min", ColumnStat{&advantage, Stat::kMin}, Reduce::kGather, Match::kClose, A, "smallest advantage");
+    v("advantage_max", ColumnStat{&advantage, Stat::kMax}, Reduce::kGather, Match::kClose, A, "largest advantage");
+    v("zero_variance_frac", zero_variance, Reduce::kMean, Match::kExact, A,
+      "fraction of groups whose rewards are all equal (advantages all 0)");
+    v("update_sequences", update_sequences, Reduce::kSame, Match::kExact, A,
+      "responses left for the update after the filters");
+    v("response_len_mean", ColumnStat{&response_len, Stat::kMean}, Reduce::kGather, Match::kExact, A,
+      "mean response length in tokens");
+    v("response_len_min", ColumnStat{&response_len, Stat::kMin}, Reduce::kGather, Match::kExact, A,
+      "shortest response");
+    v("response_len_max", ColumnStat{&response_len, Stat::kMax}, Reduce::kGather, Match::kExact, A,
+      "longest response");
+    v("truncated_frac", ColumnStat{&truncated, Stat::kMean}, Reduce::kGather, Match::kExact, A,
+      "fraction of responses that hit rollout.max_new_tokens");
+    v("seq_ratio_mean", seq_ratio, Reduce::kMean, Match::kClose, A,
+      "mean of s_i = exp(mean_t log ratio) when each response's mini-batch was updated (every loss reports it)");
+    v("seq_ratio_min", seq_ratio_min, Reduce::kMin, Match::kClose, A, "smallest s_i (0 when nothing was updated)");
+    v("seq_ratio_max", seq_ratio_max, Reduce::kMax, Match::kClose, A, "largest s_i (0 when nothing was updated)");
+    v("first_minibatch_ratio_dev", first_minibatch_ratio_dev, Reduce::kMax, Match::kClose, A,
+      "max |s_i - 1| over the first mini-batch: 0 with old_logprobs recompute");
+    v("clip_seq_low", clip_seq_low, Reduce::kMean, Match::kClose, A,
+      "fraction of updated responses clipped on the low side (ratio < 1 - eps_low with A < 0); for token-level "
+      "losses a response counts if any of its tokens was clipped");
+    v("clip_seq_high", clip_seq_high, Reduce::kMean, Match::kClose, A,
+      "fraction clipped on the high side (ratio > 1 + eps_high with A > 0)");
+    v("clip_tok_low", clip_tok_low, Reduce::kMean, Match::kClose, A,
+      "fraction of response tokens whose gradient was clipped away on the low side (GSPO: every token of a "
+      "clipped response)");
+    v("clip_tok_high", clip_tok_high, Reduce::kMean, Match::kClose, A, "the same on the high side");
+    v("clip_tok_frac", clip_tok, Reduce::kMean, Match::kClose, A, "clip_tok_low + clip_tok_high");
+    v("loss", loss, Reduce::kMean, Match::kClose, A, "mean per-sequence loss (policy term + KL term)");
+    v("kl", kl, Reduce::kMean, Match::kClose, Shown::kKl, "mean per-sequence KL to the reference model");
+    v("entropy", entropy, Reduce::kMean, Match::kClose, A,
+      "mean token entropy of pi_theta at the log-prob temperature during the update");
+    v("grad_norm", grad_norm, Reduce::kSame, Match::kClose, A,
+      "global gradient L2 norm before clipping, mean over the step's applied updates");
+    v("grad_norm_max", grad_norm_max, Reduce::kSame, Match::kClose, A, "its largest value");
+    v("lr", lr, Reduce::kSame, Match::kClose, A, "learning rate of the last update");
+    v("optimizer_steps", optimizer_steps, Reduce::kSame, Match::kExact, A, "optimizer steps taken so far");
+    v("skipped_updates", skipped_updates, Reduce::kSame, Match::kExact, A,
+      "this step's updates dropped as non-finite (train.on_nonfinite skip)");
+    v("time_sample_s", time_sample_s, Reduce::kLocal, Match::kNone, A, "wall seconds sampling");
+    v("time_reward_s", time_reward_s, Reduce::kLocal, Match::kNone, A, "wall seconds scoring");
+    v("time_old_logprobs_s", time_old_logprobs_s, Reduce::kLocal, Match::kNone, A,
+      "wall seconds recomputing old (and reference) log-probs");
+    v("time_update_s", time_update_s, Reduce::kLocal, Match::kNone, A, "wall seconds of the mini-batch updates");
+    v("time_step_s", time_step_s, Reduce::kLocal, Match::kNone, A, "wall seconds of the whole step");
+    v("sample_tokens", sample_tokens, Reduce::kSum, Match::kExact, A, "tokens generated by every rank");
+    v("sample_tokens_per_s", sample_tokens_per_s, Reduce::kRate, Match::kNone, A,
+      "generated tokens of every rank over rank 0's sampling time");
+    v("train_tokens_per_s", train_tokens_per_s, Reduce::kRate, Match::kNone, A,
+      "prompt + response tokens through forward and backward, every rank, over rank 0's update time");
+    v("peak_rss_mb", peak_rss_mb, Reduce::kMax, Match::kNone, A, "peak resident memory (largest rank)");
+    v("peak_gpu_mb", peak_gpu_mb, Reduce::kMax, Match::kNone, Shown::kCuda,
+      "peak bytes allocated by LibTorch's caching allocator on the model's GPU (largest rank)");
+    v("world_size", world_size, Reduce::kSame, Match::kNone, A, "ranks");
+    v("time_comm_s", time_comm_s, Reduce::kLocal, Match::kNone, Shown::kMultiRank,
+      "seconds in collectives this step (waits for slower ranks included)");
+    v("comm_frac", comm_frac, Reduce::kLocal, Match::kNone, Shown::kMultiRank, "time_comm_s / time_step_s");
+    v("comm_mb", comm_mb, Reduce::kLocal, Match::kNone, Shown::kMultiRank, "payload of the collectives in MB");
+    v("comm_calls", comm_calls, Reduce::kLocal, Match::kNone, Shown::kMultiRank, "number of collectives");
+    v("optimizer_state_mb_per_rank", optimizer_state_mb_per_rank, Reduce::kLocal, Match::kNone, A,
+      "MB of AdamW moments this rank holds, read off the optimizer's tensors (1/world size of them with ZeRO-1)");
+    v("moe_load_imbalance", moe_load_imbalance, Reduce::kLocal, Match::kNone, Shown::kMoe,
+      "per MoE layer: the largest expert's share of routing slots times the number of experts in the last "
+      "training forward (1 = balanced; padding tokens included)");
+    v("moe_load_imbalance_max", moe_load_imbalance_max, Reduce::kLocal, Match::kNone, Shown::kMoe,
+      "the largest of them");
+  }
+};
+
+// Collective (every rank calls it): combines the ranks' metrics as each row's Reduce says. Afterwards every rank
+// holds the job's values; kLocal rows and a Rate's seconds stay each rank's own. Nothing to do on one rank.
+void reduce_across_ranks(StepMetrics& m, dist::Comm& comm);
+
+// The metrics.jsonl line (one JSON object, the table's order, optional rows only when shown).
+std::string json_line(StepMetrics& m);
+
+// The console line of a step (train/report.cpp).
+std::string progress_line(const StepMetrics& m, int64_t max_steps);
+
+// `gspo config --metrics`: the table as Markdown (docs/metrics.md) or as a JSON list of {name, reduce, match,
+// shown, doc} (read by tests/dist/compare_runs.py).
+std::string metrics_reference_markdown();
+std::string metrics_schema_json();
+
+// Throws std::logic_error when a row's field type cannot take its reduction (e.g. a Column statistic marked kSum).
+void check_metrics_table();
+
+}  // namespace gspo::train

@@ -1,0 +1,77 @@
+// One rollout step (gspo-algorithm.md section 5): sample B x G responses, score them, compute group advantages, then
+// take one optimizer step per mini-batch. With several ranks each samples and scores its B / world_size prompts
+// (whole groups, so advantages stay local); the mini-batch plan is drawn over the global rows, identically on every
+// rank, and each rank trains on its own rows of each mini-batch with loss weights relative to the global mini-batch,
+// so the summed gradient is the one-process gradient.
+//
+//   cursor -> prompts -> Sampler -> RolloutBatch -> verifier -> rewards -> group advantages -> filters -> rows
+//   rows -> mini-batch plan -> old/ref log-probs -> per mini-batch: micro-batches fwd/bwd -> UpdateEngine
+//   everything measured -> StepMetrics -> reduce_across_ranks
+#pragma once
+#include <ATen/core/Generator.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "gspo/algo/advantage.h"
+#include "gspo/algo/loss.h"
+#include "gspo/config/options.h"
+#include "gspo/data/cursor.h"
+#include "gspo/data/example.h"
+#include "gspo/train/metrics.h"
+
+namespace gspo::dist { class Comm; }
+namespace gspo::model { class Policy; }
+namespace gspo::reward { class Verifier; }
+namespace gspo::rollout { class Sampler; struct RolloutBatch; }
+namespace gspo::tokenizer { class Tokenizer; }
+
+namespace gspo::train {
+
+class UpdateEngine;
+struct MiniBatch;
+
+// What a checkpoint restores besides the weights and the optimizer state.
+struct Progress {
+  int64_t step = 0;             // rollout steps completed
+  int64_t optimizer_steps = 0;  // optimizer steps taken (drives the LR schedule)
+  data::Cursor cursor;          // position in the prompts
+  at::Generator shuffle_gen;    // mini-batch shuffling (sampling noise is keyed by step, rollout/noise.h)
+};
+
+// The parts a step works with, owned by the Trainer.
+struct StepParts {
+  const config::Config& cfg;
+  model::Policy& policy;
+  model::Policy* reference;  // only when algorithm.kl_coef > 0
+  const tokenizer::Tokenizer& tok;
+  const std::vector<data::Example>& examples;
+  const reward::Verifier& verifier;
+  rollout::Sampler& sampler;
+  dist::Comm& comm;
+  UpdateEngine& engine;
+};
+
+class StepRunner {
+ public:
+  explicit StepRunner(StepParts parts);
+  // Collective. Runs one rollout step, advancing `progress`; returns the step's metrics, reduced over the ranks.
+  // Throws TrainingError on a non-finite loss or gradient when train.on_nonfinite is stop.
+  StepMetrics run(Progress& progress);
+
+ private:
+  std::vector<int64_t> select_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv);
+  std::vector<MiniBatch> make_plan(const rollout::RolloutBatch& b, const at::Tensor& adv,
+                                   const std::vector<int64_t>& rows, int64_t first_row, at::Generator& gen);
+  void fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t prompt_len);
+  void update(std::vector<MiniBatch>& plan, int64_t prompt_len, Progress& progress, StepMetrics& m);
+  void finish(StepMetrics& m, const Progress& progress);
+
+  StepParts p_;
+  algo::LossOptions loss_opts_;
+  algo::AdvantageOptions adv_opts_;
+  double temperature_;  // log-probs are taken at the sampling temperature (1 when greedy)
+  int64_t total_optimizer_steps_;
+};
+
+}  // namespace gspo::train

@@ -1,0 +1,111 @@
+// The mini-batch updates of a rollout step: per mini-batch, forward/backward over this rank's micro-batches with loss
+// weights relative to the global mini-batch, then one UpdateEngine step. Non-finite losses or gradients are agreed
+// on by every rank, so all of them skip (or stop) together.
+#include <torch/torch.h>
+
+#include <cmath>
+#include <optional>
+
+#include "gspo/core/error.h"
+#include "gspo/dist/comm.h"
+#include "gspo/model/policy.h"
+#include "gspo/train/logprobs.h"
+#include "gspo/train/minibatch.h"
+#include "gspo/train/schedule.h"
+#include "gspo/train/step.h"
+#include "gspo/train/update_engine.h"
+
+namespace gspo::train {
+namespace {
+
+// What the step's updates add up to; a skipped mini-batch's share is taken back out (see Totals::checkpoint).
+struct Totals {
+  algo::LossStats loss;     // of the applied mini-batches
+  double loss_sum = 0;      // sum over sequences of the per-sequence loss
+  double entropy_sum = 0;   // over response tokens
+  double train_tokens = 0;  // prompt + response tokens through forward and backward (skipped ones too: work done)
+  double grad_norm_sum = 0, grad_norm_max = 0, lr = 0, first_mb_ratio_dev = 0;
+  int64_t updates = 0, skipped = 0;
+};
+
+[[noreturn]] void nonfinite(int64_t step, size_t mb, const std::string& what) {
+  throw TrainingError("step " + std::to_string(step + 1) + ", mini-batch " + std::to_string(mb + 1) + ": non-finite " +
+                      what + "; stopped before applying it (nothing was saved from this step; the last checkpoint "
+                      "is intact). Lower optimizer.lr, or set train.on_nonfinite: skip to drop such updates");
+}
+
+}  // namespace
+
+void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progress, StepMetrics& m) {
+  const auto& c = p_.cfg;
+  Totals t;
+  for (size_t k = 0; k < plan.size(); ++k) {
+    p_.engine.zero_grad();
+    const double loss_before = t.loss_sum, entropy_before = t.entropy_sum;
+    algo::LossStats mb_stats;
+    std::optional<std::string> bad;
+    for (auto& mi : plan[k].micros) {
+      auto tl = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kCompute,
+                                  c.train.logprob_chunk_tokens);
+      auto res = algo::policy_loss({tl.logprobs, mi.old_lp, mi.resp_mask, mi.advantages, mi.ref_lp}, loss_opts_);
+      const double lv = res.loss.item<double>();
+      if (!std::isfinite(lv)) {
+        bad = "loss (" + std::to_string(lv) + ")";
+        break;
+      }
+      const double rows = static_cast<double>(mi.rows.size());
+      (res.loss * (rows / static_cast<double>(plan[k].global_rows))).backward();
+      p_.engine.after_backward();
+      mb_stats.add(res.stats);
+      t.loss_sum += lv * rows;
+      t.entropy_sum += (tl.entropy * mi.resp_mask).sum().item<double>();
+      t.train_tokens += static_cast<double>(mi.real_tokens);
+    }
+    if (p_.comm.any(bad.has_value()) && !bad) bad = "loss on another rank";
+    double gnorm = 0;
+    if (!bad) {
+      gnorm = p_.engine.reduce();
+      if (!std::isfinite(gnorm)) bad = "gradient norm (" + std::to_string(gnorm) + ")";
+    }
+    if (bad) {
+      if (c.train.on_nonfinite == config::OnNonfinite::kStop) nonfinite(progress.step, k, *bad);
+      p_.engine.zero_grad();
+      t.loss_sum = loss_before;  // the loss and entropy figures describe the applied updates only
+      t.entropy_sum = entropy_before;
+      ++t.skipped;
+      continue;
+    }
+    if (k == 0 && mb_stats.sequences > 0)
+      t.first_mb_ratio_dev = std::max(std::abs(mb_stats.seq_ratio_max - 1), std::abs(1 - mb_stats.seq_ratio_min));
+    t.loss.add(mb_stats);
+    const auto& o = c.optimizer;
+    t.lr = learning_rate(progress.optimizer_steps, total_optimizer_steps_, o.lr, o.warmup_steps, o.schedule,
+                         o.min_lr_ratio);
+    p_.engine.step(t.lr);
+    ++progress.optimizer_steps;
+    ++t.updates;
+    t.grad_norm_sum += gnorm;
+    t.grad_norm_max = std::max(t.grad_norm_max, gnorm);
+  }
+
+  const auto& L = t.loss;
+  m.seq_ratio = {L.seq_ratio_sum, L.sequences};
+  m.seq_ratio_min = L.sequences > 0 ? L.seq_ratio_min : kNoValue;
+  m.seq_ratio_max = L.sequences > 0 ? L.seq_ratio_max : -kNoValue;
+  m.first_minibatch_ratio_dev = t.first_mb_ratio_dev;
+  m.clip_seq_low = {L.seq_clipped_low, L.sequences};
+  m.clip_seq_high = {L.seq_clipped_high, L.sequences};
+  m.clip_tok_low = {L.tok_clipped_low, L.tokens};
+  m.clip_tok_high = {L.tok_clipped_high, L.tokens};
+  m.clip_tok = {L.tok_clipped_low + L.tok_clipped_high, L.tokens};
+  m.loss = {t.loss_sum, L.sequences};
+  m.kl = {L.kl_sum, L.sequences};
+  m.entropy = {t.entropy_sum, L.tokens};
+  m.grad_norm = t.updates > 0 ? t.grad_norm_sum / static_cast<double>(t.updates) : 0.0;
+  m.grad_norm_max = t.grad_norm_max;
+  m.lr = t.lr;
+  m.skipped_updates = t.skipped;
+  m.train_tokens_per_s.amount = t.train_tokens;
+}
+
+}  // namespace gspo::train

@@ -1,0 +1,150 @@
+// The two update engines: torch's AdamW over replicated state, and ZeRO-1's sharded AdamW. Both share the precision
+// handling (Weights: the policy's own float32 parameters, or float32 masters of a bf16 policy).
+#include "gspo/train/update_engine.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "gspo/core/error.h"
+#include "gspo/core/fs.h"
+#include "gspo/dist/comm.h"
+#include "gspo/dist/grad_sync.h"
+#include "gspo/dist/sharded_adamw.h"
+#include "gspo/io/checkpoint.h"
+#include "gspo/model/policy.h"
+#include "gspo/train/master_weights.h"
+
+namespace gspo::train {
+namespace {
+
+constexpr const char* kAdamWFile = "optimizer.pt";       // written by io::save_optimizer
+constexpr const char* kZeroFile = "optimizer_zero1.pt";
+
+// What the optimizer updates: the policy's parameters (float32), or float32 masters of its bf16 parameters.
+class Weights {
+ public:
+  Weights(model::Policy& policy, config::Dtype dtype) : policy_(policy) {
+    for (auto& p : policy.parameters()) p.set_requires_grad(true);
+    if (dtype == config::Dtype::kBFloat16) master_ = std::make_unique<MasterWeights>(policy, torch::kBFloat16);
+  }
+  std::vector<at::Tensor> params() const { return master_ ? master_->params() : policy_.parameters(); }
+  void zero_grad() {
+    for (auto& p : params())
+      if (p.grad().defined()) p.mutable_grad().zero_();
+  }
+  void after_backward() {
+    if (master_) master_->accumulate_grads();  // bf16 gradients summed in float32
+  }
+  void publish() {
+    if (master_) master_->copy_to_model();
+  }
+  void with_float32_policy(const std::function<void()>& f) {
+    if (master_) master_->with_float32_policy(f);
+    else f();
+  }
+
+ private:
+  model::Policy& policy_;
+  std::unique_ptr<MasterWeights> master_;
+};
+
+double max_norm_of(const config::OptimizerOptions& o) { return o.grad_clip > 0 ? o.grad_clip : INFINITY; }
+
+// A checkpoint whose optimizer files are the other engine's.
+[[noreturn]] void wrong_engine(const std::string& dir, int64_t written) {
+  throw ConfigError("checkpoint '" + dir + "' was written with distributed.zero_stage " + std::to_string(written) +
+                    "; resume it with zero_stage " + std::to_string(written) +
+                    (written == 1 ? " (any world size)" : " (the sharded optimizer cannot take torch AdamW state)"));
+}
+
+// Replicated AdamW: gradients all-reduced bucket by bucket, torch::nn::utils::clip_grad_norm_, torch::optim::AdamW.
+class AdamWEngine : public UpdateEngine {
+ public:
+  AdamWEngine(model::Policy& policy, const EngineOptions& o, dist::Comm& comm)
+      : w_(policy, o.dtype), comm_(comm), max_norm_(max_norm_of(o.optimizer)), bucket_bytes_(o.bucket_bytes) {
+    const auto& h = o.optimizer;
+    torch::optim::AdamWOptions ao(h.lr);
+    ao.betas({h.beta1, h.beta2}).eps(h.eps).weight_decay(h.weight_decay);
+    opt_ = std::make_unique<torch::optim::AdamW>(w_.params(), ao);
+  }
+  void zero_grad() override { w_.zero_grad(); }
+  void after_backward() override { w_.after_backward(); }
+  double reduce() override {
+    auto params = w_.params();
+    dist::all_reduce_gradients(comm_, params, bucket_bytes_);
+    return torch::nn::utils::clip_grad_norm_(params, max_norm_);
+  }
+  void step(double lr) override {
+    for (auto& group : opt_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    opt_->step();
+    w_.publish();
+  }
+  int64_t state_bytes() const override {
+    int64_t bytes = 0;
+    for (const auto& kv : opt_->state()) {
+      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*kv.second);
+      for (const auto& t : {st.exp_avg(), st.exp_avg_sq(), st.max_exp_avg_sq()})
+        if (t.defined()) bytes += static_cast<int64_t>(t.nbytes());
+    }
+    return bytes;
+  }
+  void save(const std::string& dir) const override { io::save_optimizer(dir, *opt_); }
+  void load(const std::string& dir) override {
+    if (core::exists(dir + "/" + kZeroFile)) wrong_engine(dir, 1);
+    io::load_optimizer(dir, *opt_);
+  }
+  void with_float32_policy(const std::function<void()>& f) override { w_.with_float32_policy(f); }
+
+ private:
+  Weights w_;
+  dist::Comm& comm_;
+  double max_norm_, bucket_bytes_;
+  std::unique_ptr<torch::optim::AdamW> opt_;
+};
+
+// ZeRO-1: gradients reduce-scattered, each rank steps its shard of the moments, weights all-gathered.
+class Zero1Engine : public UpdateEngine {
+ public:
+  Zero1Engine(model::Policy& policy, const EngineOptions& o, dist::Comm& comm)
+      : w_(policy, o.dtype), max_norm_(max_norm_of(o.optimizer)) {
+    const auto& h = o.optimizer;
+    zero_ = std::make_unique<dist::ShardedAdamW>(w_.params(), dist::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
+                                                 comm);
+  }
+  void zero_grad() override { w_.zero_grad(); }
+  void after_backward() override { w_.after_backward(); }
+  double reduce() override { return norm_ = zero_->reduce_gradients(); }
+  void step(double lr) override {
+    const double coef = max_norm_ / (norm_ + 1e-6);  // torch::nn::utils::clip_grad_norm_'s rule
+    zero_->step(lr, coef < 1 ? coef : 1.0);
+    w_.publish();
+  }
+  int64_t state_bytes() const override { return zero_->state_bytes(); }
+  void gather_for_save() override { gathered_ = zero_->gather_state(); }
+  void save(const std::string& dir) const override {
+    io::save_tensors(dir + "/" + kZeroFile, gathered_, "ZeRO-1 optimizer state");
+  }
+  void load(const std::string& dir) override {
+    const std::string file = dir + "/" + kZeroFile;
+    if (!core::exists(file)) wrong_engine(dir, 0);
+    zero_->load_state(io::load_tensors(file, "ZeRO-1 optimizer state"), file);
+  }
+  void with_float32_policy(const std::function<void()>& f) override { w_.with_float32_policy(f); }
+
+ private:
+  Weights w_;
+  double max_norm_;
+  double norm_ = 0;
+  std::unique_ptr<dist::ShardedAdamW> zero_;
+  std::vector<at::Tensor> gathered_;
+};
+
+}  // namespace
+
+std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, dist::Comm& comm) {
+  if (opts.zero_stage == 1) return std::make_unique<Zero1Engine>(policy, opts, comm);
+  return std::make_unique<AdamWEngine>(policy, opts, comm);
+}
+
+}  // namespace gspo::train

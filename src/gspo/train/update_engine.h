@@ -1,0 +1,62 @@
+// The optimizer side of training behind one interface: plain AdamW (every rank keeps the whole state, gradients
+// all-reduced in buckets) or ZeRO-1 (AdamW moments sharded over the ranks, dist/sharded_adamw.h), each with float32
+// weights or bf16 weights carrying forward/backward and float32 master weights that the optimizer updates
+// (model.dtype, master_weights.h). Every branch on the optimizer or the precision lives behind this interface, and so
+// do the engine's checkpoint files.
+//
+// One optimizer step per mini-batch:  zero_grad, (forward, backward, after_backward) per micro-batch, reduce, step.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "gspo/config/options.h"
+
+namespace gspo::dist { class Comm; }
+namespace gspo::model { class Policy; }
+
+namespace gspo::train {
+
+class UpdateEngine {
+ public:
+  virtual ~UpdateEngine() = default;
+
+  // Clears the gradients the optimizer reads (float32 masters or the policy's parameters).
+  virtual void zero_grad() = 0;
+  // After each micro-batch's backward: bf16 gradients are added into the masters' float32 gradients; float32: nothing.
+  virtual void after_backward() = 0;
+  // Collective. Sums the gradients over the ranks and clips them to optimizer.grad_clip; returns the global L2 norm
+  // before clipping (possibly non-finite: the caller then skips step()).
+  virtual double reduce() = 0;
+  // Collective. One AdamW step at `lr` with the gradients reduce() left, then the new weights into the policy.
+  virtual void step(double lr) = 0;
+  // Bytes of AdamW moments this rank holds, read off the optimizer's own tensors.
+  virtual int64_t state_bytes() const = 0;
+
+  // Collective: what save() writes is gathered on every rank (ZeRO-1's shards); call before save().
+  virtual void gather_for_save() {}
+  // Writes the optimizer's files into a (temporary) checkpoint directory. Rank 0 only, after gather_for_save().
+  virtual void save(const std::string& dir) const = 0;
+  // Restores this rank's state from a checkpoint directory; ConfigError when it was written by the other engine.
+  virtual void load(const std::string& dir) = 0;
+
+  // Runs `f` while the policy holds the float32 weights the optimizer updates (bf16 training: the masters, so a
+  // checkpoint resumes exactly; float32: the policy as it is).
+  virtual void with_float32_policy(const std::function<void()>& f) = 0;
+};
+
+struct EngineOptions {
+  config::OptimizerOptions optimizer;
+  config::Dtype dtype = config::Dtype::kFloat32;  // model.dtype
+  int64_t zero_stage = 0;                          // distributed.zero_stage
+  double bucket_bytes = 25.0 * 1024 * 1024;        // gradient all-reduce buckets (plain AdamW)
+};
+
+// Sets requires_grad on the policy's parameters and, for bfloat16, takes float32 masters from its (float32) weights
+// and casts the policy to bf16. The policy and `comm` must outlive the engine.
+std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, dist::Comm& comm);
+
+}  // namespace gspo::train

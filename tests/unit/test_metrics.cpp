@@ -1,0 +1,152 @@
+// The step metrics table (train/metrics.h): its rows fit their reductions, the JSONL line follows it, and the
+// reduction over two ranks (two threads, Gloo on loopback) gives what one process computes on all the rows.
+#include <arpa/inet.h>
+#include <catch2/catch.hpp>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <thread>
+
+#include "gspo/dist/comm.h"
+#include "gspo/train/metrics.h"
+
+using namespace gspo;
+using train::StepMetrics;
+
+namespace {
+
+std::vector<std::string> table_names() {
+  std::vector<std::string> names;
+  for (const auto& row : nlohmann::json::parse(train::metrics_schema_json())) names.push_back(row["name"]);
+  return names;
+}
+
+// A TCP port nobody listens on now: bound to port 0, read back, released.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::runtime_error("no free TCP port on loopback");
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("metrics table: every row's field can take its reduction", "[metrics]") {
+  CHECK_NOTHROW(train::check_metrics_table());
+  const auto names = table_names();
+  for (const char* known : {"step", "reward_mean", "accuracy", "loss", "kl", "clip_tok_frac", "grad_norm", "lr",
+                            "time_step_s", "world_size", "optimizer_state_mb_per_rank"})
+    CHECK(std::find(names.begin(), names.end(), known) != names.end());
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());  // no name twice
+}
+
+TEST_CASE("column statistics: mean, population std, min, max; 0 for no rows", "[metrics]") {
+  train::Column c;
+  CHECK(c.mean() == 0);
+  CHECK(c.std() == 0);
+  CHECK(c.min() == 0);
+  CHECK(c.max() == 0);
+  c.rows = {1, 2, 3, 6};
+  CHECK(c.mean() == Approx(3.0));
+  CHECK(c.std() == Approx(std::sqrt((4.0 + 1.0 + 0.0 + 9.0) / 4.0)));
+  CHECK(c.min() == 1);
+  CHECK(c.max() == 6);
+}
+
+TEST_CASE("the JSONL line follows the table: its order, optional rows only when shown", "[metrics]") {
+  StepMetrics m;
+  m.step = 3;
+  m.reward.rows = {0, 1, 1, 1};
+  m.correct.rows = {0, 1, 0, 1};
+  m.loss = {6.0, 4.0};
+  m.seq_ratio_min = train::kNoValue;  // nothing updated: written as 0
+  auto j = nlohmann::ordered_json::parse(train::json_line(m));
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  std::vector<std::string> expected;
+  for (const auto& n : table_names())
+    if (n != "kl" && n != "peak_gpu_mb" && n.rfind("comm", 0) != 0 && n != "time_comm_s" && n.rfind("moe", 0) != 0)
+      expected.push_back(n);
+  CHECK(keys == expected);
+  CHECK(j["step"].is_number_integer());
+  CHECK(j["reward_mean"].get<double>() == Approx(0.75));
+  CHECK(j["accuracy"].get<double>() == Approx(0.5));
+  CHECK(j["loss"].get<double>() == Approx(1.5));
+  CHECK(j["seq_ratio_min"].get<double>() == 0.0);
+
+  m.kl_on = true;
+  m.multi_rank = true;
+  m.moe_load_imbalance = {1.5, 2.0};
+  auto k = nlohmann::json::parse(train::json_line(m));
+  CHECK(k.contains("kl"));
+  CHECK(k.contains("comm_frac"));
+  CHECK(k["moe_load_imbalance"].size() == 2);
+  CHECK_FALSE(k.contains("peak_gpu_mb"));
+}
+
+TEST_CASE("reduction over two ranks equals one process's figures on all the rows", "[metrics][dist]") {
+  // One process's view: 4 rows, sums and extrema of both ranks' parts.
+  auto part = [](int rank) {
+    StepMetrics m;
+    m.reward.rows = rank == 0 ? std::vector<double>{0.0, 1.0} : std::vector<double>{0.5, 0.25};
+    m.correct.rows = rank == 0 ? std::vector<double>{0.0, 1.0} : std::vector<double>{1.0, 0.0};
+    m.loss = {rank == 0 ? 3.0 : 5.0, 2.0};
+    m.sample_tokens = rank == 0 ? 7 : 9;
+    m.sample_tokens_per_s = {rank == 0 ? 7.0 : 9.0, rank == 0 ? 2.0 : 4.0};
+    m.seq_ratio_min = rank == 0 ? 0.9 : train::kNoValue;  // rank 1 updated nothing
+    m.seq_ratio_max = rank == 0 ? 1.1 : -train::kNoValue;
+    m.peak_rss_mb = rank == 0 ? 100 : 300;
+    m.time_step_s = rank == 0 ? 1.0 : 2.0;  // rank 0's own
+    return m;
+  };
+  const int port = free_port();
+  StepMetrics out[2];
+  std::string errors[2];
+  auto work = [&](int rank) {
+    try {
+      dist::LaunchEnv env;
+      env.rank = rank;
+      env.world_size = 2;
+      env.master_port = port;
+      env.source = "test";
+      config::DistributedOptions o;
+      o.init_timeout_s = 30;
+      o.timeout_s = 30;
+      dist::Comm comm(env, o, c10::kCPU);
+      out[rank] = part(rank);
+      train::reduce_across_ranks(out[rank], comm);
+    } catch (const std::exception& e) {
+      errors[rank] = e.what();
+    }
+  };
+  std::thread t0(work, 0), t1(work, 1);
+  t0.join();
+  t1.join();
+  REQUIRE(errors[0].empty());
+  REQUIRE(errors[1].empty());
+  for (const auto& m : out) {
+    CHECK(m.reward.rows == std::vector<double>{0.0, 1.0, 0.5, 0.25});  // global row order: rank 0's rows first
+    CHECK(m.correct.mean() == Approx(0.5));
+    CHECK(m.loss.value() == Approx(2.0));  // (3 + 5) / (2 + 2)
+    CHECK(m.sample_tokens == 16);
+    CHECK(m.seq_ratio_min == Approx(0.9));
+    CHECK(m.seq_ratio_max == Approx(1.1));
+    CHECK(m.peak_rss_mb == 300);
+  }
+  CHECK(out[0].sample_tokens_per_s.value() == Approx(16.0 / 2.0));  // every rank's tokens over rank 0's time
+  CHECK(out[0].time_step_s == 1.0);                                 // kLocal: untouched
+  CHECK(out[1].time_step_s == 2.0);
+}

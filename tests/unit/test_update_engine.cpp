@@ -1,0 +1,136 @@
+// The update engines (train/update_engine.h) through their one interface: plain AdamW and ZeRO-1, each with float32
+// weights or bf16 weights with float32 masters, take the same steps at world size 1; each refuses the other's
+// checkpoint; state bytes and the float32 view for checkpoints are what they claim.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "gspo/core/error.h"
+#include "gspo/dist/comm.h"
+#include "gspo/model/policy.h"
+#include "gspo/train/update_engine.h"
+#include "helpers.h"
+
+using namespace gspo;
+
+namespace {
+
+train::EngineOptions options(config::Dtype dtype, int64_t zero_stage) {
+  train::EngineOptions o;
+  o.optimizer.lr = 1e-2;
+  o.optimizer.weight_decay = 0.1;
+  o.optimizer.grad_clip = 1.0;  // the gradients below are larger: clipping is exercised
+  o.dtype = dtype;
+  o.zero_stage = zero_stage;
+  return o;
+}
+
+// A fixed quadratic loss over every parameter: the same gradients whatever the engine.
+void backward(model::Policy& policy) {
+  torch::manual_seed(7);
+  at::Tensor loss = torch::zeros({}, torch::kFloat);
+  for (auto& p : policy.parameters()) {
+    auto target = torch::randn(p.sizes(), torch::kFloat);
+    loss = loss + (p.to(torch::kFloat) - target).pow(2).sum();
+  }
+  loss.backward();
+}
+
+struct Run {
+  std::vector<at::Tensor> weights;  // float32 copies after the steps
+  std::vector<double> norms;
+};
+
+Run train_steps(config::Dtype dtype, int64_t zero_stage, int steps) {
+  dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+  auto policy = test::load_tiny();
+  auto engine = train::make_update_engine(policy, options(dtype, zero_stage), comm);
+  Run r;
+  for (int i = 0; i < steps; ++i) {
+    engine->zero_grad();
+    backward(policy);
+    engine->after_backward();
+    r.norms.push_back(engine->reduce());
+    engine->step(1e-2);
+  }
+  for (const auto& p : policy.parameters()) r.weights.push_back(p.detach().to(torch::kFloat).clone());
+  return r;
+}
+
+double max_diff(const Run& a, const Run& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.weights.size(); ++i)
+    worst = std::max(worst, (a.weights[i] - b.weights[i]).abs().max().item<double>());
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("update engines: AdamW and ZeRO-1 take the same steps at world size 1 (float32 and bf16 masters)",
+          "[train][optim]") {
+  auto initial = test::load_tiny();
+  for (auto dtype : {config::Dtype::kFloat32, config::Dtype::kBFloat16}) {
+    INFO("model.dtype " << config::name_of(dtype));
+    const auto adamw = train_steps(dtype, 0, 3);
+    const auto zero = train_steps(dtype, 1, 3);
+    REQUIRE(adamw.norms.size() == 3);
+    for (size_t i = 0; i < 3; ++i) {
+      CHECK(adamw.norms[i] > 1.0);  // clipped: the norm is over grad_clip
+      CHECK(zero.norms[i] == Approx(adamw.norms[i]).epsilon(1e-6));
+    }
+    // float32: summation order only (1e-6); bf16: the same float32 masters rounded, so at most one bf16 step apart.
+    CHECK(max_diff(adamw, zero) <= (dtype == config::Dtype::kFloat32 ? 1e-6 : 1e-2));
+    // The weights moved by about 3 steps of lr 1e-2 (AdamW's step is about lr per element), not by nothing.
+    double moved = 0;
+    auto p0 = initial.parameters();
+    for (size_t i = 0; i < p0.size(); ++i)
+      moved = std::max(moved, (adamw.weights[i] - p0[i].to(torch::kFloat)).abs().max().item<double>());
+    CHECK(moved > 1e-2);
+    CHECK(moved < 0.1);
+  }
+}
+
+TEST_CASE("update engines refuse a checkpoint written by the other engine", "[train][optim]") {
+  dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+  auto p1 = test::load_tiny();
+  auto p2 = test::load_tiny();
+  auto adamw = train::make_update_engine(p1, options(config::Dtype::kFloat32, 0), comm);
+  auto zero = train::make_update_engine(p2, options(config::Dtype::kFloat32, 1), comm);
+  backward(p1);
+  adamw->reduce();
+  adamw->step(1e-3);
+  backward(p2);
+  zero->reduce();
+  zero->step(1e-3);
+  const std::string a = test::fresh_dir("engine_adamw"), z = test::fresh_dir("engine_zero");
+  core::ensure_dir(a);
+  core::ensure_dir(z);
+  adamw->gather_for_save();
+  adamw->save(a);
+  zero->gather_for_save();
+  zero->save(z);
+  CHECK_THROWS_WITH(zero->load(a), Catch::Contains("was written with distributed.zero_stage 0"));
+  CHECK_THROWS_AS(zero->load(a), ConfigError);
+  CHECK_THROWS_WITH(adamw->load(z), Catch::Contains("was written with distributed.zero_stage 1"));
+  CHECK_NOTHROW(adamw->load(a));
+  CHECK_NOTHROW(zero->load(z));
+}
+
+TEST_CASE("update engines: state bytes are the AdamW moments; checkpoints see float32 weights", "[train][optim]") {
+  dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+  auto policy = test::load_tiny();
+  const int64_t n = policy.num_parameters();
+  auto engine = train::make_update_engine(policy, options(config::Dtype::kBFloat16, 0), comm);
+  engine->zero_grad();
+  backward(policy);
+  engine->after_backward();
+  engine->reduce();
+  engine->step(1e-3);
+  CHECK(engine->state_bytes() == 2 * n * 4);  // exp_avg and exp_avg_sq, float32, one copy on one rank
+  CHECK(policy.parameters().front().scalar_type() == torch::kBFloat16);
+  engine->with_float32_policy([&] { CHECK(policy.parameters().front().scalar_type() == torch::kFloat); });
+  CHECK(policy.parameters().front().scalar_type() == torch::kBFloat16);
+
+  auto p2 = test::load_tiny();
+  auto zero = train::make_update_engine(p2, options(config::Dtype::kFloat32, 1), comm);
+  CHECK(zero->state_bytes() == 2 * n * 4);  // one shard holding every moment
+}
