@@ -103,6 +103,7 @@ TEST_CASE("reduction over two ranks equals one process's figures on all the rows
     StepMetrics m;
     m.reward.rows = rank == 0 ? std::vector<double>{0.0, 1.0} : std::vector<double>{0.5, 0.25};
     m.correct.rows = rank == 0 ? std::vector<double>{0.0, 1.0} : std::vector<double>{1.0, 0.0};
+    m.advantage.rows = m.response_len.rows = m.truncated.rows = {0.0, 0.0};  // every column has a value per row
     m.loss = {rank == 0 ? 3.0 : 5.0, 2.0};
     m.sample_tokens = rank == 0 ? 7 : 9;
     m.sample_tokens_per_s = {rank == 0 ? 7.0 : 9.0, rank == 0 ? 2.0 : 4.0};

@@ -99,7 +99,7 @@ TEST_CASE("micro-batches accumulate to the same update as whole mini-batches", "
 TEST_CASE("a non-finite loss stops with a message naming the step, or is skipped when configured", "[train][faults]") {
   const auto stop = fresh_dir("nan_stop");
   auto cfg = small_cfg(stop, {}, "nan_when_training.pt");
-  train::Trainer t(cfg, "");
+  cli::TrainJob t(cfg, "");
   CHECK_THROWS_WITH(t.run(), Catch::Contains("step 1, mini-batch 1: non-finite loss"));
   CHECK_FALSE(io::latest_checkpoint(stop).has_value());
 
@@ -132,7 +132,7 @@ TEST_CASE("checkpoints are complete or invisible, pruned to keep_last, and loada
 
 TEST_CASE("an interrupt finishes the step, checkpoints it and stops", "[train][faults]") {
   const auto dir = fresh_dir("interrupt");
-  train::Trainer t(small_cfg(dir), "");
+  cli::TrainJob t(small_cfg(dir), "");
   interrupt::request();
   auto s = t.run();
   interrupt::clear();

@@ -75,7 +75,9 @@ TEST_CASE("update engines: AdamW and ZeRO-1 take the same steps at world size 1 
     REQUIRE(adamw.norms.size() == 3);
     for (size_t i = 0; i < 3; ++i) {
       CHECK(adamw.norms[i] > 1.0);  // clipped: the norm is over grad_clip
-      CHECK(zero.norms[i] == Approx(adamw.norms[i]).epsilon(1e-6));
+      // The same gradients summed in another order (ZeRO-1 in float64 over the flat shard, torch in float32 per
+      // parameter): 1e-5 relative.
+      CHECK(zero.norms[i] == Approx(adamw.norms[i]).epsilon(1e-5));
     }
     // float32: summation order only (1e-6); bf16: the same float32 masters rounded, so at most one bf16 step apart.
     CHECK(max_diff(adamw, zero) <= (dtype == config::Dtype::kFloat32 ? 1e-6 : 1e-2));

@@ -13,6 +13,7 @@ c10::Device train_device(const config::Config& c, const dist::LaunchEnv& env) {
 }
 
 TrainJob::TrainJob(const config::Config& cfg, const std::string& resume, const dist::LaunchEnv& env) {
+  train::check_world_size(cfg, env.world_size);
   const auto device = train_device(cfg, env);
   comm_ = std::make_unique<dist::Comm>(env, cfg.distributed, device);
   trainer_ = std::make_unique<train::Trainer>(cfg, resume, train::Placement{env, device, comm_.get()});

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <type_traits>
 
 #include "gspo/dist/comm.h"
@@ -45,6 +46,10 @@ void gather_columns(dist::Comm& comm, const std::vector<Column*>& cols) {
   if (cols.empty()) return;
   const int64_t n = static_cast<int64_t>(cols.front()->rows.size());
   const int64_t C = static_cast<int64_t>(cols.size());
+  for (const auto* c : cols)  // one value per rollout row in every column
+    if (static_cast<int64_t>(c->rows.size()) != n)
+      throw std::logic_error("metrics: per-row columns of different lengths (" + std::to_string(c->rows.size()) +
+                             " vs " + std::to_string(n) + ")");
   auto t = torch::empty({n, C}, torch::kDouble);
   auto ta = t.accessor<double, 2>();
   for (int64_t c = 0; c < C; ++c)

@@ -120,17 +120,21 @@ void Trainer::Impl::open_metrics() {
   metrics = std::make_unique<io::MetricsLog>(path);
 }
 
+void check_world_size(const config::Config& cfg, int64_t world_size) {
+  if (cfg.rollout.prompts_per_step % world_size != 0)
+    throw ConfigError((cfg.origin.count("rollout.prompts_per_step") ? cfg.origin.at("rollout.prompts_per_step") + ": "
+                                                                     : std::string()) + "rollout.prompts_per_step (" +
+                      std::to_string(cfg.rollout.prompts_per_step) + ") must be a multiple of the world size " +
+                      std::to_string(world_size) + " so each rank samples whole groups");
+}
+
 Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Placement& where) {
   if (where.comm == nullptr) throw std::invalid_argument("Trainer: Placement::comm is null");
   impl_ = std::make_unique<Impl>(cfg, *where.comm);
   auto& s = *impl_;
   const std::string& run_dir = cfg.train.output_dir;
   if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
-  if (cfg.rollout.prompts_per_step % s.comm.world_size() != 0)
-    throw ConfigError((cfg.origin.count("rollout.prompts_per_step") ? cfg.origin.at("rollout.prompts_per_step") + ": "
-                                                                     : std::string()) + "rollout.prompts_per_step (" +
-                      std::to_string(cfg.rollout.prompts_per_step) + ") must be a multiple of the world size " +
-                      std::to_string(s.comm.world_size()) + " so each rank samples whole groups");
+  check_world_size(cfg, s.comm.world_size());
   if (s.comm.is_main())
     for (const auto& gone : io::remove_leftovers(run_dir)) log::info("removed {} (left half-done by an earlier run)", gone);
   auto ckpt = find_resume_point(cfg, resume);
