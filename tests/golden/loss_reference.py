@@ -138,6 +138,51 @@ def advantage_cases():
     return out
 
 
+def scaled_advantage_cases():
+    """group_norm with scale_rewards batch (std of every reward) and none (no division), as TRL's scale_rewards."""
+    rewards = [[1, 0, 0, 1], [0.5, 0.5, 0.5, 0.5], [3, 1, 2, 7], [0, 0, 0, 1]]
+    flat = [x for g in rewards for x in g]
+    out = []
+    for scale in ["batch", "none"]:
+        for sample in [False, True]:
+            m_all = sum(flat) / len(flat)
+            batch_std = math.sqrt(sum((x - m_all) ** 2 for x in flat) / (len(flat) - 1 if sample else len(flat)))
+            adv = []
+            for g in rewards:
+                m = sum(g) / len(g)
+                zero = max(g) == min(g)
+                for x in g:
+                    a = 0.0 if zero else (x - m) / (batch_std + 1e-6) if scale == "batch" else x - m
+                    adv.append(a)
+            out.append({"scale": scale, "sample_std": sample, "eps": 1e-6, "group_size": 4, "rewards": flat,
+                        "batch_std": batch_std, "advantages": adv})
+    return out
+
+
+def component_advantage_cases():
+    """component_norm before_sum: sum_k w_k * group_norm advantage of component k; a group whose summed rewards are
+    all equal gets 0."""
+    comps = [[1, 0, 0, 1, 1, 1, 1, 1, 0, 1, 0, 0], [0.1, 0.3, 0.2, 0.0, 0.2, 0.2, 0.2, 0.2, 0.5, 0.0, 0.1, 0.4]]
+    weights = [1.0, 0.5]
+    g_size = 4
+    summed = [sum(w * c[i] for w, c in zip(weights, comps)) for i in range(len(comps[0]))]
+    adv = []
+    for start in range(0, len(summed), g_size):
+        group = summed[start:start + g_size]
+        zero = max(group) == min(group)
+        for i in range(start, start + g_size):
+            total = 0.0
+            for w, c in zip(weights, comps):
+                cg = c[start:start + g_size]
+                m = sum(cg) / g_size
+                std = math.sqrt(sum((x - m) ** 2 for x in cg) / g_size)
+                a = 0.0 if max(cg) == min(cg) else (c[i] - m) / (std + 1e-6)
+                total += w * a
+            adv.append(0.0 if zero else total)
+    return [{"components": comps, "weights": weights, "rewards": summed, "group_size": g_size, "eps": 1e-6,
+             "advantages": adv}]
+
+
 def main():
     gen = torch.Generator().manual_seed(20251120)
     n, t = 8, 7
@@ -165,7 +210,8 @@ def main():
     ]
     os.makedirs(os.path.dirname(os.path.abspath(sys.argv[1])), exist_ok=True)
     with open(sys.argv[1], "w") as f:
-        json.dump({"losses": cases, "advantages": advantage_cases()}, f)
+        json.dump({"losses": cases, "advantages": advantage_cases(), "scaled_advantages": scaled_advantage_cases(),
+                   "component_advantages": component_advantage_cases()}, f)
     print(f"wrote {len(cases)} loss cases to {sys.argv[1]}")
 
 

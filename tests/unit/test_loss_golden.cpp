@@ -163,3 +163,38 @@ TEST_CASE("advantages match the reference for every kind and std", "[algo][golde
     CHECK(a.values.narrow(0, 4, 4).abs().sum().item<double>() == 0.0);
   }
 }
+
+TEST_CASE("scale_rewards batch and none match the reference (as TRL's scale_rewards)", "[algo][golden]") {
+  const json cases = load_cases()["scaled_advantages"];
+  REQUIRE(cases.size() == 4);
+  for (const auto& c : cases) {
+    INFO(c["scale"].get<std::string>() << " sample_std=" << c["sample_std"].get<bool>());
+    algo::AdvantageOptions o;
+    o.sample_std = c["sample_std"];
+    o.eps = c["eps"];
+    o.scale = test::parse<config::RewardScale>(c["scale"]);
+    auto rewards = torch::tensor(c["rewards"].get<std::vector<double>>(), torch::kDouble);
+    o.batch_std = algo::batch_std_of(rewards, o.sample_std);
+    CHECK(o.batch_std == Approx(c["batch_std"].get<double>()).epsilon(1e-12));
+    auto a = algo::group_advantages(rewards, c["group_size"], o);
+    auto want = c["advantages"].get<std::vector<double>>();
+    for (size_t i = 0; i < want.size(); ++i) CHECK(a.values[i].item<double>() == Approx(want[i]).margin(1e-6));
+  }
+}
+
+TEST_CASE("component_norm before_sum: the weighted sum of each component's advantages, as the reference", "[algo][golden]") {
+  const json cases = load_cases()["component_advantages"];
+  REQUIRE(cases.size() == 1);
+  for (const auto& c : cases) {
+    std::vector<torch::Tensor> comps;
+    for (const auto& col : c["components"]) comps.push_back(torch::tensor(col.get<std::vector<double>>(), torch::kDouble));
+    algo::AdvantageOptions o;
+    o.eps = c["eps"];
+    auto rewards = torch::tensor(c["rewards"].get<std::vector<double>>(), torch::kDouble);
+    auto a = algo::component_advantages(comps, c["weights"].get<std::vector<double>>(), rewards, c["group_size"], o);
+    auto want = c["advantages"].get<std::vector<double>>();
+    for (size_t i = 0; i < want.size(); ++i) CHECK(a.values[i].item<double>() == Approx(want[i]).margin(1e-6));
+    // The second group's summed rewards are all equal (1.1): its advantages are exactly zero.
+    CHECK(a.values.narrow(0, 4, 4).abs().sum().item<double>() == 0.0);
+  }
+}

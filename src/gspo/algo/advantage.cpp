@@ -17,8 +17,14 @@ Advantages group_advantages(const at::Tensor& rewards, int64_t G, const Advantag
   at::Tensor a;
   switch (opts.kind) {
     case AdvantageKind::kGroupNorm: {
-      auto std = r.std(1, /*unbiased=*/opts.sample_std, /*keepdim=*/true);
-      a = (r - mean) / (std + opts.eps);
+      if (opts.scale == RewardScale::kNone) {
+        a = r - mean;
+      } else if (opts.scale == RewardScale::kBatch) {
+        a = (r - mean) / (opts.batch_std + opts.eps);
+      } else {
+        auto std = r.std(1, /*unbiased=*/opts.sample_std, /*keepdim=*/true);
+        a = (r - mean) / (std + opts.eps);
+      }
       break;
     }
     case AdvantageKind::kNoStd:
@@ -32,6 +38,26 @@ Advantages group_advantages(const at::Tensor& rewards, int64_t G, const Advantag
   // Exactly zero for zero-variance groups, whatever rounding left behind.
   a = a.masked_fill(out.zero_variance.unsqueeze(1), 0.0);
   out.values = a.reshape({-1}).to(torch::kFloat);
+  return out;
+}
+
+double batch_std_of(const at::Tensor& rewards, bool sample_std) {
+  if (rewards.numel() < 2) return 0.0;
+  return rewards.to(torch::kDouble).std(/*unbiased=*/sample_std).item<double>();
+}
+
+Advantages component_advantages(const std::vector<at::Tensor>& components, const std::vector<double>& weights,
+                                const at::Tensor& rewards, int64_t G, const AdvantageOptions& opts,
+                                const std::vector<double>& batch_stds) {
+  TORCH_CHECK(components.size() == weights.size() && !components.empty(), "one weight per reward component");
+  auto out = group_advantages(rewards, G, opts);  // zero-variance groups of the summed reward
+  auto sum = torch::zeros_like(out.values, torch::kDouble);
+  for (size_t k = 0; k < components.size(); ++k) {
+    auto per = opts;
+    if (per.scale == RewardScale::kBatch) per.batch_std = batch_stds.at(k);
+    sum += weights[k] * group_advantages(components[k], G, per).values.to(torch::kDouble);
+  }
+  out.values = sum.view({-1, G}).masked_fill(out.zero_variance.unsqueeze(1), 0.0).reshape({-1}).to(torch::kFloat);
   return out;
 }
 

@@ -17,6 +17,7 @@ void LossStats::add(const LossStats& o) {
   tok_clipped_low += o.tok_clipped_low;
   tok_clipped_high += o.tok_clipped_high;
   kl_sum += o.kl_sum;
+  kl_seq_sum += o.kl_seq_sum;
   policy_loss_sum += o.policy_loss_sum;
 }
 
@@ -50,13 +51,26 @@ at::Tensor kl_per_token(const at::Tensor& logp, const at::Tensor& ref, const at:
 
 }  // namespace
 
+// Tokens in the policy term: response tokens, less what `keep` and a mis correction leave out.
+at::Tensor kept_tokens(const LossInputs& in, const at::Tensor& valid) {
+  auto kept = valid;
+  if (in.keep.defined()) kept = kept & in.keep;
+  if (in.is.keep.defined()) kept = kept & (in.is.token_level() ? in.is.keep : in.is.keep.unsqueeze(1));
+  return kept;
+}
+
 LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
   const auto valid = in.mask > 0;
-  const auto len = in.mask.sum(1);
-  TORCH_CHECK((len > 0).all().item<bool>(), "policy_loss: every sequence needs at least one response token");
+  TORCH_CHECK((in.mask.sum(1) > 0).all().item<bool>(), "policy_loss: every sequence needs at least one response token");
+  const auto kept = kept_tokens(in, valid);
+  const auto len = kept.to(in.mask.scalar_type()).sum(1);  // kept tokens per sequence (= mask sums without rejection)
+  const auto has = len > 0;
+  const auto safe_len = len.clamp_min(1);
+  const bool tok_w = in.is.weight.defined() && in.is.token_level();
+  const bool seq_w = in.is.weight.defined() && !in.is.token_level();
   const int64_t N = in.mask.size(0);
-  const auto log_ratio = masked(in.logprobs - in.old_logprobs, valid);
-  const auto seq_log_ratio = log_ratio.sum(1) / len;  // log s_i, unclamped
+  const auto log_ratio = masked(in.logprobs - in.old_logprobs, kept);
+  const auto seq_log_ratio = log_ratio.sum(1) / safe_len;  // log s_i over the kept tokens, unclamped
   const bool per_token_adv = in.advantages.dim() == 2;
   TORCH_CHECK(!(per_token_adv && o.kind == LossKind::kGspo), "GSPO needs one advantage per sequence; use gspo_token");
   const auto adv_tok = per_token_adv ? in.advantages : in.advantages.unsqueeze(1).expand_as(in.mask);
@@ -69,10 +83,11 @@ LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
       auto s = torch::exp(clamp_log_ratio(seq_log_ratio, o.log_ratio_clamp));
       auto sur = surrogate(s, in.advantages, o);
       per_seq = sur.term;
-      seq_low = sur.low;
-      seq_high = sur.high;
-      tok_low = seq_low.unsqueeze(1) & valid;
-      tok_high = seq_high.unsqueeze(1) & valid;
+      if (tok_w) per_seq = per_seq * (masked(in.is.weight.to(per_seq.scalar_type()), kept).sum(1) / safe_len);
+      seq_low = sur.low & has;
+      seq_high = sur.high & has;
+      tok_low = seq_low.unsqueeze(1) & kept;
+      tok_high = seq_high.unsqueeze(1) & kept;
       break;
     }
     case LossKind::kGspoToken:
@@ -87,29 +102,35 @@ LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
       }
       // Token-level terms averaged within each sequence; a sequence counts as clipped if any token was.
       auto sur = surrogate(ratio, adv_tok, o);
-      per_seq = masked(sur.term, valid).sum(1) / len;
-      tok_low = sur.low & valid;
-      tok_high = sur.high & valid;
+      auto term = tok_w ? sur.term * in.is.weight.to(sur.term.scalar_type()) : sur.term;
+      per_seq = masked(term, kept).sum(1) / safe_len;
+      tok_low = sur.low & kept;
+      tok_high = sur.high & kept;
       seq_low = tok_low.any(1);
       seq_high = tok_high.any(1);
       break;
     }
   }
+  if (seq_w) per_seq = per_seq * in.is.weight.to(per_seq.scalar_type());
+  if (in.keep.defined() || in.is.keep.defined()) per_seq = torch::where(has, per_seq, torch::zeros_like(per_seq));
   auto loss = -per_seq.mean();
-  at::Tensor kl_sum = torch::zeros({}, per_seq.options());
+  at::Tensor kl_sum = torch::zeros({}, per_seq.options()), kl_seq_sum = kl_sum;
   if (o.kl_coef > 0) {
     TORCH_CHECK(in.ref_logprobs.defined(), "policy_loss: kl_coef > 0 needs ref_logprobs");
-    auto kl_seq = masked(kl_per_token(in.logprobs, in.ref_logprobs, valid, o.kl_estimator), valid).sum(1) / len;
+    auto kl_total = masked(kl_per_token(in.logprobs, in.ref_logprobs, valid, o.kl_estimator), valid).sum(1);
+    auto kl_seq = kl_total / in.mask.sum(1);
     loss = loss + o.kl_coef * kl_seq.mean();
     kl_sum = kl_seq.detach().sum();
+    kl_seq_sum = kl_total.detach().sum();
   }
 
   // All statistics in one tensor and one device-to-host copy (a sync per value would stall a GPU every micro-batch).
   torch::NoGradGuard g;
   auto seq_ratio = torch::exp(seq_log_ratio.detach());
   auto d = [](const at::Tensor& t) { return t.to(torch::kDouble); };
-  auto v = torch::stack({d(in.mask.sum()), d(seq_ratio.sum()), d(seq_ratio.min()), d(seq_ratio.max()), d(seq_low.sum()),
-                         d(seq_high.sum()), d(tok_low.sum()), d(tok_high.sum()), d(kl_sum), d(-per_seq.detach().sum())})
+  auto v = torch::stack({d(len.sum()), d(seq_ratio.sum()), d(seq_ratio.min()), d(seq_ratio.max()), d(seq_low.sum()),
+                         d(seq_high.sum()), d(tok_low.sum()), d(tok_high.sum()), d(kl_sum), d(-per_seq.detach().sum()),
+                         d(kl_seq_sum)})
                .to(torch::kCPU);
   auto a = v.accessor<double, 1>();
   st.sequences = static_cast<double>(N);
@@ -123,6 +144,7 @@ LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
   st.tok_clipped_high = a[7];
   st.kl_sum = a[8];
   st.policy_loss_sum = a[9];
+  st.kl_seq_sum = a[10];
   return {loss, st};
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include "gspo/algo/mismatch.h"
 #include "gspo/config/choices.h"
 
 namespace gspo::algo {
@@ -29,12 +30,20 @@ struct LossInputs {
   at::Tensor mask;          // [N, T] float32, 1 on response tokens, 0 on padding; every row has >= 1 token
   at::Tensor advantages;    // [N] float32 (or [N, T] per-token, GSPO-token and GRPO only)
   at::Tensor ref_logprobs;  // [N, T] float32 log pi_ref, needed only when kl_coef > 0
+  IsWeights is;             // mismatch correction (mismatch.h); empty = none
+  at::Tensor keep;          // [N, T] bool: tokens in the policy term (top_entropy_quantile); undefined = all
 };
+
+// The policy term of a sequence covers its kept tokens: response tokens that `keep` and a token-level mis keep (a
+// sequence-level mis rejection removes them all). Log-ratios, GSPO's s_i and the token average run over them; a
+// sequence without kept tokens contributes 0 and still counts in N (as a zero-advantage one does). Importance
+// weights multiply each token's term (token level; for GSPO the sequence term times the mean weight of its kept
+// tokens) or each sequence's term (sequence levels). The KL term is over every response token.
 
 // Detached statistics of one loss evaluation (sums, so micro-batches can be added up).
 struct LossStats {
   double sequences = 0;            // N
-  double tokens = 0;               // sum of mask
+  double tokens = 0;               // tokens in the policy term (sum of mask when nothing is rejected)
   double seq_ratio_sum = 0;        // sum over sequences of s_i = exp(mean_t log ratio)
   double seq_ratio_min = 1e300, seq_ratio_max = -1e300;
   double seq_clipped_low = 0;      // sequences whose clipped term was chosen with ratio < 1 - eps_low (A < 0)
@@ -42,6 +51,7 @@ struct LossStats {
   double tok_clipped_low = 0;      // tokens whose gradient was clipped away on the low side
   double tok_clipped_high = 0;     // ... on the high side
   double kl_sum = 0;               // sum over sequences of the per-sequence mean KL (when kl_coef > 0)
+  double kl_seq_sum = 0;           // sum over sequences of the per-sequence summed KL (the sequence-level KL)
   double policy_loss_sum = 0;      // sum over sequences of -min(...) terms
   void add(const LossStats& o);
 };

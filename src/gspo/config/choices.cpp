@@ -70,6 +70,32 @@ const std::vector<Choice<LogLevel>>& choices(LogLevel) {
   return c;
 }
 
+const std::vector<Choice<IsCorrection>>& choices(IsCorrection) {
+  static const std::vector<Choice<IsCorrection>> c{
+      {"none", IsCorrection::kNone}, {"tis", IsCorrection::kTis}, {"mis", IsCorrection::kMis}};
+  return c;
+}
+const std::vector<Choice<IsLevel>>& choices(IsLevel) {
+  static const std::vector<Choice<IsLevel>> c{{"token", IsLevel::kToken},
+                                              {"sequence_geometric", IsLevel::kSequenceGeometric},
+                                              {"sequence_product", IsLevel::kSequenceProduct}};
+  return c;
+}
+const std::vector<Choice<RewardScale>>& choices(RewardScale) {
+  static const std::vector<Choice<RewardScale>> c{
+      {"group", RewardScale::kGroup}, {"batch", RewardScale::kBatch}, {"none", RewardScale::kNone}};
+  return c;
+}
+const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm) {
+  static const std::vector<Choice<ComponentNorm>> c{{"after_sum", ComponentNorm::kAfterSum},
+                                                    {"before_sum", ComponentNorm::kBeforeSum}};
+  return c;
+}
+const std::vector<Choice<RolloutDtype>>& choices(RolloutDtype) {
+  static const std::vector<Choice<RolloutDtype>> c{{"same", RolloutDtype::kSame}, {"bfloat16", RolloutDtype::kBFloat16}};
+  return c;
+}
+
 ClipRange default_clip(LossKind loss) {
   if (loss == LossKind::kGrpo) return {0.2, 0.28};
   return {3e-4, 4e-4};

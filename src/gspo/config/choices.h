@@ -35,6 +35,11 @@ enum class Schedule { kConstant, kCosine };
 enum class OnNonfinite { kStop, kSkip };
 enum class Backend { kAuto, kGloo, kNccl };
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kOff };
+enum class IsCorrection { kNone, kTis, kMis };  // importance-weight correction of the sampler/trainer mismatch
+enum class IsLevel { kToken, kSequenceGeometric, kSequenceProduct };
+enum class RewardScale { kGroup, kBatch, kNone };  // the std that group_norm advantages divide by
+enum class ComponentNorm { kAfterSum, kBeforeSum };  // reward.components: normalised after or before summing
+enum class RolloutDtype { kSame, kBFloat16 };  // weights the sampler runs with
 
 // The names of each enum's values, in documentation order (found by argument-dependent lookup).
 const std::vector<Choice<Dtype>>& choices(Dtype);
@@ -51,6 +56,11 @@ const std::vector<Choice<Schedule>>& choices(Schedule);
 const std::vector<Choice<OnNonfinite>>& choices(OnNonfinite);
 const std::vector<Choice<Backend>>& choices(Backend);
 const std::vector<Choice<LogLevel>>& choices(LogLevel);
+const std::vector<Choice<IsCorrection>>& choices(IsCorrection);
+const std::vector<Choice<IsLevel>>& choices(IsLevel);
+const std::vector<Choice<RewardScale>>& choices(RewardScale);
+const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm);
+const std::vector<Choice<RolloutDtype>>& choices(RolloutDtype);
 
 template <class E>
 struct IsChoice : std::false_type {};
@@ -58,6 +68,8 @@ struct IsChoice : std::false_type {};
 GSPO_CHOICE(Dtype); GSPO_CHOICE(Task); GSPO_CHOICE(ChatTemplate); GSPO_CHOICE(Overlong); GSPO_CHOICE(RewardKind);
 GSPO_CHOICE(LossKind); GSPO_CHOICE(AdvantageKind); GSPO_CHOICE(StdKind); GSPO_CHOICE(KlEstimator);
 GSPO_CHOICE(OldLogprobs); GSPO_CHOICE(Schedule); GSPO_CHOICE(OnNonfinite); GSPO_CHOICE(Backend); GSPO_CHOICE(LogLevel);
+GSPO_CHOICE(IsCorrection); GSPO_CHOICE(IsLevel); GSPO_CHOICE(RewardScale); GSPO_CHOICE(ComponentNorm);
+GSPO_CHOICE(RolloutDtype);
 #undef GSPO_CHOICE
 
 // The name of a value ("bfloat16").

@@ -91,6 +91,9 @@ struct RolloutOptions {
   std::vector<std::string> stop = {};  // stop strings; the response ends after the token completing one
   int64_t seed = 0;                    // sampler seed
   bool cuda_graphs = false;            // CUDA: replay decode steps as CUDA graphs (models with decode_static)
+  RolloutDtype dtype = RolloutDtype::kSame;  // sampler weights: the policy's, or a bf16 copy refreshed every step
+  bool dynamic_sampling = false;       // DAPO: extra rounds until the batch holds enough groups with a signal
+  int64_t dynamic_max_rounds = 3;      // dynamic sampling: extra generation rounds at most per step
 
   template <class V>
   void visit(V&& v) {
@@ -106,6 +109,14 @@ struct RolloutOptions {
     v("cuda_graphs", cuda_graphs, "CUDA: replay each decode step as a CUDA graph captured from the model's "
       "decode_static (fewer launches; recaptured when finished rows are dropped; eager when capture fails); "
       "no effect on CPU. Not yet measured on a GPU", any());
+    v("dtype", dtype, "weights the sampler runs with: same (the policy itself) or bfloat16 (a bf16 copy of the "
+      "policy, refreshed from it before every rollout; with model.dtype float32 this is bf16 sampling against "
+      "float32 training, whose mismatch algorithm.is_correction corrects)", choice_rule(dtype));
+    v("dynamic_sampling", dynamic_sampling, "DAPO dynamic sampling: when groups whose rewards are all equal (no "
+      "learning signal) leave fewer than prompts_per_step groups with a signal, sample more prompts, up to "
+      "dynamic_max_rounds extra rounds, and keep the groups with a signal", any());
+    v("dynamic_max_rounds", dynamic_max_rounds, "dynamic sampling: extra generation rounds at most per step; "
+      "a batch still short afterwards is filled with groups without a signal", between(1, 100));
   }
 };
 
@@ -122,6 +133,9 @@ struct RewardOptions {
   int64_t code_memory_mb = 1024;             // code: address-space limit per test
   std::string code_python = "/usr/bin/python3";  // code: interpreter for candidate programs
   int64_t workers = 0;                       // parallel scoring threads; 0 = hardware threads
+  double external_timeout_s = 60;            // external: seconds to wait for each answer
+  int64_t overlong_buffer = 0;               // DAPO soft overlong penalty: last N tokens before max_new_tokens; 0 = off
+  double overlong_penalty = 1.0;             // penalty at max_new_tokens (linear from 0 at the buffer's start)
 
   template <class V>
   void visit(V&& v) {
@@ -141,6 +155,13 @@ struct RewardOptions {
     v("code_memory_mb", code_memory_mb, "code: address-space limit per test run in MiB", at_least(64));
     v("code_python", code_python, "code: Python interpreter for candidate programs", any());
     v("workers", workers, "threads scoring responses in parallel; 0 = hardware threads", at_least(0));
+    v("external_timeout_s", external_timeout_s, "external verifier: seconds to wait for each answer before the "
+      "run stops with a verifier error", greater_than(0));
+    v("overlong_buffer", overlong_buffer, "DAPO soft overlong penalty: a response of L tokens longer than "
+      "rollout.max_new_tokens - overlong_buffer gets overlong_penalty * (max_new_tokens - overlong_buffer - L) / "
+      "overlong_buffer added to its reward (0 at the buffer's start, -overlong_penalty at the cap); 0 = off",
+      at_least(0));
+    v("overlong_penalty", overlong_penalty, "the soft overlong penalty at rollout.max_new_tokens", at_least(0));
   }
 };
 
@@ -160,6 +181,14 @@ struct AlgorithmOptions {
   int64_t micro_batch_size = 0;            // sequences per forward/backward; 0 = the whole mini-batch
   bool filter_zero_variance = false;       // drop groups whose rewards are all equal before the update
   bool filter_truncated = false;           // drop responses that hit max_new_tokens before the update
+  RewardScale scale_rewards = RewardScale::kGroup;  // group_norm: divide by the group's std, the batch's, or none
+  ComponentNorm component_norm = ComponentNorm::kAfterSum;  // reward.components: advantage of the sum, or sum of advantages
+  IsCorrection is_correction = IsCorrection::kNone;  // sampler/trainer mismatch: none, tis or mis
+  IsLevel is_level = IsLevel::kToken;      // importance weights per token, or per sequence
+  double is_cap = 2.0;                     // tis: truncation; mis: rejection above
+  double is_floor = 0.5;                   // mis: rejection below
+  bool mismatch_metrics = true;            // log the sampler/trainer log-prob mismatch every step
+  double top_entropy_quantile = 1.0;       // policy gradient on the highest-entropy fraction of tokens; 1 = all
 
   template <class V>
   void visit(V&& v) {
@@ -187,6 +216,24 @@ struct AlgorithmOptions {
       at_least(0));
     v("filter_zero_variance", filter_zero_variance, "drop groups with identical rewards before the update", any());
     v("filter_truncated", filter_truncated, "drop responses that hit max_new_tokens before the update", any());
+    v("scale_rewards", scale_rewards, "group_norm advantages divide (r - group mean) by the std of the group, of "
+      "the whole batch (all ranks), or by nothing (then equal to advantage no_std); as TRL's scale_rewards",
+      choice_rule(scale_rewards));
+    v("component_norm", component_norm, "with reward.components: after_sum (advantages of the weighted sum) or "
+      "before_sum (each component's group advantage, then their weighted sum)", choice_rule(component_norm));
+    v("is_correction", is_correction, "training/inference mismatch correction with w = pi_train(step start) / "
+      "pi_sampler: none, tis (terms times min(w, is_cap)) or mis (terms with w outside [is_floor, is_cap] "
+      "rejected, the others times w); needs old_logprobs recompute", choice_rule(is_correction));
+    v("is_level", is_level, "importance weights per token, or per sequence: sequence_geometric "
+      "exp(mean_t log w_t) or sequence_product exp(sum_t log w_t)", choice_rule(is_level));
+    v("is_cap", is_cap, "upper threshold of the importance weight (tis: truncation, mis: rejection)",
+      greater_than(1));
+    v("is_floor", is_floor, "mis: lower threshold of the importance weight", Rule{0.0, 1.0, true, {}});
+    v("mismatch_metrics", mismatch_metrics, "log the sampler-vs-trainer log-prob difference and importance weight "
+      "statistics every step (with old_logprobs sampler this costs one extra forward pass per step)", any());
+    v("top_entropy_quantile", top_entropy_quantile, "policy gradient only on tokens whose entropy is in the top "
+      "fraction of each micro-batch's response tokens (0.2 = the 20% highest-entropy tokens); 1 = every token",
+      Rule{0.0, 1.0, true, {}});
   }
 };
 

@@ -49,6 +49,25 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
     e.push_back(at(c, "reward.kind") + ": the external verifier needs reward.external_command");
 }
 
+// The options of the DAPO pieces, reward scaling and mismatch correction that only make sense together.
+void validate_shaping(const Config& c, std::vector<std::string>& e) {
+  const auto& a = c.algorithm;
+  if (a.is_correction != IsCorrection::kNone && a.old_logprobs != OldLogprobs::kRecompute)
+    e.push_back(at(c, "algorithm.is_correction") + ": algorithm.is_correction " + name_of(a.is_correction) +
+                " needs algorithm.old_logprobs recompute: the weights pi_train / pi_sampler correct a ratio taken "
+                "against the trainer's step-start log-probs (with old_logprobs sampler the ratio is already "
+                "pi_theta / pi_sampler)");
+  if (a.scale_rewards != RewardScale::kGroup && a.advantage != AdvantageKind::kGroupNorm)
+    e.push_back(at(c, "algorithm.scale_rewards") + ": algorithm.scale_rewards " + name_of(a.scale_rewards) +
+                " applies to advantage group_norm only (got advantage " + name_of(a.advantage) + ")");
+  if (a.component_norm == ComponentNorm::kBeforeSum && c.reward.components.size() < 2)
+    e.push_back(at(c, "algorithm.component_norm") + ": algorithm.component_norm before_sum needs two or more "
+                "reward.components");
+  if (c.reward.overlong_buffer >= c.rollout.max_new_tokens)
+    e.push_back(at(c, "reward.overlong_buffer") + ": reward.overlong_buffer (" + value_text(c.reward.overlong_buffer) +
+                ") must be smaller than rollout.max_new_tokens (" + value_text(c.rollout.max_new_tokens) + ")");
+}
+
 }  // namespace
 
 void resolve_defaults(Config& cfg) {
@@ -93,6 +112,7 @@ std::vector<std::string> validate(const Config& c) {
     e.push_back(at(c, "optimizer.beta1") + ": optimizer.beta1 and optimizer.beta2 must be < 1");
   }
   validate_reward(c, e);
+  validate_shaping(c, e);
   return e;
 }
 

@@ -40,10 +40,16 @@ class Weighted : public Verifier {
     for (size_t i = 0; i < parts_.size(); ++i) {
       auto s = parts_[i].first->score(response, ex);
       total.reward += parts_[i].second * s.reward;
+      total.components.push_back(s.reward);
       if (i == 0) total.correct = s.correct;
       if (!s.detail.empty()) total.detail += (total.detail.empty() ? "" : "; ") + s.detail;
     }
     return total;
+  }
+  std::vector<double> component_weights() const override {
+    std::vector<double> w;
+    for (const auto& part : parts_) w.push_back(part.second);
+    return w;
   }
   std::string name() const override {
     std::string n;

@@ -15,6 +15,7 @@ struct Score {
   double reward = 0;     // what the policy is optimised on
   bool correct = false;  // the answer part alone was right (reported as accuracy)
   std::string detail;    // for people reading samples: the extracted math answer, a code failure reason; "" = none
+  std::vector<double> components;  // reward.components: each component's own (unweighted) reward; else empty
 };
 
 class Verifier {
@@ -23,6 +24,8 @@ class Verifier {
   // `response` is the decoded response text without EOS. Must be thread-safe (const).
   virtual Score score(const std::string& response, const data::Example& ex) const = 0;
   virtual std::string name() const = 0;
+  // reward.components: the weight of each component, in Score::components' order; empty for a single verifier.
+  virtual std::vector<double> component_weights() const { return {}; }
 };
 
 // exact: the response, trimmed of surrounding whitespace, equals the answer.

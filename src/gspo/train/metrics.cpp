@@ -40,6 +40,10 @@ const char* name_of(Shown s) {
     case Shown::kCuda: return "CUDA";
     case Shown::kMultiRank: return "several ranks";
     case Shown::kMoe: return "MoE policy";
+    case Shown::kMismatch: return "mismatch_metrics";
+    case Shown::kDynamic: return "dynamic_sampling";
+    case Shown::kOverlong: return "overlong_buffer > 0";
+    case Shown::kPolicyMask: return "top_entropy_quantile < 1 or mis";
   }
   return "?";
 }
@@ -51,6 +55,10 @@ bool StepMetrics::shown(Shown s) const {
     case Shown::kCuda: return on_cuda;
     case Shown::kMultiRank: return multi_rank;
     case Shown::kMoe: return !moe_load_imbalance.empty();
+    case Shown::kMismatch: return mismatch_on;
+    case Shown::kDynamic: return dynamic_on;
+    case Shown::kOverlong: return overlong_on;
+    case Shown::kPolicyMask: return policy_mask_on;
   }
   return false;
 }

@@ -40,6 +40,10 @@ enum class Shown {
   kCuda,       // the policy is on a CUDA device
   kMultiRank,  // world size > 1
   kMoe,        // the policy reports expert loads (MoE)
+  kMismatch,   // algorithm.mismatch_metrics (or a mismatch correction)
+  kDynamic,    // rollout.dynamic_sampling
+  kOverlong,   // reward.overlong_buffer > 0
+  kPolicyMask, // tokens can be left out of the policy term (top_entropy_quantile < 1, is_correction mis)
 };
 
 const char* name_of(Reduce r);
@@ -79,7 +83,8 @@ constexpr double kNoValue = std::numeric_limits<double>::infinity();  // an extr
 
 struct StepMetrics {
   // Which optional rows are written.
-  bool kl_on = false, on_cuda = false, multi_rank = false;
+  bool kl_on = false, on_cuda = false, multi_rank = false, mismatch_on = false, dynamic_on = false,
+       overlong_on = false, policy_mask_on = false;
   bool shown(Shown s) const;
 
   int64_t step = 0, epoch = 0;
@@ -89,8 +94,12 @@ struct StepMetrics {
   Mean seq_ratio;                         // sum of s_i over updated sequences
   double seq_ratio_min = kNoValue, seq_ratio_max = -kNoValue;
   double first_minibatch_ratio_dev = 0;
-  Mean clip_seq_low, clip_seq_high, clip_tok_low, clip_tok_high, clip_tok;
-  Mean loss, kl, entropy;
+  Mean clip_seq_low, clip_seq_high, clip_seq, clip_tok_low, clip_tok_high, clip_tok;
+  Mean loss, kl, kl_seq, entropy, policy_tokens;
+  Mean mismatch_diff, is_weight, is_truncated, is_rejected;  // sampler vs trainer at the step start
+  double mismatch_diff_abs_max = 0, is_weight_min = kNoValue, is_weight_max = -kNoValue;
+  int64_t dynamic_rounds = 0, dynamic_prompts = 0;
+  Mean overlong_penalty, overlong_penalized;
   double grad_norm = 0, grad_norm_max = 0, lr = 0;
   int64_t optimizer_steps = 0, skipped_updates = 0;
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
@@ -148,15 +157,33 @@ struct StepMetrics {
       "losses a response counts if any of its tokens was clipped");
     v("clip_seq_high", clip_seq_high, Reduce::kMean, Match::kClose, A,
       "fraction clipped on the high side (ratio > 1 + eps_high with A > 0)");
+    v("clip_seq_frac", clip_seq, Reduce::kMean, Match::kClose, A, "clip_seq_low + clip_seq_high");
     v("clip_tok_low", clip_tok_low, Reduce::kMean, Match::kClose, A,
       "fraction of response tokens whose gradient was clipped away on the low side (GSPO: every token of a "
       "clipped response)");
     v("clip_tok_high", clip_tok_high, Reduce::kMean, Match::kClose, A, "the same on the high side");
     v("clip_tok_frac", clip_tok, Reduce::kMean, Match::kClose, A, "clip_tok_low + clip_tok_high");
     v("loss", loss, Reduce::kMean, Match::kClose, A, "mean per-sequence loss (policy term + KL term)");
-    v("kl", kl, Reduce::kMean, Match::kClose, Shown::kKl, "mean per-sequence KL to the reference model");
+    v("kl", kl, Reduce::kMean, Match::kClose, Shown::kKl,
+      "mean over sequences of the per-token mean KL to the reference model (what the KL term penalises)");
+    v("kl_seq", kl_seq, Reduce::kMean, Match::kClose, Shown::kKl,
+      "mean over sequences of the summed per-token KL: the sequence-level KL estimate");
     v("entropy", entropy, Reduce::kMean, Match::kClose, A,
       "mean token entropy of pi_theta at the log-prob temperature during the update");
+    v("policy_token_frac", policy_tokens, Reduce::kMean, Match::kClose, Shown::kPolicyMask,
+      "fraction of the updated response tokens in the policy term (after top_entropy_quantile and mis rejection)");
+    v("mismatch_logprob_diff_mean", mismatch_diff, Reduce::kMean, Match::kClose, Shown::kMismatch,
+      "mean over sampled tokens of log pi_train - log pi_sampler (trainer at the step-start weights)");
+    v("mismatch_logprob_diff_max", mismatch_diff_abs_max, Reduce::kMax, Match::kNone, Shown::kMismatch,
+      "largest |log pi_train - log pi_sampler| of a sampled token");
+    v("is_weight_mean", is_weight, Reduce::kMean, Match::kClose, Shown::kMismatch,
+      "mean importance weight pi_train / pi_sampler at algorithm.is_level, before truncation or rejection");
+    v("is_weight_min", is_weight_min, Reduce::kMin, Match::kNone, Shown::kMismatch, "smallest importance weight");
+    v("is_weight_max", is_weight_max, Reduce::kMax, Match::kNone, Shown::kMismatch, "largest importance weight");
+    v("is_truncated_frac", is_truncated, Reduce::kMean, Match::kClose, Shown::kMismatch,
+      "fraction of importance weights above algorithm.is_cap (tis truncates them, mis rejects them)");
+    v("is_rejected_frac", is_rejected, Reduce::kMean, Match::kClose, Shown::kMismatch,
+      "mis: fraction of importance weights outside [is_floor, is_cap], whose terms were rejected");
     v("grad_norm", grad_norm, Reduce::kSame, Match::kClose, A,
       "global gradient L2 norm before clipping, mean over the step's applied updates");
     v("grad_norm_max", grad_norm_max, Reduce::kSame, Match::kClose, A, "its largest value");
@@ -164,6 +191,14 @@ struct StepMetrics {
     v("optimizer_steps", optimizer_steps, Reduce::kSame, Match::kExact, A, "optimizer steps taken so far");
     v("skipped_updates", skipped_updates, Reduce::kSame, Match::kExact, A,
       "this step's updates dropped as non-finite (train.on_nonfinite skip)");
+    v("dynamic_rounds", dynamic_rounds, Reduce::kSame, Match::kExact, Shown::kDynamic,
+      "extra generation rounds of dynamic sampling this step");
+    v("dynamic_prompts", dynamic_prompts, Reduce::kSame, Match::kExact, Shown::kDynamic,
+      "prompts sampled this step over every round (prompts_per_step without extra rounds)");
+    v("overlong_penalty_mean", overlong_penalty, Reduce::kMean, Match::kClose, Shown::kOverlong,
+      "mean soft overlong penalty added to the rewards (<= 0; included in reward_mean)");
+    v("overlong_penalized_frac", overlong_penalized, Reduce::kMean, Match::kExact, Shown::kOverlong,
+      "fraction of responses longer than max_new_tokens - overlong_buffer");
     v("time_sample_s", time_sample_s, Reduce::kLocal, Match::kNone, A, "wall seconds sampling");
     v("time_reward_s", time_reward_s, Reduce::kLocal, Match::kNone, A, "wall seconds scoring");
     v("time_old_logprobs_s", time_old_logprobs_s, Reduce::kLocal, Match::kNone, A,

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gspo/algo/mismatch.h"
+
 namespace gspo::rollout { struct RolloutBatch; }
 
 namespace gspo::train {
@@ -21,6 +23,7 @@ struct Micro {
   at::Tensor advantages;      // [n] float32
   at::Tensor old_lp;          // [n, r] float32 log pi_old (recomputed or = behaviour_lp)
   at::Tensor ref_lp;          // [n, r] float32 log pi_ref, only with a KL term
+  algo::IsWeights is;         // mismatch correction weights (algorithm.is_correction), filled with old_lp
   int64_t real_tokens = 0;    // prompt + response tokens (mask sum), for throughput
   void to(c10::Device device);  // moves every tensor (old_lp/ref_lp are filled on the model's device later)
 };

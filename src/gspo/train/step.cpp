@@ -59,6 +59,8 @@ StepRunner::StepRunner(StepParts parts) : p_(parts) {
   adv_opts_.kind = a.advantage;
   adv_opts_.sample_std = a.std_kind == config::StdKind::kSample;
   adv_opts_.eps = a.adv_eps;
+  adv_opts_.scale = a.scale_rewards;
+  is_opts_ = {a.is_correction, a.is_level, a.is_cap, a.is_floor};
   temperature_ = rollout::logprob_temperature(p_.cfg.rollout.temperature);
   total_optimizer_steps_ = p_.cfg.train.max_steps * a.num_minibatches;
 }
@@ -101,62 +103,63 @@ std::vector<MiniBatch> StepRunner::make_plan(const rollout::RolloutBatch& b, con
   return plan;
 }
 
-void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P) {
+// pi_old (recomputed at the step-start weights, or the sampler's), pi_ref, the mismatch between the trainer's and
+// the sampler's log-probs, and the correction weights.
+void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, StepMetrics& m) {
   torch::NoGradGuard g;
-  const bool recompute = p_.cfg.algorithm.old_logprobs == config::OldLogprobs::kRecompute;
+  const auto& a = p_.cfg.algorithm;
+  const bool recompute = a.old_logprobs == config::OldLogprobs::kRecompute;
+  const bool measure = a.mismatch_metrics || a.is_correction != config::IsCorrection::kNone;
   const int64_t chunk = p_.cfg.train.logprob_chunk_tokens;
+  algo::MismatchStats mm;
   for (auto& mb : plan)
-    for (auto& m : mb.micros) {
-      m.old_lp = recompute ? response_logprobs(p_.policy, m.ids, m.mask, P, temperature_, Entropy::kSkip, chunk).logprobs
-                           : m.behaviour_lp;
+    for (auto& mi : mb.micros) {
+      at::Tensor train_lp;  // the trainer's log-probs at the step-start weights
+      if (recompute || measure)
+        train_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk).logprobs;
+      mi.old_lp = recompute ? train_lp : mi.behaviour_lp;
       if (p_.reference)
-        m.ref_lp = response_logprobs(*p_.reference, m.ids, m.mask, P, temperature_, Entropy::kSkip, chunk).logprobs;
+        mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk).logprobs;
+      if (!measure) continue;
+      mm.add(algo::mismatch_stats(train_lp, mi.behaviour_lp, mi.resp_mask, is_opts_));
+      mi.is = algo::importance_weights(train_lp, mi.behaviour_lp, mi.resp_mask, is_opts_);
     }
+  if (!measure) return;
+  m.mismatch_diff = {mm.diff_sum, mm.tokens};
+  m.mismatch_diff_abs_max = mm.diff_abs_max;
+  m.is_weight = {mm.weight_sum, mm.weight_count};
+  m.is_weight_min = mm.weight_count > 0 ? mm.weight_min : kNoValue;
+  m.is_weight_max = mm.weight_count > 0 ? mm.weight_max : -kNoValue;
+  m.is_truncated = {mm.truncated, mm.weight_count};
+  m.is_rejected = {mm.rejected, mm.weight_count};
 }
 
 StepMetrics StepRunner::run(Progress& progress) {
   const auto t_step = Clock::now();
   const auto& c = p_.cfg;
-  const int64_t W = p_.comm.world_size();
-  const int64_t local_prompts = c.rollout.prompts_per_step / W;
-  const int64_t first_row = p_.comm.rank() * local_prompts * c.rollout.group_size;
-
-  // Every rank advances the same cursor over the global batch and takes its contiguous share of the prompts.
-  std::vector<const data::Example*> exs;
-  std::vector<std::vector<int64_t>> prompts;
-  const auto global = progress.cursor.next(c.rollout.prompts_per_step);
-  for (int64_t j = 0; j < local_prompts; ++j) {
-    const auto& ex = p_.examples[global[p_.comm.rank() * local_prompts + j]];
-    exs.push_back(&ex);
-    prompts.push_back(p_.tok.encode_prompt(data::format_prompt(c.data, ex.prompt)));
-  }
+  const int64_t first_row = p_.comm.rank() * (c.rollout.prompts_per_step / p_.comm.world_size()) * c.rollout.group_size;
 
   StepMetrics m;
-  m.zero_variance.count = static_cast<double>(local_prompts);
-  auto t = Clock::now();
-  const rollout::NoiseKey noise{
-      rollout::mix_seed(static_cast<uint64_t>(c.rollout.seed), static_cast<uint64_t>(progress.step)), first_row};
-  auto batch = p_.sampler.generate(prompts, c.rollout.group_size, noise);
-  m.time_sample_s = since(t);
-
-  t = Clock::now();
-  std::vector<const data::Example*> per_row;
-  for (int64_t r = 0; r < batch.num_rows(); ++r) per_row.push_back(exs[r / batch.group_size]);
-  for (const auto& sc : reward::score_all(p_.verifier, batch.response_text, per_row, c.reward.workers)) {
-    m.reward.rows.push_back(sc.reward);
-    m.correct.rows.push_back(sc.correct ? 1.0 : 0.0);
+  auto scored = sample_and_score(progress, m);
+  const auto& batch = scored.batch;
+  m.reward.rows = scored.rewards;
+  m.correct.rows = scored.correct;
+  m.zero_variance.count = static_cast<double>(batch.num_rows() / c.rollout.group_size);
+  for (double pen : scored.penalty) {
+    m.overlong_penalty.sum += pen;
+    m.overlong_penalized.sum += pen < 0 ? 1.0 : 0.0;
   }
-  m.time_reward_s = since(t);
+  m.overlong_penalty.count = m.overlong_penalized.count = static_cast<double>(scored.penalty.size());
 
-  auto adv = algo::group_advantages(torch::tensor(m.reward.rows, torch::kDouble), c.rollout.group_size, adv_opts_);
+  const auto adv = advantages(scored);
   record_rows(batch, adv, m);
   const auto rows = select_rows(batch, adv);
   m.update_sequences = static_cast<int64_t>(rows.size());
 
   if (!rows.empty()) {
     auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);
-    t = Clock::now();
-    fill_old_logprobs(plan, batch.prompt_len);
+    auto t = Clock::now();
+    fill_old_logprobs(plan, batch.prompt_len, m);
     m.time_old_logprobs_s = since(t);
     t = Clock::now();
     update(plan, batch.prompt_len, progress, m);
@@ -176,7 +179,12 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.step = progress.step;
   m.epoch = progress.cursor.epoch();
   m.optimizer_steps = progress.optimizer_steps;
-  m.kl_on = p_.cfg.algorithm.kl_coef > 0;
+  const auto& a = p_.cfg.algorithm;
+  m.kl_on = a.kl_coef > 0;
+  m.mismatch_on = a.mismatch_metrics || a.is_correction != config::IsCorrection::kNone;
+  m.dynamic_on = p_.cfg.rollout.dynamic_sampling;
+  m.overlong_on = p_.cfg.reward.overlong_buffer > 0;
+  m.policy_mask_on = a.top_entropy_quantile < 1 || a.is_correction == config::IsCorrection::kMis;
   m.on_cuda = p_.policy.device().is_cuda();
   m.world_size = p_.comm.world_size();
   m.multi_rank = m.world_size > 1;

@@ -15,6 +15,7 @@
 
 #include "gspo/algo/advantage.h"
 #include "gspo/algo/loss.h"
+#include "gspo/algo/mismatch.h"
 #include "gspo/config/options.h"
 #include "gspo/data/cursor.h"
 #include "gspo/data/example.h"
@@ -47,9 +48,18 @@ struct StepParts {
   const tokenizer::Tokenizer& tok;
   const std::vector<data::Example>& examples;
   const reward::Verifier& verifier;
-  rollout::Sampler& sampler;
+  rollout::Sampler& sampler;       // samples with `policy`, or with `sampling_copy` when there is one
+  model::Policy* sampling_copy;    // rollout.dtype bfloat16 with a float32 policy: refreshed before every rollout
   dist::Comm& comm;
   UpdateEngine& engine;
+};
+
+// This rank's rows of a step's rollout with their scores (after dynamic sampling and reward shaping).
+struct Scored {
+  rollout::RolloutBatch batch;
+  std::vector<double> rewards, correct;
+  std::vector<double> penalty;                  // soft overlong penalty per row (included in rewards)
+  std::vector<std::vector<double>> components;  // reward.components: per row, each component's reward
 };
 
 class StepRunner {
@@ -60,16 +70,21 @@ class StepRunner {
   StepMetrics run(Progress& progress);
 
  private:
+  Scored sample_and_score(Progress& progress, StepMetrics& m);  // scored_rollout.cpp
+  Scored sample_round(Progress& progress, int64_t round, StepMetrics& m);
+  Scored keep_signal_groups(std::vector<Scored>& rounds);
+  algo::Advantages advantages(const Scored& s);
   std::vector<int64_t> select_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv);
   std::vector<MiniBatch> make_plan(const rollout::RolloutBatch& b, const at::Tensor& adv,
                                    const std::vector<int64_t>& rows, int64_t first_row, at::Generator& gen);
-  void fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t prompt_len);
+  void fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t prompt_len, StepMetrics& m);
   void update(std::vector<MiniBatch>& plan, int64_t prompt_len, Progress& progress, StepMetrics& m);
   void finish(StepMetrics& m, const Progress& progress);
 
   StepParts p_;
   algo::LossOptions loss_opts_;
   algo::AdvantageOptions adv_opts_;
+  algo::IsOptions is_opts_;
   double temperature_;  // log-probs are taken at the sampling temperature (1 when greedy)
   int64_t total_optimizer_steps_;
 };

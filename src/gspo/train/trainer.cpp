@@ -71,6 +71,7 @@ struct Trainer::Impl {
   dist::Comm& comm;
   std::optional<model::Policy> policy;
   std::optional<model::Policy> reference;  // only when algorithm.kl_coef > 0
+  std::optional<model::Policy> sampling_copy;  // rollout.dtype bfloat16 with float32 training
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<data::Example> examples;
   std::unique_ptr<reward::Verifier> verifier;
@@ -84,8 +85,8 @@ struct Trainer::Impl {
   void load_models(const std::optional<std::string>& ckpt, c10::Device device);
   void open_metrics();
   StepRunner step_runner() {
-    return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *tok, examples, *verifier, *sampler, comm,
-                       *engine});
+    return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *tok, examples, *verifier, *sampler,
+                       sampling_copy ? &*sampling_copy : nullptr, comm, *engine});
   }
 };
 
@@ -93,8 +94,14 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   const auto& c = cfg;
   if (c.model.path.empty())
     throw ConfigError("model.path is empty: set it to a TorchScript policy (make one with scripts/make_tiny_model.py)");
-  policy.emplace(model::Policy::load(ckpt ? io::policy_file(*ckpt) : c.model.path, device));
+  const std::string file = ckpt ? io::policy_file(*ckpt) : c.model.path;
+  policy.emplace(model::Policy::load(file, device));
   model::check_contract(*policy);
+  if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.model.dtype == config::Dtype::kFloat32) {
+    sampling_copy.emplace(model::Policy::load(file, device));  // its weights are refreshed before every rollout
+    sampling_copy->set_param_dtype(torch::kBFloat16);
+    for (auto& p : sampling_copy->parameters()) p.set_requires_grad(false);
+  }
   if (c.algorithm.kl_coef > 0) {
     const std::string ref = c.algorithm.reference_model.empty() ? c.model.path : c.algorithm.reference_model;
     reference.emplace(model::Policy::load(ref, device));
@@ -105,7 +112,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   rollout::SamplingParams sp{c.rollout.temperature, c.rollout.top_p, c.rollout.top_k, c.rollout.max_new_tokens,
                              c.rollout.stop};
   sp.cuda_graphs = c.rollout.cuda_graphs;
-  sampler = std::make_unique<rollout::Sampler>(*policy, *tok, sp);
+  sampler = std::make_unique<rollout::Sampler>(sampling_copy ? *sampling_copy : *policy, *tok, sp);
 }
 
 // Rank 0 only: the metrics of steps after the resume point are dropped (they run again), the config written.

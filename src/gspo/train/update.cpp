@@ -24,9 +24,19 @@ struct Totals {
   double loss_sum = 0;      // sum over sequences of the per-sequence loss
   double entropy_sum = 0;   // over response tokens
   double train_tokens = 0;  // prompt + response tokens through forward and backward (skipped ones too: work done)
+  double resp_tokens = 0;   // response tokens of the applied mini-batches (the entropy's denominator)
   double grad_norm_sum = 0, grad_norm_max = 0, lr = 0, first_mb_ratio_dev = 0;
   int64_t updates = 0, skipped = 0;
 };
+
+// top_entropy_quantile: the response tokens whose entropy is at least the (1 - q) quantile of the micro-batch's.
+at::Tensor high_entropy_tokens(const at::Tensor& entropy, const at::Tensor& resp_mask, double q) {
+  const auto valid = resp_mask > 0;
+  auto values = entropy.masked_select(valid);
+  if (values.numel() == 0) return valid;
+  const double threshold = torch::quantile(values.to(torch::kDouble), 1.0 - q).item<double>();
+  return valid & (entropy >= threshold);
+}
 
 [[noreturn]] void nonfinite(int64_t step, size_t mb, const std::string& what) {
   throw TrainingError("step " + std::to_string(step + 1) + ", mini-batch " + std::to_string(mb + 1) + ": non-finite " +
@@ -42,12 +52,16 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
   for (size_t k = 0; k < plan.size(); ++k) {
     p_.engine.zero_grad();
     const double loss_before = t.loss_sum, entropy_before = t.entropy_sum;
+    double mb_resp_tokens = 0;
     algo::LossStats mb_stats;
     std::optional<std::string> bad;
     for (auto& mi : plan[k].micros) {
       auto tl = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kCompute,
                                   c.train.logprob_chunk_tokens);
-      auto res = algo::policy_loss({tl.logprobs, mi.old_lp, mi.resp_mask, mi.advantages, mi.ref_lp}, loss_opts_);
+      algo::LossInputs in{tl.logprobs, mi.old_lp, mi.resp_mask, mi.advantages, mi.ref_lp, mi.is, {}};
+      if (c.algorithm.top_entropy_quantile < 1)
+        in.keep = high_entropy_tokens(tl.entropy, mi.resp_mask, c.algorithm.top_entropy_quantile);
+      auto res = algo::policy_loss(in, loss_opts_);
       const double lv = res.loss.item<double>();
       if (!std::isfinite(lv)) {
         bad = "loss (" + std::to_string(lv) + ")";
@@ -59,6 +73,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
       mb_stats.add(res.stats);
       t.loss_sum += lv * rows;
       t.entropy_sum += (tl.entropy * mi.resp_mask).sum().item<double>();
+      mb_resp_tokens += mi.resp_mask.sum().item<double>();
       t.train_tokens += static_cast<double>(mi.real_tokens);
     }
     if (p_.comm.any(bad.has_value()) && !bad) bad = "loss on another rank";
@@ -78,6 +93,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     if (k == 0 && mb_stats.sequences > 0)
       t.first_mb_ratio_dev = std::max(std::abs(mb_stats.seq_ratio_max - 1), std::abs(1 - mb_stats.seq_ratio_min));
     t.loss.add(mb_stats);
+    t.resp_tokens += mb_resp_tokens;
     const auto& o = c.optimizer;
     t.lr = learning_rate(progress.optimizer_steps, total_optimizer_steps_, o.lr, o.warmup_steps, o.schedule,
                          o.min_lr_ratio);
@@ -95,12 +111,15 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
   m.first_minibatch_ratio_dev = t.first_mb_ratio_dev;
   m.clip_seq_low = {L.seq_clipped_low, L.sequences};
   m.clip_seq_high = {L.seq_clipped_high, L.sequences};
+  m.clip_seq = {L.seq_clipped_low + L.seq_clipped_high, L.sequences};
   m.clip_tok_low = {L.tok_clipped_low, L.tokens};
   m.clip_tok_high = {L.tok_clipped_high, L.tokens};
   m.clip_tok = {L.tok_clipped_low + L.tok_clipped_high, L.tokens};
   m.loss = {t.loss_sum, L.sequences};
   m.kl = {L.kl_sum, L.sequences};
-  m.entropy = {t.entropy_sum, L.tokens};
+  m.kl_seq = {L.kl_seq_sum, L.sequences};
+  m.entropy = {t.entropy_sum, t.resp_tokens};
+  m.policy_tokens = {L.tokens, t.resp_tokens};
   m.grad_norm = t.updates > 0 ? t.grad_norm_sum / static_cast<double>(t.updates) : 0.0;
   m.grad_norm_max = t.grad_norm_max;
   m.lr = t.lr;

@@ -1,0 +1,165 @@
+// A step's scored rollout: prompts from the cursor, sampling (with the policy or its bf16 copy), scoring, DAPO's soft
+// overlong penalty, DAPO's dynamic sampling (extra rounds until enough groups carry a learning signal), and the
+// group advantages (reward scaling, reward components normalised after or before summing).
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "gspo/dist/comm.h"
+#include "gspo/model/policy.h"
+#include "gspo/reward/verifier.h"
+#include "gspo/rollout/batch_merge.h"
+#include "gspo/rollout/noise.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/tokenizer/tokenizer.h"
+#include "gspo/train/step.h"
+
+namespace gspo::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The sampling copy takes the policy's current weights (cast to its dtype).
+void refresh(model::Policy& copy, model::Policy& policy) {
+  torch::NoGradGuard g;
+  auto dst = copy.parameters();
+  auto src = policy.parameters();
+  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
+}
+
+// Whether group g of `s` has rewards that are not all equal (a learning signal).
+bool has_signal(const Scored& s, int64_t g, int64_t G) {
+  for (int64_t i = 1; i < G; ++i)
+    if (s.rewards[g * G + i] != s.rewards[g * G]) return true;
+  return false;
+}
+
+// The whole-batch std of one per-row column over every rank (rank order = global row order).
+double global_std(dist::Comm& comm, const std::vector<double>& column, bool sample_std) {
+  auto all = comm.all_gather(torch::tensor(column, torch::kDouble));
+  return algo::batch_std_of(all, sample_std);
+}
+
+}  // namespace
+
+// One generation round: this rank's share of prompts_per_step prompts from the cursor, sampled and scored. Round k
+// of a step draws its noise from global rows k * B * G + first_row + r, so every round of every rank has its own.
+Scored StepRunner::sample_round(Progress& progress, int64_t round, StepMetrics& m) {
+  const auto& c = p_.cfg;
+  const int64_t W = p_.comm.world_size(), B = c.rollout.prompts_per_step, G = c.rollout.group_size;
+  const int64_t local_prompts = B / W;
+  const int64_t first_row = p_.comm.rank() * local_prompts * G;
+  std::vector<const data::Example*> exs;
+  std::vector<std::vector<int64_t>> prompts;
+  const auto global = progress.cursor.next(B);
+  for (int64_t j = 0; j < local_prompts; ++j) {
+    const auto& ex = p_.examples[global[p_.comm.rank() * local_prompts + j]];
+    exs.push_back(&ex);
+    prompts.push_back(p_.tok.encode_prompt(data::format_prompt(c.data, ex.prompt)));
+  }
+  auto t = Clock::now();
+  if (p_.sampling_copy) refresh(*p_.sampling_copy, p_.policy);
+  const rollout::NoiseKey noise{
+      rollout::mix_seed(static_cast<uint64_t>(c.rollout.seed), static_cast<uint64_t>(progress.step)),
+      round * B * G + first_row};
+  Scored s{p_.sampler.generate(prompts, G, noise), {}, {}, {}, {}};
+  m.time_sample_s += since(t);
+
+  t = Clock::now();
+  std::vector<const data::Example*> per_row;
+  for (int64_t r = 0; r < s.batch.num_rows(); ++r) per_row.push_back(exs[r / G]);
+  for (auto& sc : reward::score_all(p_.verifier, s.batch.response_text, per_row, c.reward.workers)) {
+    s.rewards.push_back(sc.reward);
+    s.correct.push_back(sc.correct ? 1.0 : 0.0);
+    s.components.push_back(std::move(sc.components));
+  }
+  // DAPO's soft overlong penalty: 0 up to max_new_tokens - buffer, then linear down to -overlong_penalty.
+  const int64_t L_max = c.rollout.max_new_tokens, buffer = c.reward.overlong_buffer;
+  for (int64_t r = 0; r < s.batch.num_rows(); ++r) {
+    const int64_t L = s.batch.response_lengths[r];
+    const double pen = buffer > 0 && L > L_max - buffer
+                           ? c.reward.overlong_penalty * static_cast<double>(L_max - buffer - L) / static_cast<double>(buffer)
+                           : 0.0;
+    s.penalty.push_back(pen);
+    s.rewards[r] += pen;
+  }
+  m.time_reward_s += since(t);
+  return s;
+}
+
+// The groups with a learning signal, in round order, up to this rank's share of the batch; a batch still short is
+// filled with the first rounds' groups without one (their advantages are 0), so every rank keeps whole, equal shares.
+Scored StepRunner::keep_signal_groups(std::vector<Scored>& rounds) {
+  const int64_t G = p_.cfg.rollout.group_size;
+  const int64_t quota = p_.cfg.rollout.prompts_per_step / p_.comm.world_size();
+  std::vector<rollout::GroupRef> chosen, filler;
+  for (int64_t k = 0; k < static_cast<int64_t>(rounds.size()); ++k)
+    for (int64_t g = 0; g < rounds[k].batch.num_rows() / G; ++g)
+      (has_signal(rounds[k], g, G) ? chosen : filler).push_back({k, g});
+  if (static_cast<int64_t>(chosen.size()) > quota) chosen.resize(quota);
+  for (size_t i = 0; static_cast<int64_t>(chosen.size()) < quota; ++i) chosen.push_back(filler.at(i));
+  std::vector<const rollout::RolloutBatch*> batches;
+  for (const auto& r : rounds) batches.push_back(&r.batch);
+  Scored out{rollout::merge_groups(batches, chosen, p_.policy.manifest().pad_token_id), {}, {}, {}, {}};
+  for (const auto& ref : chosen)
+    for (int64_t i = 0; i < G; ++i) {
+      const auto& src = rounds[ref.batch];
+      const int64_t r = ref.group * G + i;
+      out.rewards.push_back(src.rewards[r]);
+      out.correct.push_back(src.correct[r]);
+      out.penalty.push_back(src.penalty[r]);
+      out.components.push_back(src.components[r]);
+    }
+  return out;
+}
+
+Scored StepRunner::sample_and_score(Progress& progress, StepMetrics& m) {
+  const auto& c = p_.cfg;
+  const int64_t G = c.rollout.group_size, quota = c.rollout.prompts_per_step / p_.comm.world_size();
+  std::vector<Scored> rounds;
+  rounds.push_back(sample_round(progress, 0, m));
+  m.dynamic_prompts = c.rollout.prompts_per_step;
+  if (!c.rollout.dynamic_sampling) return std::move(rounds.front());
+  auto signal_groups = [&] {
+    int64_t n = 0;
+    for (const auto& r : rounds)
+      for (int64_t g = 0; g < r.batch.num_rows() / G; ++g) n += has_signal(r, g, G) ? 1 : 0;
+    return n;
+  };
+  // Every rank takes part in every round (the cursor is shared), until none is short or the rounds run out.
+  while (m.dynamic_rounds < c.rollout.dynamic_max_rounds && p_.comm.any(signal_groups() < quota)) {
+    ++m.dynamic_rounds;
+    rounds.push_back(sample_round(progress, m.dynamic_rounds, m));
+    m.dynamic_prompts += c.rollout.prompts_per_step;
+  }
+  if (rounds.size() == 1 && signal_groups() == quota) return std::move(rounds.front());
+  return keep_signal_groups(rounds);
+}
+
+algo::Advantages StepRunner::advantages(const Scored& s) {
+  const auto& a = p_.cfg.algorithm;
+  const int64_t G = p_.cfg.rollout.group_size;
+  auto opts = adv_opts_;
+  const auto rewards = torch::tensor(s.rewards, torch::kDouble);
+  const bool batch_scale = a.advantage == config::AdvantageKind::kGroupNorm && opts.scale == algo::RewardScale::kBatch;
+  if (a.component_norm == config::ComponentNorm::kAfterSum || s.rewards.empty()) {
+    if (batch_scale) opts.batch_std = global_std(p_.comm, s.rewards, opts.sample_std);
+    return algo::group_advantages(rewards, G, opts);
+  }
+  // before_sum: each component's advantages, weighted and summed; the overlong penalty counts as one more component.
+  auto weights = p_.verifier.component_weights();
+  const bool penalised = p_.cfg.reward.overlong_buffer > 0;
+  if (penalised) weights.push_back(1.0);
+  std::vector<at::Tensor> comps;
+  std::vector<double> stds;
+  for (size_t k = 0; k < weights.size(); ++k) {
+    std::vector<double> col;
+    for (size_t r = 0; r < s.rewards.size(); ++r) col.push_back(k < s.components[r].size() ? s.components[r][k] : s.penalty[r]);
+    if (batch_scale) stds.push_back(global_std(p_.comm, col, opts.sample_std));
+    comps.push_back(torch::tensor(col, torch::kDouble));
+  }
+  return algo::component_advantages(comps, weights, rewards, G, opts, stds);
+}
+
+}  // namespace gspo::train
