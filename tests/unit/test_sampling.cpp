@@ -260,8 +260,8 @@ TEST_CASE("checking for finished rows every 8 steps (the GPU cadence) changes no
   Fixture f;
   auto prior = test::load_tiny("tiny_prior.pt");  // emits EOS often, so rows finish at different steps
   rollout::SamplingParams every1{1.0, 1.0, 0, 24, {}}, every8 = every1;
-  every1.check_every = 1;
-  every8.check_every = 8;
+  every1.host_sync_every = 1;
+  every8.host_sync_every = 8;
   rollout::Sampler s1(prior, *f.tok, every1), s8(prior, *f.tok, every8);
   auto a = s1.generate(f.prompts, 8, {4, 0});
   auto b = s8.generate(f.prompts, 8, {4, 0});
@@ -276,7 +276,7 @@ TEST_CASE("checking for finished rows every 8 steps (the GPU cadence) changes no
   }
   CHECK(agreed * 2 > a.num_rows());  // a near-edge flip is rare: most rows are compared in full
   CHECK(eos > 0);
-  CHECK(s8.last_stats().host_checks * 4 <= s1.last_stats().host_checks + 4);
+  CHECK(s8.last_stats().host_syncs * 4 <= s1.last_stats().host_syncs + 4);
 }
 
 // Bitwise across code paths is legitimate here: both compute the same uint64 hash (integer arithmetic is exact) and

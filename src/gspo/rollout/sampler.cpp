@@ -130,7 +130,7 @@ struct Written {
 };
 
 namespace {
-constexpr int64_t kSyncEvery = 8;  // GPU: steps between host checks for "all finished" and compaction
+constexpr int64_t kHostSyncEveryGpu = 8;  // GPU: steps between host reads of the finished flags (and compaction)
 }  // namespace
 
 // Drops finished rows from the cache once they are a quarter of it (each drop copies the cache once). Returns the
@@ -246,8 +246,11 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
               torch::full({N}, static_cast<int64_t>(Finish::kLength), on_dev.dtype(torch::kLong))};
   StopMatcher stops(params_.stop, tok_);
   std::vector<std::string> text(N);
-  // On the CPU a host check costs nothing; with stop strings the tokens come to the host every step anyway.
-  const int64_t sync_every = stops.active() ? 1 : params_.check_every > 0 ? params_.check_every : dev.is_cpu() ? 1 : kSyncEvery;
+  // On the CPU a host sync costs nothing; with stop strings the tokens come to the host every step anyway.
+  const int64_t host_sync_every = stops.active()                ? 1
+                                  : params_.host_sync_every > 0 ? params_.host_sync_every
+                                  : dev.is_cpu()                ? 1
+                                                                : kHostSyncEveryGpu;
 
   for (int64_t step = 0; step < R; ++step) {
     if (step > 0) {
@@ -257,8 +260,8 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
     }
     auto u = dev.is_cpu() ? row_uniforms(noise, live.rows_host, step) : row_uniforms(noise, live.rows, step);
     record(sample_next(logits, params_, u), live, out, stops, text, P + step, step);
-    if ((step + 1) % sync_every == 0 && step + 1 < R) {
-      ++stats_.host_checks;
+    if ((step + 1) % host_sync_every == 0 && step + 1 < R) {
+      ++stats_.host_syncs;
       if (sync_and_compact(cache, live) == 0) break;
     }
   }

@@ -39,7 +39,7 @@ struct SamplerStats {
   double seconds = 0;        // wall time of generate()
   int64_t decode_steps = 0;  // decode calls
   int64_t row_steps = 0;     // sum over decode calls of the rows computed (compute actually spent)
-  int64_t host_checks = 0;   // device-to-host reads of the finished flags (the loop's only synchronisations)
+  int64_t host_syncs = 0;    // device-to-host reads of the finished flags (the loop's only synchronisations)
   int64_t graph_captures = 0;  // CUDA graphs captured for decode (rollout.cuda_graphs; one per cache layout)
 };
 

@@ -15,7 +15,7 @@ struct SamplingParams {
   int64_t max_new_tokens = 16;       // response length cap
   std::vector<std::string> stop;     // stop strings (matched on the response bytes)
   int64_t vocab_limit = 0;           // ids >= this are never chosen (a model vocab padded past the tokenizer's); 0 = none
-  int64_t check_every = 0;           // decode steps between host checks for finished rows; 0 = 1 on CPU, 8 on GPU
+  int64_t host_sync_every = 0;       // decode steps between host reads of the finished flags; 0 = 1 on CPU, 8 on GPU
   bool cuda_graphs = false;          // CUDA: replay decode steps as CUDA graphs (decode_graph.h); no effect on CPU
 };
 
