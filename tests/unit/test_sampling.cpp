@@ -35,6 +35,16 @@ struct Fixture {
     return s.generate(prompts, G, {seed, 0});
   }
 };
+
+// RolloutBatch::response_text is what the callers used to decode themselves: the response ids without a final EOS.
+void check_response_text(const rollout::RolloutBatch& b, const tokenizer::Tokenizer& tok) {
+  REQUIRE(b.response_text.size() == b.response_ids.size());
+  for (int64_t r = 0; r < b.num_rows(); ++r) {
+    auto ids = b.response_ids[r];
+    if (!ids.empty() && ids.back() == tok.eos_id()) ids.pop_back();
+    CHECK(b.response_text[r] == tok.decode(ids));
+  }
+}
 }  // namespace
 
 TEST_CASE("temperature 0 equals greedy argmax of the uncached forward", "[rollout]") {
@@ -120,6 +130,7 @@ TEST_CASE("stop strings end a response right after the token that completes them
   REQUIRE(text.size() >= stop.size());
   CHECK(text.compare(text.size() - stop.size(), stop.size(), stop) == 0);
   CHECK(text.find(stop) == text.size() - stop.size());
+  check_response_text(stopped, *f.tok);
   CHECK(full.compare(0, text.size(), text) == 0);
   CHECK(greedy.finish[0] == rollout::Finish::kLength);
 }
@@ -276,6 +287,8 @@ TEST_CASE("checking for finished rows every 8 steps (the GPU cadence) changes no
   }
   CHECK(agreed * 2 > a.num_rows());  // a near-edge flip is rare: most rows are compared in full
   CHECK(eos > 0);
+  check_response_text(a, *f.tok);  // rows ending in EOS and rows cut at the length limit
+  check_response_text(b, *f.tok);
   CHECK(s8.last_stats().host_syncs * 4 <= s1.last_stats().host_syncs + 4);
 }
 

@@ -273,6 +273,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
   batch.group_size = G;
   batch.finish.resize(N);
   batch.response_ids.resize(N);
+  batch.response_text.resize(N);
   std::vector<std::vector<float>> logps(N);
   for (int64_t r = 0; r < N; ++r) {
     const int64_t n = length.data_ptr<int64_t>()[r];
@@ -281,6 +282,8 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
     batch.response_ids[r].assign(t, t + n);
     logps[r].assign(l, l + n);
     batch.finish[r] = static_cast<Finish>(finish.data_ptr<int64_t>()[r]);
+    const bool eos_last = n > 0 && t[n - 1] == tok_.eos_id();
+    batch.response_text[r] = tok_.decode(std::vector<int64_t>(t, t + n - (eos_last ? 1 : 0)));
   }
   fill_layout(batch, pids, pmask, logps, pad);
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -31,6 +31,7 @@ struct RolloutBatch {
   std::vector<int64_t> response_lengths;      // tokens per response (= response_mask row sums)
   std::vector<Finish> finish;                 // why each response ended
   std::vector<std::vector<int64_t>> response_ids;  // unpadded response tokens per row
+  std::vector<std::string> response_text;          // decoded response per row, a final EOS excluded
   int64_t num_rows() const { return static_cast<int64_t>(finish.size()); }
   int64_t generated_tokens() const;
 };

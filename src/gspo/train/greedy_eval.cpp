@@ -21,11 +21,8 @@ double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, c
     std::vector<std::vector<int64_t>> prompts;
     for (size_t i = start; i < end; ++i) prompts.push_back(tok.encode_prompt(data::format_prompt(cfg.data, problems[i].prompt)));
     auto batch = greedy.generate(prompts, 1, {0, static_cast<int64_t>(start)});
-    for (size_t i = start; i < end; ++i) {
-      auto ids = batch.response_ids[i - start];
-      if (!ids.empty() && ids.back() == tok.eos_id()) ids.pop_back();
-      correct += verifier.score(tok.decode(ids), problems[i]).correct ? 1 : 0;
-    }
+    for (size_t i = start; i < end; ++i)
+      correct += verifier.score(batch.response_text[i - start], problems[i]).correct ? 1 : 0;
   }
   return static_cast<double>(correct) / static_cast<double>(problems.size());
 }
