@@ -1,6 +1,6 @@
 // gspo: the command line. Parses flags into the library's argument structs, calls the library, and maps
 // exceptions to exit codes (the only place that decides them): 0 ok, 1 unexpected, 2 config/usage, 3 data,
-// 4 model contract, 5 io, 6 training fault, 7 distributed, 130 interrupted.
+// 4 model contract, 5 io, 6 training fault, 7 distributed, 8 verifier, 130 interrupted.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -120,6 +120,8 @@ if grep -q '"detail":"[0-9]*/[0-9]* tests passed' "$TMP/sc/scored.jsonl" && grep
   pass=$((pass+1)); else echo "FAIL score-detail: scored.jsonl lacks the failure reason"; head -2 "$TMP/sc/scored.jsonl"; fail=$((fail+1)); fi
 printf '{"answer": "4"}\n{"answer": "9"}\n' > "$TMP/answers_only.jsonl"; printf '{"index": 0, "response": "\\\\boxed{4}"}\n{"index": 1, "response": "8"}\n' > "$TMP/answers_resp.jsonl"
 expect score-no-prompt-field 0 "avg@1 0.500" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl"
+expect score-external-garbage 8 "verifier error: reward.external_command 'while read l; do echo yes; done' wrote 'yes'" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" --reward external --set 'reward.external_command=while read l; do echo yes; done'
+expect score-external-exit 8 "reward.external_command 'exit 3'" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" --reward external --set 'reward.external_command=exit 3'
 printf '{"index": 99, "response": "1"}\n' > "$TMP/bad_index.jsonl"
 expect score-bad-index 3 "bad_index.jsonl:1: index 99 is outside the dataset (26 rows)" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/bad_index.jsonl"
 printf '{"index": 0, "responses": ["\\\\boxed{1}", "2", "3"]}\n{"index": 1, "response": "4"}\n' > "$TMP/uneven.jsonl"

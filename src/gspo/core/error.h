@@ -63,6 +63,15 @@ class DistributedError : public Error {
   int exit_code() const noexcept override { return 7; }
 };
 
+// A verifier that failed to produce a reward: an external verifier command that exited, wrote something that is not
+// a number or did not answer in time; a sandbox that cannot be started: exit 8.
+class VerifierError : public Error {
+ public:
+  using Error::Error;
+  const char* kind() const noexcept override { return "verifier error"; }
+  int exit_code() const noexcept override { return 8; }
+};
+
 // Exit code used when a run was interrupted by SIGINT/SIGTERM after saving what it could.
 constexpr int kExitInterrupted = 130;
 

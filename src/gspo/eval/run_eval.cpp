@@ -89,9 +89,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
       std::vector<std::vector<std::string>> texts(exs.size());
       std::vector<std::vector<int64_t>> lens(exs.size());
       for (int64_t r = 0; r < batch.num_rows(); ++r) {
-        auto ids = batch.response_ids[r];
-        if (!ids.empty() && ids.back() == tok->eos_id()) ids.pop_back();
-        texts[r / req.samples].push_back(tok->decode(ids));
+        texts[r / req.samples].push_back(batch.response_text[r]);
         lens[r / req.samples].push_back(batch.response_lengths[r]);
       }
       auto graded = grader.grade(exs, texts, lens);

@@ -1,11 +1,11 @@
 // External verifier: a user program started once and reused. gspo writes one JSON line per response
 // {"prompt", "response", "answer", "row"} to its stdin and reads one number per line from its stdout.
-// Requests are serialised (one at a time). If the program exits or writes something that is not a number, scoring
-// fails with a TrainingError that names the command and what it wrote.
+// Requests are serialised (one at a time). If the program exits, writes something that is not a number or does not
+// answer within the timeout, scoring fails with a VerifierError that names the command and what went wrong; the
+// verifier then stays failed (a late answer could not be matched to its request). Non-goal: restarting the program.
 #pragma once
 #include <sys/types.h>
 
-#include <cstdio>
 #include <mutex>
 #include <string>
 
@@ -15,17 +15,33 @@ namespace gspo::reward {
 
 class ExternalVerifier : public Verifier {
  public:
-  explicit ExternalVerifier(std::string command);  // starts the program (via /bin/sh -c)
-  ~ExternalVerifier() override;                    // closes its stdin and waits for it
+  // Starts `command` via /bin/sh -c in its own process group. `timeout_s` (> 0, else ConfigError) bounds each
+  // request: writing it and reading the answer line. Throws IoError when the pipes or the process cannot be made.
+  explicit ExternalVerifier(std::string command, double timeout_s = 60);
+  // Closes the program's stdin and stdout, waits up to kExitGraceSeconds for it to exit, then SIGKILLs its group.
+  ~ExternalVerifier() override;
+  ExternalVerifier(const ExternalVerifier&) = delete;
+  ExternalVerifier& operator=(const ExternalVerifier&) = delete;
+
   Score score(const std::string& response, const data::Example& ex) const override;
   std::string name() const override { return "external"; }
 
+  static constexpr double kExitGraceSeconds = 2;  // destructor: time the program gets to exit after stdin closes
+
  private:
+  std::string ask(const std::string& line) const;  // one request line -> one answer line (without '\n'); mu_ held
+  std::string exit_note() const;                   // " (it exited with status 3)" once it ended; mu_ held
+
   std::string command_;
-  pid_t pid_ = -1;
-  FILE* to_ = nullptr;
-  FILE* from_ = nullptr;
+  std::string who_;  // "reward.external_command '<command>'", the subject of every message
+  double timeout_s_;
+  pid_t pid_ = -1;  // also its process group
+  int to_fd_ = -1;    // its stdin (non-blocking)
+  int from_fd_ = -1;  // its stdout
   mutable std::mutex mu_;
+  mutable std::string pending_;  // bytes read past the last answer line
+  mutable std::string failed_;   // the first failure's message; "" while healthy
+  mutable bool reaped_ = false;  // exit_note() already collected the exit status
 };
 
 }  // namespace gspo::reward

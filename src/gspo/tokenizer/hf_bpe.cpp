@@ -29,39 +29,46 @@ std::vector<std::string> utf8_chars(const std::string& s) {
   }
   return out;
 }
+
+struct CodeFree {
+  void operator()(pcre2_code* c) const { pcre2_code_free(c); }
+};
+struct MatchDataFree {
+  void operator()(pcre2_match_data* m) const { pcre2_match_data_free(m); }
+};
 }  // namespace
 
-// One compiled Split pattern (PCRE2 with UTF and Unicode properties, JIT when available).
+// One compiled Split pattern (PCRE2 with UTF and Unicode properties, JIT when available). Owns the compiled code:
+// movable, not copyable.
 struct HfBpeTokenizer::Regex {
-  pcre2_code* code = nullptr;
+  std::unique_ptr<pcre2_code, CodeFree> code;
   Regex(const std::string& pattern, const std::string& origin) {
     int err = 0;
     PCRE2_SIZE off = 0;
-    code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
-                         &err, &off, nullptr);
+    code.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), PCRE2_ZERO_TERMINATED,
+                             PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr));
     if (!code) {
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(err, msg, sizeof msg);
       throw DataError(origin + ": pre-tokenizer regex does not compile at offset " + std::to_string(off) + ": " +
                       reinterpret_cast<char*>(msg));
     }
-    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+    pcre2_jit_compile(code.get(), PCRE2_JIT_COMPLETE);
   }
-  ~Regex() { pcre2_code_free(code); }
 
   // Splits `text` into matches and the gaps between them ("Isolated" behaviour); invalid UTF-8 stays one piece.
   std::vector<std::string> split(const std::string& text) const {
     std::vector<std::string> pieces;
-    pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
+    std::unique_ptr<pcre2_match_data, MatchDataFree> md(pcre2_match_data_create_from_pattern(code.get(), nullptr));
     size_t offset = 0, last = 0;
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     while (offset < text.size()) {
-      int rc = pcre2_match(code, subject, text.size(), offset, 0, md, nullptr);
+      int rc = pcre2_match(code.get(), subject, text.size(), offset, 0, md.get(), nullptr);
       if (rc == PCRE2_ERROR_NOMATCH) break;
       if (rc < 0) {  // e.g. invalid UTF-8: keep the rest whole
         break;
       }
-      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
       const size_t start = ov[0], end = ov[1];
       if (start > last) pieces.push_back(text.substr(last, start - last));
       if (end > start) {
@@ -73,7 +80,6 @@ struct HfBpeTokenizer::Regex {
       }
     }
     if (last < text.size()) pieces.push_back(text.substr(last));
-    pcre2_match_data_free(md);
     return pieces;
   }
 };
