@@ -111,7 +111,7 @@ TEST_CASE("GSPO-token's loss and gradient equal GSPO's when advantages are per s
   auto run = [&](algo::LossKind k) {
     auto x = lp.clone().requires_grad_(true);
     o.kind = k;
-    auto r = algo::policy_loss({x, old, mask, adv, {}}, o);
+    auto r = algo::policy_loss({x, old, mask, adv, {}, {}, {}}, o);
     r.loss.backward();
     return std::make_pair(r, x.grad() * mask);
   };
@@ -134,7 +134,7 @@ TEST_CASE("GSPO weights every token of a response equally; GRPO's loss is not to
     auto lp = old.clone().requires_grad_(true);
     algo::LossOptions o;
     o.kind = kind;
-    auto r = algo::policy_loss({lp, old, mask, adv, {}}, o);
+    auto r = algo::policy_loss({lp, old, mask, adv, {}, {}, {}}, o);
     r.loss.backward();
     auto g = lp.grad();
     CHECK(g[0][0].item<double>() == Approx(-1.0 / (2 * 4)));

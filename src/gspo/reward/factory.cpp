@@ -92,7 +92,7 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
       return std::make_unique<MathVerifier>(MathOptions{r.math_answer_is, r.math_last_number, r.math_rel_tol});
     case RewardKind::kFormat: return std::make_unique<BoxedFormat>();
     case RewardKind::kRegex: return std::make_unique<RegexVerifier>(r.regex);
-    case RewardKind::kExternal: return std::make_unique<ExternalVerifier>(r.external_command);
+    case RewardKind::kExternal: return std::make_unique<ExternalVerifier>(r.external_command, r.external_timeout_s);
     case RewardKind::kCode: {
       if (rows.without_tests > 0)
         throw ConfigError("reward: the code verifier needs tests in every row, but " + rows.first_without + " has none (" +

@@ -19,12 +19,12 @@
 #include "gspo/config/options.h"
 #include "gspo/data/cursor.h"
 #include "gspo/data/example.h"
+#include "gspo/rollout/sampler.h"
 #include "gspo/train/metrics.h"
 
 namespace gspo::dist { class Comm; }
 namespace gspo::model { class Policy; }
 namespace gspo::reward { class Verifier; }
-namespace gspo::rollout { class Sampler; struct RolloutBatch; }
 namespace gspo::tokenizer { class Tokenizer; }
 
 namespace gspo::train {
