@@ -54,6 +54,20 @@ out="$("$GSPO" config --set "model.device=$big" 2>&1)"; rc=$?
 if [ "$rc" -eq 2 ] && [ "${#out}" -lt 2000 ] && grep -q "characters)" <<<"$out"; then pass=$((pass+1)); else
   echo "FAIL config-huge-value: exit $rc, ${#out} bytes of output"; fail=$((fail+1)); fi
 expect config-reference 0 "| \`rollout.group_size\` |" -- "$GSPO" config --reference
+expect config-metrics 0 "| \`reward_mean\` | number | gather | exact |" -- "$GSPO" config --metrics
+expect config-json-alone 2 "--json goes with --metrics" -- "$GSPO" config --json
+# Options of the mismatch correction, DAPO pieces and reward scaling that only make sense together.
+expect config-is-sampler 2 "algorithm.is_correction tis needs algorithm.old_logprobs recompute" -- "$GSPO" config \
+  --set algorithm.is_correction=tis --set algorithm.old_logprobs=sampler
+expect config-is-level-typo 2 "did you mean 'sequence_product'?" -- "$GSPO" config --set algorithm.is_level=sequence_prod
+expect config-scale-no-std 2 "algorithm.scale_rewards batch applies to advantage group_norm only" -- "$GSPO" config \
+  --set algorithm.scale_rewards=batch --set algorithm.advantage=no_std
+expect config-components-norm 2 "component_norm before_sum needs two or more reward.components" -- "$GSPO" config \
+  --set algorithm.component_norm=before_sum
+expect config-overlong 2 "reward.overlong_buffer (16) must be smaller than rollout.max_new_tokens (16)" -- "$GSPO" config \
+  --set reward.overlong_buffer=16
+expect config-rollout-dtype 2 "with model.dtype bfloat16 the policy already samples in bf16" -- "$GSPO" config \
+  --set rollout.dtype=bfloat16 --set model.dtype=bfloat16
 # docs/config.md is the generated reference; it must not drift from the options table.
 if diff <(tail -n +7 "$SRC/docs/config.md") <("$GSPO" config --reference) >/dev/null; then pass=$((pass+1)); else
   echo "FAIL docs-config: docs/config.md is stale; regenerate it from 'gspo config --reference'"; fail=$((fail+1)); fi

@@ -63,6 +63,9 @@ void validate_shaping(const Config& c, std::vector<std::string>& e) {
   if (a.component_norm == ComponentNorm::kBeforeSum && c.reward.components.size() < 2)
     e.push_back(at(c, "algorithm.component_norm") + ": algorithm.component_norm before_sum needs two or more "
                 "reward.components");
+  if (c.rollout.dtype == RolloutDtype::kBFloat16 && c.model.dtype == Dtype::kBFloat16)
+    e.push_back(at(c, "rollout.dtype") + ": rollout.dtype bfloat16 is for a float32 policy; with model.dtype "
+                "bfloat16 the policy already samples in bf16 (use rollout.dtype same)");
   if (c.reward.overlong_buffer >= c.rollout.max_new_tokens)
     e.push_back(at(c, "reward.overlong_buffer") + ": reward.overlong_buffer (" + value_text(c.reward.overlong_buffer) +
                 ") must be smaller than rollout.max_new_tokens (" + value_text(c.rollout.max_new_tokens) + ")");

@@ -97,7 +97,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   const std::string file = ckpt ? io::policy_file(*ckpt) : c.model.path;
   policy.emplace(model::Policy::load(file, device));
   model::check_contract(*policy);
-  if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.model.dtype == config::Dtype::kFloat32) {
+  if (c.rollout.dtype == config::RolloutDtype::kBFloat16) {  // config validation: only with a float32 policy
     sampling_copy.emplace(model::Policy::load(file, device));  // its weights are refreshed before every rollout
     sampling_copy->set_param_dtype(torch::kBFloat16);
     for (auto& p : sampling_copy->parameters()) p.set_requires_grad(false);
