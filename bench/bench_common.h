@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "configured_paths.h"
+
 namespace gspo::bench {
 
 // Runs `cmd` and returns the number printed after "tokens_per_s=", or -1 when the reference failed.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gspo/tokenizer/tokenizer.h"
+#include "configured_paths.h"
 
 using namespace gspo;
 

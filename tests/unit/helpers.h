@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "configured_paths.h"
 #include "gspo/config/choices.h"
 #include "gspo/core/fs.h"
 #include "gspo/model/policy.h"

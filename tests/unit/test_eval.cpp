@@ -8,6 +8,7 @@
 #include "gspo/core/error.h"
 #include "gspo/eval/summary.h"
 #include "gspo/reward/verifier.h"
+#include "configured_paths.h"
 
 using namespace gspo;
 

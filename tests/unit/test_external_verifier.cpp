@@ -11,6 +11,7 @@
 
 #include "gspo/core/error.h"
 #include "gspo/reward/external.h"
+#include "configured_paths.h"
 
 using namespace gspo;
 using reward::ExternalVerifier;

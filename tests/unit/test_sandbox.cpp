@@ -14,6 +14,7 @@
 #include "gspo/core/fs.h"
 #include "gspo/reward/code.h"
 #include "gspo/reward/sandbox.h"
+#include "configured_paths.h"
 
 using namespace gspo;
 using reward::SandboxMode;
