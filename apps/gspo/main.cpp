@@ -8,6 +8,7 @@
 
 #include "gspo/cli/commands.h"
 #include "gspo/cli/eval_cmd.h"
+#include "gspo/core/version.h"
 #include "gspo/cli/train_cmd.h"
 #include "gspo/config/suggest.h"
 #include "gspo/core/error.h"
@@ -86,6 +87,7 @@ void add_eval(CLI::App& app, gspo::cli::EvalArgs& a) {
       ->capture_default_str()->check(int_at_least(0));
   c->add_option("--out,-o", a.out, "directory for samples.jsonl and summary.json")->capture_default_str();
   c->add_flag("--no-progress", a.no_progress, "no progress bar");
+  c->add_flag("--overwrite", a.overwrite, "replace an earlier result in --out (refused otherwise)");
 }
 
 void add_score(CLI::App& app, gspo::cli::ScoreArgs& a) {
@@ -115,7 +117,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string log_level;
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off (or GSPO_LOG_LEVEL)");
-  app.set_version_flag("--version", "gspo 0.1.0 (LibTorch " + gspo::core::torch_version() + ")");
+  app.set_version_flag("--version", std::string("gspo ") + gspo::core::kVersion + " (LibTorch " +
+                                        gspo::core::torch_version() + ")");
   gspo::cli::GenerateArgs gen;
   gspo::cli::InspectArgs insp;
   gspo::cli::ConfigArgs cfg;

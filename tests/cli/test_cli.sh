@@ -157,6 +157,22 @@ fi
 expect eval-math 0 "pass@2" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress
 n=$(wc -l < "$TMP/ev/samples.jsonl")
 if [ "$n" -eq 6 ] && grep -q '"maj@2"' "$TMP/ev/summary.json" && grep -qE '"detail":"(answer: |no answer found)' "$TMP/ev/samples.jsonl"; then pass=$((pass+1)); else echo "FAIL eval-files: $n sample lines"; fail=$((fail+1)); fi
+# An earlier result is not overwritten by accident; summary.json says what produced it (the dataset hash is checked
+# against an FNV-1a 64 computed here in Python).
+expect eval-exists 2 "already holds an eval result" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress
+expect eval-overwrite 0 "pass@2" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress --overwrite
+if "$PYTHON" - "$TMP/ev/summary.json" "$SRC/data/math_sample.jsonl" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+h = 0xcbf29ce484222325
+for b in open(sys.argv[2], "rb").read():
+    h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+d = s["datasets"][0]["source"]
+ok = (s["gspo_version"] and s["libtorch_version"] and s["sampling"]["samples"] == 2 and
+      s["sampling"]["max_new_tokens"] == 8 and d["fnv1a64"] == f"{h:016x}" and d["rows"] == 3)
+sys.exit(0 if ok else 1)
+PY
+then pass=$((pass+1)); else echo "FAIL eval-provenance: $(head -c 400 "$TMP/ev/summary.json")"; fail=$((fail+1)); fi
 expect eval-no-dataset 2 "no dataset: give --dataset or set data.path" -- "$GSPO" eval -m "$MODELS/tiny.pt" -o "$TMP/ev2"
 expect eval-negative-max-problems 2 "--max-problems: must be >= 0 (got -1)" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" --max-problems -1 -o "$TMP/ev3"
 expect generate-seed-overflow 2 "is not an integer in [0, 2^63)" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p x --seed 99999999999999999999999

@@ -12,7 +12,7 @@ namespace gspo::cli {
 int eval(const EvalArgs& a) {
   auto cfg = config::load(a.config, a.overrides);
   log::set_level_from_config(config::name_of(cfg.logging.level));
-  eval::EvalRequest req{a.model, a.datasets, a.samples, a.max_problems, a.out, !a.no_progress};
+  eval::EvalRequest req{a.model, a.datasets, a.samples, a.max_problems, a.out, !a.no_progress, a.overwrite};
   auto summaries = eval::run_eval(cfg, req);
   std::cout << eval::format_table(summaries) << "samples: " << a.out << "/samples.jsonl, summary: " << a.out
             << "/summary.json\n";

@@ -15,6 +15,7 @@ struct EvalArgs {
   int64_t max_problems = 0;
   std::string out = "runs/eval";
   bool no_progress = false;
+  bool overwrite = false;             // replace an earlier result in `out`
 };
 int eval(const EvalArgs& a);
 

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +54,22 @@ void atomic_write(const std::string& path, const std::string& text) {
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw IoError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+}
+
+std::string file_fnv1a64(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError("cannot read '" + path + "'");
+  uint64_t h = 0xcbf29ce484222325ULL;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      h ^= static_cast<unsigned char>(buf[i]);
+      h *= 0x100000001b3ULL;
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 bool non_empty_file(const std::string& path) {

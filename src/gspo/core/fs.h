@@ -14,6 +14,8 @@ std::string read_text(const std::string& path);
 bool exists(const std::string& path);
 // True when `path` is a file holding at least one byte.
 bool non_empty_file(const std::string& path);
+// FNV-1a 64 of a file's bytes as 16 hex digits (provenance: which dataset an eval ran on). Throws IoError.
+std::string file_fnv1a64(const std::string& path);
 // True when `pid_text` is a process id (all digits) that names no live process (kill(pid, 0) fails with ESRCH):
 // its temporary files are leftovers. False for anything else, so a stray name is never taken for ours.
 bool process_gone(const std::string& pid_text);

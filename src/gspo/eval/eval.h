@@ -18,9 +18,11 @@ struct EvalRequest {
   int64_t max_problems = 0;           // 0 = all
   std::string out_dir;                // samples.jsonl and summary.json go here
   bool progress = true;               // progress bar with ETA on stderr
+  bool overwrite = false;             // false: an out_dir that holds a result (summary.json, samples) is refused
 };
 
-// Returns one summary per dataset (also written to out_dir/summary.json).
+// Returns one summary per dataset (also written to out_dir/summary.json, with the provenance: model, gspo and
+// LibTorch versions, sampling settings, and each dataset's source: path, rows and FNV-1a 64 hash of its bytes).
 std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const EvalRequest& req);
 
 struct ScoreRequest {

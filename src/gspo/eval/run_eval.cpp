@@ -12,6 +12,8 @@
 #include "gspo/eval/eval.h"
 #include "gspo/eval/grade.h"
 #include "gspo/core/fs.h"
+#include "gspo/core/resources.h"
+#include "gspo/core/version.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -46,6 +48,9 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   auto datasets = req.datasets;
   if (datasets.empty() && !cfg.data.path.empty()) datasets.push_back(cfg.data.path);
   if (datasets.empty()) throw ConfigError("no dataset: give --dataset or set data.path");
+  if (!req.overwrite && (core::exists(req.out_dir + "/summary.json") || core::non_empty_file(req.out_dir + "/samples.jsonl")))
+    throw ConfigError("--out '" + req.out_dir + "' already holds an eval result (summary.json or samples.jsonl); pass "
+                      "--overwrite to replace it, or choose another --out");
   core::ensure_dir(req.out_dir);
 
   auto policy = model::Policy::load(model_path, core::resolve_device(cfg.model.device, "model.device"));
@@ -111,9 +116,18 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
     auto summary = summarize(name, results, grader.math);
     summary["verifier"] = grader.verifier->name();
     summary["skipped_prompts"] = fit.dropped;  // too long for max_seq_len with max_new_tokens; not in the averages
+    summary["source"] = {{"path", path}, {"rows", total}, {"fnv1a64", core::file_fnv1a64(path)}};
     summaries.push_back(summary);
   }
-  nlohmann::ordered_json all{{"model", model_path}, {"datasets", summaries}};
+  const auto& r = cfg.rollout;
+  nlohmann::ordered_json all{
+      {"model", model_path},
+      {"gspo_version", core::kVersion},
+      {"libtorch_version", core::torch_version()},
+      {"sampling", {{"samples", req.samples}, {"temperature", r.temperature}, {"top_p", r.top_p}, {"top_k", r.top_k},
+                    {"max_new_tokens", r.max_new_tokens}, {"stop", r.stop}, {"seed", r.seed},
+                    {"max_problems", req.max_problems}}},
+      {"datasets", summaries}};
   core::atomic_write(req.out_dir + "/summary.json", all.dump(1) + "\n");
   return summaries;
 }
