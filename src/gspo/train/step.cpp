@@ -136,6 +136,7 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
 
 StepMetrics StepRunner::run(Progress& progress) {
   const auto t_step = Clock::now();
+  p_.comm.take_counters();  // the step's collectives only: not the checkpoint or stop agreement between steps
   const auto& c = p_.cfg;
   const int64_t first_row = p_.comm.rank() * (c.rollout.prompts_per_step / p_.comm.world_size()) * c.rollout.group_size;
 
