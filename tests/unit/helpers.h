@@ -1,6 +1,7 @@
 // Shared fixtures for the unit tests: paths of the exported test models (made by make_test_models.py, the
 // ctest fixture "models"), data in ../shared with its skip marker, and small tensor helpers.
 #pragma once
+#include <dirent.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -39,6 +40,22 @@ E parse(const std::string& name) {
   auto v = config::parse_choice<E>(name);
   if (!v) throw std::runtime_error("not a name of this option: '" + name + "'");
   return *v;
+}
+
+// Live processes on this machine whose command line contains `marker` (a zombie's command line is empty, so it
+// never counts).
+inline int processes_with(const std::string& marker) {
+  int n = 0;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), {});
+    if (cmd.find(marker) != std::string::npos) ++n;
+  }
+  closedir(d);
+  return n;
 }
 
 inline model::Policy load_tiny(const std::string& name = "tiny.pt") { return model::Policy::load(model_path(name)); }

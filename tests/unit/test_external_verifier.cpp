@@ -11,7 +11,7 @@
 
 #include "gspo/core/error.h"
 #include "gspo/reward/external.h"
-#include "configured_paths.h"
+#include "helpers.h"
 
 using namespace gspo;
 using reward::ExternalVerifier;
@@ -39,24 +39,11 @@ std::string verifier_error(F&& f) {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Live (non-zombie) processes whose command line contains `marker`.
-int processes_with(const std::string& marker) {
-  int n = 0;
-  DIR* d = opendir("/proc");
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), {});
-    if (cmd.find(marker) != std::string::npos) ++n;
-  }
-  closedir(d);
-  return n;
-}
 
 // Waits up to 2 s for the processes carrying `marker` to be gone (SIGKILL is delivered asynchronously).
 bool gone(const std::string& marker) {
-  for (int i = 0; i < 200 && processes_with(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return processes_with(marker) == 0;
+  for (int i = 0; i < 200 && test::processes_with(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return test::processes_with(marker) == 0;
 }
 
 }  // namespace
@@ -128,7 +115,7 @@ TEST_CASE("external verifier: a program that never answers times out and is kill
   t0 = Clock::now();
   CHECK(verifier_error([&] { v->score("x", kEx); }) == msg);  // stays failed, at once
   CHECK(seconds_since(t0) < 0.5);
-  CHECK(processes_with(marker) > 0);
+  CHECK(test::processes_with(marker) > 0);
   t0 = Clock::now();
   v.reset();  // stdin closed, ignored; killed after the grace period
   CHECK(seconds_since(t0) < ExternalVerifier::kExitGraceSeconds + 2);

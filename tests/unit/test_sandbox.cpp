@@ -14,7 +14,7 @@
 #include "gspo/core/fs.h"
 #include "gspo/reward/code.h"
 #include "gspo/reward/sandbox.h"
-#include "configured_paths.h"
+#include "helpers.h"
 
 using namespace gspo;
 using reward::SandboxMode;
@@ -49,19 +49,6 @@ reward::RunResult py(const std::string& src, SandboxMode m, const std::string& i
   return reward::run_sandboxed({"/usr/bin/python3", "-I", "prog.py"}, {{"prog.py", src}}, input, fast_limits(), m);
 }
 
-// Processes on this machine whose command line contains `marker`.
-int count_processes_with(const std::string& marker) {
-  int n = 0;
-  DIR* d = opendir("/proc");
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), {});
-    if (cmd.find(marker) != std::string::npos) ++n;
-  }
-  closedir(d);
-  return n;
-}
 
 // This process's sandbox directories still on disk (other test processes may run sandboxes concurrently).
 int count_sandbox_dirs() {
@@ -99,7 +86,7 @@ TEST_CASE("adversarial programs are contained", "[sandbox][adversarial]") {
 
     auto bomb = py("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n", m);
     CHECK_FALSE(bomb.ok());
-    CHECK(count_processes_with("prog.py") == 0);
+    CHECK(test::processes_with("prog.py") == 0);
 
     auto mem = py("x = []\nwhile True:\n    x.append(bytearray(50 * 1024 * 1024))\n", m);
     CHECK_FALSE(mem.ok());
@@ -135,7 +122,7 @@ TEST_CASE("adversarial programs are contained", "[sandbox][adversarial]") {
                      "os._exit(0)\n", m);
     CHECK(orphan.exit_code == 0);
     usleep(200 * 1000);
-    CHECK(count_processes_with(marker) == 0);
+    CHECK(test::processes_with(marker) == 0);
 
     auto parent = py("import os, signal, sys\npid = int(sys.stdin.read())\ntry:\n    os.kill(pid, signal.SIGKILL)\n"
                      "    print('sent')\nexcept OSError as e:\n    print('denied', e)\n", m, std::to_string(getpid()));
