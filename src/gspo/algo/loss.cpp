@@ -9,6 +9,7 @@ namespace gspo::algo {
 void LossStats::add(const LossStats& o) {
   sequences += o.sequences;
   tokens += o.tokens;
+  response_tokens += o.response_tokens;
   seq_ratio_sum += o.seq_ratio_sum;
   seq_ratio_min = std::min(seq_ratio_min, o.seq_ratio_min);
   seq_ratio_max = std::max(seq_ratio_max, o.seq_ratio_max);
@@ -130,7 +131,7 @@ LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
   auto d = [](const at::Tensor& t) { return t.to(torch::kDouble); };
   auto v = torch::stack({d(len.sum()), d(seq_ratio.sum()), d(seq_ratio.min()), d(seq_ratio.max()), d(seq_low.sum()),
                          d(seq_high.sum()), d(tok_low.sum()), d(tok_high.sum()), d(kl_sum), d(-per_seq.detach().sum()),
-                         d(kl_seq_sum)})
+                         d(kl_seq_sum), d(in.mask.sum())})
                .to(torch::kCPU);
   auto a = v.accessor<double, 1>();
   st.sequences = static_cast<double>(N);
@@ -145,6 +146,7 @@ LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
   st.kl_sum = a[8];
   st.policy_loss_sum = a[9];
   st.kl_seq_sum = a[10];
+  st.response_tokens = a[11];
   return {loss, st};
 }
 

@@ -44,6 +44,7 @@ struct LossInputs {
 struct LossStats {
   double sequences = 0;            // N
   double tokens = 0;               // tokens in the policy term (sum of mask when nothing is rejected)
+  double response_tokens = 0;      // response tokens (sum of mask)
   double seq_ratio_sum = 0;        // sum over sequences of s_i = exp(mean_t log ratio)
   double seq_ratio_min = 1e300, seq_ratio_max = -1e300;
   double seq_clipped_low = 0;      // sequences whose clipped term was chosen with ratio < 1 - eps_low (A < 0)

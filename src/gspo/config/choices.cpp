@@ -1,6 +1,6 @@
 #include "gspo/config/choices.h"
 
-#include <sstream>
+#include "gspo/config/value_text.h"
 
 namespace gspo::config {
 
@@ -102,11 +102,7 @@ ClipRange default_clip(LossKind loss) {
 }
 
 std::string describe_default_clip(bool high) {
-  auto text = [&](LossKind k) {
-    std::ostringstream os;
-    os << (high ? default_clip(k).high : default_clip(k).low);
-    return os.str();
-  };
+  auto text = [&](LossKind k) { return value_text(high ? default_clip(k).high : default_clip(k).low); };
   return "gspo " + text(LossKind::kGspo) + ", grpo " + text(LossKind::kGrpo);
 }
 

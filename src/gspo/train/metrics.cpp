@@ -117,7 +117,7 @@ bool fits(Reduce r) {
 template <class T>
 nlohmann::ordered_json value_json(const T& field) {
   using U = std::decay_t<T>;
-  if constexpr (std::is_same_v<U, double>) return std::isfinite(field) ? field : 0.0;
+  if constexpr (std::is_same_v<U, double>) return written(field);
   else if constexpr (std::is_same_v<U, int64_t> || std::is_same_v<U, std::vector<double>>) return field;
   else return field.value();
 }

@@ -5,6 +5,7 @@
 // tests/dist/compare_runs.py. The progress line and the end summary read the typed fields; nothing is read back from
 // JSON.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -74,12 +75,15 @@ struct Column {
 enum class Stat { kMean, kStd, kMin, kMax };
 // A statistic of a column: what a kGather row shows.
 struct ColumnStat {
-  const Column* column;
+  Column* column;
   Stat stat;
   double value() const;
 };
 
 constexpr double kNoValue = std::numeric_limits<double>::infinity();  // an extremum over nothing: written as 0
+
+// How a double field is written (JSONL line, progress line): an extremum over nothing (or any non-finite value) as 0.
+inline double written(double v) { return std::isfinite(v) ? v : 0.0; }
 
 struct StepMetrics {
   // Which optional rows are written.

@@ -24,7 +24,7 @@ struct Plan {
   void operator()(const char*, T&& field, Reduce r, Match, Shown, const char*) {
     using U = std::decay_t<T>;
     if constexpr (std::is_same_v<U, ColumnStat>) {
-      auto* c = const_cast<Column*>(field.column);
+      Column* c = field.column;
       if (std::find(columns.begin(), columns.end(), c) == columns.end()) columns.push_back(c);
     } else if constexpr (std::is_same_v<U, Mean>) {
       sums.push_back(&field.sum);

@@ -10,14 +10,13 @@ namespace gspo::train {
 std::string progress_line(const StepMetrics& m, int64_t max_steps) {
   char buf[512];
   std::string kl = m.kl_on ? " kl " + std::to_string(m.kl.value()).substr(0, 7) : "";
-  auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };  // an extremum over nothing reads 0
   std::snprintf(buf, sizeof buf,
                 "step %lld/%lld | reward %.3f acc %.3f | len %.1f trunc %.2f | ratio %.4f [%.4f, %.4f] | "
                 "clip seq %.3f tok %.3f | ent %.3f | gnorm %.3f | lr %.2e%s | %.2fs (sample %.2f, update %.2f) "
                 "%.0f tok/s",
                 static_cast<long long>(m.step), static_cast<long long>(max_steps), m.reward.mean(), m.correct.mean(),
-                m.response_len.mean(), m.truncated.mean(), m.seq_ratio.value(), finite(m.seq_ratio_min),
-                finite(m.seq_ratio_max), m.clip_seq_low.value() + m.clip_seq_high.value(), m.clip_tok.value(),
+                m.response_len.mean(), m.truncated.mean(), m.seq_ratio.value(), written(m.seq_ratio_min),
+                written(m.seq_ratio_max), m.clip_seq_low.value() + m.clip_seq_high.value(), m.clip_tok.value(),
                 m.entropy.value(), m.grad_norm, m.lr, kl.c_str(), m.time_step_s, m.time_sample_s, m.time_update_s,
                 m.sample_tokens_per_s.value());
   std::string line = buf;

@@ -3,8 +3,7 @@
 // group advantages (reward scaling, reward components normalised after or before summing).
 #include <torch/torch.h>
 
-#include <chrono>
-
+#include "gspo/core/clock.h"
 #include "gspo/dist/comm.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
@@ -17,8 +16,7 @@
 namespace gspo::train {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using core::Clock;
 
 // The sampling copy takes the policy's current weights (cast to its dtype).
 void refresh(model::Policy& copy, model::Policy& policy) {
@@ -28,7 +26,8 @@ void refresh(model::Policy& copy, model::Policy& policy) {
   for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
 }
 
-// Whether group g of `s` has rewards that are not all equal (a learning signal).
+// Whether group g of `s` has rewards that are not all equal (a learning signal; algo::group_advantages calls the
+// others zero-variance).
 bool has_signal(const Scored& s, int64_t g, int64_t G) {
   for (int64_t i = 1; i < G; ++i)
     if (s.rewards[g * G + i] != s.rewards[g * G]) return true;
@@ -59,12 +58,11 @@ Scored StepRunner::sample_round(Progress& progress, int64_t round, StepMetrics& 
     prompts.push_back(p_.tok.encode_prompt(data::format_prompt(c.data, ex.prompt)));
   }
   auto t = Clock::now();
-  if (p_.sampling_copy) refresh(*p_.sampling_copy, p_.policy);
   const rollout::NoiseKey noise{
       rollout::mix_seed(static_cast<uint64_t>(c.rollout.seed), static_cast<uint64_t>(progress.step)),
       round * B * G + first_row};
   Scored s{p_.sampler.generate(prompts, G, noise), {}, {}, {}, {}};
-  m.time_sample_s += since(t);
+  m.time_sample_s += core::seconds_since(t);
 
   t = Clock::now();
   std::vector<const data::Example*> per_row;
@@ -84,7 +82,7 @@ Scored StepRunner::sample_round(Progress& progress, int64_t round, StepMetrics& 
     s.penalty.push_back(pen);
     s.rewards[r] += pen;
   }
-  m.time_reward_s += since(t);
+  m.time_reward_s += core::seconds_since(t);
   return s;
 }
 
@@ -117,23 +115,28 @@ Scored StepRunner::keep_signal_groups(std::vector<Scored>& rounds) {
 Scored StepRunner::sample_and_score(Progress& progress, StepMetrics& m) {
   const auto& c = p_.cfg;
   const int64_t G = c.rollout.group_size, quota = c.rollout.prompts_per_step / p_.comm.world_size();
+  if (p_.sampling_copy) {  // the policy's weights of this step, for every round
+    const auto t = Clock::now();
+    refresh(*p_.sampling_copy, p_.policy);
+    m.time_sample_s += core::seconds_since(t);
+  }
   std::vector<Scored> rounds;
   rounds.push_back(sample_round(progress, 0, m));
   m.dynamic_prompts = c.rollout.prompts_per_step;
   if (!c.rollout.dynamic_sampling) return std::move(rounds.front());
-  auto signal_groups = [&] {
-    int64_t n = 0;
-    for (const auto& r : rounds)
-      for (int64_t g = 0; g < r.batch.num_rows() / G; ++g) n += has_signal(r, g, G) ? 1 : 0;
-    return n;
+  int64_t signal = 0;  // groups with a signal over the rounds so far
+  auto count = [&](const Scored& r) {
+    for (int64_t g = 0; g < r.batch.num_rows() / G; ++g) signal += has_signal(r, g, G) ? 1 : 0;
   };
+  count(rounds.front());
   // Every rank takes part in every round (the cursor is shared), until none is short or the rounds run out.
-  while (m.dynamic_rounds < c.rollout.dynamic_max_rounds && p_.comm.any(signal_groups() < quota)) {
+  while (m.dynamic_rounds < c.rollout.dynamic_max_rounds && p_.comm.any(signal < quota)) {
     ++m.dynamic_rounds;
     rounds.push_back(sample_round(progress, m.dynamic_rounds, m));
+    count(rounds.back());
     m.dynamic_prompts += c.rollout.prompts_per_step;
   }
-  if (rounds.size() == 1 && signal_groups() == quota) return std::move(rounds.front());
+  if (rounds.size() == 1 && signal == quota) return std::move(rounds.front());
   return keep_signal_groups(rounds);
 }
 
@@ -142,7 +145,7 @@ algo::Advantages StepRunner::advantages(const Scored& s) {
   const int64_t G = p_.cfg.rollout.group_size;
   auto opts = adv_opts_;
   const auto rewards = torch::tensor(s.rewards, torch::kDouble);
-  const bool batch_scale = a.advantage == config::AdvantageKind::kGroupNorm && opts.scale == algo::RewardScale::kBatch;
+  const bool batch_scale = opts.scale == algo::RewardScale::kBatch;  // group_norm only (config validation)
   if (a.component_norm == config::ComponentNorm::kAfterSum || s.rewards.empty()) {
     if (batch_scale) opts.batch_std = global_std(p_.comm, s.rewards, opts.sample_std);
     return algo::group_advantages(rewards, G, opts);

@@ -4,9 +4,8 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
-
 #include "gspo/core/resources.h"
+#include "gspo/core/clock.h"
 #include "gspo/dist/comm.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
@@ -20,8 +19,7 @@
 namespace gspo::train {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using core::Clock;
 constexpr double kMiB = 1024.0 * 1024.0;
 
 // Per-row columns of this rank's rollout rows.
@@ -161,16 +159,16 @@ StepMetrics StepRunner::run(Progress& progress) {
     auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);
     auto t = Clock::now();
     fill_old_logprobs(plan, batch.prompt_len, m);
-    m.time_old_logprobs_s = since(t);
+    m.time_old_logprobs_s = core::seconds_since(t);
     t = Clock::now();
     update(plan, batch.prompt_len, progress, m);
-    m.time_update_s = since(t);
+    m.time_update_s = core::seconds_since(t);
   }
   ++progress.step;
   m.sample_tokens_per_s = {static_cast<double>(m.sample_tokens), m.time_sample_s};
   m.train_tokens_per_s.seconds = m.time_update_s;
   finish(m, progress);
-  m.time_step_s = since(t_step);
+  m.time_step_s = core::seconds_since(t_step);
   m.comm_frac = m.time_step_s > 0 ? m.time_comm_s / m.time_step_s : 0.0;
   return m;
 }

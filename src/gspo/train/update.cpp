@@ -24,7 +24,6 @@ struct Totals {
   double loss_sum = 0;      // sum over sequences of the per-sequence loss
   double entropy_sum = 0;   // over response tokens
   double train_tokens = 0;  // prompt + response tokens through forward and backward (skipped ones too: work done)
-  double resp_tokens = 0;   // response tokens of the applied mini-batches (the entropy's denominator)
   double grad_norm_sum = 0, grad_norm_max = 0, lr = 0, first_mb_ratio_dev = 0;
   int64_t updates = 0, skipped = 0;
 };
@@ -52,7 +51,6 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
   for (size_t k = 0; k < plan.size(); ++k) {
     p_.engine.zero_grad();
     const double loss_before = t.loss_sum, entropy_before = t.entropy_sum;
-    double mb_resp_tokens = 0;
     algo::LossStats mb_stats;
     std::optional<std::string> bad;
     for (auto& mi : plan[k].micros) {
@@ -73,7 +71,6 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
       mb_stats.add(res.stats);
       t.loss_sum += lv * rows;
       t.entropy_sum += (tl.entropy * mi.resp_mask).sum().item<double>();
-      mb_resp_tokens += mi.resp_mask.sum().item<double>();
       t.train_tokens += static_cast<double>(mi.real_tokens);
     }
     if (p_.comm.any(bad.has_value()) && !bad) bad = "loss on another rank";
@@ -93,7 +90,6 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     if (k == 0 && mb_stats.sequences > 0)
       t.first_mb_ratio_dev = std::max(std::abs(mb_stats.seq_ratio_max - 1), std::abs(1 - mb_stats.seq_ratio_min));
     t.loss.add(mb_stats);
-    t.resp_tokens += mb_resp_tokens;
     const auto& o = c.optimizer;
     t.lr = learning_rate(progress.optimizer_steps, total_optimizer_steps_, o.lr, o.warmup_steps, o.schedule,
                          o.min_lr_ratio);
@@ -118,8 +114,8 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
   m.loss = {t.loss_sum, L.sequences};
   m.kl = {L.kl_sum, L.sequences};
   m.kl_seq = {L.kl_seq_sum, L.sequences};
-  m.entropy = {t.entropy_sum, t.resp_tokens};
-  m.policy_tokens = {L.tokens, t.resp_tokens};
+  m.entropy = {t.entropy_sum, L.response_tokens};
+  m.policy_tokens = {L.tokens, L.response_tokens};
   m.grad_norm = t.updates > 0 ? t.grad_norm_sum / static_cast<double>(t.updates) : 0.0;
   m.grad_norm_max = t.grad_norm_max;
   m.lr = t.lr;
