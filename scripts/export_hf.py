@@ -105,6 +105,22 @@ def tokenizer_spec(d):
     return spec
 
 
+HF_CARRIED = ("config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
+              "added_tokens.json", "chat_template.jinja", "chat_template.json")
+
+
+def hf_source(d, sd):
+    """What scripts/export_to_hf.py needs to write the policy back as this HF model: the small files verbatim and
+    the weights' dtype (the most common one, with the tensors that differ), carried in the manifest."""
+    files = {n: open(os.path.join(d, n), encoding="utf-8").read() for n in HF_CARRIED if os.path.exists(os.path.join(d, n))}
+    counts = {}
+    for t in sd.values():
+        counts[t.dtype] = counts.get(t.dtype, 0) + 1
+    main_dtype = max(counts, key=counts.get)
+    other = {k: str(t.dtype)[len("torch."):] for k, t in sd.items() if t.dtype != main_dtype}
+    return {"files": files, "dtype": str(main_dtype)[len("torch."):], "dtype_exceptions": other}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hf", required=True, help="Hugging Face checkpoint directory")
@@ -115,6 +131,7 @@ def main():
     hf = json.load(open(os.path.join(a.hf, "config.json")))
     cfg = gspo_config(hf, a.max_seq_len)
     sd = load_weights(a.hf)
+    cfg["hf_source"] = hf_source(a.hf, sd)
     sd = {k[len("model."):] if k.startswith("model.") else k: v for k, v in sd.items()}
     if cfg["tie_word_embeddings"] or "lm_head.weight" not in sd:
         sd["lm_head.weight"] = sd["embed_tokens.weight"]

@@ -291,6 +291,7 @@ def manifest_for(cfg: dict, tokenizer: dict, dtype: str) -> dict:
         "head_dim": cfg["head_dim"],
         "dtype": dtype,
         "tokenizer_type": tokenizer["type"],
+        **({"hf_source": cfg["hf_source"]} if "hf_source" in cfg else {}),  # for scripts/export_to_hf.py
     }
 
 
