@@ -58,13 +58,40 @@ def load_weights(d):
     return sd
 
 
-def gspo_config(hf, max_seq_len):
+def rope_settings(hf):
+    """(theta, scaling dict or None) from transformers >= 5's `rope_parameters` (theta inside it) or the older
+    top-level `rope_theta` + `rope_scaling`."""
+    rp = hf.get("rope_parameters")
+    if rp is None:
+        return hf.get("rope_theta", 10000.0), hf.get("rope_scaling")
+    if "rope_type" not in rp and "rope_theta" not in rp:
+        sys.exit(f"rope_parameters per layer type ({sorted(rp)}) are not supported: one RoPE for all layers only")
+    theta = rp.get("rope_theta", hf.get("rope_theta", 10000.0))
+    return theta, (None if rp.get("rope_type", "default") == "default" else rp)
+
+
+def check_supported(hf, family):
+    """Refuses config switches the reference architecture does not implement (they would export silently wrong)."""
+    if hf.get("hidden_act", "silu") != "silu":
+        sys.exit(f"hidden_act {hf['hidden_act']!r} is not supported (silu only)")
+    if hf.get("mlp_bias", False):
+        sys.exit("mlp_bias: true is not supported")
+    if hf.get("use_sliding_window", False) or any(t != "full_attention" for t in hf.get("layer_types") or []):
+        sys.exit("sliding-window attention (use_sliding_window / layer_types) is not supported")
+
+
+def gspo_config(hf, max_seq_len, eos_fallback=None):
     family = hf.get("model_type", "llama")
     if family not in ("llama", "qwen2", "qwen3", "qwen3_moe"):
         sys.exit(f"model_type {family!r} is not supported (llama, qwen2, qwen3, qwen3_moe)")
+    check_supported(hf, family)
     heads = hf["num_attention_heads"]
-    eos = hf.get("eos_token_id", 2)
+    eos = hf.get("eos_token_id")
+    eos = eos_fallback if eos is None else eos
     eos = eos[0] if isinstance(eos, list) else eos
+    if eos is None:
+        sys.exit("no eos_token_id in config.json or generation_config.json: the policy needs one")
+    theta, scaling = rope_settings(hf)
     bos = hf.get("bos_token_id")
     cfg = {
         "architecture": family, "vocab_size": hf["vocab_size"], "hidden_size": hf["hidden_size"],
@@ -72,21 +99,23 @@ def gspo_config(hf, max_seq_len):
         "num_kv_heads": hf.get("num_key_value_heads", heads),
         "head_dim": hf.get("head_dim") or hf["hidden_size"] // heads,
         "intermediate_size": hf["intermediate_size"], "rms_norm_eps": hf.get("rms_norm_eps", 1e-6),
-        "rope_theta": hf.get("rope_theta", 10000.0), "rope_scaling": hf.get("rope_scaling"),
+        "rope_theta": theta, "rope_scaling": scaling,
         "max_seq_len": min(hf.get("max_position_embeddings", 4096), max_seq_len),
         "bos_token_id": -1 if bos is None else bos, "eos_token_id": eos,
         "pad_token_id": hf.get("pad_token_id") if hf.get("pad_token_id") is not None else eos,
         "tie_word_embeddings": hf.get("tie_word_embeddings", False),
         "qkv_bias": family == "qwen2" or hf.get("attention_bias", False),
+        "o_bias": family != "qwen2" and hf.get("attention_bias", False),  # llama/qwen3: attention_bias covers o_proj
         "qk_norm": family in ("qwen3", "qwen3_moe"),
     }
     if family == "qwen3_moe":
         step, dense = hf.get("decoder_sparse_step", 1), set(hf.get("mlp_only_layers", []))
-        cfg.update({"num_experts": hf["num_experts"], "num_experts_per_tok": hf["num_experts_per_tok"],
+        experts = hf["num_experts"] if "num_experts" in hf else hf["num_local_experts"]  # transformers >= 5 writes the latter
+        cfg.update({"num_experts": experts, "num_experts_per_tok": hf["num_experts_per_tok"],
                     "moe_intermediate_size": hf["moe_intermediate_size"],
                     "norm_topk_prob": hf.get("norm_topk_prob", True),
                     "moe_layers": [i for i in range(cfg["num_layers"])
-                                   if i not in dense and hf["num_experts"] > 0 and (i + 1) % step == 0]})
+                                   if i not in dense and experts > 0 and (i + 1) % step == 0]})
     return cfg
 
 
@@ -129,7 +158,9 @@ def main():
     p.add_argument("--max-seq-len", type=int, default=8192, help="cap on the RoPE tables (prompt + response)")
     a = p.parse_args()
     hf = json.load(open(os.path.join(a.hf, "config.json")))
-    cfg = gspo_config(hf, a.max_seq_len)
+    gen_path = os.path.join(a.hf, "generation_config.json")
+    gen_eos = json.load(open(gen_path)).get("eos_token_id") if os.path.exists(gen_path) else None
+    cfg = gspo_config(hf, a.max_seq_len, gen_eos)
     sd = load_weights(a.hf)
     cfg["hf_source"] = hf_source(a.hf, sd)
     sd = {k[len("model."):] if k.startswith("model.") else k: v for k, v in sd.items()}
@@ -142,6 +173,10 @@ def main():
                and not (k.endswith(("q_norm.weight", "k_norm.weight")) and not cfg["qk_norm"])]
     if missing:
         sys.exit(f"{a.hf}: weights missing for {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+    unused = [k for k in sd if k not in own and not k.endswith("rotary_emb.inv_freq")]
+    if unused:  # a tensor the architecture has no place for would otherwise be dropped silently
+        sys.exit(f"{a.hf}: weights the {cfg['architecture']} export does not use: {unused[:5]}"
+                 f"{' ...' if len(unused) > 5 else ''}")
     for k in own:
         if k in sd:
             if sd[k].shape != own[k].shape:

@@ -58,7 +58,7 @@ def rotate_half(x: Tensor) -> Tensor:
 
 class Attention(nn.Module):
     def __init__(self, hidden: int, n_heads: int, n_kv_heads: int, head_dim: int, qkv_bias: bool, qk_norm: bool,
-                 eps: float):
+                 eps: float, o_bias: bool = False):
         super().__init__()
         self.n_heads = n_heads
         self.n_kv_heads = n_kv_heads
@@ -66,7 +66,7 @@ class Attention(nn.Module):
         self.q_proj = nn.Linear(hidden, n_heads * head_dim, bias=qkv_bias)
         self.k_proj = nn.Linear(hidden, n_kv_heads * head_dim, bias=qkv_bias)
         self.v_proj = nn.Linear(hidden, n_kv_heads * head_dim, bias=qkv_bias)
-        self.o_proj = nn.Linear(n_heads * head_dim, hidden, bias=False)
+        self.o_proj = nn.Linear(n_heads * head_dim, hidden, bias=o_bias)
         self.qk_norm = qk_norm
         self.q_norm = RMSNorm(head_dim, eps)
         self.k_norm = RMSNorm(head_dim, eps)
@@ -155,7 +155,8 @@ class Block(nn.Module):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
         self.self_attn = Attention(cfg["hidden_size"], cfg["num_heads"], cfg["num_kv_heads"], cfg["head_dim"],
-                                   cfg.get("qkv_bias", False), cfg.get("qk_norm", False), cfg["rms_norm_eps"])
+                                   cfg.get("qkv_bias", False), cfg.get("qk_norm", False), cfg["rms_norm_eps"],
+                                   cfg.get("o_bias", False))
         self.post_attention_layernorm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
         if moe:
             self.mlp = SparseMoE(cfg["hidden_size"], cfg["moe_intermediate_size"], cfg["num_experts"],
