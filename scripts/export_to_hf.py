@@ -261,6 +261,10 @@ def built_config(arc, man, tied):
     layers = arc.module("layers")
     l0 = layers.state["0"]
     attn = l0.state["self_attn"]
+    qkv_bias = attn.state["q_proj"].state.get("bias") is not None
+    o_bias = attn.state["o_proj"].state.get("bias") is not None
+    if fam == "llama" and qkv_bias and not o_bias:
+        fam = "qwen2"  # HF Llama's attention_bias covers o_proj as well; q/k/v bias alone is Qwen2's layout
     dense = [k for k, v in layers.state.items() if isinstance(v, Obj) and "gate_proj" in v.state["mlp"].state]
     moe = [k for k, v in layers.state.items() if isinstance(v, Obj) and "experts" in v.state["mlp"].state]
     shape = lambda dotted: arc.module(dotted).state["weight"].shape  # noqa: E731
@@ -280,7 +284,7 @@ def built_config(arc, man, tied):
     if dense:
         cfg["intermediate_size"] = shape(f"layers.{dense[0]}.mlp.gate_proj")[0]
     if fam == "llama":
-        cfg["attention_bias"] = attn.state["q_proj"].state.get("bias") is not None
+        cfg["attention_bias"] = qkv_bias
         cfg["mlp_bias"] = False
     if fam in ("qwen2", "qwen3", "qwen3_moe"):
         cfg["use_sliding_window"] = False
