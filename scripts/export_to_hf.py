@@ -23,8 +23,9 @@ uncompressed). The tree is unpickled with every tensor left as a reference (stor
 each tensor is then read from its entry, cast and written into its safetensors file before the next one is read
 (the safetensors header is written first: shapes and dtypes are known). Peak memory is therefore the interpreter
 with torch (~0.3 GB) plus the largest single tensor twice (as stored and cast), independent of the number of
-tensors: a 30B checkpoint's largest tensor (a 152k x 5120 embedding) is 3.1 GB in float32. Measured with
-/usr/bin/time -v on a 403M-parameter float32 Llama checkpoint (1.6 GB): see docs/hf-roundtrip.md.
+tensors: a 30B checkpoint's largest tensor (a 152k x 5120 embedding) is 3.1 GB in float32. Measured
+(bench/export_memory.py, docs/hf-roundtrip.md): a 380M-parameter float32 Llama (1.5 GB) exports with a peak RSS of
+668 MB, 609 MB of which is Python with torch imported; torch.jit.load + save_file takes 2068 MB.
 
 Exit codes: 0 ok, 2 bad arguments or an output directory already in use, 4 a policy this exporter cannot map
 (unknown architecture, damaged manifest), 5 a file that is missing or unreadable. Messages name the file and key.
