@@ -18,8 +18,11 @@ fallback  policies without the carried HF files (make_tiny_model.py; a qwen3_moe
 errors    missing checkpoint (exit 5), unknown architecture (exit 4), non-empty output (exit 2): messages name them.
 """
 import argparse
+import contextlib
+import io
 import json
 import os
+import runpy
 import shutil
 import subprocess
 import sys
@@ -44,6 +47,22 @@ def run(cmd, want=0, env=None):
         print(p.stdout[-3000:], p.stderr[-3000:], sep="\n")
         raise SystemExit(f"FAIL {' '.join(map(str, cmd[:3]))} ...: exit {p.returncode}, wanted {want}")
     return p.stdout + p.stderr
+
+
+def script(a, name, *args):
+    """Runs scripts/NAME.py in this process (as __main__, with its own argv; saves a torch import per call) and
+    returns what it printed; the command-line behaviour itself is tested through subprocesses in suite_errors."""
+    argv, out = sys.argv, io.StringIO()
+    sys.argv = [f"{a.source}/scripts/{name}.py"] + [str(x) for x in args]
+    try:
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(sys.argv[0], run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            raise SystemExit(f"FAIL {name}.py {' '.join(sys.argv[1:])}: {e.code}")
+    finally:
+        sys.argv = argv
+    return out.getvalue()
 
 
 def make_tokenizer(d, source):
@@ -142,9 +161,9 @@ def suite_families(a):
         src = make_hf(os.path.join(a.scratch, case, "hf"), case, tok)
         pt = os.path.join(a.scratch, case, "model.pt")
         back = os.path.join(a.scratch, case, "back")
-        run([a.python, f"{a.source}/scripts/export_hf.py", "--hf", src, "--out", pt])
+        script(a, "export_hf", "--hf", src, "--out", pt)
         extra = ["--max-shard-size", "20KB"] if case == "qwen3_moe" else []
-        run([a.python, f"{a.source}/scripts/export_to_hf.py", "--checkpoint", pt, "--out", back] + extra)
+        script(a, "export_to_hf", "--checkpoint", pt, "--out", back, *extra)
         orig, new = st_tensors(src), st_tensors(back)
         check(sorted(orig) == sorted(new), f"{case}: tensor names equal the original's ({len(orig)}; "
               f"missing {sorted(set(orig) - set(new))[:3]}, extra {sorted(set(new) - set(orig))[:3]})")
@@ -177,8 +196,8 @@ def suite_families(a):
     # --dtype float32 from a bf16 original: float32 tensors holding exactly the bf16 values; config says float32
     case = "qwen3_bf16"
     back32 = os.path.join(a.scratch, case, "back32")
-    run([a.python, f"{a.source}/scripts/export_to_hf.py", "--checkpoint", os.path.join(a.scratch, case, "model.pt"),
-         "--out", back32, "--dtype", "float32"])
+    script(a, "export_to_hf", "--checkpoint", os.path.join(a.scratch, case, "model.pt"),
+         "--out", back32, "--dtype", "float32")
     orig, new = st_tensors(os.path.join(a.scratch, case, "hf")), st_tensors(back32)
     check(all(new[k].dtype == torch.float32 and torch.equal(new[k], orig[k].float()) for k in orig),
           f"{case} --dtype float32: float32 tensors equal to the bf16 originals upcast")
@@ -222,12 +241,12 @@ def suite_train(a):
         base = os.path.join(a.scratch, "train_" + case)
         src = make_hf(os.path.join(base, "hf"), case, tok)
         pt, run_dir, back = os.path.join(base, "model.pt"), os.path.join(base, "run"), os.path.join(base, "back")
-        run([a.python, f"{a.source}/scripts/export_hf.py", "--hf", src, "--out", pt])
+        script(a, "export_hf", "--hf", src, "--out", pt)
         cfg = os.path.join(base, "train.yaml")
         train_config(cfg, pt, run_dir, a.source, extra)
         run([a.gspo, "train", "--config", cfg])
         ckpt = os.path.join(run_dir, "checkpoints", sorted(os.listdir(os.path.join(run_dir, "checkpoints")))[-1])
-        run([a.python, f"{a.source}/scripts/export_to_hf.py", "--checkpoint", run_dir, "--out", back])
+        script(a, "export_to_hf", "--checkpoint", run_dir, "--out", back)
         orig, new = st_tensors(src), st_tensors(back)
         check(sorted(orig) == sorted(new) and all(orig[k].dtype == new[k].dtype for k in orig),
               f"train {case}: tensor names and dtypes equal the original's")
@@ -255,7 +274,7 @@ def strip_hf_source(pt, out):
 def suite_fallback(a):
     ids = sample_ids() % 259
     tiny = os.path.join(a.scratch, "tiny.pt")
-    run([a.python, f"{a.source}/scripts/make_tiny_model.py", "--out", tiny, "--hidden", "32", "--qkv-bias"])
+    script(a, "make_tiny_model", "--out", tiny, "--hidden", "32", "--qkv-bias")
     tok = os.path.join(a.scratch, "tok")
     make_tokenizer(tok, a.source)
     src = make_hf(os.path.join(a.scratch, "moe", "hf"), "qwen3_moe", tok)
@@ -263,13 +282,13 @@ def suite_fallback(a):
     cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": 1000000.0}
     json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
     moe = os.path.join(a.scratch, "moe", "model.pt")
-    run([a.python, f"{a.source}/scripts/export_hf.py", "--hf", src, "--out", moe + ".full"])
+    script(a, "export_hf", "--hf", src, "--out", moe + ".full")
     strip_hf_source(moe + ".full", moe)
     # make_tiny_model's "llama" with q/k/v bias but none on o_proj is Qwen2's layout (HF Llama biases o_proj too)
     for name, pt, want_theta, want_type in (("make_tiny_model --qkv-bias", tiny, 10000.0, "qwen2"),
                                             ("qwen3_moe without hf_source", moe, 1e6, "qwen3_moe")):
         back = pt + ".hf"
-        out = run([a.python, f"{a.source}/scripts/export_to_hf.py", "--checkpoint", pt, "--out", back])
+        out = script(a, "export_to_hf", "--checkpoint", pt, "--out", back)
         cfg = json.load(open(os.path.join(back, "config.json")))
         check("built from the manifest" in out and cfg["model_type"] == want_type,
               f"{name}: config.json built from the manifest, model_type {cfg['model_type']}")
@@ -291,7 +310,7 @@ def suite_errors(a):
     out = run(exe + ["--checkpoint", empty_run, "--out", os.path.join(a.scratch, "x")], want=5)
     check("state.json" in out, "run directory without a complete checkpoint: exit 5 naming state.json")
     tiny = os.path.join(a.scratch, "tiny.pt")
-    run([a.python, f"{a.source}/scripts/make_tiny_model.py", "--out", tiny, "--hidden", "32"])
+    script(a, "make_tiny_model", "--out", tiny, "--hidden", "32")
     extra = {"gspo_manifest.json": "", "gspo_tokenizer.json": ""}
     m = torch.jit.load(tiny, _extra_files=extra)
     man = json.loads(extra["gspo_manifest.json"])
