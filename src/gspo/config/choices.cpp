@@ -13,7 +13,10 @@ const std::vector<Choice<Task>>& choices(Task) {
   return c;
 }
 const std::vector<Choice<ChatTemplate>>& choices(ChatTemplate) {
-  static const std::vector<Choice<ChatTemplate>> c{{"none", ChatTemplate::kNone}, {"chatml", ChatTemplate::kChatml}};
+  static const std::vector<Choice<ChatTemplate>> c{{"none", ChatTemplate::kNone},
+                                                   {"chatml", ChatTemplate::kChatml},
+                                                   {"qwen2.5", ChatTemplate::kQwen25},
+                                                   {"deepseek_r1", ChatTemplate::kDeepseekR1}};
   return c;
 }
 const std::vector<Choice<Overlong>>& choices(Overlong) {
