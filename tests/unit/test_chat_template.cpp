@@ -1,8 +1,10 @@
-// ChatML rendering against Qwen3's own Jinja template rendered by jinja2 (tests/golden/chat_template_reference.py).
+// Chat formats against transformers' apply_chat_template with each family's own Jinja template (Qwen2.5-Instruct,
+// Qwen3 with thinking on and off, DeepSeek-R1-Distill-Qwen), rendered by tests/golden/chat_template_reference.py.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
@@ -12,20 +14,28 @@
 
 using namespace gspo;
 
-TEST_CASE("ChatML equals Qwen3's Jinja template for plain conversations", "[tokenizer][chat]") {
-  // The fixture make_chat_golden renders the cases from this file; without it there is nothing to compare against.
-  if (!test::shared_data_or_skip(test::shared_path("data/tokenizers/qwen3/tokenizer_config.json"))) return;
+TEST_CASE("chat formats equal transformers' apply_chat_template for Qwen2.5, Qwen3 and DeepSeek-R1", "[tokenizer][chat]") {
+  // The fixture make_chat_golden renders the cases; without ../shared's templates there is nothing to compare against.
+  for (const char* f : {"data/tokenizers/qwen3/tokenizer_config.json", "data/tokenizers/qwen2.5/tokenizer.json",
+                        "data/tokenizers/qwen/chat_template_Qwen2.5-7B-Instruct.jinja",
+                        "data/tokenizers/qwen/chat_template_DeepSeek-R1-Distill-Qwen-32B.jinja"})
+    if (!test::shared_data_or_skip(test::shared_path(f))) return;
   std::ifstream in(test::model_path("chat_cases.json"));
   REQUIRE(in);
   auto cases = nlohmann::json::parse(in)["cases"];
-  REQUIRE(cases.size() == 5);
+  std::map<std::string, int> per_family;
   for (const auto& c : cases) {
+    const std::string family = c["family"];
     std::vector<tokenizer::ChatMessage> msgs;
     for (const auto& m : c["messages"]) msgs.push_back({m["role"], m["content"]});
     tokenizer::ChatOptions o{c["add_generation_prompt"], c["enable_thinking"]};
-    INFO(c["text"].get<std::string>());
-    CHECK(tokenizer::render_chatml(msgs, o) == c["text"].get<std::string>());
+    INFO(family << " thinking " << o.enable_thinking << " generation prompt " << o.add_generation_prompt << "\n"
+                << c["messages"].dump() << "\nwant: " << nlohmann::json(c["text"]).dump());
+    CHECK(tokenizer::render_chat(test::parse<config::ChatTemplate>(family), msgs, o) == c["text"].get<std::string>());
+    ++per_family[family];
   }
+  CHECK(per_family.size() == 3);
+  for (const auto& [family, n] : per_family) CHECK(n == 24);
 }
 
 TEST_CASE("prompts from config: template, chat format, system prompt, thinking switch", "[tokenizer][chat]") {
@@ -38,4 +48,6 @@ TEST_CASE("prompts from config: template, chat format, system prompt, thinking s
   CHECK(data::format_prompt(raw.data, "1+1?") == "Q: 1+1?");
   CHECK_THROWS_AS(tokenizer::render_chatml({{"user", "a"}, {"system", "b"}}, {}), DataError);
   CHECK_THROWS_AS(tokenizer::render_chatml({{"tool", "a"}}, {}), DataError);
+  CHECK_THROWS_AS(tokenizer::render_chat(config::ChatTemplate::kDeepseekR1, {{"user", "a"}, {"system", "b"}}, {}), DataError);
+  CHECK_THROWS_AS(tokenizer::render_chat(config::ChatTemplate::kNone, {{"user", "a"}}, {}), DataError);
 }

@@ -5,11 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/tokenizer/hf_bpe.h"
+#include "gspo/tokenizer/utf8.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -44,7 +46,74 @@ void check_vectors(const tokenizer::Tokenizer& tok, const std::string& stem) {
   }
   CHECK(checked == 46);
 }
+
+std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+std::string show(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size() && i < 40; ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s + (ids.size() > 40 ? ",..." : "");
+}
 }  // namespace
+
+TEST_CASE("Qwen3 and Qwen2.5 ids equal Hugging Face tokenizers' on adversarial text, bad UTF-8 and the corpus",
+          "[tokenizer][hf]") {
+  // Oracle: tests/golden/tokenizer_reference.py (fixture make_tokenizer_golden), `tokenizers`' encode of each input
+  // (ill-formed UTF-8 decoded with errors="replace" first, which our encode reproduces). Exact equality.
+  const std::string dir = shared_tokenizers();
+  if (!test::shared_data_or_skip(dir + "/qwen3/tokenizer.json") ||
+      !test::shared_data_or_skip(dir + "/qwen2.5/tokenizer.json"))
+    return;
+  std::ifstream in(test::model_path("tokenizer_cases.json"));
+  REQUIRE(in);
+  const auto cases = nlohmann::json::parse(in)["cases"];
+  std::map<std::string, std::unique_ptr<tokenizer::Tokenizer>> toks;
+  std::map<std::string, int> per_kind, lossy;
+  for (const auto& c : cases) {
+    const std::string name = c["tokenizer"], kind = c["kind"], text = from_hex(c["hex"]);
+    if (!toks.count(name)) toks[name] = tokenizer::from_file(dir + "/" + name);
+    const auto want = c["ids"].get<std::vector<int64_t>>();
+    const auto got = toks[name]->encode(text);
+    INFO(name << " " << kind << " input bytes (hex) " << c["hex"].get<std::string>() << "\n  ours " << show(got)
+              << "\n  HF   " << show(want));
+    CHECK(got == want);
+    ++per_kind[kind];
+    lossy[kind] += c["lossy"].get<bool>();
+  }
+  CHECK(toks.size() == 2);
+  CHECK(per_kind["adversarial"] >= 2 * 150);
+  CHECK(lossy["invalid_utf8"] == per_kind["invalid_utf8"]);  // every one of them really is ill-formed
+  CHECK(lossy["random_bytes"] > 0);
+  if (!core::exists(test::shared_path("data/benchmarks/math500.jsonl"))) return;
+  CHECK(per_kind["corpus"] >= 2 * 200);
+}
+
+TEST_CASE("ill-formed UTF-8 becomes U+FFFD per maximal subpart", "[tokenizer]") {
+  // Expected strings follow the Unicode standard's Table 3-8 practice (what Python's bytes.decode(errors="replace")
+  // gives, which the golden case above checks through the tokenizer on 230 more inputs).
+  const std::string r = "\xEF\xBF\xBD";
+  auto fix = [](const std::string& s) {
+    std::string out;
+    return tokenizer::replace_invalid_utf8(s, out) ? out : s;
+  };
+  std::string untouched;
+  CHECK_FALSE(tokenizer::replace_invalid_utf8("ok \xC3\xA9 \xF0\x9F\x99\x82", untouched));
+  CHECK(untouched.empty());
+  CHECK(fix(std::string("a\0b", 3)) == std::string("a\0b", 3));
+  CHECK(fix("\xFF") == r);
+  CHECK(fix("\xC0\x80") == r + r);                  // overlong: C0 is never a lead
+  CHECK(fix("\xE0\x80\x80") == r + r + r);         // overlong 3-byte: second byte out of range
+  CHECK(fix("\xED\xA0\x80") == r + r + r);         // surrogate
+  CHECK(fix("\xF4\x90\x80\x80") == r + r + r + r); // past U+10FFFF
+  CHECK(fix("\xE4\xB8") == r);                      // truncated: one replacement for the maximal subpart
+  CHECK(fix("\xF0\x9F\x99 ok") == r + " ok");
+  CHECK(fix("\xE4\xB8\xE4\xB8\xAD") == r + "\xE4\xB8\xAD");
+  CHECK(fix("\x80\xBF") == r + r);
+}
 
 TEST_CASE("Qwen2.5 tokenizer.json reproduces llama.cpp's Qwen2 and DeepSeek-R1-Qwen vectors", "[tokenizer][hf]") {
   const std::string dir = shared_tokenizers();

@@ -11,6 +11,7 @@
 
 #include "gspo/core/error.h"
 #include "gspo/tokenizer/byte_level.h"
+#include "gspo/tokenizer/utf8.h"
 
 namespace gspo::tokenizer {
 
@@ -56,7 +57,8 @@ struct HfBpeTokenizer::Regex {
     pcre2_jit_compile(code.get(), PCRE2_JIT_COMPLETE);
   }
 
-  // Splits `text` into matches and the gaps between them ("Isolated" behaviour); invalid UTF-8 stays one piece.
+  // Splits `text` into matches and the gaps between them ("Isolated" behaviour). encode() repairs ill-formed UTF-8
+  // first; should PCRE2 still fail, the rest stays one piece.
   std::vector<std::string> split(const std::string& text) const {
     std::vector<std::string> pieces;
     std::unique_ptr<pcre2_match_data, MatchDataFree> md(pcre2_match_data_create_from_pattern(code.get(), nullptr));
@@ -223,11 +225,13 @@ void HfBpeTokenizer::bpe(const std::string& piece, std::vector<int64_t>& out) co
 void HfBpeTokenizer::encode_plain(const std::string& raw, std::vector<int64_t>& out) const {
   if (raw.empty()) return;
   std::string text = raw;
-  if (nfc_) {
-    if (utf8proc_uint8_t* n = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(raw.c_str()))) {
-      text = reinterpret_cast<char*>(n);
-      std::free(n);
-    }
+  if (nfc_) {  // explicit length: NUL is a character here, not the end of the text
+    utf8proc_uint8_t* n = nullptr;
+    const utf8proc_ssize_t len =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(raw.data()), static_cast<utf8proc_ssize_t>(raw.size()),
+                     &n, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    if (len >= 0) text.assign(reinterpret_cast<char*>(n), static_cast<size_t>(len));
+    std::free(n);
   }
   std::vector<std::string> pieces{text};
   for (const auto& re : splits_) {
@@ -241,7 +245,9 @@ void HfBpeTokenizer::encode_plain(const std::string& raw, std::vector<int64_t>& 
   for (const auto& p : pieces) bpe(p, out);
 }
 
-std::vector<int64_t> HfBpeTokenizer::encode(const std::string& text) const {
+std::vector<int64_t> HfBpeTokenizer::encode(const std::string& input) const {
+  std::string repaired;  // ill-formed UTF-8 -> U+FFFD, as a lossy decode before Hugging Face's tokenizers does
+  const std::string& text = replace_invalid_utf8(input, repaired) ? repaired : input;
   std::vector<int64_t> out;
   size_t plain_start = 0;
   for (size_t i = 0; i < text.size();) {

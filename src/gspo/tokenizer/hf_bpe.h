@@ -1,4 +1,5 @@
-// Hugging Face tokenizer.json with a byte-level BPE model (GPT-2, Qwen2/2.5/3, Llama-3 families):
+// Hugging Face tokenizer.json with a byte-level BPE model (GPT-2, Qwen2/2.5/3, Llama-3 families); ill-formed
+// UTF-8 input is first repaired to U+FFFD (utf8.h) as a caller of Hugging Face tokenizers must decode it;
 // added/special tokens matched first on the raw text, NFC normaliser, the Split pre-tokenizer regex (PCRE2 with
 // Unicode properties), the GPT-2 byte-to-unicode mapping, BPE merges applied by rank, byte-level decoding.
 // Non-goals: WordPiece/Unigram models, byte-fallback SentencePiece BPE, dropout.

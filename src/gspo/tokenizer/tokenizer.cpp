@@ -23,8 +23,9 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool with_special
 
 std::vector<int64_t> Tokenizer::encode_prompt(const std::string& text) const {
   std::vector<int64_t> ids;
-  if (add_bos_ && bos_id_ >= 0) ids.push_back(bos_id_);
   auto body = encode(text);
+  // A chat format that writes the BOS itself (deepseek_r1) must not get a second one.
+  if (add_bos_ && bos_id_ >= 0 && (body.empty() || body.front() != bos_id_)) ids.push_back(bos_id_);
   ids.insert(ids.end(), body.begin(), body.end());
   return ids;
 }

@@ -20,7 +20,7 @@ class Tokenizer {
 
   // Concatenated token_bytes; invalid UTF-8 is kept as is (callers decide how to print it).
   std::string decode(const std::vector<int64_t>& ids, bool with_special = false) const;
-  // encode() with BOS prepended when the tokenizer asks for it.
+  // encode() with BOS prepended when the tokenizer asks for it and the text does not already start with it.
   std::vector<int64_t> encode_prompt(const std::string& text) const;
 
   int64_t bos_id() const { return bos_id_; }
