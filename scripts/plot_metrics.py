@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Turns gspo metrics.jsonl files into PNG charts: reward, accuracy, response length, clip fractions, grad norm,
-entropy. Several runs are overlaid (label=path), e.g. GSPO against GRPO:
+entropy, and, when validation.jsonl sits beside metrics.jsonl (eval.every), one chart per validation set with its
+avg@K, the largest pass@k and cons@K against steps (step 0 included). Several runs are overlaid (label=path), e.g.
+GSPO against GRPO:
 
     scripts/py scripts/plot_metrics.py --out docs/img gspo=runs/a/metrics.jsonl grpo=runs/b/metrics.jsonl
 """
@@ -40,6 +42,43 @@ def load(path):
     return rows
 
 
+def plot_validation(runs, out_dir):
+    """One chart per validation set: avg@K, the largest pass@k and cons@K of each run against steps, unsmoothed."""
+    sets = {}  # set -> [(label, [(step, summary)])]
+    for label, path in runs:
+        vpath = os.path.join(os.path.dirname(path), "validation.jsonl")
+        if not os.path.exists(vpath):
+            continue
+        per_set = {}
+        for line in load(vpath):
+            for s in line["datasets"]:
+                per_set.setdefault(s["dataset"], []).append((line["step"], s))
+        for name, pts in per_set.items():
+            sets.setdefault(name, []).append((label, pts))
+    for name, series in sets.items():
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        for label, pts in series:
+            keys = [k for k in pts[0][1] if "@" in k]
+            shown = [k for k in keys if k.startswith("avg@") or k.startswith("cons@")]
+            passes = [k for k in keys if k.startswith("pass@")]
+            if passes:
+                shown.append(max(passes, key=lambda k: int(k.split("@")[1])))
+            for key in shown:
+                xs = [step for step, s in pts if key in s]
+                ys = [s[key] for step, s in pts if key in s]
+                ax.plot(xs, ys, marker="o", label=f"{label} {key}")
+        ax.set_xlabel("step")
+        ax.set_title(f"validation: {name}")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        out = os.path.join(out_dir, f"validation_{name}.png")
+        fig.savefig(out, dpi=100)
+        plt.close(fig)
+        print(f"wrote {out}")
+
+
 def smooth(values, window):
     if window <= 1:
         return values
@@ -58,10 +97,12 @@ def main():
     p.add_argument("--out", required=True, help="output directory for the PNGs")
     p.add_argument("--smooth", type=int, default=10, help="moving-average window in steps (1 = raw)")
     args = p.parse_args()
-    runs = []
+    runs, paths = [], []
     for spec in args.runs:
         label, _, path = spec.rpartition("=")
-        runs.append((label or os.path.basename(os.path.dirname(path)) or path, load(path)))
+        label = label or os.path.basename(os.path.dirname(path)) or path
+        runs.append((label, load(path)))
+        paths.append((label, path))
     os.makedirs(args.out, exist_ok=True)
     for name, title, keys, log_y in CHARTS:
         fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -83,6 +124,7 @@ def main():
         fig.savefig(out, dpi=100)
         plt.close(fig)
         print(f"wrote {out}")
+    plot_validation(paths, args.out)
 
 
 if __name__ == "__main__":

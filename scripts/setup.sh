@@ -12,6 +12,7 @@ PKGS=(
   python3 python3-venv              # base interpreter of the pinned environment; candidate programs of the code verifier
   bubblewrap                        # sandbox for model-written code when not running as root
   libpcre2-dev libutf8proc-dev      # tokenizer: Unicode pre-split regex, NFC normalisation
+  zlib1g-dev                        # LiveCodeBench rows: private tests are base64(zlib(pickle))
   libgloo-dev                       # Gloo headers for c10d's ProcessGroupGloo (the torch wheel ships its library, not its headers)
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
 )

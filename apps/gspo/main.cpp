@@ -76,18 +76,24 @@ void add_train(CLI::App& app, gspo::cli::TrainArgs& a) {
 }
 
 void add_eval(CLI::App& app, gspo::cli::EvalArgs& a) {
-  auto* c = app.add_subcommand("eval", "sample K responses per problem and report avg@K, pass@k, maj@K");
-  c->add_option("--config,-c", a.config, "YAML config (rollout, data, reward sections); omitted = defaults");
+  auto* c = app.add_subcommand("eval", "sample K responses per problem and report avg@K, pass@k, cons@K");
+  c->add_option("--config,-c", a.config, "YAML config (eval, rollout, data, reward sections; configs/eval/ has the "
+                "reports' settings); omitted = defaults");
   c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
   c->add_option("--model,-m", a.model, "policy file; default model.path");
-  c->add_option("--dataset,-d", a.datasets, "JSONL problems (repeatable); default data.path");
-  c->add_option("--samples,-k", a.samples, "responses per problem (K)")->capture_default_str()
+  c->add_option("--dataset,-d", a.datasets, "JSONL problems (repeatable; LiveCodeBench rows as they are); default "
+                "eval.datasets, else data.path");
+  c->add_option("--samples,-k", a.samples, "responses per problem (K); default eval.samples (4)")
       ->check(int_at_least(1));
-  c->add_option("--max-problems", a.max_problems, "only the first N problems of each dataset; 0 = all")
-      ->capture_default_str()->check(int_at_least(0));
+  c->add_option("--max-problems", a.max_problems, "only the first N problems of each dataset; 0 = all; default "
+                "eval.max_problems")->check(int_at_least(0));
+  c->add_option("--since", a.since, "only rows with contest_date on or after YYYY-MM-DD (LiveCodeBench versions are "
+                "date windows); default eval.since");
+  c->add_option("--until", a.until, "only rows with contest_date on or before YYYY-MM-DD; default eval.until");
   c->add_option("--out,-o", a.out, "directory for samples.jsonl and summary.json")->capture_default_str();
   c->add_flag("--no-progress", a.no_progress, "no progress bar");
-  c->add_flag("--overwrite", a.overwrite, "replace an earlier result in --out (refused otherwise)");
+  c->add_flag("--overwrite", a.overwrite, "start over in an --out holding an earlier eval (a finished one is refused "
+             "otherwise; an unfinished one with the same settings is resumed)");
 }
 
 void add_score(CLI::App& app, gspo::cli::ScoreArgs& a) {

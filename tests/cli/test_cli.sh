@@ -74,7 +74,7 @@ if diff <(tail -n +7 "$SRC/docs/config.md") <("$GSPO" config --reference) >/dev/
 # docs/metrics.md is the generated metrics reference; it must not drift from the metrics table.
 if diff <(tail -n +13 "$SRC/docs/metrics.md") <("$GSPO" config --metrics) >/dev/null; then pass=$((pass+1)); else
   echo "FAIL docs-metrics: docs/metrics.md is stale; regenerate it with scripts/gen_config_doc.sh"; fail=$((fail+1)); fi
-for f in "$SRC"/configs/*.yaml; do expect "config-shipped-$(basename "$f")" 0 "resolved config" -- "$GSPO" config -c "$f"; done
+for f in "$SRC"/configs/*.yaml "$SRC"/configs/eval/*.yaml; do expect "config-shipped-$(basename "$f")" 0 "resolved config" -- "$GSPO" config -c "$f"; done
 
 # inspect
 expect inspect-ok 0 "contract     ok" -- "$GSPO" inspect "$MODELS/tiny.pt"
@@ -152,14 +152,14 @@ if have_shared score-aime24 "$SHARED/data/benchmarks/aime24.jsonl"; then
 rows=[json.loads(l) for l in open(sys.argv[1])]
 for i,r in enumerate(rows): print(json.dumps({'index':i,'responses':['\\\\boxed{%s}'%r['answer'],'no idea']}))" \
     "$SHARED/data/benchmarks/aime24.jsonl" > "$TMP/aime.jsonl"
-  expect score-aime24 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000  maj@2 1.000" -- "$GSPO" score -d "$SHARED/data/benchmarks/aime24.jsonl" -r "$TMP/aime.jsonl"
+  expect score-aime24 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000  cons@2 1.000" -- "$GSPO" score -d "$SHARED/data/benchmarks/aime24.jsonl" -r "$TMP/aime.jsonl"
 fi
 expect eval-math 0 "pass@2" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress
 n=$(wc -l < "$TMP/ev/samples.jsonl")
-if [ "$n" -eq 6 ] && grep -q '"maj@2"' "$TMP/ev/summary.json" && grep -qE '"detail":"(answer: |no answer found)' "$TMP/ev/samples.jsonl"; then pass=$((pass+1)); else echo "FAIL eval-files: $n sample lines"; fail=$((fail+1)); fi
+if [ "$n" -eq 6 ] && grep -q '"cons@2"' "$TMP/ev/summary.json" && grep -qE '"detail":"(answer: |no answer found)' "$TMP/ev/samples.jsonl"; then pass=$((pass+1)); else echo "FAIL eval-files: $n sample lines"; fail=$((fail+1)); fi
 # An earlier result is not overwritten by accident; summary.json says what produced it (the dataset hash is checked
 # against an FNV-1a 64 computed here in Python).
-expect eval-exists 2 "already holds an eval result" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress
+expect eval-exists 2 "already holds a finished eval" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress
 expect eval-overwrite 0 "pass@2" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress --overwrite
 if "$PYTHON" - "$TMP/ev/summary.json" "$SRC/data/math_sample.jsonl" <<'PY'
 import json, sys
@@ -173,7 +173,7 @@ ok = (s["gspo_version"] and s["libtorch_version"] and s["sampling"]["samples"] =
 sys.exit(0 if ok else 1)
 PY
 then pass=$((pass+1)); else echo "FAIL eval-provenance: $(head -c 400 "$TMP/ev/summary.json")"; fail=$((fail+1)); fi
-expect eval-no-dataset 2 "no dataset: give --dataset or set data.path" -- "$GSPO" eval -m "$MODELS/tiny.pt" -o "$TMP/ev2"
+expect eval-no-dataset 2 "no dataset: give --dataset, or set eval.datasets or data.path" -- "$GSPO" eval -m "$MODELS/tiny.pt" -o "$TMP/ev2"
 expect eval-negative-max-problems 2 "--max-problems: must be >= 0 (got -1)" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" --max-problems -1 -o "$TMP/ev3"
 expect generate-seed-overflow 2 "is not an integer in [0, 2^63)" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p x --seed 99999999999999999999999
 

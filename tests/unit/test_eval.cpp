@@ -37,15 +37,41 @@ TEST_CASE("majority vote and summaries", "[eval]") {
   CHECK(eval::majority_vote({"1", "2", "2", "", "1", "2"}) == "2");
   CHECK(eval::majority_vote({"a", "b"}) == "a");  // ties: first seen
   CHECK(eval::majority_vote({"", ""}).empty());
-  eval::ProblemResult a{{1, 0, 0, 0}, {1, 0, 0, 0}, {}, {3, 4, 5, 6}, true};
-  eval::ProblemResult b{{0, 0, 0, 0}, {0, 0, 0, 0}, {}, {1, 1, 1, 1}, false};
+  eval::ProblemResult a;
+  a.correct = {1, 0, 0, 0};
+  a.rewards = {1, 0, 0, 0};
+  a.tokens = {3, 4, 5, 6};
+  a.majority_correct = true;
+  a.failures = {"", "wrong answer", "timeout", "timeout"};
+  a.difficulty = "easy";
+  eval::ProblemResult b;
+  b.correct = {0, 0, 0, 0};
+  b.rewards = {0, 0, 0, 0};
+  b.tokens = {1, 1, 1, 1};
+  b.failures = {"no code found", "no code found", "wrong answer", ""};  // "" on a wrong sample counts as wrong answer
+  b.difficulty = "hard";
+  eval::ProblemResult c = b;
+  c.difficulty = "easy";
   auto s = eval::summarize("set", {a, b}, true);
   CHECK(s["problems"] == 2);
   CHECK(s["avg@4"].get<double>() == Approx(0.125));
   CHECK(s["pass@1"].get<double>() == Approx(0.125));
   CHECK(s["pass@4"].get<double>() == Approx(0.5));
-  CHECK(s["maj@4"].get<double>() == Approx(0.5));
+  CHECK(s["cons@4"].get<double>() == Approx(0.5));
   CHECK(s["response_tokens_max"] == 6);
+  CHECK(s["failures"].dump() == R"({"no code found":2,"timeout":2,"wrong answer":3})");
+  // by difficulty: each level's own problems; the levels' problem counts add up to the set's
+  auto t = eval::summarize("set", {a, b, c}, true);
+  CHECK(t["by_difficulty"]["easy"]["problems"] == 2);
+  CHECK(t["by_difficulty"]["easy"]["avg@4"].get<double>() == Approx(0.125));
+  CHECK(t["by_difficulty"]["easy"]["pass@4"].get<double>() == Approx(0.5));
+  CHECK(t["by_difficulty"]["hard"]["problems"] == 1);
+  CHECK(t["by_difficulty"]["hard"]["avg@4"].get<double>() == 0.0);
+  CHECK(t["by_difficulty"]["hard"]["cons@4"].get<double>() == 0.0);
+  const auto table = eval::format_table({t});
+  CHECK_THAT(table, Catch::Contains("avg@4 0.083") && Catch::Contains("  easy ") &&
+                        Catch::Contains("failed samples: no code found 4, timeout 2, wrong answer 5"));
+  CHECK_FALSE(eval::summarize("set", {a}, false).contains("cons@4"));  // no majority vote outside math
 }
 
 TEST_CASE("external verifier: started once, answers per line, failures are clear", "[reward][external]") {

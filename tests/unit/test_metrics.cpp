@@ -1,10 +1,6 @@
 // The step metrics table (train/metrics.h): its rows fit their reductions, the JSONL line follows it, and the
 // reduction over two ranks (two threads, Gloo on loopback) gives what one process computes on all the rows.
-#include <arpa/inet.h>
 #include <catch2/catch.hpp>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -13,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "free_port.h"
 #include "gspo/dist/comm.h"
 #include "gspo/train/metrics.h"
 
@@ -27,20 +24,6 @@ std::vector<std::string> table_names() {
   return names;
 }
 
-// A TCP port nobody listens on now: bound to port 0, read back, released.
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    throw std::runtime_error("no free TCP port on loopback");
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 }  // namespace
 
@@ -113,7 +96,7 @@ TEST_CASE("reduction over two ranks equals one process's figures on all the rows
     m.time_step_s = rank == 0 ? 1.0 : 2.0;  // rank 0's own
     return m;
   };
-  const int port = free_port();
+  const int port = test::free_port();
   StepMetrics out[2];
   std::string errors[2];
   auto work = [&](int rank) {

@@ -10,9 +10,14 @@
 namespace gspo::cli {
 
 int eval(const EvalArgs& a) {
-  auto cfg = config::load(a.config, a.overrides);
+  auto overrides = a.overrides;  // the flags are shorthands for eval.* keys, validated with the rest of the config
+  if (a.samples > 0) overrides.push_back("eval.samples=" + std::to_string(a.samples));
+  if (a.max_problems >= 0) overrides.push_back("eval.max_problems=" + std::to_string(a.max_problems));
+  if (!a.since.empty()) overrides.push_back("eval.since=" + a.since);
+  if (!a.until.empty()) overrides.push_back("eval.until=" + a.until);
+  auto cfg = config::load(a.config, overrides);
   log::set_level_from_config(config::name_of(cfg.logging.level));
-  eval::EvalRequest req{a.model, a.datasets, a.samples, a.max_problems, a.out, !a.no_progress, a.overwrite};
+  eval::EvalRequest req{a.model, a.datasets, a.out, !a.no_progress, a.overwrite};
   auto summaries = eval::run_eval(cfg, req);
   std::cout << eval::format_table(summaries) << "samples: " << a.out << "/samples.jsonl, summary: " << a.out
             << "/summary.json\n";

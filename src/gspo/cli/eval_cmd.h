@@ -11,11 +11,12 @@ struct EvalArgs {
   std::vector<std::string> overrides;
   std::string model;
   std::vector<std::string> datasets;
-  int64_t samples = 4;
-  int64_t max_problems = 0;
+  int64_t samples = 0;                // 0 = eval.samples
+  int64_t max_problems = -1;          // -1 = eval.max_problems
+  std::string since, until;           // "" = eval.since / eval.until
   std::string out = "runs/eval";
   bool no_progress = false;
-  bool overwrite = false;             // replace an earlier result in `out`
+  bool overwrite = false;             // start over in `out` (a finished or unfinished eval there)
 };
 int eval(const EvalArgs& a);
 

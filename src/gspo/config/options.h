@@ -40,8 +40,8 @@ struct DataOptions {
   std::string prompt_key = "auto";                 // JSONL field holding the prompt; auto = prompt/problem/question/description
   std::string answer_key = "answer";               // JSONL field holding the reference answer
   std::string prompt_template = "{prompt}";        // text around the prompt; {prompt} is replaced
-  ChatTemplate chat_template = ChatTemplate::kNone; // none (raw text) or chatml (Qwen2/2.5/3 chat format)
-  std::string system_prompt = "";                  // chatml: system message; "" = none
+  ChatTemplate chat_template = ChatTemplate::kNone; // none (raw text), chatml (Qwen3), qwen2.5, deepseek_r1
+  std::string system_prompt = "";                  // chat formats: system message; "" = none (qwen2.5: its default)
   bool enable_thinking = true;                     // chatml: false appends an empty <think></think> (Qwen3)
   bool shuffle = true;                             // reshuffle the prompt order every epoch
   int64_t seed = 1234;                             // seed of the shuffling and of the synthetic task
@@ -61,10 +61,13 @@ struct DataOptions {
     v("answer_key", answer_key, "JSONL field holding the reference answer (may be absent in rows that carry code "
       "tests)", any());
     v("prompt_template", prompt_template, "template applied to every prompt; {prompt} is replaced by it", any());
-    v("chat_template", chat_template, "none (the templated prompt as raw text) or chatml (Qwen2/2.5/3 chat format: "
-      "optional system message, the templated prompt as the user message, assistant generation prompt)",
-      choice_rule(chat_template));
-    v("system_prompt", system_prompt, "chatml: system message; empty = none", any());
+    v("chat_template", chat_template, "none (the templated prompt as raw text), chatml (Qwen3's chat template: "
+      "optional system message, the templated prompt as the user message, assistant generation prompt; "
+      "enable_thinking applies), qwen2.5 (Qwen2.5-Instruct's: its default system message when system_prompt is "
+      "empty) or deepseek_r1 (DeepSeek-R1-Distill's <｜User｜>/<｜Assistant｜> format); each equals Hugging Face's "
+      "apply_chat_template for that model", choice_rule(chat_template));
+    v("system_prompt", system_prompt, "chat formats: system message; empty = none (qwen2.5: Qwen2.5's default one)",
+      any());
     v("enable_thinking", enable_thinking, "chatml: false appends an empty <think></think> block (Qwen3 non-thinking mode)",
       any());
     v("shuffle", shuffle, "reshuffle the prompt order at every epoch", any());
@@ -132,6 +135,7 @@ struct RewardOptions {
   double code_timeout_s = 5.0;               // code: CPU seconds per test (wall clock: 2x + 1)
   int64_t code_memory_mb = 1024;             // code: address-space limit per test
   std::string code_python = "/usr/bin/python3";  // code: interpreter for candidate programs
+  double lcb_timeout_s = 6.0;                // LiveCodeBench rows: wall-clock seconds per test
   int64_t workers = 0;                       // parallel scoring threads; 0 = hardware threads
   double external_timeout_s = 60;            // external: seconds to wait for each answer
   int64_t overlong_buffer = 0;               // DAPO soft overlong penalty: last N tokens before max_new_tokens; 0 = off
@@ -154,6 +158,8 @@ struct RewardOptions {
     v("code_timeout_s", code_timeout_s, "code: CPU seconds per test run (wall clock limit: 2x + 1 s)", greater_than(0));
     v("code_memory_mb", code_memory_mb, "code: address-space limit per test run in MiB", at_least(64));
     v("code_python", code_python, "code: Python interpreter for candidate programs", any());
+    v("lcb_timeout_s", lcb_timeout_s, "code, LiveCodeBench rows: wall-clock (and CPU) seconds per test, 6 as in "
+      "LiveCodeBench's evaluator (the other code rows use code_timeout_s)", greater_than(0));
     v("workers", workers, "threads scoring responses in parallel; 0 = hardware threads", at_least(0));
     v("external_timeout_s", external_timeout_s, "external verifier: seconds to wait for each answer before the "
       "run stops with a verifier error", greater_than(0));
@@ -317,6 +323,44 @@ struct DistributedOptions {
   }
 };
 
+// Evaluation: `gspo eval`'s defaults, and validation during `gspo train` (every > 0). Sampling settings left at
+// their "inherit" value take rollout's.
+struct EvalOptions {
+  std::vector<std::string> datasets = {};  // JSONL problem sets
+  int64_t samples = 4;                     // K responses per problem
+  int64_t every = 0;                       // gspo train: validate every N steps (and after the last); 0 = off
+  bool before_training = true;             // gspo train: also validate before the first step (a fresh run)
+  int64_t max_problems = 0;                // the first N problems of each set (after the date filter); 0 = all
+  std::string since = "";                  // rows with a contest_date before this (YYYY-MM-DD) are left out
+  std::string until = "";                  // rows with a contest_date after this (YYYY-MM-DD) are left out
+  double temperature = -1;                 // < 0 = rollout.temperature
+  double top_p = -1;                       // < 0 = rollout.top_p
+  int64_t top_k = -1;                      // < 0 = rollout.top_k
+  int64_t max_new_tokens = 0;              // 0 = rollout.max_new_tokens
+
+  template <class V>
+  void visit(V&& v) {
+    v("datasets", datasets, "JSONL problem sets: gspo eval's default when no --dataset is given; the validation sets "
+      "of gspo train", any());
+    v("samples", samples, "responses sampled per problem (K of avg@K, pass@k, cons@K)", at_least(1));
+    v("every", every, "gspo train: run the eval on eval.datasets every N rollout steps and after the last one, "
+      "sharded over the ranks, into validation.jsonl and metrics.jsonl; 0 = off", at_least(0));
+    v("before_training", before_training, "gspo train with eval.every > 0: also validate the initial policy (step 0) "
+      "in a fresh run", any());
+    v("max_problems", max_problems, "only the first N problems of each set (after the date filter); 0 = all",
+      at_least(0));
+    v("since", since, "keep only rows whose contest_date (LiveCodeBench) is on or after this day, YYYY-MM-DD; "
+      "empty = no bound", any());
+    v("until", until, "keep only rows whose contest_date is on or before this day, YYYY-MM-DD; empty = no bound",
+      any());
+    v("temperature", temperature, "sampling temperature of the eval; negative = rollout.temperature",
+      between(-1, 100));
+    v("top_p", top_p, "nucleus mass of the eval; negative = rollout.top_p", between(-1, 1));
+    v("top_k", top_k, "top-k of the eval; negative = rollout.top_k", at_least(-1));
+    v("max_new_tokens", max_new_tokens, "response length cap of the eval; 0 = rollout.max_new_tokens", at_least(0));
+  }
+};
+
 struct LoggingOptions {
   LogLevel level = LogLevel::kInfo;  // trace, debug, info, warn, error, off
   bool progress = true;         // one console line per step
@@ -341,6 +385,7 @@ struct Config {
   TrainOptions train;
   CheckpointOptions checkpoint;
   DistributedOptions distributed;
+  EvalOptions eval;
   LoggingOptions logging;
   std::map<std::string, std::string> origin;
 
@@ -356,6 +401,7 @@ struct Config {
     v("train", train, "the step loop");
     v("checkpoint", checkpoint, "checkpoint cadence and retention");
     v("distributed", distributed, "data parallelism across processes and GPUs");
+    v("eval", eval, "gspo eval's settings and validation during training");
     v("logging", logging, "console output");
   }
 };

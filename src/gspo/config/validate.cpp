@@ -50,6 +50,17 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
 }
 
 // The options of the DAPO pieces, reward scaling and mismatch correction that only make sense together.
+void validate_eval(const Config& c, std::vector<std::string>& e) {
+  static const std::regex kDay(R"(\d{4}-\d{2}-\d{2})");
+  for (const auto& [key, value] : {std::pair{"eval.since", c.eval.since}, std::pair{"eval.until", c.eval.until}})
+    if (!value.empty() && !std::regex_match(value, kDay))
+      e.push_back(at(c, key) + ": " + key + " must be a day written YYYY-MM-DD (got " + value_preview(value) + ")");
+  if (!c.eval.since.empty() && !c.eval.until.empty() && c.eval.until < c.eval.since)
+    e.push_back(at(c, "eval.until") + ": eval.until (" + c.eval.until + ") is before eval.since (" + c.eval.since + ")");
+  if (c.eval.every > 0 && c.eval.datasets.empty())
+    e.push_back(at(c, "eval.every") + ": validation during training (eval.every > 0) needs eval.datasets");
+}
+
 void validate_shaping(const Config& c, std::vector<std::string>& e) {
   const auto& a = c.algorithm;
   if (a.is_correction != IsCorrection::kNone && a.old_logprobs != OldLogprobs::kRecompute)
@@ -115,6 +126,7 @@ std::vector<std::string> validate(const Config& c) {
     e.push_back(at(c, "optimizer.beta1") + ": optimizer.beta1 and optimizer.beta2 must be < 1");
   }
   validate_reward(c, e);
+  validate_eval(c, e);
   validate_shaping(c, e);
   return e;
 }

@@ -9,6 +9,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/core/error.h"
+#include "gspo/data/lcb_row.h"
 #include "gspo/data/rng.h"
 #include "gspo/tokenizer/chat_template.h"
 
@@ -34,7 +35,7 @@ std::string format_prompt(const config::DataOptions& o, const std::string& probl
   std::vector<tokenizer::ChatMessage> msgs;
   if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
   msgs.push_back({"user", user});
-  return tokenizer::render_chatml(msgs, {true, o.enable_thinking});
+  return tokenizer::render_chat(o.chat_template, msgs, {true, o.enable_thinking});
 }
 
 namespace {
@@ -53,9 +54,15 @@ std::string field_text(const nlohmann::json& row, const std::string& key, const 
 }  // namespace
 
 namespace {
-// The fields that carry code tests: ours ('tests'), HumanEval ('test'), APPS ('test_list').
+// The fields that carry code tests: ours ('tests'), HumanEval ('test'), APPS ('test_list'), LiveCodeBench
+// ('public_test_cases').
 bool has_code_tests(const nlohmann::json& row) {
-  return row.is_object() && (row.contains("tests") || row.contains("test") || row.contains("test_list"));
+  return row.is_object() && (row.contains("tests") || row.contains("test") || row.contains("test_list") ||
+                             row.contains("public_test_cases"));
+}
+
+std::string string_field(const nlohmann::json& row, const char* key) {
+  return row.contains(key) && row[key].is_string() ? row[key].get<std::string>() : std::string();
 }
 }  // namespace
 
@@ -79,7 +86,15 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
     if (!row.is_object()) throw DataError(where + ": each line must be a JSON object");
     Example ex;
     ex.id = where;
+    ex.difficulty = string_field(row, "difficulty");
+    ex.date = string_field(row, "contest_date").substr(0, 10);
     std::string key = prompt_key;
+    if (key == "auto" && is_lcb_row(row)) {  // LiveCodeBench: the prompt is built from the problem and starter code
+      ex.prompt = lcb_prompt(row);
+      ex.row = line;
+      out.push_back(std::move(ex));
+      continue;
+    }
     if (key == "auto") {
       key.clear();
       for (const char* k : {"prompt", "problem", "question", "description"})

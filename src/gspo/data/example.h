@@ -9,6 +9,8 @@ struct Example {
   std::string prompt;   // the problem text, before the prompt template is applied
   std::string answer;   // reference answer (exact string, e.g. "017" stays "017")
   std::string row;      // the raw JSON row (empty for built-in tasks), for external verifiers
+  std::string difficulty;  // the row's 'difficulty' (LiveCodeBench: easy, medium, hard); "" = none
+  std::string date;        // the row's 'contest_date' as YYYY-MM-DD (LiveCodeBench); "" = none
 };
 
 // Applies data.prompt_template: every "{prompt}" is replaced by `prompt`.

@@ -11,18 +11,21 @@
 
 namespace gspo::eval {
 
+// K (eval.samples), the problem window (eval.max_problems, eval.since, eval.until) and the sampling settings
+// (eval.*, else rollout.*) come from the config.
 struct EvalRequest {
   std::string model;                  // policy file; "" = cfg.model.path
-  std::vector<std::string> datasets;  // JSONL files; empty = cfg.data.path
-  int64_t samples = 4;                // K responses per problem
-  int64_t max_problems = 0;           // 0 = all
-  std::string out_dir;                // samples.jsonl and summary.json go here
+  std::vector<std::string> datasets;  // JSONL files; empty = cfg.eval.datasets, else cfg.data.path
+  std::string out_dir;                // samples.jsonl, eval_state.json and summary.json go here
   bool progress = true;               // progress bar with ETA on stderr
-  bool overwrite = false;             // false: an out_dir that holds a result (summary.json, samples) is refused
+  bool overwrite = false;             // start over in an out_dir that holds a finished or unfinished eval
 };
 
 // Returns one summary per dataset (also written to out_dir/summary.json, with the provenance: model, gspo and
 // LibTorch versions, sampling settings, and each dataset's source: path, rows and FNV-1a 64 hash of its bytes).
+// An out_dir holding a finished eval (summary.json) is refused unless `overwrite`. One holding an unfinished eval
+// of the same model, datasets and settings (eval_state.json) is resumed after its last complete problem; of other
+// settings, refused naming the first difference.
 std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const EvalRequest& req);
 
 struct ScoreRequest {

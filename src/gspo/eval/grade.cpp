@@ -25,7 +25,6 @@ std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>
       flat_ex.push_back(problems[i]);
     }
   auto scores = reward::score_all(*verifier, flat, flat_ex, workers);
-  reward::MathVerifier voter;
   std::vector<ProblemResult> out(problems.size());
   size_t k = 0;
   for (size_t i = 0; i < problems.size(); ++i) {
@@ -34,16 +33,22 @@ std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>
       p.correct.push_back(scores[k].correct);
       p.rewards.push_back(scores[k].reward);
       p.details.push_back(scores[k].detail);
+      p.failures.push_back(scores[k].correct ? "" : scores[k].failure.empty() ? "wrong answer" : scores[k].failure);
       p.tokens.push_back(s < tokens[i].size() ? tokens[i][s] : 0);
-      if (math) p.votes.push_back(voter.voting_key(responses[i][s]));
     }
-    if (math) {
-      const std::string winner = majority_vote(p.votes);
-      p.majority_correct = !winner.empty() &&
-                           reward::answers_equivalent(winner, reward::reference_answer(problems[i]->answer));
-    }
+    p.difficulty = problems[i]->difficulty;
+    vote(p, responses[i], *problems[i]);
   }
   return out;
+}
+
+void Grader::vote(ProblemResult& p, const std::vector<std::string>& responses, const data::Example& problem) const {
+  if (!math) return;
+  reward::MathVerifier voter;
+  p.votes.clear();
+  for (const auto& r : responses) p.votes.push_back(voter.voting_key(r));
+  const std::string winner = majority_vote(p.votes);
+  p.majority_correct = !winner.empty() && reward::answers_equivalent(winner, reward::reference_answer(problem.answer));
 }
 
 }  // namespace gspo::eval

@@ -23,6 +23,9 @@ struct Grader {
   std::vector<ProblemResult> grade(const std::vector<const data::Example*>& problems,
                                    const std::vector<std::vector<std::string>>& responses,
                                    const std::vector<std::vector<int64_t>>& tokens) const;
+  // Math only: fills p.votes from the responses and p.majority_correct against the problem's answer (used again
+  // when an interrupted eval's samples are read back).
+  void vote(ProblemResult& p, const std::vector<std::string>& responses, const data::Example& problem) const;
 };
 
 }  // namespace gspo::eval

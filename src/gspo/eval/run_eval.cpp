@@ -1,29 +1,31 @@
+// `gspo eval`: sets loaded, an unfinished eval in --out resumed, K samples per problem written as they are graded,
+// summary.json and the table at the end.
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <sys/stat.h>
 
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
-#include "gspo/core/log.h"
-#include "gspo/data/dataset.h"
-#include "gspo/data/prompt_fit.h"
-#include "gspo/eval/eval.h"
-#include "gspo/eval/grade.h"
 #include "gspo/core/fs.h"
+#include "gspo/core/log.h"
 #include "gspo/core/resources.h"
 #include "gspo/core/version.h"
+#include "gspo/eval/eval.h"
+#include "gspo/eval/evaluator.h"
+#include "gspo/eval/resume.h"
 #include "gspo/model/policy.h"
-#include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::eval {
 namespace {
 
-void progress_bar(const std::string& name, size_t done, size_t total, double elapsed) {
+void progress_bar(const std::string& name, size_t done, size_t total, size_t resumed, double elapsed) {
   const double frac = total ? static_cast<double>(done) / total : 1.0;
-  const double eta = done ? elapsed / done * (total - done) : 0.0;
+  const size_t fresh = done - resumed;
+  const double eta = fresh ? elapsed / fresh * (total - done) : 0.0;
   char bar[31];
   const int filled = static_cast<int>(frac * 30);
   for (int i = 0; i < 30; ++i) bar[i] = i < filled ? '#' : '.';
@@ -34,99 +36,129 @@ void progress_bar(const std::string& name, size_t done, size_t total, double ela
   std::fflush(stderr);
 }
 
-std::string base_name(const std::string& path) {
-  std::string n = path.substr(path.find_last_of('/') + 1);
-  return n.substr(0, n.rfind(".jsonl") == std::string::npos ? n.size() : n.rfind(".jsonl"));
+int64_t file_bytes(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
+}
+
+// What must be equal for an unfinished eval to be continued: model, data, prompt format and sampling.
+nlohmann::ordered_json identity(const config::Config& cfg, const std::string& model, const std::vector<std::string>& sets) {
+  const auto sp = eval_sampling(cfg);
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (const auto& p : sets) files.push_back({{"path", p}, {"fnv1a64", core::file_fnv1a64(p)}});
+  return {{"model", model}, {"model_bytes", file_bytes(model)}, {"datasets", files},
+          {"samples", cfg.eval.samples}, {"max_problems", cfg.eval.max_problems}, {"since", cfg.eval.since},
+          {"until", cfg.eval.until},
+          {"sampling", {{"temperature", sp.temperature}, {"top_p", sp.top_p}, {"top_k", sp.top_k},
+                        {"max_new_tokens", sp.max_new_tokens}, {"stop", sp.stop}, {"seed", cfg.rollout.seed}}},
+          {"prompt", {{"prompt_key", cfg.data.prompt_key}, {"answer_key", cfg.data.answer_key},
+                      {"prompt_template", cfg.data.prompt_template},
+                      {"chat_template", config::name_of(cfg.data.chat_template)},
+                      {"system_prompt", cfg.data.system_prompt}, {"enable_thinking", cfg.data.enable_thinking}}},
+          {"tokenizer", cfg.tokenizer.path}};
+}
+
+// Decides between a fresh start and a resume in `dir`; returns the samples already done (empty when fresh).
+DoneSamples prepare_out_dir(const std::string& dir, const nlohmann::ordered_json& id, bool overwrite, int64_t K) {
+  const std::string summary = dir + "/summary.json", samples = dir + "/samples.jsonl", state = dir + "/eval_state.json";
+  if (overwrite) {
+    for (const auto& f : {summary, samples, state}) std::remove(f.c_str());
+  } else if (core::exists(summary)) {
+    throw ConfigError("--out '" + dir + "' already holds a finished eval (summary.json); pass --overwrite to replace "
+                      "it, or choose another --out");
+  } else if (core::exists(state)) {
+    auto before = nlohmann::json::parse(core::read_text(state), nullptr, false);
+    const std::string diff = before.is_discarded() ? "eval_state.json is not JSON" : first_difference(before, id);
+    if (!diff.empty())
+      throw ConfigError("--out '" + dir + "' holds an unfinished eval with other settings (" + diff + "); pass "
+                        "--overwrite to start over, or choose another --out");
+    return read_done_samples(samples, K);
+  } else if (core::non_empty_file(samples)) {
+    throw ConfigError("--out '" + dir + "' holds samples.jsonl from an eval without eval_state.json; pass "
+                      "--overwrite to replace it, or choose another --out");
+  }
+  core::ensure_dir(dir);
+  core::atomic_write(state, id.dump(1) + "\n");
+  return {};
+}
+
+// Rewrites samples.jsonl with the complete problems only (lines of a problem cut off are sampled again).
+void keep_done_lines(const std::string& path, const DoneSamples& done) {
+  std::string text;
+  for (const auto& [set, problems] : done.sets)
+    for (const auto& lines : problems)
+      for (const auto& l : lines) text += l.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  core::atomic_write(path, text);
 }
 
 }  // namespace
 
 std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const EvalRequest& req) {
-  if (req.samples < 1) throw ConfigError("--samples must be >= 1 (got " + std::to_string(req.samples) + ")");
   const std::string model_path = req.model.empty() ? cfg.model.path : req.model;
   if (model_path.empty()) throw ConfigError("no model: give --model or set model.path");
-  auto datasets = req.datasets;
-  if (datasets.empty() && !cfg.data.path.empty()) datasets.push_back(cfg.data.path);
-  if (datasets.empty()) throw ConfigError("no dataset: give --dataset or set data.path");
-  if (!req.overwrite && (core::exists(req.out_dir + "/summary.json") || core::non_empty_file(req.out_dir + "/samples.jsonl")))
-    throw ConfigError("--out '" + req.out_dir + "' already holds an eval result (summary.json or samples.jsonl); pass "
-                      "--overwrite to replace it, or choose another --out");
-  core::ensure_dir(req.out_dir);
+  auto paths = req.datasets;
+  if (paths.empty()) paths = cfg.eval.datasets;
+  if (paths.empty() && !cfg.data.path.empty()) paths.push_back(cfg.data.path);
+  if (paths.empty()) throw ConfigError("no dataset: give --dataset, or set eval.datasets or data.path");
+  for (size_t i = 0; i < paths.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (paths[i].substr(paths[i].find_last_of('/') + 1) == paths[j].substr(paths[j].find_last_of('/') + 1))
+        throw ConfigError("datasets '" + paths[j] + "' and '" + paths[i] + "' have the same file name; samples.jsonl "
+                          "and the summary name sets by it, so evaluate them in separate runs");
+  const int64_t K = cfg.eval.samples;
+  const auto id = identity(cfg, model_path, paths);
+  auto done = prepare_out_dir(req.out_dir, id, req.overwrite, K);
+  const bool resuming = !done.sets.empty() || done.dropped_lines > 0;
+  if (resuming) keep_done_lines(req.out_dir + "/samples.jsonl", done);
 
   auto policy = model::Policy::load(model_path, core::resolve_device(cfg.model.device, "model.device"));
   auto tok = cfg.tokenizer.path.empty() ? tokenizer::from_spec(policy.tokenizer_json(), model_path)
                                         : tokenizer::from_file(cfg.tokenizer.path);
-  rollout::SamplingParams sp{cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.top_k,
-                             cfg.rollout.max_new_tokens, cfg.rollout.stop};
-  sp.cuda_graphs = cfg.rollout.cuda_graphs;
-  rollout::Sampler sampler(policy, *tok, sp);
-  std::ofstream samples_out(req.out_dir + "/samples.jsonl");
+  Evaluator evaluator(cfg, policy, *tok);
+  std::ofstream samples_out(req.out_dir + "/samples.jsonl", std::ios::app);
   if (!samples_out) throw IoError("cannot write '" + req.out_dir + "/samples.jsonl'");
   std::vector<nlohmann::ordered_json> summaries;
+  torch::NoGradGuard no_grad;
 
-  for (size_t d = 0; d < datasets.size(); ++d) {
-    const std::string& path = datasets[d];
-    auto rows = data::load_jsonl(path, cfg.data.prompt_key, cfg.data.answer_key);
-    if (rows.empty()) throw DataError("dataset '" + path + "' has no examples");
-    if (req.max_problems > 0 && static_cast<int64_t>(rows.size()) > req.max_problems) rows.resize(req.max_problems);
-    const std::string name = base_name(path);
-    const int64_t limit = policy.manifest().max_seq_len - cfg.rollout.max_new_tokens;
-    const int64_t total = static_cast<int64_t>(rows.size());
-    auto fit = data::fit_prompts(std::move(rows), cfg.data, *tok, limit, cfg.data.overlong_prompts == config::Overlong::kError);
-    if (fit.dropped > 0) log::warn("{}: {}", name, data::describe_dropped(fit, total, limit));
-    rows = std::move(fit.kept);
-    Grader grader(cfg, rows);
+  for (size_t d = 0; d < paths.size(); ++d) {
+    const auto set = load_eval_set(cfg, paths[d], *tok, policy.manifest().max_seq_len, true);
+    Grader grader(cfg, set.rows);
     std::vector<ProblemResult> results;
+    const auto& earlier = done.sets[set.name];
+    for (size_t i = 0; i < earlier.size() && i < set.rows.size(); ++i)
+      results.push_back(result_from_lines(earlier[i], grader, set.rows[i]));
+    if (!results.empty())
+      log::info("{}: resuming after {} of {} problems already evaluated in {}", set.name, results.size(), set.rows.size(),
+                req.out_dir);
+    const size_t resumed = results.size();
     const auto t0 = std::chrono::steady_clock::now();
-    const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step));
-    for (size_t start = 0; start < rows.size(); start += chunk) {
-      const size_t end = std::min(rows.size(), start + chunk);
-      std::vector<std::vector<int64_t>> prompts;
-      std::vector<const data::Example*> exs;
-      for (size_t i = start; i < end; ++i) {
-        prompts.push_back(tok->encode_prompt(data::format_prompt(cfg.data, rows[i].prompt)));
-        exs.push_back(&rows[i]);
-      }
-      // Keyed by (seed, dataset, sample index): results do not depend on the batch size (rollout.prompts_per_step).
-      const rollout::NoiseKey noise{rollout::mix_seed(static_cast<uint64_t>(cfg.rollout.seed), d),
-                                    static_cast<int64_t>(start) * req.samples};
-      auto batch = sampler.generate(prompts, req.samples, noise);
-      std::vector<std::vector<std::string>> texts(exs.size());
-      std::vector<std::vector<int64_t>> lens(exs.size());
-      for (int64_t r = 0; r < batch.num_rows(); ++r) {
-        texts[r / req.samples].push_back(batch.response_text[r]);
-        lens[r / req.samples].push_back(batch.response_lengths[r]);
-      }
-      auto graded = grader.grade(exs, texts, lens);
-      for (size_t i = 0; i < exs.size(); ++i) {
-        for (int64_t s = 0; s < req.samples; ++s) {
-          nlohmann::ordered_json line{{"dataset", name}, {"index", start + i}, {"id", exs[i]->id}, {"sample", s},
-                                      {"response", texts[i][s]}, {"reward", graded[i].rewards[s]},
-                                      {"correct", static_cast<bool>(graded[i].correct[s])},
-                                      {"detail", graded[i].details[s]}, {"tokens", lens[i][s]},
-                                      {"finish", rollout::finish_name(batch.finish[i * req.samples + s])}};
-          samples_out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        }
-        results.push_back(std::move(graded[i]));
-      }
+    for (size_t start = resumed; start < set.rows.size(); start += evaluator.chunk()) {
+      const size_t end = std::min(set.rows.size(), start + evaluator.chunk());
+      auto graded = evaluator.run(set, d, grader, start, end);
+      for (const auto& line : graded.sample_lines)
+        samples_out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       samples_out.flush();
+      if (!samples_out) throw IoError("cannot write '" + req.out_dir + "/samples.jsonl' (disk full?)");
+      for (auto& p : graded.problems) results.push_back(std::move(p));
       if (req.progress)
-        progress_bar(name, end, rows.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        progress_bar(set.name, end, set.rows.size(), resumed,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    auto summary = summarize(name, results, grader.math);
+    auto summary = summarize(set.name, results, grader.math);
     summary["verifier"] = grader.verifier->name();
-    summary["skipped_prompts"] = fit.dropped;  // too long for max_seq_len with max_new_tokens; not in the averages
-    summary["source"] = {{"path", path}, {"rows", total}, {"fnv1a64", core::file_fnv1a64(path)}};
+    summary["skipped_prompts"] = set.skipped_prompts;  // too long for max_seq_len with max_new_tokens; not in the averages
+    if (set.outside_dates > 0) summary["outside_dates"] = set.outside_dates;
+    summary["source"] = {{"path", set.path}, {"rows", set.file_rows}, {"fnv1a64", core::file_fnv1a64(set.path)}};
     summaries.push_back(summary);
   }
-  const auto& r = cfg.rollout;
+  const auto sp = eval_sampling(cfg);
   nlohmann::ordered_json all{
       {"model", model_path},
       {"gspo_version", core::kVersion},
       {"libtorch_version", core::torch_version()},
-      {"sampling", {{"samples", req.samples}, {"temperature", r.temperature}, {"top_p", r.top_p}, {"top_k", r.top_k},
-                    {"max_new_tokens", r.max_new_tokens}, {"stop", r.stop}, {"seed", r.seed},
-                    {"max_problems", req.max_problems}}},
+      {"sampling", {{"samples", K}, {"temperature", sp.temperature}, {"top_p", sp.top_p}, {"top_k", sp.top_k},
+                    {"max_new_tokens", sp.max_new_tokens}, {"stop", sp.stop}, {"seed", cfg.rollout.seed},
+                    {"max_problems", cfg.eval.max_problems}, {"since", cfg.eval.since}, {"until", cfg.eval.until}}},
       {"datasets", summaries}};
   core::atomic_write(req.out_dir + "/summary.json", all.dump(1) + "\n");
   return summaries;

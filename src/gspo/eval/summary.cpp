@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 
 namespace gspo::eval {
 
@@ -28,63 +27,145 @@ std::string majority_vote(const std::vector<std::string>& votes) {
   return best;
 }
 
-nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority) {
-  nlohmann::ordered_json j;
-  j["dataset"] = name;
-  j["problems"] = problems.size();
-  int64_t K = problems.empty() ? 0 : static_cast<int64_t>(problems[0].correct.size());
-  for (const auto& p : problems) K = std::min<int64_t>(K, p.correct.size());
-  j["samples_per_problem"] = K;
-  if (problems.empty() || K == 0) return j;
-  double acc = 0, reward = 0, maj = 0;
-  int64_t tokens = 0, samples = 0, max_tokens = 0;
+ProblemStats stats_of(const ProblemResult& r) {
+  ProblemStats s;
+  s.n = static_cast<int64_t>(r.correct.size());
+  s.majority_correct = r.majority_correct;
+  s.difficulty = r.difficulty;
+  for (size_t i = 0; i < r.correct.size(); ++i) {
+    s.c += r.correct[i] ? 1 : 0;
+    s.reward_sum += i < r.rewards.size() ? r.rewards[i] : 0.0;
+    const int64_t t = i < r.tokens.size() ? r.tokens[i] : 0;
+    s.tokens_sum += t;
+    s.tokens_max = std::max(s.tokens_max, t);
+    if (!r.correct[i]) ++s.failures[i < r.failures.size() && !r.failures[i].empty() ? r.failures[i] : "wrong answer"];
+  }
+  return s;
+}
+
+namespace {
+
+std::vector<int64_t> ks_up_to(int64_t K) {
   std::vector<int64_t> ks;
   for (int64_t k = 1; k < K; k *= 2) ks.push_back(k);
   ks.push_back(K);
+  return ks;
+}
+
+// avg@K, pass@k..., cons@K over `problems` (all with K samples).
+void accuracy_fields(nlohmann::ordered_json& j, const std::vector<const ProblemStats*>& problems, int64_t K,
+                     bool with_majority) {
+  const auto ks = ks_up_to(K);
+  double acc = 0, cons = 0;
   std::vector<double> pass(ks.size(), 0.0);
-  for (const auto& p : problems) {
-    int64_t c = 0;
-    for (int64_t s = 0; s < K; ++s) {
-      c += p.correct[s];
-      reward += p.rewards[s];
-      const int64_t t = s < static_cast<int64_t>(p.tokens.size()) ? p.tokens[s] : 0;
-      tokens += t;
-      max_tokens = std::max(max_tokens, t);
-      ++samples;
-    }
-    acc += static_cast<double>(c) / K;
-    for (size_t i = 0; i < ks.size(); ++i) pass[i] += pass_at_k(K, c, ks[i]);
-    maj += p.majority_correct;
+  for (const auto* p : problems) {
+    acc += static_cast<double>(p->c) / static_cast<double>(K);
+    for (size_t i = 0; i < ks.size(); ++i) pass[i] += pass_at_k(K, p->c, ks[i]);
+    cons += p->majority_correct ? 1 : 0;
   }
   const double P = static_cast<double>(problems.size());
   j["avg@" + std::to_string(K)] = acc / P;
   for (size_t i = 0; i < ks.size(); ++i) j["pass@" + std::to_string(ks[i])] = pass[i] / P;
-  if (with_majority) j["maj@" + std::to_string(K)] = maj / P;
-  j["reward_mean"] = reward / static_cast<double>(samples);
-  j["response_tokens_mean"] = static_cast<double>(tokens) / static_cast<double>(samples);
+  if (with_majority) j["cons@" + std::to_string(K)] = cons / P;
+}
+
+}  // namespace
+
+nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority) {
+  nlohmann::ordered_json j;
+  j["dataset"] = name;
+  j["problems"] = problems.size();
+  int64_t K = problems.empty() ? 0 : problems[0].n;
+  for (const auto& p : problems) K = std::min(K, p.n);
+  j["samples_per_problem"] = K;
+  if (problems.empty() || K == 0) return j;
+  std::vector<const ProblemStats*> all;
+  std::map<std::string, std::vector<const ProblemStats*>> by_level;
+  double reward = 0;
+  int64_t tokens = 0, max_tokens = 0;
+  std::map<std::string, int64_t> failures;
+  for (const auto& p : problems) {
+    all.push_back(&p);
+    if (!p.difficulty.empty()) by_level[p.difficulty].push_back(&p);
+    reward += p.reward_sum;
+    tokens += p.tokens_sum;
+    max_tokens = std::max(max_tokens, p.tokens_max);
+    for (const auto& [why, n] : p.failures) failures[why] += n;
+  }
+  accuracy_fields(j, all, K, with_majority);
+  const double samples = static_cast<double>(K) * static_cast<double>(problems.size());
+  j["reward_mean"] = reward / samples;
+  j["response_tokens_mean"] = static_cast<double>(tokens) / samples;
   j["response_tokens_max"] = max_tokens;
   j["response_tokens_total"] = tokens;
+  j["failures"] = failures;
+  if (!by_level.empty()) {
+    // easy, medium, hard (LiveCodeBench's levels) in that order, any other level after them by name
+    auto rank = [](const std::string& l) { return l == "easy" ? 0 : l == "medium" ? 1 : l == "hard" ? 2 : 3; };
+    std::vector<std::pair<std::string, std::vector<const ProblemStats*>>> ordered(by_level.begin(), by_level.end());
+    std::stable_sort(ordered.begin(), ordered.end(),
+                     [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+    nlohmann::ordered_json levels;
+    for (const auto& [level, ps] : ordered) {
+      nlohmann::ordered_json l;
+      l["problems"] = ps.size();
+      accuracy_fields(l, ps, K, with_majority);
+      levels[level] = l;
+    }
+    j["by_difficulty"] = levels;
+  }
   return j;
 }
+
+nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority) {
+  std::vector<ProblemStats> stats;
+  for (const auto& p : problems) stats.push_back(stats_of(p));
+  return summarize(name, stats, with_majority);
+}
+
+namespace {
+
+// "avg@8 0.312  pass@1 0.312  pass@8 0.750  cons@8 0.500" from the accuracy fields of `j`.
+std::string metric_cells(const nlohmann::ordered_json& j) {
+  std::string out;
+  char buf[64];
+  for (const auto& [k, v] : j.items()) {
+    if (k.find('@') == std::string::npos) continue;
+    std::snprintf(buf, sizeof buf, "%s%s %.3f", out.empty() ? "" : "  ", k.c_str(), v.get<double>());
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
   std::string out;
   char buf[256];
   for (const auto& s : summaries) {
-    std::snprintf(buf, sizeof buf, "%-24s %5lld problems x %lld samples", s["dataset"].get<std::string>().c_str(),
+    std::snprintf(buf, sizeof buf, "%-24s %5lld problems x %lld samples  ", s["dataset"].get<std::string>().c_str(),
                   static_cast<long long>(s["problems"].get<int64_t>()),
                   static_cast<long long>(s["samples_per_problem"].get<int64_t>()));
-    out += buf;
-    for (const auto& [k, v] : s.items()) {
-      if (k.find('@') == std::string::npos) continue;
-      std::snprintf(buf, sizeof buf, "  %s %.3f", k.c_str(), v.get<double>());
-      out += buf;
-    }
+    out += buf + metric_cells(s);
     if (s.contains("response_tokens_total") && s["response_tokens_total"].get<int64_t>() > 0) {
       std::snprintf(buf, sizeof buf, "  len %.0f", s["response_tokens_mean"].get<double>());
       out += buf;
     }
     out += "\n";
+    if (s.contains("by_difficulty"))
+      for (const auto& [level, l] : s["by_difficulty"].items()) {
+        std::snprintf(buf, sizeof buf, "  %-22s %5lld problems               ", level.c_str(),
+                      static_cast<long long>(l["problems"].get<int64_t>()));
+        out += buf + metric_cells(l) + "\n";
+      }
+    if (s.contains("failures") && !s["failures"].empty()) {
+      out += "  failed samples:";
+      for (const auto& [why, n] : s["failures"].items())
+        out += " " + why + " " + std::to_string(n.get<int64_t>()) + ",";
+      out.back() = '\n';
+    }
+    if (s.contains("skipped_prompts") && s["skipped_prompts"].get<int64_t>() > 0)
+      out += "  skipped (prompt too long): " + std::to_string(s["skipped_prompts"].get<int64_t>()) + " problems\n";
   }
   return out;
 }

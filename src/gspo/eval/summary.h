@@ -1,6 +1,8 @@
-// Benchmark statistics over K graded samples per problem: avg@K, unbiased pass@k, maj@K.
+// Benchmark statistics over K graded samples per problem: avg@K, unbiased pass@k, cons@K (majority vote), failure
+// reasons, and the same by difficulty; the table a person reads at the end of an eval.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@ namespace gspo::eval {
 // 1 - C(n - c, k) / C(n, k), computed as a product to stay exact for large n. Requires 1 <= k <= n.
 double pass_at_k(int64_t n, int64_t c, int64_t k);
 
+// The samples of one problem as graded.
 struct ProblemResult {
   std::vector<char> correct;         // per sample
   std::vector<double> rewards;       // per sample
@@ -19,16 +22,31 @@ struct ProblemResult {
   std::vector<int64_t> tokens;       // per sample response tokens (0 when unknown)
   bool majority_correct = false;     // filled by the caller that knows how to compare answers
   std::vector<std::string> details;  // per sample: the verifier's note (extracted answer, code failure reason)
+  std::vector<std::string> failures; // per sample: why it is wrong ("" = correct)
+  std::string difficulty;            // the problem's difficulty ("" = none)
 };
 
 // The most common non-empty vote ("" when none); ties go to the vote seen first.
 std::string majority_vote(const std::vector<std::string>& votes);
 
-// Summary JSON for one dataset: problems, samples_per_problem, avg@K, pass@k for k = 1, 2, 4, ... and K,
-// maj@K (when votes were given), mean reward, response token statistics.
+// One problem reduced to what the statistics need: fixed-size, so ranks can exchange them (eval/sharded.h).
+struct ProblemStats {
+  int64_t n = 0, c = 0;         // samples, correct samples
+  bool majority_correct = false;
+  double reward_sum = 0;
+  int64_t tokens_sum = 0, tokens_max = 0;
+  std::string difficulty;
+  std::map<std::string, int64_t> failures;  // reason -> samples
+};
+ProblemStats stats_of(const ProblemResult& r);
+
+// Summary JSON for one dataset: problems, samples_per_problem, avg@K, pass@k for k = 1, 2, 4, ... and K, cons@K
+// (majority vote, when `with_majority`), mean reward, response token statistics, failures (reason -> samples) and,
+// when problems carry a difficulty, by_difficulty {level: {problems, avg@K, pass@k..., cons@K}}.
+nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority);
 nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority);
 
-// A fixed-width table of summaries for the console.
+// The end-of-eval report: per dataset, a block with the metrics, a row per difficulty and the failure counts.
 std::string format_table(const std::vector<nlohmann::ordered_json>& summaries);
 
 }  // namespace gspo::eval

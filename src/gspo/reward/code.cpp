@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "gspo/core/error.h"
+#include "gspo/reward/lcb_decode.h"
+#include "gspo/reward/lcb_grade.h"
 
 namespace gspo::reward {
 namespace {
@@ -24,6 +26,50 @@ void add_case(CodeTests& t, const json& c, const std::string& where) {
     k.outputs.push_back(text_of(c["output"]));
   t.cases.push_back(std::move(k));
 }
+// A field that LiveCodeBench stores as a JSON string (or that a converted copy holds as JSON already).
+json json_field(const json& row, const char* key, const std::string& where) {
+  if (!row.contains(key)) return json();
+  const auto& v = row[key];
+  if (!v.is_string()) return v;
+  auto parsed = json::parse(v.get<std::string>(), nullptr, false);
+  if (parsed.is_discarded()) throw DataError(where + ": field '" + key + "' is not valid JSON");
+  return parsed;
+}
+
+void add_lcb_cases(CodeTests& t, const json& cases, const std::string& where, const char* field) {
+  if (cases.is_null()) return;
+  if (!cases.is_array()) throw DataError(where + ": " + field + " must be a list of {input, output, testtype}");
+  for (const auto& c : cases) {
+    if (!c.is_object() || !c.contains("input") || !c.contains("output"))
+      throw DataError(where + ": each test in " + field + " needs 'input' and 'output'");
+    t.cases.push_back({text_of(c["input"]), {text_of(c["output"])}});
+  }
+}
+
+// LiveCodeBench code_generation_lite: public and private tests together (as its evaluator grades), call-based
+// when metadata names a func_name.
+CodeTests parse_lcb_tests(const json& row, const std::string& where) {
+  CodeTests t;
+  add_lcb_cases(t, json_field(row, "public_test_cases", where), where, "public_test_cases");
+  if (row.contains("private_test_cases")) {
+    const auto& p = row["private_test_cases"];
+    const json priv = p.is_string() ? json::parse(decode_private_tests(p.get<std::string>(), where), nullptr, false) : p;
+    if (priv.is_discarded()) throw DataError(where + ": private_test_cases decoded to text that is not JSON");
+    add_lcb_cases(t, priv.is_string() ? json::parse(priv.get<std::string>(), nullptr, false) : priv, where,
+                  "private_test_cases");
+  }
+  const json meta = json_field(row, "metadata", where);
+  if (meta.is_object() && meta.contains("func_name") && meta["func_name"].is_string() &&
+      !meta["func_name"].get<std::string>().empty()) {
+    t.kind = CodeTests::Kind::kLcbCall;
+    t.entry_point = meta["func_name"];
+  } else {
+    t.kind = CodeTests::Kind::kLcbStdin;
+  }
+  if (t.cases.empty()) throw DataError(where + ": LiveCodeBench row without tests (public and private are empty)");
+  return t;
+}
+
 }  // namespace
 
 CodeTests parse_code_tests(const std::string& row_json, const std::string& where) {
@@ -33,6 +79,7 @@ CodeTests parse_code_tests(const std::string& row_json, const std::string& where
   } catch (const json::exception&) {
     throw DataError(where + ": the code verifier needs the dataset row as JSON");
   }
+  if (row.contains("public_test_cases")) return parse_lcb_tests(row, where);
   CodeTests t;
   if (row.contains("tests") && row["tests"].is_object()) {
     const auto& ts = row["tests"];
@@ -91,7 +138,6 @@ bool outputs_match(const std::string& got, const std::string& want) {
   }
 }
 
-namespace {
 std::string describe_failure(const RunResult& r) {
   if (r.timed_out || r.term_signal == SIGXCPU) return "time limit";
   if (r.output_overflow) return "output limit exceeded";
@@ -99,9 +145,17 @@ std::string describe_failure(const RunResult& r) {
   std::string tail = r.err.size() > 300 ? r.err.substr(r.err.size() - 300) : r.err;
   return "exit " + std::to_string(r.exit_code) + (tail.empty() ? "" : ": " + tail);
 }
-}  // namespace
+
+std::string failure_category(const RunResult& r) {
+  if (r.timed_out || r.term_signal == SIGXCPU) return "timeout";
+  if (r.output_overflow) return "output limit";
+  if (r.err.find("SyntaxError:") != std::string::npos || r.err.find("IndentationError:") != std::string::npos)
+    return "compile error";
+  return "runtime error";
+}
 
 CodeResult run_code_tests(const std::string& program, const CodeTests& t, const CodeOptions& o) {
+  if (t.kind == CodeTests::Kind::kLcbStdin || t.kind == CodeTests::Kind::kLcbCall) return run_lcb_tests(program, t, o);
   CodeResult res;
   const std::vector<std::string> argv = {o.python, "-I", "solution.py"};
   if (t.kind == CodeTests::Kind::kFunction) {
@@ -111,8 +165,13 @@ CodeResult run_code_tests(const std::string& program, const CodeTests& t, const 
     if (!t.prompt.empty() && program.find("def " + t.entry_point) == std::string::npos) src = t.prompt + program;
     src += "\n\n" + t.test_code + "\n\ncheck(" + t.entry_point + ")\n";
     auto r = run_sandboxed(argv, {{"solution.py", src}}, "", o.limits);
-    if (r.ok()) res.passed = 1;
-    else res.first_failure = describe_failure(r);
+    if (r.ok()) {
+      res.passed = 1;
+    } else {
+      res.first_failure = describe_failure(r);
+      res.category = r.exit_code == 1 && !r.timed_out && !r.term_signal && r.err.find("AssertionError") != std::string::npos
+                         ? "wrong answer" : failure_category(r);
+    }
     return res;
   }
   res.total = static_cast<int>(t.cases.size());
@@ -123,9 +182,13 @@ CodeResult run_code_tests(const std::string& program, const CodeTests& t, const 
     if (ok) {
       ok = false;
       for (const auto& want : c.outputs) ok = ok || outputs_match(r.out, want);
-      if (!ok && res.first_failure.empty()) res.first_failure = "test " + std::to_string(i + 1) + ": wrong answer";
+      if (!ok && res.first_failure.empty()) {
+        res.first_failure = "test " + std::to_string(i + 1) + ": wrong answer";
+        res.category = "wrong answer";
+      }
     } else if (res.first_failure.empty()) {
       res.first_failure = "test " + std::to_string(i + 1) + ": " + describe_failure(r);
+      res.category = failure_category(r);
     }
     if (ok) ++res.passed;
     else if (!o.partial) break;  // all-or-nothing: the rest cannot change the reward
@@ -133,14 +196,47 @@ CodeResult run_code_tests(const std::string& program, const CodeTests& t, const 
   return res;
 }
 
+std::shared_ptr<const CodeTests> CodeVerifier::tests_of(const data::Example& ex) const {
+  const std::string key = ex.id + '\n' + std::to_string(ex.row.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto hit = cache_.find(key);
+    if (hit != cache_.end()) return hit->second;
+  }
+  auto tests = std::make_shared<const CodeTests>(parse_code_tests(ex.row, ex.id));
+  size_t bytes = 0;
+  for (const auto& c : tests->cases) bytes += c.input.size() + (c.outputs.empty() ? 0 : c.outputs[0].size());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cached_bytes_ + bytes > (size_t{512} << 20)) {  // keep at most ~512 MB of decoded tests
+    cache_.clear();
+    cached_bytes_ = 0;
+  }
+  cache_.emplace(key, tests);
+  cached_bytes_ += bytes;
+  return tests;
+}
+
 Score CodeVerifier::score(const std::string& response, const data::Example& ex) const {
-  const auto tests = parse_code_tests(ex.row, ex.id);
-  const auto r = run_code_tests(extract_code(response), tests, opts_);
+  const auto tests = tests_of(ex);
+  const bool lcb = tests->kind == CodeTests::Kind::kLcbStdin || tests->kind == CodeTests::Kind::kLcbCall;
+  CodeResult r;
+  if (lcb) {
+    const auto code = lcb_extract_code(response);
+    if (code) {
+      r = run_code_tests(*code, *tests, opts_);
+    } else {
+      r.total = static_cast<int>(tests->cases.size());
+      r.first_failure = r.category = "no code found";
+    }
+  } else {
+    r = run_code_tests(extract_code(response), *tests, opts_);
+  }
   const bool all = r.total > 0 && r.passed == r.total;
   const double reward = opts_.partial ? (r.total ? static_cast<double>(r.passed) / r.total : 0.0) : (all ? 1.0 : 0.0);
   std::string detail = std::to_string(r.passed) + "/" + std::to_string(r.total) + " tests passed";
   if (!r.first_failure.empty()) detail += "; " + r.first_failure.substr(0, 300);
-  return {reward, all, detail};
+  Score s{reward, all, detail, {}, all ? "" : (r.category.empty() ? "wrong answer" : r.category)};
+  return s;
 }
 
 }  // namespace gspo::reward

@@ -104,6 +104,7 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
       o.limits.cpu_seconds = r.code_timeout_s;
       o.limits.wall_seconds = 2 * r.code_timeout_s + 1;
       o.limits.memory_mb = r.code_memory_mb;
+      o.lcb_timeout_s = r.lcb_timeout_s;
       return std::make_unique<CodeVerifier>(o);
     }
     case RewardKind::kAuto: break;

@@ -316,7 +316,8 @@ bool answers_equivalent(const std::string& a, const std::string& b, double rel_t
 Score MathVerifier::score(const std::string& response, const data::Example& ex) const {
   auto got = extract_answer(response, opts_);
   const bool ok = got && answers_equivalent(*got, reference_answer(ex.answer), opts_.rel_tol);
-  return {ok ? 1.0 : 0.0, ok, got ? "answer: " + got->substr(0, 200) : "no answer found"};
+  return {ok ? 1.0 : 0.0, ok, got ? "answer: " + got->substr(0, 200) : "no answer found", {},
+          ok ? "" : got ? "wrong answer" : "no answer found"};
 }
 
 std::string MathVerifier::voting_key(const std::string& response) const {
@@ -326,7 +327,7 @@ std::string MathVerifier::voting_key(const std::string& response) const {
 
 Score BoxedFormat::score(const std::string& response, const data::Example&) const {
   const bool ok = last_boxed(response).has_value();
-  return {ok ? 1.0 : 0.0, ok};
+  return {ok ? 1.0 : 0.0, ok, "", {}, ok ? "" : "no \\boxed{} answer"};
 }
 
 }  // namespace gspo::reward

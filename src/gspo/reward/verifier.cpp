@@ -37,13 +37,13 @@ std::string leading_integer(const std::string& text) {
 
 Score ExactMatch::score(const std::string& response, const data::Example& ex) const {
   const bool ok = trim(response) == trim(ex.answer);
-  return {ok ? 1.0 : 0.0, ok};
+  return {ok ? 1.0 : 0.0, ok, "", {}, ok ? "" : "wrong answer"};
 }
 
 Score LeadingInteger::score(const std::string& response, const data::Example& ex) const {
   const std::string got = leading_integer(response);
   const bool ok = !got.empty() && canonical_int(got) == canonical_int(trim(ex.answer));
-  return {ok ? 1.0 : 0.0, ok};
+  return {ok ? 1.0 : 0.0, ok, "", {}, ok ? "" : got.empty() ? "no answer found" : "wrong answer"};
 }
 
 }  // namespace gspo::reward

@@ -16,6 +16,8 @@ struct Score {
   bool correct = false;  // the answer part alone was right (reported as accuracy)
   std::string detail;    // for people reading samples: the extracted math answer, a code failure reason; "" = none
   std::vector<double> components;  // reward.components: each component's own (unweighted) reward; else empty
+  std::string failure;   // why it is not correct, in a few words ("wrong answer", "timeout", "no answer found", ...);
+                         // "" = correct, or the verifier gives no reason
 };
 
 class Verifier {

@@ -46,6 +46,14 @@ std::string summary_text(const TrainSummary& s) {
                   static_cast<long long>(s.heldout_problems), s.train_greedy_accuracy);
     text += line;
   }
+  for (const auto& [key, last] : s.validation_last.items()) {
+    char line[256];
+    const double first = s.validation_first.value(key, last.get<double>());
+    std::snprintf(line, sizeof line, "  validation   %-28s %.3f -> %.3f   (step %lld -> %lld)\n", key.c_str(), first,
+                  last.get<double>(), static_cast<long long>(s.validation_first_step),
+                  static_cast<long long>(s.validation_last_step));
+    text += line;
+  }
   if (s.dropped_prompts > 0)
     text += "  prompts too long for max_seq_len, skipped at load: " + std::to_string(s.dropped_prompts) + "\n";
   return text;

@@ -15,6 +15,7 @@
 #include "gspo/data/prompt_fit.h"
 #include "gspo/dist/comm.h"
 #include "gspo/dist/grad_sync.h"
+#include "gspo/eval/validation.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/metrics_log.h"
 #include "gspo/model/policy.h"
@@ -79,11 +80,16 @@ struct Trainer::Impl {
   std::unique_ptr<UpdateEngine> engine;
   std::optional<Progress> progress;
   std::unique_ptr<io::MetricsLog> metrics;
+  std::unique_ptr<eval::Validation> validation;     // eval.every > 0
+  std::unique_ptr<io::MetricsLog> validation_log;   // RUN/validation.jsonl (rank 0)
   int64_t dropped_prompts = 0;  // rows left out at load: prompt + max_new_tokens over max_seq_len
 
   Impl(const config::Config& c, dist::Comm& cm) : cfg(c), config_yaml(config::to_yaml(c)), comm(cm) {}
   void load_models(const std::optional<std::string>& ckpt, c10::Device device);
   void open_metrics();
+  // Runs the validation sets on every rank; rank 0 logs them and appends them to validation.jsonl. Returns the
+  // metrics-line fields.
+  nlohmann::ordered_json validate(int64_t step, TrainSummary& sum);
   StepRunner step_runner() {
     return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *tok, examples, *verifier, *sampler,
                        sampling_copy ? &*sampling_copy : nullptr, comm, *engine});
@@ -125,6 +131,30 @@ void Trainer::Impl::open_metrics() {
                                          dropped.later_steps);
   core::atomic_write(cfg.train.output_dir + "/config.yaml", config_yaml);
   metrics = std::make_unique<io::MetricsLog>(path);
+  if (validation) {
+    const std::string vpath = cfg.train.output_dir + "/validation.jsonl";
+    io::MetricsLog::truncate_after(vpath, progress->step);
+    validation_log = std::make_unique<io::MetricsLog>(vpath);
+  }
+}
+
+nlohmann::ordered_json Trainer::Impl::validate(int64_t step, TrainSummary& sum) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto summaries = validation->run();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto fields = eval::Validation::headline(summaries);
+  if (comm.is_main()) {
+    log::info("validation after step {} ({:.1f}s): {}", step, seconds, eval::Validation::one_line(summaries));
+    nlohmann::ordered_json line{{"step", step}, {"seconds", seconds}, {"datasets", summaries}};
+    if (validation_log) validation_log->append(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  if (sum.validation_first.empty()) {
+    sum.validation_first = fields;
+    sum.validation_first_step = step;
+  }
+  sum.validation_last = fields;
+  sum.validation_last_step = step;
+  return fields;
 }
 
 void check_world_size(const config::Config& cfg, int64_t world_size) {
@@ -161,6 +191,8 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
                                 s.comm);
   if (s.reference) s.reference->set_param_dtype(s.policy->parameters().front().scalar_type());
   if (ckpt) restore(*ckpt, *s.engine, *s.progress, s.config_yaml);
+  if (cfg.eval.every > 0)
+    s.validation = std::make_unique<eval::Validation>(cfg, *s.policy, *s.tok, s.policy->manifest().max_seq_len, s.comm);
   if (s.comm.is_main()) s.open_metrics();  // only rank 0 writes the run directory
   s.comm.barrier("start-up");
 }
@@ -183,9 +215,15 @@ TrainSummary Trainer::run() {
             c.rollout.prompts_per_step, c.rollout.group_size, c.algorithm.num_minibatches,
             s.comm.world_size() > 1 ? fmt::format(", {} ranks ({})", s.comm.world_size(), s.comm.backend()) : "");
   auto runner = s.step_runner();
+  if (s.validation && c.eval.before_training && progress.step == 0) s.validate(0, sum);
   while (progress.step < c.train.max_steps) {
     auto m = runner.run(progress);
-    if (s.metrics) s.metrics->append(json_line(m));
+    std::string line = json_line(m);
+    if (s.validation && s.validation->due(progress.step, c.train.max_steps)) {
+      const auto fields = s.validate(progress.step, sum);
+      if (!fields.empty()) line = line.substr(0, line.size() - 1) + "," + fields.dump().substr(1);
+    }
+    if (s.metrics) s.metrics->append(line);
     rewards.push_back(m.reward.mean());
     accs.push_back(m.correct.mean());
     sum.skipped_updates += m.skipped_updates;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
 
 #include "gspo/config/options.h"
 #include "gspo/dist/launch_env.h"
@@ -23,6 +24,10 @@ struct TrainSummary {
   int64_t heldout_problems = 0;            // data.holdout problems never trained on (0 = none)
   double heldout_accuracy = 0;             // greedy accuracy on them at the end (rank 0)
   double train_greedy_accuracy = 0;        // greedy accuracy on as many training problems, for comparison
+  // Validation (eval.every > 0): the "val/<set>/<metric>" figures of the first and last validation of this
+  // invocation, and their steps; empty when none ran.
+  nlohmann::ordered_json validation_first, validation_last;
+  int64_t validation_first_step = 0, validation_last_step = 0;
   bool interrupted = false;
   bool is_main = true;                     // rank 0 (or a single process): the one that wrote metrics and checkpoints
   std::string last_checkpoint;  // "" when none was written

@@ -1,0 +1,61 @@
+#include "gspo/eval/eval_sets.h"
+
+#include "gspo/core/error.h"
+#include "gspo/core/log.h"
+#include "gspo/data/dataset.h"
+#include "gspo/data/prompt_fit.h"
+
+namespace gspo::eval {
+
+rollout::SamplingParams eval_sampling(const config::Config& cfg) {
+  const auto& e = cfg.eval;
+  const auto& r = cfg.rollout;
+  rollout::SamplingParams sp{e.temperature >= 0 ? e.temperature : r.temperature, e.top_p >= 0 ? e.top_p : r.top_p,
+                             e.top_k >= 0 ? e.top_k : r.top_k, e.max_new_tokens > 0 ? e.max_new_tokens : r.max_new_tokens,
+                             r.stop};
+  sp.cuda_graphs = r.cuda_graphs;
+  return sp;
+}
+
+EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const tokenizer::Tokenizer& tok,
+                      int64_t max_seq_len, bool loud) {
+  EvalSet set;
+  set.path = path;
+  set.name = path.substr(path.find_last_of('/') + 1);
+  if (set.name.size() > 6 && set.name.compare(set.name.size() - 6, 6, ".jsonl") == 0)
+    set.name.resize(set.name.size() - 6);
+  auto rows = data::load_jsonl(path, cfg.data.prompt_key, cfg.data.answer_key);
+  if (rows.empty()) throw DataError("dataset '" + path + "' has no examples");
+  set.file_rows = static_cast<int64_t>(rows.size());
+  const auto& since = cfg.eval.since;
+  const auto& until = cfg.eval.until;
+  if (!since.empty() || !until.empty()) {
+    std::vector<data::Example> kept;
+    int64_t undated = 0;
+    for (auto& ex : rows) {
+      if (ex.date.empty()) ++undated;
+      if (!ex.date.empty() && ((!since.empty() && ex.date < since) || (!until.empty() && ex.date > until))) {
+        ++set.outside_dates;
+        continue;
+      }
+      kept.push_back(std::move(ex));
+    }
+    if (undated == set.file_rows)
+      throw DataError("dataset '" + path + "': eval.since/eval.until filter on contest_date, but no row has one");
+    if (kept.empty())
+      throw DataError("dataset '" + path + "': no row has a contest_date within [" + (since.empty() ? "-" : since) +
+                      ", " + (until.empty() ? "-" : until) + "] (" + std::to_string(set.file_rows) + " rows)");
+    rows = std::move(kept);
+  }
+  if (cfg.eval.max_problems > 0 && static_cast<int64_t>(rows.size()) > cfg.eval.max_problems)
+    rows.resize(static_cast<size_t>(cfg.eval.max_problems));
+  const int64_t limit = max_seq_len - eval_sampling(cfg).max_new_tokens;
+  const int64_t total = static_cast<int64_t>(rows.size());
+  auto fit = data::fit_prompts(std::move(rows), cfg.data, tok, limit, cfg.data.overlong_prompts == config::Overlong::kError);
+  if (fit.dropped > 0 && loud) log::warn("{}: {}", set.name, data::describe_dropped(fit, total, limit));
+  set.skipped_prompts = fit.dropped;
+  set.rows = std::move(fit.kept);
+  return set;
+}
+
+}  // namespace gspo::eval

@@ -1,0 +1,34 @@
+// The problem sets of an eval, loaded once: rows read (LiveCodeBench rows as they are), the contest-date window
+// applied (eval.since / eval.until), the first eval.max_problems kept, prompts that leave no room for the response
+// dropped with a count (or refused: data.overlong_prompts error), and the sampling settings resolved.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gspo/config/options.h"
+#include "gspo/data/example.h"
+#include "gspo/rollout/sampling.h"
+
+namespace gspo::tokenizer { class Tokenizer; }
+
+namespace gspo::eval {
+
+struct EvalSet {
+  std::string name;                // file name without .jsonl
+  std::string path;
+  std::vector<data::Example> rows; // the problems evaluated, in file order
+  int64_t file_rows = 0;           // rows in the file
+  int64_t outside_dates = 0;       // left out by eval.since / eval.until
+  int64_t skipped_prompts = 0;     // left out: prompt too long for max_seq_len with max_new_tokens
+};
+
+// The eval's sampling: eval.* where set, else rollout.*.
+rollout::SamplingParams eval_sampling(const config::Config& cfg);
+
+// Loads `path` for an eval of a model whose context is `max_seq_len` tokens. Throws DataError naming the file
+// (empty set, a bad row, every row outside the date window).
+EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const tokenizer::Tokenizer& tok,
+                      int64_t max_seq_len, bool loud);
+
+}  // namespace gspo::eval

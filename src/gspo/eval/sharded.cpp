@@ -1,0 +1,91 @@
+#include "gspo/eval/sharded.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <set>
+
+#include "gspo/dist/comm.h"
+
+namespace gspo::eval {
+namespace {
+
+const std::vector<std::string>& reasons() {
+  static const std::vector<std::string> r = {"wrong answer",  "no answer found", "no code found", "compile error",
+                                             "runtime error", "timeout",         "output limit",  "other"};
+  return r;
+}
+constexpr size_t kFixed = 8;  // valid, n, c, majority, reward_sum, tokens_sum, tokens_max, difficulty
+
+}  // namespace
+
+size_t packed_width() { return kFixed + reasons().size(); }
+
+std::pair<size_t, size_t> shard_of(size_t problems, int64_t rank, int64_t world) {
+  const auto W = static_cast<size_t>(world), r = static_cast<size_t>(rank);
+  return {problems * r / W, problems * (r + 1) / W};
+}
+
+std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::string>& levels) {
+  std::vector<double> row(packed_width(), 0.0);
+  const auto level = std::find(levels.begin(), levels.end(), s.difficulty);
+  row[0] = 1;
+  row[1] = static_cast<double>(s.n);
+  row[2] = static_cast<double>(s.c);
+  row[3] = s.majority_correct ? 1 : 0;
+  row[4] = s.reward_sum;
+  row[5] = static_cast<double>(s.tokens_sum);
+  row[6] = static_cast<double>(s.tokens_max);
+  row[7] = s.difficulty.empty() || level == levels.end() ? -1 : static_cast<double>(level - levels.begin());
+  for (const auto& [why, n] : s.failures) {
+    auto it = std::find(reasons().begin(), reasons().end(), why);
+    if (it == reasons().end()) it = reasons().end() - 1;
+    row[kFixed + static_cast<size_t>(it - reasons().begin())] += static_cast<double>(n);
+  }
+  return row;
+}
+
+ProblemStats unpack_stats(const double* row, const std::vector<std::string>& levels) {
+  ProblemStats s;
+  s.n = static_cast<int64_t>(row[1]);
+  s.c = static_cast<int64_t>(row[2]);
+  s.majority_correct = row[3] > 0;
+  s.reward_sum = row[4];
+  s.tokens_sum = static_cast<int64_t>(row[5]);
+  s.tokens_max = static_cast<int64_t>(row[6]);
+  if (row[7] >= 0) s.difficulty = levels.at(static_cast<size_t>(row[7]));
+  for (size_t i = 0; i < reasons().size(); ++i)
+    if (row[kFixed + i] > 0) s.failures[reasons()[i]] = static_cast<int64_t>(row[kFixed + i]);
+  return s;
+}
+
+nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
+                                        dist::Comm& comm) {
+  const size_t P = set.rows.size();
+  const auto [begin, end] = shard_of(P, comm.rank(), comm.world_size());
+  std::vector<ProblemStats> mine;
+  for (size_t start = begin; start < end; start += evaluator.chunk()) {
+    auto graded = evaluator.run(set, set_index, grader, start, std::min(end, start + evaluator.chunk()));
+    for (const auto& p : graded.problems) mine.push_back(stats_of(p));
+  }
+  if (comm.world_size() == 1) return summarize(set.name, mine, grader.math);
+  std::set<std::string> level_set;
+  for (const auto& ex : set.rows)
+    if (!ex.difficulty.empty()) level_set.insert(ex.difficulty);
+  const std::vector<std::string> levels(level_set.begin(), level_set.end());  // the same on every rank
+  const size_t block = (P + static_cast<size_t>(comm.world_size()) - 1) / static_cast<size_t>(comm.world_size());
+  auto local = torch::zeros({static_cast<int64_t>(block), static_cast<int64_t>(packed_width())}, torch::kDouble);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const auto row = pack_stats(mine[i], levels);
+    std::copy(row.begin(), row.end(), local[static_cast<int64_t>(i)].data_ptr<double>());
+  }
+  const auto all = comm.all_gather(local).cpu().contiguous();
+  std::vector<ProblemStats> problems;
+  for (int64_t r = 0; r < all.size(0); ++r) {
+    const double* row = all[r].data_ptr<double>();
+    if (row[0] > 0) problems.push_back(unpack_stats(row, levels));
+  }
+  return summarize(set.name, problems, grader.math);
+}
+
+}  // namespace gspo::eval

@@ -1,0 +1,25 @@
+// One eval set evaluated by every rank of a data-parallel run: rank r takes the r-th contiguous block of problems,
+// the per-problem statistics are all-gathered in problem order, and every rank summarises the same list, so the
+// summary equals a single process's up to floating-point differences in sampling across batch shapes.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "gspo/eval/evaluator.h"
+
+namespace gspo::dist { class Comm; }
+
+namespace gspo::eval {
+
+// The problems [begin, end) of `rank` among `world` for `problems` problems.
+std::pair<size_t, size_t> shard_of(size_t problems, int64_t rank, int64_t world);
+
+nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
+                                        dist::Comm& comm);
+
+// ProblemStats <-> a fixed row of doubles (difficulty as an index into `levels`, failures over a fixed reason list;
+// reasons outside it count as "other"). Exposed for the tests.
+std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::string>& levels);
+ProblemStats unpack_stats(const double* row, const std::vector<std::string>& levels);
+size_t packed_width();
+
+}  // namespace gspo::eval

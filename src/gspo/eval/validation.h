@@ -1,0 +1,42 @@
+// Validation during training (eval.every > 0): the eval pipeline of `gspo eval` run on eval.datasets every N
+// rollout steps inside `gspo train`, sharded over the ranks. The Trainer writes the summaries to
+// RUN/validation.jsonl and the headline figures ("val/<set>/avg@K", pass@k, cons@K) into that step's
+// metrics.jsonl line.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gspo/eval/evaluator.h"
+
+namespace gspo::dist { class Comm; }
+
+namespace gspo::eval {
+
+class Validation {
+ public:
+  // Loads the sets (a DataError names a bad file at start-up, not at the first validation). `loud`: log warnings.
+  Validation(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok, int64_t max_seq_len,
+             dist::Comm& comm);
+  ~Validation();
+
+  // After step `step` (every eval.every steps, and after the last step of the run).
+  bool due(int64_t step, int64_t max_steps) const;
+  // One summary per set (identical on every rank).
+  std::vector<nlohmann::ordered_json> run();
+
+  // {"val/<set>/avg@K": ..., "val/<set>/pass@1": ..., ...} for the metrics line.
+  static nlohmann::ordered_json headline(const std::vector<nlohmann::ordered_json>& summaries);
+  // "aime24 avg@4 0.125 pass@4 0.300 cons@4 0.100 | lcb ..." for the console.
+  static std::string one_line(const std::vector<nlohmann::ordered_json>& summaries);
+
+ private:
+  const config::Config& cfg_;
+  dist::Comm& comm_;
+  std::vector<EvalSet> sets_;
+  std::vector<std::unique_ptr<Grader>> graders_;
+  Evaluator evaluator_;
+};
+
+}  // namespace gspo::eval
