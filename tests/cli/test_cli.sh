@@ -8,7 +8,7 @@ set -u
 GSPO="$1"; MODELS="$2"; SRC="$3"; PYTHON="${4:-/usr/bin/python3}"
 SHARED="$SRC/../shared"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
-pass=0; fail=0; skipped=()
+skipped=()
 
 # have_shared NAME PATH: true when ../shared holds PATH; otherwise records check NAME as skipped.
 have_shared() {
@@ -16,22 +16,7 @@ have_shared() {
   skipped+=("$2 ($1)"); return 1
 }
 
-# expect NAME WANT_RC NEEDLE -- command...
-expect() {
-  local name="$1" want="$2" needle="$3"; shift 4
-  local out rc
-  out="$("$@" 2>&1)"; rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, wanted $want"; echo "$out" | head -5; fail=$((fail+1)); return
-  fi
-  if [ -n "$needle" ] && ! grep -qF -- "$needle" <<<"$out"; then
-    echo "FAIL $name: output lacks '$needle'"; echo "$out" | head -5; fail=$((fail+1)); return
-  fi
-  if grep -qE "terminate called|Segmentation|Exception raised from|frame #" <<<"$out"; then
-    echo "FAIL $name: crash or stack dump in output"; echo "$out" | head -5; fail=$((fail+1)); return
-  fi
-  pass=$((pass+1))
-}
+source "$(dirname "$0")/expect.sh"
 
 expect help 0 "Subcommands:" -- "$GSPO" --help
 expect version 0 "gspo 0.1.0" -- "$GSPO" --version

@@ -5,21 +5,7 @@
 set -u
 GSPO="$1"; MODELS="$2"; SRC="$3"; PYTHON="${4:-/usr/bin/python3}"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
-pass=0; fail=0
-
-# expect NAME WANT_RC NEEDLE -- command...
-expect() {
-  local name="$1" want="$2" needle="$3"; shift 4
-  local out rc
-  out="$("$@" 2>&1)"; rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, wanted $want"; echo "$out" | tail -5; fail=$((fail+1)); return
-  fi
-  if [ -n "$needle" ] && ! grep -qF -- "$needle" <<<"$out"; then
-    echo "FAIL $name: output lacks '$needle'"; echo "$out" | tail -8; fail=$((fail+1)); return
-  fi
-  pass=$((pass+1))
-}
+source "$(dirname "$0")/expect.sh"
 # check NAME PYTHON_CODE ARGS...: the Python snippet exits 0 when the files say what they should
 check() {
   local name="$1" code="$2"; shift 2

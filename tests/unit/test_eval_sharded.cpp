@@ -2,16 +2,14 @@
 // fixed rows and all-gathered in problem order, the same summary on every rank and as one process computes it.
 #include <catch2/catch.hpp>
 
-#include <thread>
-
 #include "gspo/config/load.h"
 #include "gspo/data/dataset.h"
 #include "gspo/dist/comm.h"
 #include "gspo/eval/sharded.h"
 #include "gspo/model/policy.h"
 #include "gspo/tokenizer/tokenizer.h"
-#include "free_port.h"
 #include "helpers.h"
+#include "two_ranks.h"
 
 using namespace gspo;
 
@@ -73,30 +71,10 @@ TEST_CASE("a set evaluated on two ranks gives every rank the one-process summary
   dist::LaunchEnv solo;
   dist::Comm one(solo, config::DistributedOptions{}, c10::kCPU);
   const auto single = summary_on(one);
-  const int port = test::free_port();
   nlohmann::ordered_json out[2];
-  std::string errors[2];
-  auto work = [&](int rank) {
-    try {
-      dist::LaunchEnv env;
-      env.rank = rank;
-      env.world_size = 2;
-      env.master_port = port;
-      env.source = "test";
-      config::DistributedOptions o;
-      o.init_timeout_s = 30;
-      o.timeout_s = 60;
-      dist::Comm comm(env, o, c10::kCPU);
-      out[rank] = summary_on(comm);
-    } catch (const std::exception& e) {
-      errors[rank] = e.what();
-    }
-  };
-  std::thread t0(work, 0), t1(work, 1);
-  t0.join();
-  t1.join();
-  REQUIRE(errors[0].empty());
-  REQUIRE(errors[1].empty());
+  const auto errors = test::run_two_ranks([&](dist::Comm& comm, int rank) { out[rank] = summary_on(comm); });
+  REQUIRE(errors.error[0].empty());
+  REQUIRE(errors.error[1].empty());
   CHECK(out[0] == out[1]);  // the same gathered rows, summarised the same way
   CHECK(out[0]["problems"] == 7);
   CHECK(out[0]["samples_per_problem"] == 2);

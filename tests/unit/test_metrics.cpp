@@ -9,9 +9,9 @@
 #include <set>
 #include <thread>
 
-#include "free_port.h"
 #include "gspo/dist/comm.h"
 #include "gspo/train/metrics.h"
+#include "two_ranks.h"
 
 using namespace gspo;
 using train::StepMetrics;
@@ -96,31 +96,13 @@ TEST_CASE("reduction over two ranks equals one process's figures on all the rows
     m.time_step_s = rank == 0 ? 1.0 : 2.0;  // rank 0's own
     return m;
   };
-  const int port = test::free_port();
   StepMetrics out[2];
-  std::string errors[2];
-  auto work = [&](int rank) {
-    try {
-      dist::LaunchEnv env;
-      env.rank = rank;
-      env.world_size = 2;
-      env.master_port = port;
-      env.source = "test";
-      config::DistributedOptions o;
-      o.init_timeout_s = 30;
-      o.timeout_s = 30;
-      dist::Comm comm(env, o, c10::kCPU);
-      out[rank] = part(rank);
-      train::reduce_across_ranks(out[rank], comm);
-    } catch (const std::exception& e) {
-      errors[rank] = e.what();
-    }
-  };
-  std::thread t0(work, 0), t1(work, 1);
-  t0.join();
-  t1.join();
-  REQUIRE(errors[0].empty());
-  REQUIRE(errors[1].empty());
+  const auto errors = test::run_two_ranks([&](dist::Comm& comm, int rank) {
+    out[rank] = part(rank);
+    train::reduce_across_ranks(out[rank], comm);
+  });
+  REQUIRE(errors.error[0].empty());
+  REQUIRE(errors.error[1].empty());
   for (const auto& m : out) {
     CHECK(m.reward.rows == std::vector<double>{0.0, 1.0, 0.5, 0.25});  // global row order: rank 0's rows first
     CHECK(m.correct.mean() == Approx(0.5));

@@ -51,6 +51,7 @@ EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const 
     rows.resize(static_cast<size_t>(cfg.eval.max_problems));
   const int64_t limit = max_seq_len - eval_sampling(cfg).max_new_tokens;
   const int64_t total = static_cast<int64_t>(rows.size());
+  set.selected_rows = total;
   auto fit = data::fit_prompts(std::move(rows), cfg.data, tok, limit, cfg.data.overlong_prompts == config::Overlong::kError);
   if (fit.dropped > 0 && loud) log::warn("{}: {}", set.name, data::describe_dropped(fit, total, limit));
   set.skipped_prompts = fit.dropped;

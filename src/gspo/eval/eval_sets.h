@@ -19,6 +19,7 @@ struct EvalSet {
   std::string path;
   std::vector<data::Example> rows; // the problems evaluated, in file order
   int64_t file_rows = 0;           // rows in the file
+  int64_t selected_rows = 0;       // after the date window and eval.max_problems (skipped prompts included)
   int64_t outside_dates = 0;       // left out by eval.since / eval.until
   int64_t skipped_prompts = 0;     // left out: prompt too long for max_seq_len with max_new_tokens
 };

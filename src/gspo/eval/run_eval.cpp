@@ -148,7 +148,8 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
     summary["verifier"] = grader.verifier->name();
     summary["skipped_prompts"] = set.skipped_prompts;  // too long for max_seq_len with max_new_tokens; not in the averages
     if (set.outside_dates > 0) summary["outside_dates"] = set.outside_dates;
-    summary["source"] = {{"path", set.path}, {"rows", set.file_rows}, {"fnv1a64", core::file_fnv1a64(set.path)}};
+    summary["source"] = {{"path", set.path}, {"rows", set.selected_rows}, {"file_rows", set.file_rows},
+                         {"fnv1a64", core::file_fnv1a64(set.path)}};
     summaries.push_back(summary);
   }
   const auto sp = eval_sampling(cfg);

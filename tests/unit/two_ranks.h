@@ -1,0 +1,64 @@
+// Two ranks of a process group on loopback (Gloo), as two threads of the test process: for tests of what the
+// ranks exchange (metrics reductions, sharded evaluation).
+#pragma once
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "gspo/config/options.h"
+#include "gspo/dist/comm.h"
+
+namespace gspo::test {
+
+// A TCP port nobody listens on now: bound to port 0, read back, released.
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::runtime_error("no free TCP port on loopback");
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Runs work(comm, rank) for ranks 0 and 1 of a 2-rank Gloo group, each in its own thread; returns each rank's
+// exception message ("" when it finished).
+struct TwoRankErrors {
+  std::string error[2];
+};
+inline TwoRankErrors run_two_ranks(const std::function<void(dist::Comm&, int)>& work) {
+  const int port = free_port();
+  TwoRankErrors out;
+  auto rank_main = [&](int rank) {
+    try {
+      dist::LaunchEnv env;
+      env.rank = rank;
+      env.world_size = 2;
+      env.master_port = port;
+      env.source = "test";
+      config::DistributedOptions o;
+      o.init_timeout_s = 30;
+      o.timeout_s = 60;
+      dist::Comm comm(env, o, c10::kCPU);
+      work(comm, rank);
+    } catch (const std::exception& e) {
+      out.error[rank] = e.what();
+    }
+  };
+  std::thread t0(rank_main, 0), t1(rank_main, 1);
+  t0.join();
+  t1.join();
+  return out;
+}
+
+}  // namespace gspo::test
