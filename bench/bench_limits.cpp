@@ -1,12 +1,13 @@
 // Distance to this machine's limits (issue 13 item 5), with the LibTorch gspo links against:
-//   - memory bandwidth: read-reduce (at::sum) and copy over a buffer far larger than the last-level cache, GB/s;
+//   - memory bandwidth: read-reduce (at::sum) and copy over a buffer far larger than the last-level cache, GB/s,
+//     and the read bandwidth of at::linear on one row (the matrix-vector product of batch-1 decode);
 //   - float32 GEMM throughput: at::mm_out on square matrices, GFLOP/s;
 //   - gspo's sampler at batch 1 against the bandwidth bound (bandwidth / bytes read per decoded token);
 //   - the GSPO update's model FLOPs against the GEMM peak.
 // Every figure is the best of --reps timed runs after one warm-up, at 1 and at 2 intra-op threads (--threads).
 //
 // Usage: bench_limits [--reps N] [--threads 1,2] [--buffer-mib M] [--gemm 512,1024,2048]
-//                     [--decode MODEL.pt] [--new-tokens N] [--update MODEL.pt] [--no-machine]
+//                     [--decode MODEL.pt] [--new-tokens N] [--update MODEL.pt] [--update-reps N] [--no-machine]
 // Without --no-machine the bandwidth and GEMM peaks are measured first; --decode and --update are judged against
 // them (at the same thread count). docs/perf/limits.md explains the formulas; bench/run_limits.sh runs it all.
 #include <torch/script.h>
@@ -76,6 +77,23 @@ void measure_bandwidth(int64_t mib, int reps, Peaks& p) {
   p.copy_gbs = 2 * bytes / t_copy / 1e9;
   std::printf("  bandwidth  buffer %lld MiB: read (sum) %.1f GB/s, copy %.1f GB/s (read + write counted)\n",
               static_cast<long long>(mib), p.read_gbs, p.copy_gbs);
+}
+
+// Read bandwidth of the batch-1 matrix-vector product a decode step is made of: at::linear of a [1, in] row
+// against 1 GiB of [out, in] float32 weights (several matrices, as in a model), bytes of weights / s.
+void measure_gemv(int reps) {
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{4096, 1024}, {1024, 4096}, {1024, 1024}}) {
+    const int64_t k = (int64_t{1} << 28) / (out * in);
+    std::vector<at::Tensor> w;
+    for (int64_t i = 0; i < k; ++i) w.push_back(torch::rand({out, in}));
+    auto x = torch::rand({1, in});
+    const double t = best_seconds(reps, [&] {
+      for (auto& m : w) at::linear(x, m);
+    });
+    std::printf("  gemv       linear [1, %lld] x [%lld, %lld]^T over 1 GiB of weights: %.1f GB/s\n",
+                static_cast<long long>(in), static_cast<long long>(out), static_cast<long long>(in),
+                static_cast<double>(k * out * in * 4) / t / 1e9);
+  }
 }
 
 // float32 GEMM GFLOP/s (2 n^3 per product) at the current thread count; each timed run repeats the product
@@ -310,7 +328,7 @@ void measure_update(const std::string& path, int reps, const Peaks& peaks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 5;
+  int reps = 5, update_reps = 2;
   int64_t buffer_mib = 1024, new_tokens = 64;
   std::vector<int64_t> threads = {1, 2}, gemm = {512, 1024, 2048};
   std::string decode_model, update_model;
@@ -331,26 +349,30 @@ int main(int argc, char** argv) {
     else if (a == "--decode") decode_model = next();
     else if (a == "--new-tokens") new_tokens = std::stoll(next());
     else if (a == "--update") update_model = next();
+    else if (a == "--update-reps") update_reps = std::stoi(next());
     else if (a == "--no-machine") machine = false;
     else {
       std::fprintf(stderr,
                    "usage: %s [--reps N] [--threads 1,2] [--buffer-mib M] [--gemm 512,1024,2048] [--decode MODEL.pt]"
-                   " [--new-tokens N] [--update MODEL.pt] [--no-machine]\n",
+                   " [--new-tokens N] [--update MODEL.pt] [--update-reps N] [--no-machine]\n",
                    argv[0]);
       return 2;
     }
   }
-  std::printf("LibTorch %s, best of %d after a warm-up\n", TORCH_VERSION, reps);
+  const char* thp = std::getenv("THP_MEM_ALLOC_ENABLE");  // c10 backs tensors >= 2 MiB with huge pages when "1"
+  std::printf("LibTorch %s, best of %d after a warm-up, THP_MEM_ALLOC_ENABLE=%s\n", TORCH_VERSION, reps,
+              thp ? thp : "");
   for (int64_t th : threads) {
     at::set_num_threads(static_cast<int>(th));
     std::printf("threads %d\n", at::get_num_threads());
     Peaks peaks;
     if (machine) {
       measure_bandwidth(buffer_mib, reps, peaks);
+      measure_gemv(reps);
       measure_gemm(gemm, reps, peaks);
     }
     if (!decode_model.empty()) measure_decode(decode_model, new_tokens, std::min(reps, 3), peaks);
-    if (!update_model.empty()) measure_update(update_model, std::min(reps, 2), peaks);
+    if (!update_model.empty()) measure_update(update_model, update_reps, peaks);
     std::fflush(stdout);
   }
   return 0;
