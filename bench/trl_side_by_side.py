@@ -228,7 +228,8 @@ def cmd_trl(a):
     logs = [h for h in trainer.state.log_history if "reward" in h]
     out = dict(steps=steps, warmup=a.warmup, total_s=total, rewards=[h.get("reward") for h in logs],
                peak_rss_mb_self=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    json.dump(out, open(os.path.join(d, "trl_steps.json"), "w"), indent=1)
+    name = "trl_steps_profiled.json" if a.profile else "trl_steps.json"  # a profiled run is not a measurement
+    json.dump(out, open(os.path.join(d, name), "w"), indent=1)
     for s in steps:
         print(json.dumps(s))
 
