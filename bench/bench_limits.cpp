@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_batch.h"
 #include "gspo/algo/loss.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
@@ -218,25 +219,6 @@ void measure_decode(const std::string& path, int64_t new_tokens, int reps, const
   std::printf("             effective read bandwidth of the sampler: %.1f GB/s\n", tps * bytes_tok / 1e9);
 }
 
-rollout::RolloutBatch make_batch(int64_t n, int64_t P, int64_t R) {  // as bench_train
-  rollout::RolloutBatch b;
-  b.prompt_len = P;
-  b.input_ids = torch::zeros({n, P + R}, torch::kLong);
-  b.attention_mask = torch::zeros({n, P + R}, torch::kLong);
-  b.response_mask = torch::zeros({n, R});
-  b.behaviour_logprobs = torch::zeros({n, R});
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t len = 1 + (i * 37) % R;
-    for (int64_t t = 0; t < P + len; ++t) {
-      b.input_ids[i][t] = (i * 7 + t * 3) % 256;
-      b.attention_mask[i][t] = 1;
-    }
-    b.response_mask[i].narrow(0, 0, len).fill_(1);
-    b.response_lengths.push_back(len);
-    b.finish.push_back(rollout::Finish::kLength);
-  }
-  return b;
-}
 
 // The GSPO update of bench_train (64 sequences, prompt 16, responses 1..48, 4 mini-batches, AdamW): the old-log-prob
 // pass (forward only) and, per mini-batch, forward, backward, gradient clipping and the AdamW step, timed apart.
@@ -251,7 +233,7 @@ void measure_update(const std::string& path, int reps, const Peaks& peaks) {
   for (auto& p : params) p.set_requires_grad(true);
   torch::optim::AdamW opt(params, torch::optim::AdamWOptions(1e-5).weight_decay(0.0));
   const int64_t n = 64, P = 16, R = 48, nmb = 4;
-  auto b = make_batch(n, P, R);
+  auto b = bench::synthetic_batch(n, P, R);
   std::vector<float> a;
   for (int64_t i = 0; i < n; ++i) a.push_back(((i % 5) - 2) * 0.5f);
   auto adv = torch::tensor(a);

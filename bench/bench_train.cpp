@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "bench_batch.h"
 #include "bench_common.h"
 #include "gspo/algo/loss.h"
 #include "gspo/model/policy.h"
@@ -17,25 +18,6 @@
 using namespace gspo;
 
 namespace {
-rollout::RolloutBatch make_batch(int64_t n, int64_t P, int64_t R) {
-  rollout::RolloutBatch b;
-  b.prompt_len = P;
-  b.input_ids = torch::zeros({n, P + R}, torch::kLong);
-  b.attention_mask = torch::zeros({n, P + R}, torch::kLong);
-  b.response_mask = torch::zeros({n, R});
-  b.behaviour_logprobs = torch::zeros({n, R});
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t len = 1 + (i * 37) % R;
-    for (int64_t t = 0; t < P + len; ++t) {
-      b.input_ids[i][t] = (i * 7 + t * 3) % 256;
-      b.attention_mask[i][t] = 1;
-    }
-    b.response_mask[i].narrow(0, 0, len).fill_(1);
-    b.response_lengths.push_back(len);
-    b.finish.push_back(rollout::Finish::kLength);
-  }
-  return b;
-}
 
 double gspo_update_seconds(model::Policy& policy, torch::optim::AdamW& opt, const rollout::RolloutBatch& b,
                            const at::Tensor& adv, int64_t nmb, int64_t& tokens) {
@@ -83,7 +65,7 @@ int main(int argc, char** argv) {
     auto params = policy.parameters();
     for (auto& p : params) p.set_requires_grad(true);
     torch::optim::AdamW opt(params, torch::optim::AdamWOptions(1e-5).weight_decay(0.0));
-    auto b = make_batch(n, P, R);
+    auto b = bench::synthetic_batch(n, P, R);
     std::vector<float> a;
     for (int64_t i = 0; i < n; ++i) a.push_back(((i % 5) - 2) * 0.5f);
     auto adv = torch::tensor(a);
