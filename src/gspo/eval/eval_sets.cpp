@@ -17,13 +17,17 @@ rollout::SamplingParams eval_sampling(const config::Config& cfg) {
   return sp;
 }
 
+std::string set_name(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0) name.resize(name.size() - 6);
+  return name;
+}
+
 EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const tokenizer::Tokenizer& tok,
                       int64_t max_seq_len, bool loud) {
   EvalSet set;
   set.path = path;
-  set.name = path.substr(path.find_last_of('/') + 1);
-  if (set.name.size() > 6 && set.name.compare(set.name.size() - 6, 6, ".jsonl") == 0)
-    set.name.resize(set.name.size() - 6);
+  set.name = set_name(path);
   auto rows = data::load_jsonl(path, cfg.data.prompt_key, cfg.data.answer_key);
   if (rows.empty()) throw DataError("dataset '" + path + "' has no examples");
   set.file_rows = static_cast<int64_t>(rows.size());

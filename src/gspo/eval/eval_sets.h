@@ -24,6 +24,9 @@ struct EvalSet {
   int64_t skipped_prompts = 0;     // left out: prompt too long for max_seq_len with max_new_tokens
 };
 
+// A set's name: the file name without its directory and .jsonl (names samples.jsonl lines and summaries).
+std::string set_name(const std::string& path);
+
 // The eval's sampling: eval.* where set, else rollout.*.
 rollout::SamplingParams eval_sampling(const config::Config& cfg);
 

@@ -102,9 +102,10 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   if (paths.empty()) throw ConfigError("no dataset: give --dataset, or set eval.datasets or data.path");
   for (size_t i = 0; i < paths.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (paths[i].substr(paths[i].find_last_of('/') + 1) == paths[j].substr(paths[j].find_last_of('/') + 1))
-        throw ConfigError("datasets '" + paths[j] + "' and '" + paths[i] + "' have the same file name; samples.jsonl "
-                          "and the summary name sets by it, so evaluate them in separate runs");
+      if (set_name(paths[i]) == set_name(paths[j]))
+        throw ConfigError("datasets '" + paths[j] + "' and '" + paths[i] + "' have the same name '" +
+                          set_name(paths[i]) + "'; samples.jsonl and the summary name sets by it, so evaluate them "
+                          "in separate runs");
   const int64_t K = cfg.eval.samples;
   const auto id = identity(cfg, model_path, paths);
   auto done = prepare_out_dir(req.out_dir, id, req.overwrite, K);
@@ -149,7 +150,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
     summary["skipped_prompts"] = set.skipped_prompts;  // too long for max_seq_len with max_new_tokens; not in the averages
     if (set.outside_dates > 0) summary["outside_dates"] = set.outside_dates;
     summary["source"] = {{"path", set.path}, {"rows", set.selected_rows}, {"file_rows", set.file_rows},
-                         {"fnv1a64", core::file_fnv1a64(set.path)}};
+                         {"fnv1a64", id["datasets"][d]["fnv1a64"]}};  // hashed once, in identity()
     summaries.push_back(summary);
   }
   const auto sp = eval_sampling(cfg);

@@ -123,10 +123,7 @@ nlohmann::ordered_json summarize(const std::string& name, const std::vector<Prob
   return summarize(name, stats, with_majority);
 }
 
-namespace {
-
-// "avg@8 0.312  pass@1 0.312  pass@8 0.750  cons@8 0.500" from the accuracy fields of `j`.
-std::string metric_cells(const nlohmann::ordered_json& j) {
+std::string accuracy_cells(const nlohmann::ordered_json& j) {
   std::string out;
   char buf[64];
   for (const auto& [k, v] : j.items()) {
@@ -137,8 +134,6 @@ std::string metric_cells(const nlohmann::ordered_json& j) {
   return out;
 }
 
-}  // namespace
-
 std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
   std::string out;
   char buf[256];
@@ -146,7 +141,7 @@ std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
     std::snprintf(buf, sizeof buf, "%-24s %5lld problems x %lld samples  ", s["dataset"].get<std::string>().c_str(),
                   static_cast<long long>(s["problems"].get<int64_t>()),
                   static_cast<long long>(s["samples_per_problem"].get<int64_t>()));
-    out += buf + metric_cells(s);
+    out += buf + accuracy_cells(s);
     if (s.contains("response_tokens_total") && s["response_tokens_total"].get<int64_t>() > 0) {
       std::snprintf(buf, sizeof buf, "  len %.0f", s["response_tokens_mean"].get<double>());
       out += buf;
@@ -156,7 +151,7 @@ std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
       for (const auto& [level, l] : s["by_difficulty"].items()) {
         std::snprintf(buf, sizeof buf, "  %-22s %5lld problems               ", level.c_str(),
                       static_cast<long long>(l["problems"].get<int64_t>()));
-        out += buf + metric_cells(l) + "\n";
+        out += buf + accuracy_cells(l) + "\n";
       }
     if (s.contains("failures") && !s["failures"].empty()) {
       out += "  failed samples:";

@@ -46,6 +46,9 @@ ProblemStats stats_of(const ProblemResult& r);
 nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority);
 nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority);
 
+// "avg@8 0.312  pass@1 0.312  pass@8 0.750  cons@8 0.500": the accuracy fields (keys with '@') of a summary.
+std::string accuracy_cells(const nlohmann::ordered_json& summary);
+
 // The end-of-eval report: per dataset, a block with the metrics, a row per difficulty and the failure counts.
 std::string format_table(const std::vector<nlohmann::ordered_json>& summaries);
 

@@ -2,8 +2,6 @@
 
 #include <torch/torch.h>
 
-#include <cstdio>
-
 #include "gspo/dist/comm.h"
 #include "gspo/eval/sharded.h"
 
@@ -45,15 +43,8 @@ nlohmann::ordered_json Validation::headline(const std::vector<nlohmann::ordered_
 
 std::string Validation::one_line(const std::vector<nlohmann::ordered_json>& summaries) {
   std::string out;
-  char buf[64];
-  for (const auto& s : summaries) {
-    out += (out.empty() ? "" : " | ") + s["dataset"].get<std::string>();
-    for (const auto& [k, v] : s.items())
-      if (k.find('@') != std::string::npos) {
-        std::snprintf(buf, sizeof buf, " %s %.3f", k.c_str(), v.get<double>());
-        out += buf;
-      }
-  }
+  for (const auto& s : summaries)
+    out += (out.empty() ? "" : " | ") + s["dataset"].get<std::string>() + " " + accuracy_cells(s);
   return out;
 }
 

@@ -40,16 +40,21 @@ std::vector<std::string> py_split(const std::string& s) {
   return out;
 }
 
-std::vector<std::string> stripped_lines(const std::string& text) {
+// Python's text.split("\n").
+std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
-  const std::string s = py_strip(text);
   size_t start = 0;
   while (true) {
-    const size_t nl = s.find('\n', start);
-    lines.push_back(py_strip(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start)));
-    if (nl == std::string::npos) break;
+    const size_t nl = text.find('\n', start);
+    lines.push_back(text.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) return lines;
     start = nl + 1;
   }
+}
+
+std::vector<std::string> stripped_lines(const std::string& text) {
+  auto lines = split_lines(py_strip(text));
+  for (auto& l : lines) l = py_strip(l);
   return lines;
 }
 
@@ -79,16 +84,15 @@ std::optional<Decimal> parse_decimal(const std::string& text) {
     d.kind = Decimal::kInfinity;
     return d;
   }
-  const std::string lower_nan = rest.size() >= 3 ? rest.substr(0, rest[0] == 's' || rest[0] == 'S' ? 4 : 3) : "";
-  if (!lower_nan.empty() && (iequals(lower_nan, "nan") || iequals(lower_nan, "snan"))) {
-    for (size_t k = lower_nan.size(); k < rest.size(); ++k)
-      if (!std::isdigit(static_cast<unsigned char>(rest[k]))) return std::nullopt;
+  const size_t nan_len = !rest.empty() && (rest[0] == 's' || rest[0] == 'S') ? 4 : 3;  // NaN or sNaN
+  if (rest.size() >= nan_len && iequals(rest.substr(nan_len - 3, 3), "nan") &&
+      rest.find_first_not_of("0123456789", nan_len) == std::string::npos) {  // digits may follow (a payload)
     d.kind = Decimal::kNaN;
     return d;
   }
   std::string digits;
   int64_t frac_digits = 0;
-  bool any = false, point = false;
+  bool any = false;
   auto digit_run = [&](bool fraction) {
     bool prev_digit = false;
     while (i < text.size()) {
@@ -107,11 +111,9 @@ std::optional<Decimal> parse_decimal(const std::string& text) {
   };
   digit_run(false);
   if (i < text.size() && text[i] == '.') {
-    point = true;
     ++i;
     digit_run(true);
   }
-  (void)point;
   if (!any) return std::nullopt;
   int64_t exp = 0;
   if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
@@ -217,14 +219,7 @@ CodeResult run_call(const std::string& source, const CodeTests& t, const CodeOpt
 }  // namespace
 
 std::optional<std::string> lcb_extract_code(const std::string& response) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (true) {
-    const size_t nl = response.find('\n', start);
-    lines.push_back(response.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
-    if (nl == std::string::npos) break;
-    start = nl + 1;
-  }
+  const auto lines = split_lines(response);
   std::vector<size_t> fences;
   for (size_t i = 0; i < lines.size(); ++i)
     if (lines[i].find("```") != std::string::npos) fences.push_back(i);
