@@ -6,6 +6,9 @@
 #include <torch/torch.h>
 
 #include "gspo/algo/loss.h"
+#include "gspo/core/device.h"
+#include "gspo/core/error.h"
+#include "gspo/core/resources.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/logprobs.h"
 #include "unit/helpers.h"
@@ -53,6 +56,21 @@ TEST_CASE("CUDA: KV-cache prefill + decode equals the full forward, and the CPU"
   }
 }
 
+// Found on the first GPU run: model.device "cuda" gave a Device without an index, and the allocator statistics
+// behind peak_gpu_mb were asked for device -1 ("Invalid device argument"), so every CUDA training run stopped
+// at the end of its first step.
+TEST_CASE("CUDA: device strings resolve to an indexed device; peak memory reads without an index", "[cuda]") {
+  if (!cuda_or_skip()) return;
+  CHECK(core::resolve_device("cuda", "model.device") == kGpu);
+  CHECK(core::resolve_device("auto", "model.device") == kGpu);
+  CHECK(core::resolve_device("cuda:0", "model.device") == kGpu);
+  CHECK_THROWS_WITH(core::resolve_device("cuda:99", "model.device"),
+                    Catch::Contains("model.device") && Catch::Contains("CUDA device(s)"));
+  auto t = torch::ones({1024}, torch::TensorOptions().device(kGpu));
+  CHECK(core::peak_device_bytes(c10::Device(c10::kCUDA)) >= 4096);
+  CHECK(core::peak_device_bytes(kGpu) >= 4096);
+}
+
 TEST_CASE("CUDA: GSPO and GRPO losses and gradients equal the CPU's", "[cuda]") {
   if (!cuda_or_skip()) return;
   torch::manual_seed(2);
@@ -68,7 +86,7 @@ TEST_CASE("CUDA: GSPO and GRPO losses and gradients equal the CPU's", "[cuda]") 
     o.kind = test::parse<config::LossKind>(kind);
     o.clip_low = o.clip_high = 0.002;
     auto run = [&](c10::Device d) {
-      auto x = lp.to(d).requires_grad_(true);
+      auto x = lp.to(d).detach().clone().requires_grad_(true);  // a fresh leaf on each device
       auto r = algo::policy_loss({x, old.to(d), mask.to(d), adv.to(d), {}, {}, {}}, o);
       r.loss.backward();
       return std::make_pair(r.loss.item<double>(), x.grad().to(torch::kCPU));

@@ -4,6 +4,7 @@
 
 #ifdef GSPO_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 #include <fstream>
@@ -35,7 +36,8 @@ int64_t peak_device_bytes(c10::Device device) {
 #ifdef GSPO_WITH_CUDA
   if (device.is_cuda()) {
     // Index 0 of each stat array is the aggregate over pool types (StatType::AGGREGATE).
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    const auto index = device.has_index() ? device.index() : c10::cuda::current_device();
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
     return stats.allocated_bytes[0].peak;
   }
 #endif
