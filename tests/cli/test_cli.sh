@@ -166,6 +166,10 @@ expect generate-seed-overflow 2 "is not an integer in [0, 2^63)" -- "$GSPO" gene
 out=$(printf '{"text": "Hi"}\n' | "$GSPO" tokenize -t "$MODELS/tiny.pt")
 if [ "$out" = '{"text":"Hi","ids":[72,105]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-byte: $out"; fail=$((fail+1)); fi
 : > "$TMP/empty_tok.json"
+expect tokenize-bad-utf8 3 "stdin:1: not valid JSON (parse error at line 1, column 12: syntax error while parsing value - invalid string: ill-formed UTF-8 byte" -- \
+  bash -c "printf '{\"text\": \"a\\xff\"}\\n' | '$GSPO' tokenize -t '$MODELS/tiny.pt'"
+expect tokenize-not-object 3 "stdin:2: each line must be a JSON object (got array)" -- \
+  bash -c "printf '{\"text\": \"a\"}\\n[1]\\n' | '$GSPO' tokenize -t '$MODELS/tiny.pt'"
 expect tokenizer-empty 3 "empty_tok.json: the file is empty" -- "$GSPO" tokenize -t "$TMP/empty_tok.json"
 printf '{"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}}' > "$TMP/badtype_tok.json"
 expect tokenizer-wrong-type 3 "badtype_tok.json: tokenizer.json has a field of the wrong type" -- "$GSPO" tokenize -t "$TMP/badtype_tok.json"

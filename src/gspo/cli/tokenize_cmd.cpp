@@ -5,6 +5,7 @@
 
 #include "gspo/cli/eval_cmd.h"
 #include "gspo/core/error.h"
+#include "gspo/core/json_line.h"
 #include "gspo/model/policy.h"
 #include "gspo/tokenizer/tokenizer.h"
 
@@ -23,8 +24,7 @@ int tokenize(const TokenizeArgs& a) {
   for (int64_t n = 1; std::getline(std::cin, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = "stdin:" + std::to_string(n);
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) throw DataError(where + ": not a JSON object");
+    auto j = core::parse_json_object(line, where);
     nlohmann::ordered_json out;
     if (a.decode) {
       if (!j.contains("ids") || !j["ids"].is_array()) throw DataError(where + ": --decode needs {\"ids\": [...]}");

@@ -9,6 +9,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/core/error.h"
+#include "gspo/core/json_line.h"
 #include "gspo/data/lcb_row.h"
 #include "gspo/data/rng.h"
 #include "gspo/tokenizer/chat_template.h"
@@ -77,13 +78,7 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
-    nlohmann::json row;
-    try {
-      row = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw DataError(where + ": not valid JSON (" + std::string(e.what()).substr(0, 120) + ")");
-    }
-    if (!row.is_object()) throw DataError(where + ": each line must be a JSON object");
+    const nlohmann::json row = core::parse_json_object(line, where);
     Example ex;
     ex.id = where;
     ex.difficulty = string_field(row, "difficulty");

@@ -2,6 +2,7 @@
 #include <map>
 
 #include "gspo/core/error.h"
+#include "gspo/core/json_line.h"
 #include "gspo/data/dataset.h"
 #include "gspo/eval/eval.h"
 #include "gspo/eval/grade.h"
@@ -19,8 +20,7 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
   for (int64_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) throw DataError(where + ": not a JSON object");
+    auto j = core::parse_json_object(line, where);
     if (!j.contains("index") || !j["index"].is_number_integer())
       throw DataError(where + ": needs an integer 'index' (the problem's 0-based row in the dataset)");
     const int64_t idx = j["index"];
