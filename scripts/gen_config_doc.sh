@@ -25,5 +25,9 @@ cd "$(dirname "$0")/.."
   echo "  (bit for bit), close (within a relative tolerance), none (not compared)."
   echo "- *written*: always, or only when the condition holds."
   echo
+  echo "Validation (\`eval.every\` > 0) adds, on the steps it runs, fields named after each eval set that the table"
+  echo "cannot list: \`val/<set>/avg@K\`, \`val/<set>/pass@k\` for each k, and \`val/<set>/cons@K\` (rank 0's summary of"
+  echo "the set; docs/evaluation.md). The whole summary of each validation is in \`RUN/validation.jsonl\`."
+  echo
   build/gspo config --metrics
 } > docs/metrics.md
