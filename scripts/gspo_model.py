@@ -194,7 +194,8 @@ class CausalLM(nn.Module):
         self.register_buffer("sin_table", emb.sin().float(), persistent=True)
 
     def _run(self, input_ids: Tensor, attention_mask: Tensor, cache: Optional[Tensor], start: int,
-             last_only: bool) -> Tensor:
+             first: int) -> Tensor:
+        """The layers over every column; the final norm and lm_head only over columns [first, T) (-1: the last)."""
         b, t = input_ids.shape
         total = start + t
         mask = attention_mask[:, :total]
@@ -214,14 +215,22 @@ class CausalLM(nn.Module):
                 kv = cache[i]
             x = layer(x, cos, sin, bias, kv, start, None)
             i += 1
-        if last_only:
+        if first < 0:
             x = x[:, -1:, :]
+        elif first > 0:
+            x = x[:, first:, :]
         return self.lm_head(self.norm(x))
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         """[B, T] int64 ids and mask -> [B, T, V] logits in the weights' dtype (float32 for float32 weights);
         gspo takes the float32 log-softmax itself, in chunks, so a bf16 model never holds float32 [B, T, V]."""
-        return self._run(input_ids, attention_mask, None, 0, False)
+        return self._run(input_ids, attention_mask, None, 0, 0)
+
+    @torch.jit.export
+    def logits_from(self, input_ids: Tensor, attention_mask: Tensor, first: int) -> Tensor:
+        """forward's logits of columns [first, T) only: [B, T - first, V]. Training needs the response columns
+        alone, so the lm_head (a large share of a small model's FLOPs, and [B, T, V] of memory) skips the prompt."""
+        return self._run(input_ids, attention_mask, None, 0, first)
 
     @torch.jit.export
     def init_cache(self, batch: int, max_len: int) -> Tensor:
@@ -233,12 +242,12 @@ class CausalLM(nn.Module):
     @torch.jit.export
     def prefill(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor) -> Tensor:
         """Fills cache columns [0, T) from [B, T] ids; returns [B, V] float32 logits of the last column."""
-        return self._run(input_ids, attention_mask, cache, 0, True).squeeze(1).float()
+        return self._run(input_ids, attention_mask, cache, 0, -1).squeeze(1).float()
 
     @torch.jit.export
     def decode(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, start: int) -> Tensor:
         """One new column: ids [B, 1] at column `start`, mask [B, start + 1]; returns [B, V] float32 logits."""
-        return self._run(input_ids, attention_mask, cache, start, True).squeeze(1).float()
+        return self._run(input_ids, attention_mask, cache, start, -1).squeeze(1).float()
 
     @torch.jit.export
     def decode_static(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, position: Tensor) -> Tensor:

@@ -23,7 +23,7 @@ def export(out: str, *flags: str) -> None:
 
 class WrongShape(gspo_model.CausalLM):
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-        return self._run(input_ids, attention_mask, None, 0, False)[:, :, :10]
+        return self._run(input_ids, attention_mask, None, 0, 0)[:, :, :10]
 
 
 class NoDecode(torch.nn.Module):
@@ -52,7 +52,7 @@ class BadCache(gspo_model.CausalLM):
 
     @torch.jit.export
     def decode(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, start: int) -> Tensor:
-        return self._run(input_ids, attention_mask[:, start:start + 1], None, 0, True).squeeze(1)
+        return self._run(input_ids, attention_mask[:, start:start + 1], None, 0, -1).squeeze(1)
 
 
 def write_forward_golden(model_path: str, out_path: str) -> None:
@@ -80,7 +80,11 @@ class NanWhenTraining(gspo_model.CausalLM):
     """Finite logits for sampling (no grad), NaN logits in the training forward (grad enabled)."""
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-        logits = self._run(input_ids, attention_mask, None, 0, False)
+        return self.logits_from(input_ids, attention_mask, 0)
+
+    @torch.jit.export
+    def logits_from(self, input_ids: Tensor, attention_mask: Tensor, first: int) -> Tensor:
+        logits = self._run(input_ids, attention_mask, None, 0, first)
         if torch.is_grad_enabled():
             logits = logits * float("nan")
         return logits

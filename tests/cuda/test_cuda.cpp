@@ -59,7 +59,7 @@ TEST_CASE("CUDA: KV-cache prefill + decode equals the full forward, and the CPU"
 // Found on the first GPU run: model.device "cuda" gave a Device without an index, and the allocator statistics
 // behind peak_gpu_mb were asked for device -1 ("Invalid device argument"), so every CUDA training run stopped
 // at the end of its first step.
-TEST_CASE("CUDA: device strings resolve to an indexed device; peak memory reads without an index", "[cuda]") {
+TEST_CASE("CUDA: device strings resolve to an indexed device, and peak memory reads without an index", "[cuda]") {
   if (!cuda_or_skip()) return;
   CHECK(core::resolve_device("cuda", "model.device") == kGpu);
   CHECK(core::resolve_device("auto", "model.device") == kGpu);

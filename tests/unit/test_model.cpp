@@ -30,6 +30,49 @@ TEST_CASE("forward logits match eager PyTorch on a left-padded batch (tol 1e-4)"
   CHECK(diff1 < 1e-4);
 }
 
+TEST_CASE("logits_from equals the eager golden's columns from `first` on (tol 1e-4), and gradients flow", "[model]") {
+  auto policy = test::load_tiny();
+  REQUIRE(policy.has_logits_from());
+  std::ifstream in(test::model_path("tiny_forward_golden.json"));
+  REQUIRE(in);
+  auto j = nlohmann::json::parse(in);
+  std::vector<torch::Tensor> ids, mask;
+  for (int r = 0; r < 2; ++r) {
+    ids.push_back(torch::tensor(j["ids"][r].get<std::vector<int64_t>>()).view({1, -1}));
+    mask.push_back(torch::tensor(j["mask"][r].get<std::vector<int64_t>>()).view({1, -1}));
+  }
+  auto all_ids = torch::cat(ids), all_mask = torch::cat(mask);
+  auto golden = torch::tensor(j["logits"].get<std::vector<float>>()).view({2, 8, -1});
+  for (int64_t first : {2, 5, 7}) {
+    INFO("first " << first);
+    torch::NoGradGuard g;
+    auto tail = policy.logits_from(all_ids, all_mask, first);
+    REQUIRE(tail.sizes() == torch::IntArrayRef({2, 8 - first, golden.size(2)}));
+    // Every compared column is a real token (row 0 is padded in columns 0-1 only).
+    CHECK((tail - golden.narrow(1, first, 8 - first)).abs().max().item<double>() < 1e-4);
+  }
+  // Training differentiates through it: the same parameters get gradients as through forward (the tiny model's
+  // unused q/k norm weights get none either way), and the gradients equal those of forward's kept columns.
+  auto params = policy.parameters();
+  auto grads = [&](bool tail_only) {
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+    auto out = tail_only ? policy.logits_from(all_ids, all_mask, 5) : policy.logits(all_ids, all_mask).narrow(1, 5, 3);
+    (out * out).sum().backward();
+    std::vector<torch::Tensor> g;
+    for (auto& p : params) g.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+    return g;
+  };
+  auto via_tail = grads(true), via_full = grads(false);
+  int64_t with_grad = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    REQUIRE(via_tail[i].defined() == via_full[i].defined());
+    if (!via_tail[i].defined()) continue;
+    ++with_grad;
+    CHECK((via_tail[i] - via_full[i]).abs().max().item<double>() <= 1e-4 * (1 + via_full[i].abs().max().item<double>()));
+  }
+  CHECK(with_grad >= static_cast<int64_t>(params.size()) - 4);  // all but 2 layers' q_norm and k_norm
+}
+
 TEST_CASE("KV-cache prefill + decode reproduces the full forward (tol 1e-4)", "[model][kv]") {
   for (const char* name : {"tiny.pt", "tiny_qwen3.pt"}) {
     INFO(name);

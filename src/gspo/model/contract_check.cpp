@@ -50,6 +50,17 @@ double check_contract(Policy& policy) {
   const bool low_precision = full.scalar_type() != at::kFloat || m.dtype != "float32";
   full = full.to(at::kFloat);
 
+  if (policy.has_logits_from()) {
+    auto tail = call("logits_from(input_ids [2, T], attention_mask [2, T], 3)", file,
+                     [&] { return policy.logits_from(gen, mask, 3); });
+    expect_shape(tail, {B, T - 1, V}, "logits_from(input_ids [2, " + std::to_string(T + 2) + "], first 3)", file, true);
+    const double diff = (tail.to(at::kFloat) - full.narrow(1, 3, T - 1)).abs().max().item<double>();
+    const double tol = low_precision ? 5e-2 * std::max(1.0, full.abs().max().item<double>()) : 1e-4;
+    if (!(diff <= tol))
+      throw ModelContractError(file + ": logits_from disagrees with forward's columns by " + std::to_string(diff) +
+                               " (tolerance " + std::to_string(tol) + ")");
+  }
+
   auto cache = call("init_cache(2, T)", file, [&] { return policy.init_cache(B, T + 2); });
   auto first = call("prefill", file, [&] {
     return policy.prefill(gen.narrow(1, 0, T), mask.narrow(1, 0, T), cache);

@@ -67,6 +67,13 @@ at::Tensor Policy::logits(const at::Tensor& ids, const at::Tensor& mask) {
   return impl_->module.forward({ids, mask}).toTensor();
 }
 
+bool Policy::has_logits_from() const { return impl_->module.find_method("logits_from").has_value(); }
+
+at::Tensor Policy::logits_from(const at::Tensor& ids, const at::Tensor& mask, int64_t first) {
+  if (has_logits_from()) return impl_->module.get_method("logits_from")({ids, mask, first}).toTensor();
+  return logits(ids, mask).narrow(1, first, ids.size(1) - first);
+}
+
 at::Tensor Policy::init_cache(int64_t batch, int64_t max_len) {
   return impl_->module.get_method("init_cache")({batch, max_len}).toTensor();
 }

@@ -30,6 +30,10 @@ class Policy {
   // [B, T] int64 ids and mask -> [B, T, V] logits, float32 or the weights' low-precision dtype (the contract
   // allows either; train/logprobs.h upcasts in chunks). Differentiable when grad mode is on.
   at::Tensor logits(const at::Tensor& ids, const at::Tensor& mask);
+  // logits(ids, mask) of columns [first, T) only: [B, T - first, V]. Through the optional contract method
+  // logits_from when the model has it (the lm_head then skips the columns before `first`), else a narrow of logits().
+  at::Tensor logits_from(const at::Tensor& ids, const at::Tensor& mask, int64_t first);
+  bool has_logits_from() const;
   // Empty cache for `batch` rows and `max_len` columns; layout private to the model.
   at::Tensor init_cache(int64_t batch, int64_t max_len);
   // Fills cache columns [0, T); returns [B, V] float32 logits of column T-1.

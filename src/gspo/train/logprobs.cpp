@@ -88,8 +88,9 @@ at::Tensor token_entropy(const at::Tensor& pred, double temperature, int64_t chu
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
                                 double temperature, Entropy entropy, int64_t chunk_tokens) {
   const int64_t R = ids.size(1) - P;
-  auto logits = policy.logits(ids, mask);               // [n, P + R, V]
-  auto pred = logits.narrow(1, P - 1, R);               // position t predicts column t + 1
+  // Position t predicts column t + 1: the response's R tokens are predicted by columns P-1 .. P+R-2, so the
+  // lm_head runs from column P-1 (its last column, P+R-1, predicts past the response and is dropped).
+  auto pred = policy.logits_from(ids, mask, P - 1).narrow(1, 0, R);  // [n, R, V]
   auto targets = ids.narrow(1, P, R);
   TokenLogprobs out;
   out.logprobs = token_logprobs(pred, targets, temperature, chunk_tokens);
