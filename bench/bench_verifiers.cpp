@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   std::vector<data::Example> exs;
   for (int i = 0; i < 6000; ++i) {
     rs.push_back(responses[i % 6]);
-    exs.push_back({"b", "", refs[i % 6], ""});
+    exs.push_back({"b", "", refs[i % 6], "", "", ""});
   }
   std::vector<const data::Example*> ptrs;
   for (auto& e : exs) ptrs.push_back(&e);
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   reward::CodeOptions o;
   reward::CodeVerifier cv(o);
   std::vector<std::string> progs(32, "a, b = map(int, input().split())\nprint(a + b)\n");
-  std::vector<data::Example> cex(32, data::Example{"c", "", "", row});
+  std::vector<data::Example> cex(32, data::Example{"c", "", "", row, "", ""});
   std::vector<const data::Example*> cptr;
   for (auto& e : cex) cptr.push_back(&e);
   std::printf("code verifier: %zu programs x 3 tests, sandbox mode %s\n", progs.size(),

@@ -63,7 +63,7 @@ TEST_CASE("JSONL datasets: field names, numeric answers, errors with file and li
 }
 
 TEST_CASE("built-in verifiers", "[reward]") {
-  data::Example ex{"t", "3+4=", "7", ""};
+  data::Example ex{"t", "3+4=", "7", "", "", ""};
   reward::LeadingInteger li;
   CHECK(li.score("7", ex).correct);
   CHECK(li.score(" 7 apples", ex).correct);
@@ -71,7 +71,7 @@ TEST_CASE("built-in verifiers", "[reward]") {
   CHECK_FALSE(li.score("71", ex).correct);
   CHECK_FALSE(li.score("x7", ex).correct);
   CHECK_FALSE(li.score("", ex).correct);
-  data::Example neg{"t", "3-4=", "-1", ""};
+  data::Example neg{"t", "3-4=", "-1", "", "", ""};
   CHECK(li.score("-1=", neg).correct);
   CHECK_FALSE(li.score("1", neg).correct);
   CHECK(reward::leading_integer("+12ab") == "+12");

@@ -84,7 +84,7 @@ TEST_CASE("external verifier: started once, answers per line, failures are clear
   }
   auto cfg = config::load_text("reward: {kind: external}\n", "t.yaml", {"reward.external_command=/usr/bin/python3 " + path});
   auto v = reward::make_verifier(cfg);
-  data::Example ex{"t", "2+2=", "4", "{}"};
+  data::Example ex{"t", "2+2=", "4", "{}", "", ""};
   for (int i = 0; i < 3; ++i) {
     CHECK(v->score("it is 4", ex).reward == 1.0);
     CHECK(v->score("it is 5", ex).reward == 0.25);
@@ -98,7 +98,7 @@ TEST_CASE("external verifier: started once, answers per line, failures are clear
 TEST_CASE("weighted components and their validation", "[reward]") {
   auto cfg = config::load_text("data: {task: jsonl, path: x.jsonl}\nreward: {components: ['math:1', 'format:0.25']}\n", "t.yaml");
   auto v = reward::make_verifier(cfg);
-  data::Example ex{"t", "", "7", ""};
+  data::Example ex{"t", "", "7", "", "", ""};
   CHECK(v->score("\\boxed{7}", ex).reward == Approx(1.25));
   CHECK(v->score("The answer is 7", ex).reward == Approx(1.0));
   CHECK(v->score("\\boxed{8}", ex).reward == Approx(0.25));
@@ -108,7 +108,7 @@ TEST_CASE("weighted components and their validation", "[reward]") {
   CHECK_THROWS_WITH(config::load_text("reward: {kind: regex}\n", "t.yaml"), Catch::Contains("needs reward.regex"));
   CHECK_THROWS_WITH(config::load_text("reward: {kind: regex, regex: '(a'}\n", "t.yaml"), Catch::Contains("not a valid regular"));
   auto rx = config::load_text("reward: {kind: regex, regex: 'ANSWER: {answer}$'}\n", "t.yaml");
-  data::Example dot{"t", "", "3.5", ""};
+  data::Example dot{"t", "", "3.5", "", "", ""};
   CHECK(reward::make_verifier(rx)->score("ANSWER: 3.5", dot).correct);
   CHECK_FALSE(reward::make_verifier(rx)->score("ANSWER: 3x5", dot).correct);  // the answer is escaped
 }

@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const data::Example kEx{"t", "2+2=", "4", R"({"id": 7})"};
+const data::Example kEx{"t", "2+2=", "4", R"({"id": 7})", "", ""};
 
 // The message of the VerifierError that `f` throws; fails the test when it throws nothing or another type.
 template <class F>

@@ -26,7 +26,7 @@ TEST_CASE("math verifier agrees with math-verify on >= 98% of the oracle cases",
     const std::string response = c["response"], reference = c["reference"], category = c["category"];
     const bool oracle = c["math_verify"];
     labels[category].insert(oracle);
-    data::Example ex{"oracle", "", reference, ""};
+    data::Example ex{"oracle", "", reference, "", "", ""};
     const bool ours = v.score(response, ex).correct;
     if (ours == oracle) {
       ++agree;

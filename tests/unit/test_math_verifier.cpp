@@ -128,7 +128,7 @@ TEST_CASE("math verifier table: at least 40 cases, true and false", "[reward][ma
   int n_true = 0, n_false = 0;
   for (const auto& c : kCases) {
     INFO("response: " << c.response << "\nreference: " << c.reference);
-    data::Example ex{"t", "", c.reference, ""};
+    data::Example ex{"t", "", c.reference, "", "", ""};
     CHECK(v.score(c.response, ex).correct == c.equal);
     (c.equal ? n_true : n_false)++;
   }
@@ -194,7 +194,7 @@ TEST_CASE("symbolic equivalence: identity test over random points", "[reward][ma
 
 TEST_CASE("format reward and voting keys", "[reward][math]") {
   reward::BoxedFormat f;
-  data::Example ex{"t", "", "1", ""};
+  data::Example ex{"t", "", "1", "", "", ""};
   CHECK(f.score("so \\boxed{1}", ex).reward == 1.0);
   CHECK(f.score("so 1", ex).reward == 0.0);
   reward::MathVerifier v;
@@ -204,7 +204,7 @@ TEST_CASE("format reward and voting keys", "[reward][math]") {
 TEST_CASE("degenerate responses: long runs and deep nesting are scored, not a crash", "[reward][math]") {
   // std::regex recurses per matched character: 100k-character runs used to overflow the stack.
   reward::MathVerifier v;
-  data::Example ex{"t", "", "5", ""};
+  data::Example ex{"t", "", "5", "", "", ""};
   for (const std::string& r : {"The sum is " + std::string(1000000, '1'), "\\boxed{" + std::string(200000, '1') + "}",
                                "The answer is " + std::string(200000, 'a') + " cm\n",
                                "\\boxed{" + std::string(100000, '(') + "5" + std::string(100000, ')') + "}"}) {

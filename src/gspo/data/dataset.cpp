@@ -129,7 +129,7 @@ std::vector<Example> distinct_arithmetic(int64_t needed, int64_t max_operand, co
   auto make = [&](int64_t a, char op, int64_t b, size_t i) {
     const int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;
     return Example{"arithmetic:" + std::to_string(i), std::to_string(a) + op + std::to_string(b) + "=",
-                   std::to_string(r), ""};
+                   std::to_string(r), "", "", ""};
   };
   SplitMix rng(seed);
   std::vector<Example> out;

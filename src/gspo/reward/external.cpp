@@ -176,7 +176,7 @@ Score ExternalVerifier::score(const std::string& response, const data::Example& 
     size_t pos = 0;
     const double v = std::stod(reply, &pos);
     if (reply.find_first_not_of(" \t\r", pos) != std::string::npos || !std::isfinite(v)) throw std::invalid_argument("");
-    return {v, v > 0};
+    return {v, v > 0, "", {}, ""};
   } catch (const std::exception&) {
     throw VerifierError(who_ + " wrote '" + reply.substr(0, 200) + "', not one number per line");
   }

@@ -24,7 +24,7 @@ class RegexVerifier : public Verifier {
     const std::string escaped = std::regex_replace(ex.answer, kSpecial, R"(\$&)");
     for (size_t pos; (pos = p.find("{answer}")) != std::string::npos;) p.replace(pos, 8, escaped);
     const bool ok = std::regex_search(response, std::regex(p));
-    return {ok ? 1.0 : 0.0, ok};
+    return {ok ? 1.0 : 0.0, ok, "", {}, ""};
   }
   std::string name() const override { return "regex"; }
 
