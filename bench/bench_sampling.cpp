@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "bench_common.h"
+#include "gspo/core/huge_pages.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -14,6 +15,9 @@
 using namespace gspo;
 
 int main(int argc, char** argv) {
+  // gspo's huge-page default, as the gspo binary sets it; the Python reference runs with the caller's environment.
+  const bool thp_default = core::default_huge_pages();
+  const std::string py_env = thp_default ? "env -u THP_MEM_ALLOC_ENABLE " : "";
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s MODEL.pt [MODEL.pt ...]\n", argv[0]);
     return 2;
@@ -22,6 +26,9 @@ int main(int argc, char** argv) {
   const int threads = at::get_num_threads();
   std::printf("sampling: prompt %lld tokens, %lld new tokens, temperature 1, %d threads, best of 3\n",
               static_cast<long long>(prompt_len), static_cast<long long>(new_tokens), threads);
+  std::printf("gspo: THP_MEM_ALLOC_ENABLE=%s (%s); python reference: %s\n", core::huge_pages_setting(),
+              thp_default ? "gspo's default" : "from the environment",
+              thp_default ? "variable unset (4 KiB pages)" : "the same environment");
   std::printf("%-28s %6s %14s %14s %8s\n", "model", "batch", "gspo tok/s", "python tok/s", "ratio");
   for (int mi = 1; mi < argc; ++mi) {
     auto policy = model::Policy::load(argv[mi]);
@@ -37,7 +44,7 @@ int main(int argc, char** argv) {
         const double tps = out.generated_tokens() / sampler.last_stats().seconds;
         if (rep > 0) best = std::max(best, tps);
       }
-      const double ref = bench::python_tokens_per_s(std::string(GSPO_PYTHON) + " " + GSPO_SOURCE_DIR +
+      const double ref = bench::python_tokens_per_s(py_env + GSPO_PYTHON + " " + GSPO_SOURCE_DIR +
                                                     "/bench/reference_sampling.py --model " + argv[mi] +
                                                     " --batch " + std::to_string(batch) + " --threads " +
                                                     std::to_string(threads));
