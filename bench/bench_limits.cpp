@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench_batch.h"
+#include "gspo/core/huge_pages.h"
 #include "gspo/algo/loss.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
@@ -91,9 +92,16 @@ void measure_gemv(int reps) {
     const double t = best_seconds(reps, [&] {
       for (auto& m : w) at::linear(x, m);
     });
-    std::printf("  gemv       linear [1, %lld] x [%lld, %lld]^T over 1 GiB of weights: %.1f GB/s\n",
-                static_cast<long long>(in), static_cast<long long>(out), static_cast<long long>(in),
-                static_cast<double>(k * out * in * 4) / t / 1e9);
+    // The model's CPU decode path (scripts/gspo_model.py Linear): 4 blocks of output rows as one bmm.
+    auto xb = x.view({1, 1, in}).expand({4, 1, in});
+    const double t_split = best_seconds(reps, [&] {
+      for (auto& m : w) at::bmm(xb, m.view({4, out / 4, in}).transpose(1, 2));
+    });
+    const double bytes = static_cast<double>(k * out * in * 4);
+    std::printf("  gemv       linear [1, %lld] x [%lld, %lld]^T over 1 GiB of weights: %.1f GB/s; as 4-block bmm "
+                "(gspo's decode): %.1f GB/s\n",
+                static_cast<long long>(in), static_cast<long long>(out), static_cast<long long>(in), bytes / t / 1e9,
+                bytes / t_split / 1e9);
   }
 }
 
@@ -310,6 +318,7 @@ void measure_update(const std::string& path, int reps, const Peaks& peaks) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool thp_default = core::default_huge_pages();  // as the gspo binary does, before any tensor exists
   int reps = 5, update_reps = 2;
   int64_t buffer_mib = 1024, new_tokens = 64;
   std::vector<int64_t> threads = {1, 2}, gemm = {512, 1024, 2048};
@@ -341,9 +350,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const char* thp = std::getenv("THP_MEM_ALLOC_ENABLE");  // c10 backs tensors >= 2 MiB with huge pages when "1"
-  std::printf("LibTorch %s, best of %d after a warm-up, THP_MEM_ALLOC_ENABLE=%s\n", TORCH_VERSION, reps,
-              thp ? thp : "");
+  // c10 backs tensors >= 2 MiB with huge pages when "1"; gspo sets it unless the environment has a value.
+  std::printf("LibTorch %s, best of %d after a warm-up, THP_MEM_ALLOC_ENABLE=%s (%s)\n", TORCH_VERSION, reps,
+              core::huge_pages_setting(), thp_default ? "gspo's default, as the gspo binary runs" : "from the environment");
   for (int64_t th : threads) {
     at::set_num_threads(static_cast<int>(th));
     std::printf("threads %d\n", at::get_num_threads());

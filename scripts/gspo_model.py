@@ -39,6 +39,27 @@ def rope_inv_freq(head_dim: int, theta: float, scaling) -> Tensor:
     return torch.where(is_mid, mid, scaled)
 
 
+class Linear(nn.Linear):
+    """nn.Linear (same parameters and state-dict names) whose one-row float32 CPU product (batch-1 decode) runs as a
+    batched product over 4 blocks of output rows: MKL runs a one-row `linear` on one thread whatever the
+    intra-op thread count, while `bmm` spreads its batch over the threads, so two threads read the weights at
+    ~1.6x the rate (docs/perf/limits.md). Same dot products, different summation order (float rounding only). Every
+    other input (training and prefill rows, CUDA, other dtypes, out_features not a multiple of 4) takes
+    the plain `linear`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        parts = 4  # blocks of output rows (>= the threads that can help; 4 costs no more than 2 on 2 threads)
+        n = self.weight.size(0)
+        k = self.weight.size(1)
+        if x.numel() == k and not x.is_cuda and x.dtype == torch.float32 and n % parts == 0:
+            w = self.weight.view(parts, n // parts, k).transpose(1, 2)  # [parts, k, n / parts], a view
+            y = torch.bmm(x.reshape(1, 1, k).expand(parts, 1, k), w).reshape(list(x.shape[:-1]) + [n])
+            if self.bias is not None:
+                y = y + self.bias
+            return y
+        return torch.nn.functional.linear(x, self.weight, self.bias)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -63,10 +84,10 @@ class Attention(nn.Module):
         self.n_heads = n_heads
         self.n_kv_heads = n_kv_heads
         self.head_dim = head_dim
-        self.q_proj = nn.Linear(hidden, n_heads * head_dim, bias=qkv_bias)
-        self.k_proj = nn.Linear(hidden, n_kv_heads * head_dim, bias=qkv_bias)
-        self.v_proj = nn.Linear(hidden, n_kv_heads * head_dim, bias=qkv_bias)
-        self.o_proj = nn.Linear(n_heads * head_dim, hidden, bias=o_bias)
+        self.q_proj = Linear(hidden, n_heads * head_dim, bias=qkv_bias)
+        self.k_proj = Linear(hidden, n_kv_heads * head_dim, bias=qkv_bias)
+        self.v_proj = Linear(hidden, n_kv_heads * head_dim, bias=qkv_bias)
+        self.o_proj = Linear(n_heads * head_dim, hidden, bias=o_bias)
         self.qk_norm = qk_norm
         self.q_norm = RMSNorm(head_dim, eps)
         self.k_norm = RMSNorm(head_dim, eps)
@@ -98,6 +119,15 @@ class Attention(nn.Module):
             k = kv[0, :, :, :start + t]
             v = kv[1, :, :, :start + t]
         rep = self.n_heads // self.n_kv_heads
+        if t == 1 and rep > 1 and position is None and not x.is_cuda:
+            # CPU decode: the rep query heads of each KV head attend as rows of one product against the shared K/V,
+            # [B, Hkv, rep, S], instead of copying K and V rep times (O(B * heads * S * D) bytes per layer and step).
+            # Same dot products as below; bias [B, 1, 1, S] broadcasts over (Hkv, rep).
+            qg = q.reshape(b, self.n_kv_heads, rep, self.head_dim)
+            scores = torch.matmul(qg, k.transpose(-1, -2)).float() * (1.0 / math.sqrt(self.head_dim)) + bias
+            probs = torch.softmax(scores, dim=-1).to(v.dtype)
+            out = torch.matmul(probs, v).reshape(b, t, self.n_heads * self.head_dim)
+            return self.o_proj(out)
         if rep > 1:
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
@@ -110,9 +140,9 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, hidden: int, intermediate: int):
         super().__init__()
-        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+        self.gate_proj = Linear(hidden, intermediate, bias=False)
+        self.up_proj = Linear(hidden, intermediate, bias=False)
+        self.down_proj = Linear(intermediate, hidden, bias=False)
         self.register_buffer("last_load", torch.zeros(0), persistent=False)  # dense: no routing to report
 
     def forward(self, x: Tensor) -> Tensor:
@@ -125,7 +155,7 @@ class SparseMoE(nn.Module):
 
     def __init__(self, hidden: int, intermediate: int, num_experts: int, top_k: int, norm_topk_prob: bool):
         super().__init__()
-        self.gate = nn.Linear(hidden, num_experts, bias=False)
+        self.gate = Linear(hidden, num_experts, bias=False)
         self.experts = nn.ModuleList([MLP(hidden, intermediate) for _ in range(num_experts)])
         self.top_k = top_k
         self.norm_topk_prob = norm_topk_prob
@@ -181,7 +211,7 @@ class CausalLM(nn.Module):
         self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
         self.layers = nn.ModuleList([Block(cfg, i in cfg.get("moe_layers", [])) for i in range(cfg["num_layers"])])
         self.norm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
-        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=cfg.get("lm_head_bias", False))
+        self.lm_head = Linear(cfg["hidden_size"], cfg["vocab_size"], bias=cfg.get("lm_head_bias", False))
         if cfg.get("tie_word_embeddings", False):
             self.lm_head.weight = self.embed_tokens.weight
         inv_freq = rope_inv_freq(self.head_dim, cfg["rope_theta"], cfg.get("rope_scaling"))

@@ -12,6 +12,7 @@
 #include "gspo/cli/train_cmd.h"
 #include "gspo/config/suggest.h"
 #include "gspo/core/error.h"
+#include "gspo/core/huge_pages.h"
 #include "gspo/core/log.h"
 #include "gspo/core/parse.h"
 #include "gspo/core/resources.h"
@@ -119,6 +120,7 @@ void add_tokenize(CLI::App& app, gspo::cli::TokenizeArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gspo::core::default_huge_pages();  // before LibTorch's first allocation; a user's THP_MEM_ALLOC_ENABLE wins
   CLI::App app{"gspo: reinforcement-learning post-training of language models (GSPO, GSPO-token, GRPO)"};
   app.require_subcommand(1);
   std::string log_level;

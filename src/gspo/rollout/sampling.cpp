@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "gspo/rollout/invert_cdf.h"
+
 namespace gspo::rollout {
 
 double logprob_temperature(double temperature) { return temperature > 0 ? temperature : 1.0; }
@@ -30,6 +32,9 @@ at::Tensor filter_logits(const at::Tensor& scaled, int64_t top_k, double top_p) 
 
 namespace {
 at::Tensor invert_cdf(const at::Tensor& probs, const at::Tensor& uniforms) {
+  // CPU: one fused pass per row, no [N, V] float64 cumsum (invert_cdf.h); same draw up to float64 rounding.
+  if (probs.device().is_cpu() && probs.dim() == 2 && probs.scalar_type() == at::kFloat)
+    return invert_cdf_cpu(probs, uniforms);
   auto cdf = probs.to(torch::kDouble).cumsum(-1);
   auto x = (uniforms.to(cdf.device()) * cdf.select(-1, cdf.size(-1) - 1)).unsqueeze(-1);
   auto idx = torch::searchsorted(cdf, x, /*out_int32=*/false, /*right=*/true).squeeze(-1);
