@@ -38,6 +38,9 @@ timed() {  # timed NAME CMD...: under the lock, after the machine is quiet, with
   $LOCK bash -c 'quiet; exec /usr/bin/time -v -o "$0" "$@"' "$D/${name}_time.txt" "$@"
 }
 
+for src in scripts/gspo_model.py scripts/export_hf.py; do  # a stale export would measure the old model
+  if [ "$src" -nt "$D/model.pt" ]; then rm -f "$D/setup.json"; fi
+done
 if [ ! -f "$D/setup.json" ]; then
   load "setup: tokenizer, Qwen3 model, prompts, gspo export"
   $B setup --dir "$D" 2>&1 | grep -v -e "^\s*$" -e "Writing model shards" | tail -3
