@@ -108,6 +108,7 @@ struct StepMetrics {
   int64_t optimizer_steps = 0, skipped_updates = 0;
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
   int64_t sample_tokens = 0;
+  int64_t sample_graph_captures = 0;  // CUDA graphs the sampler captured this step (rank 0)
   Rate sample_tokens_per_s, train_tokens_per_s;
   double peak_rss_mb = 0, peak_gpu_mb = 0;
   int64_t world_size = 1;
@@ -217,6 +218,9 @@ struct StepMetrics {
     v("peak_rss_mb", peak_rss_mb, Reduce::kMax, Match::kNone, A, "peak resident memory (largest rank)");
     v("peak_gpu_mb", peak_gpu_mb, Reduce::kMax, Match::kNone, Shown::kCuda,
       "peak bytes allocated by LibTorch's caching allocator on the model's GPU (largest rank)");
+    v("sample_graph_captures", sample_graph_captures, Reduce::kLocal, Match::kNone, Shown::kCuda,
+      "CUDA graphs the sampler captured this step (rollout.cuda_graphs: one per rollout, plus one after each "
+      "compaction of finished rows; 0 with eager decode)");
     v("world_size", world_size, Reduce::kSame, Match::kNone, A, "ranks");
     v("time_comm_s", time_comm_s, Reduce::kLocal, Match::kNone, Shown::kMultiRank,
       "seconds in collectives this step (waits for slower ranks included)");

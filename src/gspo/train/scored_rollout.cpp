@@ -63,6 +63,7 @@ Scored StepRunner::sample_round(Progress& progress, int64_t round, StepMetrics& 
       round * B * G + first_row};
   Scored s{p_.sampler.generate(prompts, G, noise), {}, {}, {}, {}};
   m.time_sample_s += core::seconds_since(t);
+  m.sample_graph_captures += p_.sampler.last_stats().graph_captures;
 
   t = Clock::now();
   std::vector<const data::Example*> per_row;
