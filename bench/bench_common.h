@@ -1,8 +1,11 @@
 // Helpers shared by the benchmarks: run the Python reference in the same run and read its figure.
 #pragma once
+#include <cstdint>
 #include <cstdio>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "configured_paths.h"
 
@@ -22,6 +25,14 @@ inline double python_tokens_per_s(const std::string& cmd) {
     return -1;
   }
   return std::stod(out.substr(pos + 13));
+}
+
+// "1,8,32" -> {1, 8, 32} (command-line lists of sizes and thread counts).
+inline std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoll(item));
+  return out;
 }
 
 }  // namespace gspo::bench

@@ -20,11 +20,11 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench_batch.h"
+#include "bench_common.h"
 #include "gspo/core/huge_pages.h"
 #include "gspo/algo/loss.h"
 #include "gspo/model/policy.h"
@@ -51,13 +51,6 @@ double best_seconds(int reps, const std::function<void()>& f) {
     best = std::min(best, seconds_since(t0));
   }
   return best;
-}
-
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoll(item));
-  return out;
 }
 
 struct Peaks {
@@ -334,9 +327,9 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--reps") reps = std::stoi(next());
-    else if (a == "--threads") threads = parse_list(next());
+    else if (a == "--threads") threads = bench::parse_list(next());
     else if (a == "--buffer-mib") buffer_mib = std::stoll(next());
-    else if (a == "--gemm") gemm = parse_list(next());
+    else if (a == "--gemm") gemm = bench::parse_list(next());
     else if (a == "--decode") decode_model = next();
     else if (a == "--new-tokens") new_tokens = std::stoll(next());
     else if (a == "--update") update_model = next();

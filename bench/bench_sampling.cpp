@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,9 +29,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--batches" && i + 1 < argc) {
-      batches.clear();
-      std::stringstream ss(argv[++i]);
-      for (std::string item; std::getline(ss, item, ',');) batches.push_back(std::stoll(item));
+      batches = bench::parse_list(argv[++i]);
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::stoi(argv[++i]);
     } else if (a == "--no-reference") {

@@ -121,19 +121,17 @@ class Attention(nn.Module):
         rep = self.n_heads // self.n_kv_heads
         if t == 1 and rep > 1 and position is None and not x.is_cuda:
             # CPU decode: the rep query heads of each KV head attend as rows of one product against the shared K/V,
-            # [B, Hkv, rep, S], instead of copying K and V rep times (O(B * heads * S * D) bytes per layer and step).
-            # Same dot products as below; bias [B, 1, 1, S] broadcasts over (Hkv, rep).
-            qg = q.reshape(b, self.n_kv_heads, rep, self.head_dim)
-            scores = torch.matmul(qg, k.transpose(-1, -2)).float() * (1.0 / math.sqrt(self.head_dim)) + bias
-            probs = torch.softmax(scores, dim=-1).to(v.dtype)
-            out = torch.matmul(probs, v).reshape(b, t, self.n_heads * self.head_dim)
-            return self.o_proj(out)
-        if rep > 1:
+            # q [B, Hkv, rep, D], instead of copying K and V rep times (O(B * heads * S * D) bytes per layer and
+            # step). Same dot products; bias [B, 1, 1, S] broadcasts over (Hkv, rep).
+            q = q.reshape(b, self.n_kv_heads, rep, self.head_dim)
+        elif rep > 1:
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
         scores = torch.matmul(q, k.transpose(-1, -2)).float() * (1.0 / math.sqrt(self.head_dim)) + bias
         probs = torch.softmax(scores, dim=-1).to(v.dtype)
-        out = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)
+        # [B, heads, T, D] in both layouts (the grouped one is [B, Hkv, rep, D] with T = 1, heads in the same order).
+        out = torch.matmul(probs, v).reshape(b, self.n_heads, t, self.head_dim)
+        out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)
         return self.o_proj(out)
 
 

@@ -22,6 +22,7 @@ struct Policy::Impl {
   std::string path;
   std::string tokenizer;
   c10::Device device = c10::kCPU;
+  bool has_logits_from = false;  // the optional contract method, probed once at load
 };
 
 Policy::Policy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -53,7 +54,11 @@ Policy Policy::load(const std::string& path, c10::Device device) {
   impl->manifest = parse_manifest(extra[kManifestFile], path);
   impl->tokenizer = extra[kTokenizerFile];
   impl->path = path;
-  impl->device = device;
+  // Where the weights are: a bare "cuda" resolves to an indexed device here, so CUDA calls that take an index
+  // (streams, graph capture) can use device() as it is.
+  const auto params = impl->module.parameters();
+  impl->device = params.size() > 0 ? (*params.begin()).device() : device;
+  impl->has_logits_from = impl->module.find_method("logits_from").has_value();
   impl->module.eval();
   return Policy(std::move(impl));
 }
@@ -67,10 +72,10 @@ at::Tensor Policy::logits(const at::Tensor& ids, const at::Tensor& mask) {
   return impl_->module.forward({ids, mask}).toTensor();
 }
 
-bool Policy::has_logits_from() const { return impl_->module.find_method("logits_from").has_value(); }
+bool Policy::has_logits_from() const { return impl_->has_logits_from; }
 
 at::Tensor Policy::logits_from(const at::Tensor& ids, const at::Tensor& mask, int64_t first) {
-  if (has_logits_from()) return impl_->module.get_method("logits_from")({ids, mask, first}).toTensor();
+  if (impl_->has_logits_from) return impl_->module.get_method("logits_from")({ids, mask, first}).toTensor();
   return logits(ids, mask).narrow(1, first, ids.size(1) - first);
 }
 

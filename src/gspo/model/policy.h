@@ -25,7 +25,7 @@ class Policy {
   const Manifest& manifest() const;
   const std::string& path() const;
   const std::string& tokenizer_json() const;  // the embedded tokenizer spec ("" when none)
-  c10::Device device() const;
+  c10::Device device() const;  // where the weights are (CUDA devices always with their index)
 
   // [B, T] int64 ids and mask -> [B, T, V] logits, float32 or the weights' low-precision dtype (the contract
   // allows either; train/logprobs.h upcasts in chunks). Differentiable when grad mode is on.

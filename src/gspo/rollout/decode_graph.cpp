@@ -5,7 +5,6 @@
 #ifdef GSPO_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -40,7 +39,7 @@ bool DecodeGraph::capture(model::Policy& policy, at::Tensor cache, const at::Ten
   impl->position = torch::full({1}, position, ids.options().dtype(torch::kLong));
   try {
     // Capture must run on a side stream; warm-up runs there too so the allocator's pools match.
-    const auto index = policy.device().has_index() ? policy.device().index() : c10::cuda::current_device();
+    const auto index = policy.device().index();
     auto main = c10::cuda::getCurrentCUDAStream(index);
     auto stream = c10::cuda::getStreamFromPool(false, index);
     at::cuda::CUDAEvent inputs_ready;
