@@ -1,8 +1,14 @@
 """The TorchScript policy architecture that gspo's model contract (docs/model-contract.md) is written against.
 
 A Llama-style decoder (RMSNorm, RoPE in the rotate-half convention, grouped-query attention, SwiGLU MLP), with
-switches for the Qwen2 (qkv bias) and Qwen3 (q/k RMSNorm) variants. Attention is written with plain matmul +
-softmax so the scripted module runs on LibTorch 1.13 as well as 2.x (no scaled_dot_product_attention).
+switches for the Qwen2 (qkv bias) and Qwen3 (q/k RMSNorm) variants. Attention is
+torch.nn.functional.scaled_dot_product_attention (fused kernels, no [heads, T, T] scores kept for backward) with
+grouped-query heads through enable_gqa (no K/V copies per query head). Exported for the pinned torch 2.11.
+
+Attention masks: a full-sequence pass (forward, logits_from, the per-layer methods, prefill) whose rows hold their real
+tokens as a prefix (no left padding) runs causal SDPA with no mask at all; left-padded rows get one boolean
+[B, 1, T, T] mask shared by every layer. gspo's trainer right-aligns rows before the per-layer pass, so training
+always takes the mask-free form. Decode steps get a [B, 1, 1, S] boolean mask.
 
 Padding: rows may be left-padded (prompts) and right-padded (responses); attention_mask marks real tokens and
 positions are cumsum(attention_mask) - 1, so a token's position does not depend on the padding before it.
@@ -10,13 +16,13 @@ Outputs at padded query positions are unspecified.
 """
 import json
 import math
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
 CONTRACT_VERSION = 1
-MASK_VALUE = -1.0e9  # added to scores of masked keys (finite so fully-masked pad rows stay NaN-free)
+LAYER_API_VERSION = 1  # the optional per-layer methods (docs/model-contract.md, "Per-layer methods")
 
 
 def rope_inv_freq(head_dim: int, theta: float, scaling) -> Tensor:
@@ -92,10 +98,11 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(head_dim, eps)
         self.k_norm = RMSNorm(head_dim, eps)
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor, kv: Optional[Tensor], start: int,
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], kv: Optional[Tensor], start: int,
                 position: Optional[Tensor]) -> Tensor:
-        # x [B, T, H]; cos/sin [B, 1, T, D]; bias [B, 1, T, S] additive; kv [2, B, Hkv, S_max, D] or None.
-        # position (int64 [1], T = 1): write the new column there and attend over all S_max columns (static shapes).
+        # x [B, T, H]; cos/sin [B, 1, T, D]; mask: bool [B, 1, T, S] (True = may attend) or None = causal over T = S
+        # columns; kv [2, B, Hkv, S_max, D] or None. position (int64 [1], T = 1): write the new column there and
+        # attend over all S_max columns (static shapes).
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
@@ -118,19 +125,9 @@ class Attention(nn.Module):
             kv[1, :, :, start:start + t] = v
             k = kv[0, :, :, :start + t]
             v = kv[1, :, :, :start + t]
-        rep = self.n_heads // self.n_kv_heads
-        if t == 1 and rep > 1 and position is None and not x.is_cuda:
-            # CPU decode: the rep query heads of each KV head attend as rows of one product against the shared K/V,
-            # q [B, Hkv, rep, D], instead of copying K and V rep times (O(B * heads * S * D) bytes per layer and
-            # step). Same dot products; bias [B, 1, 1, S] broadcasts over (Hkv, rep).
-            q = q.reshape(b, self.n_kv_heads, rep, self.head_dim)
-        elif rep > 1:
-            k = k.repeat_interleave(rep, dim=1)
-            v = v.repeat_interleave(rep, dim=1)
-        scores = torch.matmul(q, k.transpose(-1, -2)).float() * (1.0 / math.sqrt(self.head_dim)) + bias
-        probs = torch.softmax(scores, dim=-1).to(v.dtype)
-        # [B, heads, T, D] in both layouts (the grouped one is [B, Hkv, rep, D] with T = 1, heads in the same order).
-        out = torch.matmul(probs, v).reshape(b, self.n_heads, t, self.head_dim)
+        # [B, heads, T, D]; the query heads of one KV head share it (enable_gqa), no repeat_interleave copies.
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
+                                                               enable_gqa=self.n_heads != self.n_kv_heads)
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)
         return self.o_proj(out)
 
@@ -192,14 +189,15 @@ class Block(nn.Module):
         else:
             self.mlp = MLP(cfg["hidden_size"], cfg["intermediate_size"])
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor, kv: Optional[Tensor], start: int,
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], kv: Optional[Tensor], start: int,
                 position: Optional[Tensor]) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, bias, kv, start, position)
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start, position)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
 class CausalLM(nn.Module):
-    """The contract's methods: forward, init_cache, prefill, decode, reorder_cache."""
+    """The contract's methods (forward, init_cache, prefill, decode, reorder_cache) and the optional ones
+    (logits_from, decode_static, expert_load, the per-layer methods)."""
 
     def __init__(self, cfg: dict):
         super().__init__()
@@ -221,27 +219,37 @@ class CausalLM(nn.Module):
         self.register_buffer("cos_table", emb.cos().float(), persistent=True)
         self.register_buffer("sin_table", emb.sin().float(), persistent=True)
 
+    def _rope(self, attention_mask: Tensor, start: int, total: int, dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
+        """cos/sin [B, 1, total - start, D] of columns [start, total) at positions cumsum(mask) - 1."""
+        positions = (attention_mask[:, :total].cumsum(-1) - 1).clamp(min=0)[:, start:total]
+        return self.cos_table[positions].to(dtype).unsqueeze(1), self.sin_table[positions].to(dtype).unsqueeze(1)
+
+    def _mask(self, attention_mask: Tensor, start: int, total: int) -> Optional[Tensor]:
+        """None (causal SDPA, no mask tensor) when queries cover every column from 0 and each row's real tokens form
+        a prefix, so causality alone excludes the padding (right padding is only seen by padded queries, whose
+        outputs are unspecified). Otherwise bool [B, 1, T, total]: key <= query and real, or the query's own column
+        (so a padded query row is never fully masked: NaN-free outputs and gradients)."""
+        b = attention_mask.shape[0]
+        m = attention_mask[:, :total]
+        if start == 0 and bool((m[:, 1:] <= m[:, :-1]).all()):
+            return None
+        q_idx = torch.arange(start, total, device=m.device).view(1, 1, total - start, 1)
+        k_idx = torch.arange(0, total, device=m.device).view(1, 1, 1, total)
+        return ((k_idx <= q_idx) & (m.view(b, 1, 1, total) > 0)) | (k_idx == q_idx)
+
     def _run(self, input_ids: Tensor, attention_mask: Tensor, cache: Optional[Tensor], start: int,
              first: int) -> Tensor:
         """The layers over every column; the final norm and lm_head only over columns [first, T) (-1: the last)."""
-        b, t = input_ids.shape
-        total = start + t
-        mask = attention_mask[:, :total]
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, start:total]
+        total = start + input_ids.shape[1]
         x = self.embed_tokens(input_ids)
-        cos = self.cos_table[positions].to(x.dtype).unsqueeze(1)
-        sin = self.sin_table[positions].to(x.dtype).unsqueeze(1)
-        q_idx = torch.arange(start, total, device=input_ids.device).view(1, 1, t, 1)
-        k_idx = torch.arange(0, total, device=input_ids.device).view(1, 1, 1, total)
-        allowed = (k_idx <= q_idx) & (mask.view(b, 1, 1, total) > 0)
-        bias = torch.zeros(allowed.shape, dtype=torch.float32, device=input_ids.device)
-        bias = bias.masked_fill(~allowed, -1.0e9)  # MASK_VALUE
+        cos, sin = self._rope(attention_mask, start, total, x.dtype)
+        mask = self._mask(attention_mask, start, total)
         i = 0
         for layer in self.layers:
             kv: Optional[Tensor] = None
             if cache is not None:
                 kv = cache[i]
-            x = layer(x, cos, sin, bias, kv, start, None)
+            x = layer(x, cos, sin, mask, kv, start, None)
             i += 1
         if first < 0:
             x = x[:, -1:, :]
@@ -289,14 +297,65 @@ class CausalLM(nn.Module):
         cos = self.cos_table[pos].to(x.dtype).unsqueeze(1)
         sin = self.sin_table[pos].to(x.dtype).unsqueeze(1)
         k_idx = torch.arange(0, s, device=input_ids.device).view(1, 1, 1, s)
-        allowed = (k_idx <= position.view(1, 1, 1, 1)) & (attention_mask.view(b, 1, 1, s) > 0)
-        bias = torch.zeros(allowed.shape, dtype=torch.float32, device=input_ids.device)
-        bias = bias.masked_fill(~allowed, -1.0e9)  # MASK_VALUE
+        at = position.view(1, 1, 1, 1)
+        mask = ((k_idx <= at) & (attention_mask.view(b, 1, 1, s) > 0)) | (k_idx == at)
         i = 0
         for layer in self.layers:
-            x = layer(x, cos, sin, bias, cache[i], 0, position)
+            x = layer(x, cos, sin, mask, cache[i], 0, position)
             i += 1
         return self.lm_head(self.norm(x)).squeeze(1).float()
+
+    # ---- Optional per-layer methods (layer_api 1): gspo drives the decoder layers itself, for activation
+    # checkpointing (only each layer's input kept through the forward) and a chunked LM head (no [T, V] logits).
+    # embed -> layer(0..n-1) -> final_norm -> hidden @ head_weight^T (+ head_bias) equals forward's logits.
+
+    @torch.jit.export
+    def layer_api(self) -> int:
+        """Version of the per-layer methods below (docs/model-contract.md)."""
+        return 1  # LAYER_API_VERSION (TorchScript cannot read a module-level int)
+
+    @torch.jit.export
+    def num_decoder_layers(self) -> int:
+        return self.num_layers
+
+    @torch.jit.export
+    def embed(self, input_ids: Tensor) -> Tensor:
+        """[B, T] ids -> [B, T, H] hidden states in the weights' dtype."""
+        return self.embed_tokens(input_ids)
+
+    @torch.jit.export
+    def layer_context(self, attention_mask: Tensor) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """What every layer of a full-sequence pass over [B, T] needs: rotary cos/sin [B, 1, T, D] in the weights' dtype and
+        the attention mask (None = causal, the form for rows whose real tokens are a prefix)."""
+        total = attention_mask.shape[1]
+        cos, sin = self._rope(attention_mask, 0, total, self.embed_tokens.weight.dtype)
+        return cos, sin, self._mask(attention_mask, 0, total)
+
+    @torch.jit.export
+    def layer(self, index: int, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor]) -> Tensor:
+        """Decoder layer `index` over a full sequence: [B, T, H] -> [B, T, H] (no cache)."""
+        out = x
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out = block(x, cos, sin, mask, None, 0, None)
+            i += 1
+        return out
+
+    @torch.jit.export
+    def final_norm(self, x: Tensor) -> Tensor:
+        """The norm before the LM head: [N, H] or [B, T, H], same shape."""
+        return self.norm(x)
+
+    @torch.jit.export
+    def head_weight(self) -> Tensor:
+        """The LM head's weight [V, H] (the embedding itself when tied: one tensor, one gradient)."""
+        return self.lm_head.weight
+
+    @torch.jit.export
+    def head_bias(self) -> Optional[Tensor]:
+        """The LM head's bias [V], or None."""
+        return self.lm_head.bias
 
     @torch.jit.export
     def expert_load(self) -> List[Tensor]:
