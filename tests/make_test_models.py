@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import torch
+from typing import Optional
+
 from torch import Tensor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,6 +47,40 @@ class NoDecode(torch.nn.Module):
     @torch.jit.export
     def reorder_cache(self, cache: Tensor, rows: Tensor) -> Tensor:
         return cache.index_select(2, rows)
+
+
+class WithoutLayers(NoDecode):
+    """The five required methods and logits_from, none of the per-layer ones: gspo must train it through forward."""
+
+    @torch.jit.export
+    def decode(self, input_ids: Tensor, attention_mask: Tensor, cache: Tensor, start: int) -> Tensor:
+        return self.inner.decode(input_ids, attention_mask, cache, start)
+
+    @torch.jit.export
+    def logits_from(self, input_ids: Tensor, attention_mask: Tensor, first: int) -> Tensor:
+        return self.inner.logits_from(input_ids, attention_mask, first)
+
+
+class FutureLayerApi(gspo_model.CausalLM):
+    """Per-layer methods of a version this gspo does not know."""
+
+    @torch.jit.export
+    def layer_api(self) -> int:
+        return 2
+
+
+class BadLayer(gspo_model.CausalLM):
+    """layer() skips the MLP: the per-layer composition disagrees with forward."""
+
+    @torch.jit.export
+    def layer(self, index: int, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor]) -> Tensor:
+        out = x
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out = x + block.self_attn(block.input_layernorm(x), cos, sin, mask, None, 0, None)
+            i += 1
+        return out
 
 
 class BadCache(gspo_model.CausalLM):
@@ -88,6 +124,13 @@ class NanWhenTraining(gspo_model.CausalLM):
         if torch.is_grad_enabled():
             logits = logits * float("nan")
         return logits
+
+    @torch.jit.export
+    def final_norm(self, x: Tensor) -> Tensor:
+        y = self.norm(x)
+        if torch.is_grad_enabled():
+            y = y * float("nan")
+        return y
 
 
 def export_stories260k(out: str) -> None:
@@ -215,6 +258,17 @@ def main() -> None:
     gspo_model.save_scripted(WrongShape(cfg), cfg, tok, "float32", f"{out}/broken_wrong_shape.pt")
     gspo_model.save_scripted(BadCache(cfg), cfg, tok, "float32", f"{out}/broken_bad_cache.pt")
     gspo_model.save_scripted(NanWhenTraining(cfg), cfg, tok, "float32", f"{out}/nan_when_training.pt")
+    gspo_model.save_scripted(FutureLayerApi(cfg), cfg, tok, "float32", f"{out}/broken_layer_api.pt")
+    gspo_model.save_scripted(BadLayer(cfg), cfg, tok, "float32", f"{out}/broken_layer.pt")
+    # tiny.pt's weights behind the required methods alone (no per-layer methods): the forward path of training.
+    tiny = gspo_model.CausalLM(make_tiny_model.tiny_config(argparse.Namespace(
+        hidden=64, heads=4, kv_heads=2, layers=2, intermediate=0, max_seq_len=256, tie=False, qkv_bias=False,
+        qk_norm=False, prior_text="")))
+    tiny.load_state_dict({k: v for k, v in torch.jit.load(f"{out}/tiny.pt").state_dict().items() if "last_load" not in k})
+    scripted = torch.jit.script(WithoutLayers(tiny.eval()))
+    extra = {"gspo_manifest.json": "", "gspo_tokenizer.json": ""}
+    torch.jit.load(f"{out}/tiny.pt", _extra_files=extra)
+    scripted.save(f"{out}/tiny_without_layers.pt", _extra_files=extra)
     inner = gspo_model.CausalLM(cfg)
     scripted = torch.jit.script(NoDecode(inner))
     scripted.save(f"{out}/broken_no_decode.pt",

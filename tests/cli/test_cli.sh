@@ -68,6 +68,10 @@ expect inspect-missing 5 "cannot read model file" -- "$GSPO" inspect "$TMP/none.
 expect inspect-garbage 4 "is not a loadable TorchScript file" -- "$GSPO" inspect "$MODELS/not_torchscript.pt"
 expect inspect-no-decode 4 "lacks the contract method 'decode'" -- "$GSPO" inspect "$MODELS/broken_no_decode.pt"
 expect inspect-shape 4 "the contract needs [2, 8, 259]" -- "$GSPO" inspect "$MODELS/broken_wrong_shape.pt"
+expect inspect-layers 0 "per-layer    layer_api 1, 2 layers" -- "$GSPO" inspect "$MODELS/tiny.pt"
+expect inspect-no-layers 0 "per-layer    none (training runs through forward" -- "$GSPO" inspect "$MODELS/tiny_without_layers.pt"
+expect inspect-layer-api 4 "layer_api() is 2, this gspo knows version 1" -- "$GSPO" inspect "$MODELS/broken_layer_api.pt"
+expect inspect-bad-layer 4 "disagree with forward" -- "$GSPO" inspect "$MODELS/broken_layer.pt"
 
 # generate
 expect gen-text 0 "--- prompt 0 sample 1" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p "Hi" -n 2 --max-new-tokens 4

@@ -23,7 +23,8 @@ int inspect(const InspectArgs& a) {
                    {"kv_heads", m.num_kv_heads}, {"head_dim", m.head_dim},       {"vocab_size", m.vocab_size},
                    {"max_seq_len", m.max_seq_len}, {"dtype", m.dtype},           {"bos_token_id", m.bos_token_id},
                    {"eos_token_id", m.eos_token_id}, {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
-                   {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"}};
+                   {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"},
+                   {"layer_api", policy.has_layers() ? 1 : 0}};
   if (a.json) {
     std::cout << j.dump() << "\n";
     return 0;
@@ -38,7 +39,13 @@ int inspect(const InspectArgs& a) {
             << "tokenizer    " << tok_type << "\n"
             << "methods      ";
   for (const auto& name : policy.methods()) std::cout << name << " ";
-  std::cout << "\ncontract     ok (KV-cache decode vs forward: max |diff| " << diff << ")\n";
+  std::cout << "\nper-layer    "
+            << (policy.has_layers() ? "layer_api 1, " + std::to_string(policy.num_layers()) +
+                                          " layers (activation checkpointing and the chunked head available; "
+                                          "composition checked against forward)"
+                                    : std::string("none (training runs through forward; re-export for "
+                                                  "activation checkpointing and the chunked head)"))
+            << "\ncontract     ok (KV-cache decode vs forward: max |diff| " << diff << ")\n";
   return 0;
 }
 

@@ -33,6 +33,30 @@ at::Tensor call(const std::string& what, const std::string& file, F&& f) {
   }
 }
 
+// The per-layer methods (layer_api 1) composed by hand: embed -> layers -> final_norm -> head must give forward's
+// logits on the real columns of the same left-padded batch (padded query columns are unspecified).
+void check_layers(Policy& policy, const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& full,
+                  bool low_precision) {
+  const std::string& file = policy.path();
+  auto logits = call("the per-layer methods (embed, layer_context, layer, final_norm, head_weight, head_bias)", file,
+                     [&] {
+                       auto x = policy.embed(ids);
+                       const auto ctx = policy.layer_context(mask);
+                       for (int64_t i = 0; i < policy.num_layers(); ++i) x = policy.layer(i, x, ctx, false);
+                       return at::linear(policy.final_norm(x), policy.head_weight(), policy.head_bias());
+                     });
+  if (logits.sizes() != full.sizes())
+    throw ModelContractError(file + ": the per-layer methods give logits of shape " + c10::str(logits.sizes()) +
+                             ", forward " + c10::str(full.sizes()));
+  auto real = (mask > 0).unsqueeze(-1);
+  const double diff = ((logits.to(at::kFloat) - full) * real).abs().max().item<double>();
+  const double tol = low_precision ? 5e-2 * std::max(1.0, full.abs().max().item<double>()) : 1e-4;
+  if (!(diff <= tol))
+    throw ModelContractError(file + ": the per-layer methods (embed -> layer 0.." +
+                             std::to_string(policy.num_layers() - 1) + " -> final_norm -> head) disagree with forward " +
+                             "by " + std::to_string(diff) + " (tolerance " + std::to_string(tol) + ")");
+}
+
 }  // namespace
 
 double check_contract(Policy& policy) {
@@ -60,6 +84,8 @@ double check_contract(Policy& policy) {
       throw ModelContractError(file + ": logits_from disagrees with forward's columns by " + std::to_string(diff) +
                                " (tolerance " + std::to_string(tol) + ")");
   }
+
+  if (policy.has_layers()) check_layers(policy, gen, mask, full, low_precision);
 
   auto cache = call("init_cache(2, T)", file, [&] { return policy.init_cache(B, T + 2); });
   auto first = call("prefill", file, [&] {

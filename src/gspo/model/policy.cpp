@@ -9,21 +9,13 @@
 
 #include "gspo/core/error.h"
 #include "gspo/core/file_sink.h"
+#include "gspo/model/policy_impl.h"
 
 namespace gspo::model {
 
 namespace {
 const char* const kMethods[] = {"forward", "init_cache", "prefill", "decode", "reorder_cache"};
 }
-
-struct Policy::Impl {
-  torch::jit::Module module;
-  Manifest manifest;
-  std::string path;
-  std::string tokenizer;
-  c10::Device device = c10::kCPU;
-  bool has_logits_from = false;  // the optional contract method, probed once at load
-};
 
 Policy::Policy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Policy::Policy(Policy&&) noexcept = default;
@@ -59,6 +51,7 @@ Policy Policy::load(const std::string& path, c10::Device device) {
   const auto params = impl->module.parameters();
   impl->device = params.size() > 0 ? (*params.begin()).device() : device;
   impl->has_logits_from = impl->module.find_method("logits_from").has_value();
+  probe_layers(*impl);
   impl->module.eval();
   return Policy(std::move(impl));
 }

@@ -12,6 +12,12 @@
 
 namespace gspo::model {
 
+// Inputs shared by every decoder layer of one full-sequence pass (private to the model; gspo only passes them on).
+struct LayerContext {
+  at::Tensor cos, sin;  // rotary tables [B, 1, T, D]
+  at::Tensor mask;      // bool [B, 1, T, T] (true = may attend), or undefined = causal (rows whose real tokens are a prefix)
+};
+
 class Policy {
  public:
   // Loads `path` onto `device`. Throws IoError when the file is missing/unreadable, ModelContractError when it
@@ -52,6 +58,25 @@ class Policy {
   // (empty tensors for dense layers). Empty vector when the model has no expert_load method.
   std::vector<at::Tensor> expert_load();
 
+  // ---- Optional per-layer methods (docs/model-contract.md, "Per-layer methods", layer_api 1): gspo runs
+  // embed -> layer(0 .. num_layers-1) -> final_norm -> head itself, to checkpoint activations per layer and to
+  // compute log-probs through a chunked head. Call them only when has_layers().
+  bool has_layers() const;
+  int64_t num_layers() const;
+  // [B, T] ids -> [B, T, H] hidden states in the weights' dtype.
+  at::Tensor embed(const at::Tensor& ids);
+  // What each layer of a full-sequence pass over `mask` [B, T] needs (rotary tables, attention mask).
+  LayerContext layer_context(const at::Tensor& mask);
+  // Decoder layer `index`: [B, T, H] -> [B, T, H]. With `checkpoint` (and grad mode on) only `x` is kept for
+  // backward, which re-runs the layer under grad mode and backpropagates through it (parameter gradients
+  // accumulate as usual): activation memory O(B * T * H) per layer instead of the layer's whole graph.
+  at::Tensor layer(int64_t index, const at::Tensor& x, const LayerContext& ctx, bool checkpoint);
+  // The norm before the LM head, any leading shape.
+  at::Tensor final_norm(const at::Tensor& x);
+  // The LM head: weight [V, H] (the embedding when tied: the same tensor) and bias [V] (undefined when none).
+  at::Tensor head_weight();
+  at::Tensor head_bias();
+
   std::vector<at::Tensor> parameters() const;
   // Casts every floating parameter in place to `dtype` (buffers such as rotary tables keep their precision).
   void set_param_dtype(c10::ScalarType dtype);
@@ -61,8 +86,10 @@ class Policy {
   // Names of the contract methods present in the file.
   std::vector<std::string> methods() const;
 
- private:
+ // Opaque: defined in policy_impl.h, private to src/gspo/model (policy.cpp, policy_layers.cpp).
   struct Impl;
+
+ private:
   explicit Policy(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

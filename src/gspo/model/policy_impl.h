@@ -1,0 +1,29 @@
+// Private to src/gspo/model: the state behind a Policy, shared by policy.cpp (the contract's methods) and
+// policy_layers.cpp (the optional per-layer methods and activation checkpointing).
+#pragma once
+#include <torch/script.h>
+
+#include <string>
+
+#include "gspo/model/manifest.h"
+#include "gspo/model/policy.h"
+
+namespace gspo::model {
+
+struct Policy::Impl {
+  torch::jit::Module module;
+  Manifest manifest;
+  std::string path;
+  std::string tokenizer;
+  c10::Device device = c10::kCPU;
+  bool has_logits_from = false;  // the optional contract method, probed once at load
+  int64_t layer_api = 0;         // version of the per-layer methods (0 = none), probed once at load
+  int64_t num_layers = 0;        // decoder layers, when layer_api > 0
+};
+
+// Sets impl.layer_api and impl.num_layers from the model's layer_api() and num_decoder_layers() (0 when it has no
+// layer_api). Throws ModelContractError for a version this gspo does not know, or a model that has layer_api() but
+// lacks one of the methods that version promises.
+void probe_layers(Policy::Impl& impl);
+
+}  // namespace gspo::model

@@ -1,0 +1,104 @@
+// The optional per-layer methods of a policy (layer_api 1) and activation checkpointing of one decoder layer.
+#include <torch/torch.h>
+
+#include "gspo/core/error.h"
+#include "gspo/model/policy.h"
+#include "gspo/model/policy_impl.h"
+
+namespace gspo::model {
+namespace {
+
+const char* const kLayerMethods[] = {"num_decoder_layers", "embed", "layer_context", "layer", "final_norm",
+                                     "head_weight", "head_bias"};
+constexpr int64_t kLayerApi = 1;  // the version this gspo drives
+
+c10::IValue mask_value(const at::Tensor& mask) { return mask.defined() ? c10::IValue(mask) : c10::IValue(); }
+
+at::Tensor run_layer(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
+                     const at::Tensor& sin, const at::Tensor& mask) {
+  return module.get_method("layer")({index, x, cos, sin, mask_value(mask)}).toTensor();
+}
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+// One decoder layer whose forward runs without a graph (autograd Functions run forward with grad off) and keeps
+// only its input; backward re-runs the layer under grad mode from that input and backpropagates through the
+// fresh graph. Parameter gradients accumulate into .grad inside that nested backward (the layer's parameters are
+// not inputs of this node), the input's gradient is returned. The layer is deterministic (no dropout; MoE routing is
+// a function of the input), so the recomputed graph is the forward's.
+struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, torch::jit::Module module, int64_t index,
+                            const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask) {
+    ctx->save_for_backward({x, cos, sin});
+    ctx->saved_data["module"] = module._ivalue();
+    ctx->saved_data["index"] = index;
+    ctx->saved_data["mask"] = mask_value(mask);
+    return run_layer(module, index, x, cos, sin, mask);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    auto saved = ctx->get_saved_variables();
+    torch::jit::Module module(ctx->saved_data["module"].toObject());
+    const auto& mask_iv = ctx->saved_data["mask"];
+    const at::Tensor mask = mask_iv.isNone() ? at::Tensor() : mask_iv.toTensor();
+    auto x = saved[0].detach().requires_grad_(true);
+    at::Tensor y;
+    {
+      torch::AutoGradMode on(true);
+      y = run_layer(module, ctx->saved_data["index"].toInt(), x, saved[1], saved[2], mask);
+    }
+    torch::autograd::backward({y}, {grads[0]});
+    return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+void probe_layers(Policy::Impl& impl) {
+  auto api = impl.module.find_method("layer_api");
+  if (!api) return;
+  const int64_t version = (*api)({}).toInt();
+  if (version != kLayerApi)
+    throw ModelContractError("'" + impl.path + "': layer_api() is " + std::to_string(version) + ", this gspo knows " +
+                             "version " + std::to_string(kLayerApi) + " (docs/model-contract.md, Per-layer methods); " +
+                             "re-export the model with this gspo's scripts/export_hf.py");
+  for (const char* name : kLayerMethods)
+    if (!impl.module.find_method(name))
+      throw ModelContractError("'" + impl.path + "' has layer_api() " + std::to_string(version) +
+                               " but lacks the per-layer method '" + name + "' (docs/model-contract.md)");
+  impl.num_layers = impl.module.get_method("num_decoder_layers")({}).toInt();
+  if (impl.num_layers < 1)
+    throw ModelContractError("'" + impl.path + "': num_decoder_layers() is " + std::to_string(impl.num_layers));
+  impl.layer_api = version;
+}
+
+bool Policy::has_layers() const { return impl_->layer_api > 0; }
+int64_t Policy::num_layers() const { return impl_->num_layers; }
+
+at::Tensor Policy::embed(const at::Tensor& ids) { return impl_->module.get_method("embed")({ids}).toTensor(); }
+
+LayerContext Policy::layer_context(const at::Tensor& mask) {
+  auto t = impl_->module.get_method("layer_context")({mask}).toTuple();
+  const auto& e = t->elements();
+  return {e.at(0).toTensor(), e.at(1).toTensor(), e.at(2).isNone() ? at::Tensor() : e.at(2).toTensor()};
+}
+
+at::Tensor Policy::layer(int64_t index, const at::Tensor& x, const LayerContext& c, bool checkpoint) {
+  if (checkpoint && at::GradMode::is_enabled())
+    return CheckpointedLayer::apply(x, impl_->module, index, c.cos, c.sin, c.mask);
+  return run_layer(impl_->module, index, x, c.cos, c.sin, c.mask);
+}
+
+at::Tensor Policy::final_norm(const at::Tensor& x) {
+  return impl_->module.get_method("final_norm")({x}).toTensor();
+}
+
+at::Tensor Policy::head_weight() { return impl_->module.get_method("head_weight")({}).toTensor(); }
+
+at::Tensor Policy::head_bias() {
+  auto b = impl_->module.get_method("head_bias")({});
+  return b.isNone() ? at::Tensor() : b.toTensor();
+}
+
+}  // namespace gspo::model
