@@ -275,7 +275,9 @@ struct TrainOptions {
   std::string output_dir = "runs/gspo";  // run directory: metrics.jsonl, checkpoints/, config.yaml
   OnNonfinite on_nonfinite = OnNonfinite::kStop;  // stop (raise naming the step) or skip (drop that update)
   int64_t threads = 0;                 // intra-op CPU threads; 0 = LibTorch's default
-  int64_t logprob_chunk_tokens = 4096; // positions per chunk of the float32 log-softmax; 0 = all at once
+  int64_t logprob_chunk_tokens = 1024; // positions per chunk of the LM head / float32 log-softmax; 0 = all at once
+  bool activation_checkpointing = true;  // keep only each decoder layer's input through the forward (per-layer models)
+  bool chunked_head = true;            // per-layer models: log-probs from hidden states in chunks, never [T, V] logits
 
   template <class V>
   void visit(V&& v) {
@@ -285,8 +287,18 @@ struct TrainOptions {
     v("on_nonfinite", on_nonfinite, "non-finite loss or gradient: stop (error naming the step) or skip the update",
       choice_rule(on_nonfinite));
     v("threads", threads, "intra-op CPU threads; 0 = LibTorch's default", at_least(0));
-    v("logprob_chunk_tokens", logprob_chunk_tokens, "positions per chunk of the float32 log-softmax over the "
-      "vocabulary (bounds its memory); 0 = all at once", at_least(0));
+    v("logprob_chunk_tokens", logprob_chunk_tokens, "response positions per chunk of the LM head and float32 "
+      "log-softmax over the vocabulary: their memory is about chunk x vocab x 8 bytes (1024 x 151,936: 1.2 GB); "
+      "0 = all at once", at_least(0));
+    v("activation_checkpointing", activation_checkpointing, "models with the per-layer methods "
+      "(docs/model-contract.md): keep only each decoder layer's input through the training forward and recompute "
+      "the layer in backward (activation memory per layer drops from its whole graph to [rows, T, hidden]; the "
+      "update costs about one more forward). On by default: long responses do not fit without it, and the extra "
+      "forward is a third of the update at most", any());
+    v("chunked_head", chunked_head, "models with the per-layer methods: log-probs and entropy of the response "
+      "tokens from the final hidden states a chunk at a time, forward and backward, never holding [T, vocab] logits. "
+      "With either this or activation_checkpointing on, gspo drives the layers itself (rows right-aligned: causal "
+      "attention without a mask); both false = the model's logits_from, as for models without the methods", any());
   }
 };
 

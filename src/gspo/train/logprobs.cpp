@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "gspo/model/policy.h"
+#include "gspo/train/head_logprobs.h"
 
 namespace gspo::train {
 namespace {
@@ -85,8 +86,72 @@ at::Tensor token_entropy(const at::Tensor& pred, double temperature, int64_t chu
   return out;
 }
 
+namespace {
+
+// Rows of `ids`/`mask` [n, P + R] moved left by their prompt's left padding, so each row's real tokens form a prefix
+// (the model then runs causal attention with no mask tensor), trimmed to the longest row. Positions come from the
+// mask's cumsum, so the logits do not change. `starts` [n]: the column where each row's response begins.
+struct RightAligned {
+  at::Tensor ids, mask, starts;
+};
+
+RightAligned right_align(const at::Tensor& ids, const at::Tensor& mask, int64_t P) {
+  const int64_t T = ids.size(1);
+  auto shift = P - mask.narrow(1, 0, P).sum(1);                               // [n] left padding per row
+  auto col = torch::arange(T, ids.options()).unsqueeze(0) + shift.unsqueeze(1);  // source column of each column
+  auto inside = col < T;
+  auto src = col.clamp_max(T - 1);
+  RightAligned r;
+  r.mask = mask.gather(1, src) * inside;
+  const int64_t width = std::max<int64_t>(1, r.mask.sum(1).max().item<int64_t>());
+  r.mask = r.mask.narrow(1, 0, width).contiguous();
+  r.ids = ids.gather(1, src).narrow(1, 0, width).contiguous();
+  r.starts = P - shift;
+  return r;
+}
+
+// The per-layer pass (policy.has_layers()): embed, the decoder layers (checkpointed when asked and grad is on),
+// then the final norm and the head over the real response tokens only. Padded response positions get log-prob 0
+// and entropy 0 (callers mask them).
+TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
+                               double temperature, Entropy entropy, int64_t chunk_tokens, const LogprobPass& pass) {
+  const int64_t n = ids.size(0), R = ids.size(1) - P;
+  auto a = right_align(ids, mask, P);
+  const int64_t W = a.ids.size(1);
+  auto x = policy.embed(a.ids);
+  {
+    const auto ctx = policy.layer_context(a.mask);
+    for (int64_t i = 0; i < policy.num_layers(); ++i) x = policy.layer(i, x, ctx, pass.checkpoint);
+  }
+  // Response token j of row r sits at column starts[r] + j and is predicted by the column before it.
+  auto real = mask.narrow(1, P, R) > 0;                                    // [n, R]
+  auto rc = real.nonzero();                                                // [N, 2] (row, j), row-major
+  auto row = rc.select(1, 0), j = rc.select(1, 1);
+  auto pred_col = a.starts.index_select(0, row) + j - 1;
+  auto hidden = x.reshape({n * W, x.size(2)}).index_select(0, row * W + pred_col);  // [N, H]
+  auto targets = ids.narrow(1, P, R).index({real});                         // [N], same order as rc
+  hidden = policy.final_norm(hidden);
+  HeadLogprobs head;
+  if (pass.chunked_head) {
+    head = head_logprobs(hidden, policy.head_weight(), policy.head_bias(), targets, temperature, chunk_tokens);
+  } else {  // [N, V] logits whole (what the forward path holds, less the padding), for comparison
+    auto logits = at::linear(hidden, policy.head_weight(), policy.head_bias()).unsqueeze(0);
+    head.logprobs = token_logprobs(logits, targets.unsqueeze(0), temperature, chunk_tokens).squeeze(0);
+    if (entropy == Entropy::kCompute) head.entropy = token_entropy(logits.detach(), temperature, chunk_tokens).squeeze(0);
+  }
+  auto zeros = torch::zeros({n, R}, x.options().dtype(at::kFloat));
+  TokenLogprobs out;
+  out.logprobs = zeros.masked_scatter(real, head.logprobs);
+  if (entropy == Entropy::kCompute) out.entropy = zeros.masked_scatter(real, head.entropy);
+  return out;
+}
+
+}  // namespace
+
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
-                                double temperature, Entropy entropy, int64_t chunk_tokens) {
+                                double temperature, Entropy entropy, int64_t chunk_tokens, LogprobPass pass) {
+  if (policy.has_layers() && pass.layers)
+    return layered_logprobs(policy, ids, mask, P, temperature, entropy, chunk_tokens, pass);
   const int64_t R = ids.size(1) - P;
   // Position t predicts column t + 1: the response's R tokens are predicted by columns P-1 .. P+R-2, so the
   // lm_head runs from column P-1 (its last column, P+R-1, predicts past the response and is dropped).

@@ -16,12 +16,22 @@ struct TokenLogprobs {
   at::Tensor entropy;   // [n, R] float32, detached; undefined unless Entropy::kCompute
 };
 
+// How response_logprobs runs a model. Models without the per-layer methods always take the forward path.
+struct LogprobPass {
+  bool layers = true;        // drive the per-layer methods (rows right-aligned: causal attention, no mask)
+  bool checkpoint = false;   // layers, grad on: each decoder layer keeps only its input, recomputed in backward
+  bool chunked_head = true;  // layers: log-probs from hidden states a chunk at a time, no [N, V] logits
+};
+
 // ids/mask: [n, P + R] in the rollout layout (left-padded prompt of P columns, right-padded response of R).
 // Log-probs are taken at `temperature` (logits / temperature), the temperature the sampler used, in float32
-// whatever the logits' dtype, `chunk_tokens` positions at a time (0 = all at once): see token_logprobs.
+// whatever the logits' dtype, `chunk_tokens` positions at a time (0 = all at once). On the per-layer path the head
+// runs over the real response tokens only (with chunked_head a chunk at a time, forward and backward, so no [N, V]
+// tensor exists: head_logprobs.h) and padded response positions get log-prob and entropy 0; on the forward path see
+// token_logprobs (padded positions then hold unspecified finite values). Callers mask padded positions either way.
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask,
                                 int64_t prompt_len, double temperature, Entropy entropy,
-                                int64_t chunk_tokens = 4096);
+                                int64_t chunk_tokens = 1024, LogprobPass pass = {});
 
 // pred [n, R, V] (float32, bfloat16 or half; may be a strided view), targets [n, R] int64 ->
 // log_softmax(pred / temperature)[target] as [n, R] float32, differentiable with respect to pred. Computed a chunk

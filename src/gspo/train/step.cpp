@@ -60,6 +60,9 @@ StepRunner::StepRunner(StepParts parts) : p_(parts) {
   adv_opts_.scale = a.scale_rewards;
   is_opts_ = {a.is_correction, a.is_level, a.is_cap, a.is_floor};
   temperature_ = rollout::logprob_temperature(p_.cfg.rollout.temperature);
+  const auto& tr = p_.cfg.train;
+  eval_pass_ = {tr.chunked_head || tr.activation_checkpointing, false, tr.chunked_head};
+  train_pass_ = {eval_pass_.layers, tr.activation_checkpointing, tr.chunked_head};
   total_optimizer_steps_ = p_.cfg.train.max_steps * a.num_minibatches;
 }
 
@@ -114,10 +117,12 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
     for (auto& mi : mb.micros) {
       at::Tensor train_lp;  // the trainer's log-probs at the step-start weights
       if (recompute || measure)
-        train_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk).logprobs;
+        train_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
+                                     eval_pass_).logprobs;
       mi.old_lp = recompute ? train_lp : mi.behaviour_lp;
       if (p_.reference)
-        mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk).logprobs;
+        mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
+                                      eval_pass_).logprobs;
       if (!measure) continue;
       mm.add(algo::mismatch_stats(train_lp, mi.behaviour_lp, mi.resp_mask, is_opts_));
       mi.is = algo::importance_weights(train_lp, mi.behaviour_lp, mi.resp_mask, is_opts_);

@@ -20,6 +20,7 @@
 #include "gspo/data/cursor.h"
 #include "gspo/data/example.h"
 #include "gspo/rollout/sampler.h"
+#include "gspo/train/logprobs.h"
 #include "gspo/train/metrics.h"
 
 namespace gspo::dist { class Comm; }
@@ -86,6 +87,8 @@ class StepRunner {
   algo::AdvantageOptions adv_opts_;
   algo::IsOptions is_opts_;
   double temperature_;  // log-probs are taken at the sampling temperature (1 when greedy)
+  LogprobPass train_pass_;  // the update's log-prob pass (train.chunked_head, train.activation_checkpointing)
+  LogprobPass eval_pass_;   // the no-grad passes (old and reference log-probs)
   int64_t total_optimizer_steps_;
 };
 

@@ -55,7 +55,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     std::optional<std::string> bad;
     for (auto& mi : plan[k].micros) {
       auto tl = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kCompute,
-                                  c.train.logprob_chunk_tokens);
+                                  c.train.logprob_chunk_tokens, train_pass_);
       algo::LossInputs in{tl.logprobs, mi.old_lp, mi.resp_mask, mi.advantages, mi.ref_lp, mi.is, {}};
       if (c.algorithm.top_entropy_quantile < 1)
         in.keep = high_entropy_tokens(tl.entropy, mi.resp_mask, c.algorithm.top_entropy_quantile);
