@@ -43,6 +43,8 @@ void add_generate(CLI::App& app, gspo::cli::GenerateArgs& g) {
       ->capture_default_str()->check(int_at_least(0));
   c->add_option("--max-new-tokens", g.max_new_tokens, "response length cap")->capture_default_str()
       ->check(int_at_least(1));
+  c->add_option("--min-new-tokens", g.min_new_tokens, "no EOS and no stop string before this many tokens; 0 = off "
+                "(= --max-new-tokens: every response exactly that long)")->capture_default_str()->check(int_at_least(0));
   c->add_option("--stop", g.stop, "stop string (repeatable)");
   c->add_option("--seed", g.seed, "sampler seed")->capture_default_str()->check(int_at_least(0));
   c->add_option("--tokenizer", g.tokenizer, "tokenizer spec file; default: the one inside the model");

@@ -51,6 +51,10 @@ expect config-components-norm 2 "component_norm before_sum needs two or more rew
   --set algorithm.component_norm=before_sum
 expect config-overlong 2 "reward.overlong_buffer (16) must be smaller than rollout.max_new_tokens (16)" -- "$GSPO" config \
   --set reward.overlong_buffer=16
+expect config-min-new-tokens 2 "--set rollout.min_new_tokens=17: rollout.min_new_tokens (17) must be <= rollout.max_new_tokens (16)" -- \
+  "$GSPO" config --set rollout.min_new_tokens=17
+expect config-eval-min-new-tokens 2 "the eval's min_new_tokens (16, from rollout.min_new_tokens) must be <= its max_new_tokens (8)" \
+  -- "$GSPO" config --set rollout.min_new_tokens=16 --set eval.max_new_tokens=8
 expect config-rollout-dtype 2 "with model.dtype bfloat16 the policy already samples in bf16" -- "$GSPO" config \
   --set rollout.dtype=bfloat16 --set model.dtype=bfloat16
 # docs/config.md is the generated reference; it must not drift from the options table.
@@ -86,6 +90,12 @@ long=$(head -c 300 /dev/zero | tr '\0' 'x')
 expect gen-too-long 3 "exceeds the model's max_seq_len 256" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p "$long"
 expect gen-bad-ids 2 "'x' is not a token id" -- "$GSPO" generate -m "$MODELS/tiny.pt" --prompt-ids 1,x
 expect gen-oov-ids 3 "outside the model's vocabulary" -- "$GSPO" generate -m "$MODELS/tiny.pt" --prompt-ids 1,5000
+# --min-new-tokens = --max-new-tokens: every response exactly that long, cut by length (tiny_prior emits EOS often).
+n=$("$GSPO" generate -m "$MODELS/tiny_prior.pt" -p a -n 8 --max-new-tokens 6 --min-new-tokens 6 --json |
+    grep -c '"finish":"length"')
+if [ "$n" -eq 8 ]; then pass=$((pass+1)); else echo "FAIL gen-min-new: $n of 8 rows ran to the length cap"; fail=$((fail+1)); fi
+expect gen-min-over-max 2 "--min-new-tokens (9) must be in [0, --max-new-tokens (8)]" -- "$GSPO" generate \
+  -m "$MODELS/tiny.pt" -p a --max-new-tokens 8 --min-new-tokens 9
 expect gen-top-p 2 "--top-p must be in (0, 1]" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p a --top-p 0
 expect gen-missing-model 5 "cannot read model file" -- "$GSPO" generate -m "$TMP/x.pt" -p a
 command -v nvidia-smi >/dev/null || expect gen-no-cuda 2 "no CUDA device" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p a --device cuda
@@ -162,6 +172,12 @@ ok = (s["gspo_version"] and s["libtorch_version"] and s["sampling"]["samples"] =
 sys.exit(0 if ok else 1)
 PY
 then pass=$((pass+1)); else echo "FAIL eval-provenance: $(head -c 400 "$TMP/ev/summary.json")"; fail=$((fail+1)); fi
+# eval.min_new_tokens = the length cap: every sample runs to the cap (tiny_prior emits EOS often), and the summary says so.
+expect eval-min-new 0 "pass@4" -- "$GSPO" eval -m "$MODELS/tiny_prior.pt" -d "$SRC/data/math_sample.jsonl" -k 4 \
+  --max-problems 3 --set rollout.max_new_tokens=8 --set eval.min_new_tokens=8 -o "$TMP/ev_min" --no-progress
+n=$(grep -c '"tokens":8,"finish":"length"' "$TMP/ev_min/samples.jsonl")
+if [ "$n" -eq 12 ] && grep -q '"min_new_tokens": 8' "$TMP/ev_min/summary.json"; then pass=$((pass+1)); else
+  echo "FAIL eval-min-new-files: $n of 12 samples of 8 tokens"; fail=$((fail+1)); fi
 expect eval-no-dataset 2 "no dataset: give --dataset, or set eval.datasets or data.path" -- "$GSPO" eval -m "$MODELS/tiny.pt" -o "$TMP/ev2"
 expect eval-negative-max-problems 2 "--max-problems: must be >= 0 (got -1)" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" --max-problems -1 -o "$TMP/ev3"
 expect generate-seed-overflow 2 "is not an integer in [0, 2^63)" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p x --seed 99999999999999999999999

@@ -67,6 +67,20 @@ TEST_CASE("cross-field rules name both keys and the line", "[config]") {
   CHECK_THAT(error_of("data:\n  task: jsonl\n"), Catch::Contains("run.yaml:2: data.path must name a JSONL file"));
   CHECK_THAT(error_of("data:\n  prompt_template: 'Q: {question}'\n"), Catch::Contains("data.prompt_template must contain {prompt}"));
   CHECK_THAT(error_of("model:\n  device: gpu\n"), Catch::Contains("model.device must be cpu, cuda, cuda:N or auto"));
+  CHECK(error_of("rollout:\n  max_new_tokens: 8\n  min_new_tokens: 9\n") ==
+        "invalid config:\n  run.yaml:3: rollout.min_new_tokens (9) must be <= rollout.max_new_tokens (8)");
+  CHECK(error_of("rollout:\n  min_new_tokens: -1\n") ==
+        "invalid config:\n  run.yaml:2: rollout.min_new_tokens must be >= 0 (got -1)");
+  CHECK(error_of("rollout:\n  min_new_tokens: 8\n  max_new_tokens: 8\n") == "<no error>");
+  // The eval's bounds may each be inherited from rollout: the message says which.
+  CHECK_THAT(error_of("eval:\n  min_new_tokens: 20\n"),
+             Catch::Contains("run.yaml:2: the eval's min_new_tokens (20) must be <= its max_new_tokens (16, from "
+                             "rollout.max_new_tokens)"));
+  CHECK_THAT(error_of("rollout:\n  min_new_tokens: 10\neval:\n  max_new_tokens: 4\n"),
+             Catch::Contains("run.yaml:4: the eval's min_new_tokens (10, from rollout.min_new_tokens) must be <= its "
+                             "max_new_tokens (4)"));
+  CHECK(error_of("rollout:\n  min_new_tokens: 10\neval:\n  max_new_tokens: 4\n  min_new_tokens: 0\n") ==
+        "<no error>");
 }
 
 TEST_CASE("set overrides (--set) change any field and are checked like the file", "[config]") {

@@ -17,6 +17,7 @@ struct GenerateArgs {
   double top_p = 1.0;
   int64_t top_k = 0;
   int64_t max_new_tokens = 64;
+  int64_t min_new_tokens = 0;        // EOS and stop strings suppressed before this many tokens; 0 = off
   std::vector<std::string> stop;
   int64_t seed = 0;
   bool json = false;

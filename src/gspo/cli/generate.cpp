@@ -34,6 +34,9 @@ void check_args(const GenerateArgs& a) {
   if (a.prompts.empty() && a.prompt_ids.empty()) throw ConfigError("generate: give --prompt TEXT or --prompt-ids IDS");
   if (a.samples < 1) throw ConfigError("--samples must be >= 1 (got " + std::to_string(a.samples) + ")");
   if (a.max_new_tokens < 1) throw ConfigError("--max-new-tokens must be >= 1 (got " + std::to_string(a.max_new_tokens) + ")");
+  if (a.min_new_tokens < 0 || a.min_new_tokens > a.max_new_tokens)
+    throw ConfigError("--min-new-tokens (" + std::to_string(a.min_new_tokens) + ") must be in [0, --max-new-tokens (" +
+                      std::to_string(a.max_new_tokens) + ")]");
   if (!(a.temperature >= 0)) throw ConfigError("--temperature must be >= 0");
   if (!(a.top_p > 0 && a.top_p <= 1)) throw ConfigError("--top-p must be in (0, 1] (got " + std::to_string(a.top_p) + ")");
   if (a.top_k < 0) throw ConfigError("--top-k must be >= 0 (0 disables)");
@@ -55,6 +58,7 @@ int generate(const GenerateArgs& a) {
     prompts.push_back(ids);
   }
   rollout::SamplingParams sp{a.temperature, a.top_p, a.top_k, a.max_new_tokens, a.stop};
+  sp.min_new_tokens = a.min_new_tokens;
   rollout::Sampler sampler(policy, *tok, sp);
   auto batch = sampler.generate(prompts, a.samples, {static_cast<uint64_t>(a.seed), 0});
   const auto& st = sampler.last_stats();

@@ -88,6 +88,7 @@ struct RolloutOptions {
   int64_t prompts_per_step = 16;       // B prompts per rollout batch
   int64_t group_size = 8;              // G responses per prompt
   int64_t max_new_tokens = 16;         // response length cap; a response hitting it is "truncated"
+  int64_t min_new_tokens = 0;          // EOS and stop strings suppressed until a response has this many tokens; 0 = off
   double temperature = 1.0;            // 0 = greedy
   double top_p = 1.0;                  // nucleus mass kept; 1 disables
   int64_t top_k = 0;                   // keep the k most likely tokens; 0 disables
@@ -103,6 +104,11 @@ struct RolloutOptions {
     v("prompts_per_step", prompts_per_step, "prompts per rollout batch (B)", at_least(1));
     v("group_size", group_size, "responses sampled per prompt (G); group advantages need >= 2", at_least(2));
     v("max_new_tokens", max_new_tokens, "maximum response length in tokens", at_least(1));
+    v("min_new_tokens", min_new_tokens, "minimum response length in tokens (transformers' min_new_tokens, vLLM's "
+      "min_tokens): EOS cannot be drawn as one of the first min_new_tokens tokens (it is masked before top-k/top-p; "
+      "the recorded log-probs stay the unmasked policy's, as with top-k/top-p), and stop strings are not checked "
+      "until the response has min_new_tokens tokens (one completed by token min_new_tokens or later ends it); "
+      "= max_new_tokens gives every response exactly that length; 0 = off; at most max_new_tokens", at_least(0));
     v("temperature", temperature, "sampling temperature; 0 = greedy argmax", between(0, 100));
     v("top_p", top_p, "nucleus sampling: smallest set of tokens with this probability mass; 1 disables",
       Rule{0.0, 1.0, true, {}});
@@ -349,6 +355,7 @@ struct EvalOptions {
   double top_p = -1;                       // < 0 = rollout.top_p
   int64_t top_k = -1;                      // < 0 = rollout.top_k
   int64_t max_new_tokens = 0;              // 0 = rollout.max_new_tokens
+  int64_t min_new_tokens = -1;             // < 0 = rollout.min_new_tokens
 
   template <class V>
   void visit(V&& v) {
@@ -370,6 +377,8 @@ struct EvalOptions {
     v("top_p", top_p, "nucleus mass of the eval; negative = rollout.top_p", between(-1, 1));
     v("top_k", top_k, "top-k of the eval; negative = rollout.top_k", at_least(-1));
     v("max_new_tokens", max_new_tokens, "response length cap of the eval; 0 = rollout.max_new_tokens", at_least(0));
+    v("min_new_tokens", min_new_tokens, "minimum response length of the eval (EOS and stop strings suppressed before "
+      "it, as rollout.min_new_tokens); negative = rollout.min_new_tokens", at_least(-1));
   }
 };
 

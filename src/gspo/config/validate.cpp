@@ -59,6 +59,14 @@ void validate_eval(const Config& c, std::vector<std::string>& e) {
     e.push_back(at(c, "eval.until") + ": eval.until (" + c.eval.until + ") is before eval.since (" + c.eval.since + ")");
   if (c.eval.every > 0 && c.eval.datasets.empty())
     e.push_back(at(c, "eval.every") + ": validation during training (eval.every > 0) needs eval.datasets");
+  // Either bound may be inherited from rollout.*: the message names where each value came from.
+  const bool own_min = c.eval.min_new_tokens >= 0, own_max = c.eval.max_new_tokens > 0;
+  const int64_t min = own_min ? c.eval.min_new_tokens : c.rollout.min_new_tokens;
+  const int64_t max = own_max ? c.eval.max_new_tokens : c.rollout.max_new_tokens;
+  if ((own_min || own_max) && min > max)
+    e.push_back(at(c, own_min ? "eval.min_new_tokens" : "eval.max_new_tokens") + ": the eval's min_new_tokens (" +
+                value_text(min) + (own_min ? "" : ", from rollout.min_new_tokens") + ") must be <= its max_new_tokens (" +
+                value_text(max) + (own_max ? "" : ", from rollout.max_new_tokens") + ")");
 }
 
 void validate_shaping(const Config& c, std::vector<std::string>& e) {
@@ -118,6 +126,10 @@ std::vector<std::string> validate(const Config& c) {
   if (c.model.device.size() > 32 || !std::regex_match(c.model.device, kDevice)) {
     e.push_back(at(c, "model.device") + ": model.device must be cpu, cuda, cuda:N or auto (got " +
                 value_preview(c.model.device) + ")");
+  }
+  if (c.rollout.min_new_tokens > c.rollout.max_new_tokens) {
+    e.push_back(at(c, "rollout.min_new_tokens") + ": rollout.min_new_tokens (" + value_text(c.rollout.min_new_tokens) +
+                ") must be <= rollout.max_new_tokens (" + value_text(c.rollout.max_new_tokens) + ")");
   }
   for (const auto& s : c.rollout.stop) {
     if (s.empty()) e.push_back(at(c, "rollout.stop") + ": rollout.stop must not contain an empty string");

@@ -13,6 +13,7 @@ rollout::SamplingParams eval_sampling(const config::Config& cfg) {
   rollout::SamplingParams sp{e.temperature >= 0 ? e.temperature : r.temperature, e.top_p >= 0 ? e.top_p : r.top_p,
                              e.top_k >= 0 ? e.top_k : r.top_k, e.max_new_tokens > 0 ? e.max_new_tokens : r.max_new_tokens,
                              r.stop};
+  sp.min_new_tokens = e.min_new_tokens >= 0 ? e.min_new_tokens : r.min_new_tokens;
   sp.cuda_graphs = r.cuda_graphs;
   return sp;
 }

@@ -46,11 +46,14 @@ nlohmann::ordered_json identity(const config::Config& cfg, const std::string& mo
   const auto sp = eval_sampling(cfg);
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (const auto& p : sets) files.push_back({{"path", p}, {"fnv1a64", core::file_fnv1a64(p)}});
+  nlohmann::ordered_json sampling{{"temperature", sp.temperature}, {"top_p", sp.top_p}, {"top_k", sp.top_k},
+                                  {"max_new_tokens", sp.max_new_tokens}, {"stop", sp.stop}, {"seed", cfg.rollout.seed}};
+  // Recorded only when on, so an eval state written before the option existed still matches (and resumes).
+  if (sp.min_new_tokens > 0) sampling["min_new_tokens"] = sp.min_new_tokens;
   return {{"model", model}, {"model_bytes", file_bytes(model)}, {"datasets", files},
           {"samples", cfg.eval.samples}, {"max_problems", cfg.eval.max_problems}, {"since", cfg.eval.since},
           {"until", cfg.eval.until},
-          {"sampling", {{"temperature", sp.temperature}, {"top_p", sp.top_p}, {"top_k", sp.top_k},
-                        {"max_new_tokens", sp.max_new_tokens}, {"stop", sp.stop}, {"seed", cfg.rollout.seed}}},
+          {"sampling", sampling},
           {"prompt", {{"prompt_key", cfg.data.prompt_key}, {"answer_key", cfg.data.answer_key},
                       {"prompt_template", cfg.data.prompt_template},
                       {"chat_template", config::name_of(cfg.data.chat_template)},
@@ -159,8 +162,9 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
       {"gspo_version", core::kVersion},
       {"libtorch_version", core::torch_version()},
       {"sampling", {{"samples", K}, {"temperature", sp.temperature}, {"top_p", sp.top_p}, {"top_k", sp.top_k},
-                    {"max_new_tokens", sp.max_new_tokens}, {"stop", sp.stop}, {"seed", cfg.rollout.seed},
-                    {"max_problems", cfg.eval.max_problems}, {"since", cfg.eval.since}, {"until", cfg.eval.until}}},
+                    {"max_new_tokens", sp.max_new_tokens}, {"min_new_tokens", sp.min_new_tokens}, {"stop", sp.stop},
+                    {"seed", cfg.rollout.seed}, {"max_problems", cfg.eval.max_problems}, {"since", cfg.eval.since},
+                    {"until", cfg.eval.until}}},
       {"datasets", summaries}};
   core::atomic_write(req.out_dir + "/summary.json", all.dump(1) + "\n");
   return summaries;

@@ -159,7 +159,9 @@ int64_t Sampler::sync_and_compact(at::Tensor& cache, Live& live) {
 }
 
 // Records one sampled column: tokens and log-probs of the running rows, lengths, EOS, the mask column, the next
-// decode input. Stop strings need the text, so with stop strings the tokens come to the host every step.
+// decode input. Stop strings need the text, so with stop strings the tokens come to the host every step. Column
+// `step` makes every running response step + 1 tokens long (all rows advance together), so min_new_tokens is one
+// test per step: stop strings are matched from the token that makes the response min_new_tokens long (vLLM's rule).
 void Sampler::record(const Draw& draw, Live& live, Written& out, StopMatcher& stops, std::vector<std::string>& text,
                      int64_t col, int64_t step) {
   const auto& m = policy_.manifest();
@@ -176,10 +178,15 @@ void Sampler::record(const Draw& draw, Live& live, Written& out, StopMatcher& st
     auto tok = draw.tokens.to(torch::kCPU);
     auto act = active.to(torch::kCPU);
     auto stopped = torch::zeros({tok.numel()}, torch::kBool);
-    for (int64_t i = 0; i < tok.numel(); ++i)
-      if (act.data_ptr<bool>()[i] && tok.data_ptr<int64_t>()[i] != m.eos_token_id &&
-          stops.append_and_match(text[live.rows_host[i]], tok.data_ptr<int64_t>()[i]))
-        stopped.data_ptr<bool>()[i] = true;
+    const bool check = step + 1 >= params_.min_new_tokens;
+    for (int64_t i = 0; i < tok.numel(); ++i) {
+      const int64_t id = tok.data_ptr<int64_t>()[i];
+      if (!act.data_ptr<bool>()[i] || id == m.eos_token_id) continue;
+      if (check)
+        stopped.data_ptr<bool>()[i] = stops.append_and_match(text[live.rows_host[i]], id);
+      else
+        stops.append(text[live.rows_host[i]], id);
+    }
     stopped = stopped.to(live.done.device());
     finish = torch::where(stopped, static_cast<int64_t>(Finish::kStop), finish);
     ended = ended.logical_or(stopped);
@@ -259,7 +266,8 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
       stats_.row_steps += static_cast<int64_t>(live.rows_host.size());
     }
     auto u = dev.is_cpu() ? row_uniforms(noise, live.rows_host, step) : row_uniforms(noise, live.rows, step);
-    record(sample_next(logits, params_, u), live, out, stops, text, P + step, step);
+    const int64_t banned = step < params_.min_new_tokens ? m.eos_token_id : -1;  // EOS would end it short
+    record(sample_next(logits, params_, u, banned), live, out, stops, text, P + step, step);
     if ((step + 1) % host_sync_every == 0 && step + 1 < R) {
       ++stats_.host_syncs;
       if (sync_and_compact(cache, live) == 0) break;

@@ -25,7 +25,8 @@ struct RolloutBatch {
   at::Tensor input_ids;           // [N, P + R] int64; pad id in padded columns
   at::Tensor attention_mask;      // [N, P + R] int64; 1 on real prompt and response tokens
   at::Tensor response_mask;       // [N, R] float32; 1 on response tokens (EOS included), 0 on padding
-  at::Tensor behaviour_logprobs;  // [N, R] float32; sampler's log-probs at the sampling temperature, 0 on padding
+  at::Tensor behaviour_logprobs;  // [N, R] float32; policy log-probs at the sampling temperature before top-k, top-p
+                                  // and min_new_tokens masking (what training recomputes), 0 on padding
   int64_t prompt_len = 0;         // P
   int64_t group_size = 1;         // G
   std::vector<int64_t> response_lengths;      // tokens per response (= response_mask row sums)
@@ -56,7 +57,8 @@ class Sampler {
 
   // Samples `group_size` responses for every prompt (token ids, BOS included if wanted). Throws DataError for an
   // empty prompt or one that with max_new_tokens exceeds the model's max_seq_len. Row r (prompt r / G, sample
-  // r % G) draws its tokens from noise row noise.first_row + r (noise.h).
+  // r % G) draws its tokens from noise row noise.first_row + r (noise.h). With params.min_new_tokens = k, no
+  // response ends before k tokens (EOS is first possible as token k + 1; a stop string may end it at token k).
   RolloutBatch generate(const std::vector<std::vector<int64_t>>& prompts, int64_t group_size, const NoiseKey& noise);
 
   const SamplerStats& last_stats() const { return stats_; }

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "gspo/rollout/invert_cdf.h"
 
 namespace gspo::rollout {
@@ -43,7 +45,7 @@ at::Tensor invert_cdf(const at::Tensor& probs, const at::Tensor& uniforms) {
 }
 }  // namespace
 
-Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms) {
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms, int64_t banned) {
   Draw d;
   const double t = logprob_temperature(p.temperature);
   auto scaled = t == 1.0 ? logits : logits / t;
@@ -51,12 +53,17 @@ Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Te
   // Padded vocabulary rows the tokenizer cannot decode are excluded from the choice (like a top-k exclusion).
   const bool limited = p.vocab_limit > 0 && p.vocab_limit < logits.size(-1);
   auto choosable = limited ? scaled.narrow(-1, 0, p.vocab_limit) : scaled;
+  const bool masked = banned >= 0 && banned < choosable.size(-1);
+  if (masked) {
+    choosable = choosable.clone();
+    choosable.select(-1, banned).fill_(-std::numeric_limits<float>::infinity());
+  }
   if (p.temperature <= 0) {
     d.tokens = choosable.argmax(-1);
   } else {
     const bool filtering = (p.top_k > 0 && p.top_k < choosable.size(-1)) || p.top_p < 1.0;
     auto probs = filtering ? filter_logits(choosable, p.top_k, p.top_p).softmax(-1)
-                           : (limited ? choosable.softmax(-1) : logp.exp());
+                           : (limited || masked ? choosable.softmax(-1) : logp.exp());
     d.tokens = invert_cdf(probs, uniforms);
   }
   d.logprobs = logp.gather(-1, d.tokens.unsqueeze(-1)).squeeze(-1);

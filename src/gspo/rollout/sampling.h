@@ -14,6 +14,7 @@ struct SamplingParams {
   int64_t top_k = 0;                 // 0 disables
   int64_t max_new_tokens = 16;       // response length cap
   std::vector<std::string> stop;     // stop strings (matched on the response bytes)
+  int64_t min_new_tokens = 0;        // EOS never drawn and stop strings not checked before this many tokens; 0 = off
   int64_t vocab_limit = 0;           // ids >= this are never chosen (a model vocab padded past the tokenizer's); 0 = none
   int64_t host_sync_every = 0;       // decode steps between host reads of the finished flags; 0 = 1 on CPU, 8 on GPU
   bool cuda_graphs = false;          // CUDA: replay decode steps as CUDA graphs (decode_graph.h); no effect on CPU
@@ -29,12 +30,15 @@ at::Tensor filter_logits(const at::Tensor& scaled_logits, int64_t top_k, double 
 
 struct Draw {
   at::Tensor tokens;    // [N] int64
-  at::Tensor logprobs;  // [N] float32: log_softmax(logits / logprob_temperature)[token], unfiltered
+  at::Tensor logprobs;  // [N] float32: log_softmax(logits / logprob_temperature)[token], unfiltered and unmasked
 };
 
 // Chooses one token per row by inverting the (filtered) CDF at `uniforms` ([N] float64 in [0, 1), any device; see
 // noise.h): row i takes the first token whose cumulative probability exceeds uniforms[i] * total. A token of
 // probability zero is never chosen. Same uniforms and logits -> same tokens, whatever the other rows are.
-Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms);
+// `banned` >= 0 is a token id no row may choose at this step (EOS before min_new_tokens): its logit is set to -inf
+// before top-k/top-p (as transformers' min_new_tokens processor runs before its warpers), which costs one [N, V]
+// copy; the recorded log-probs still come from the unmasked distribution, like top-k/top-p's.
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms, int64_t banned = -1);
 
 }  // namespace gspo::rollout

@@ -15,6 +15,9 @@ class StopMatcher {
   // Appends token `id`'s bytes to `text`; true when a stop string ends inside the bytes just added. Cost is
   // O(|stop| + |token bytes|) per call: only the tail that could complete a match is searched.
   bool append_and_match(std::string& text, int64_t id) const;
+  // Appends token `id`'s bytes without matching (a response shorter than min_new_tokens): a stop string that ends
+  // in these bytes is ignored for good, one that a later token completes is found then.
+  void append(std::string& text, int64_t id) const;
 
  private:
   std::vector<std::string> stops_;

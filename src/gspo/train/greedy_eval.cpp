@@ -13,7 +13,9 @@ namespace gspo::train {
 double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, const reward::Verifier& verifier,
                        const std::vector<data::Example>& problems, const config::Config& cfg) {
   if (problems.empty()) return 0;
-  rollout::Sampler greedy(policy, tok, {0.0, 1.0, 0, cfg.rollout.max_new_tokens, cfg.rollout.stop});
+  rollout::SamplingParams sp{0.0, 1.0, 0, cfg.rollout.max_new_tokens, cfg.rollout.stop};
+  sp.min_new_tokens = cfg.rollout.min_new_tokens;
+  rollout::Sampler greedy(policy, tok, sp);
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step));
   int64_t correct = 0;
   for (size_t start = 0; start < problems.size(); start += chunk) {

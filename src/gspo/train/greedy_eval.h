@@ -13,7 +13,8 @@ namespace gspo::tokenizer { class Tokenizer; }
 namespace gspo::train {
 
 // Fraction of `problems` answered correctly (the verifier's `correct`) by one greedy response each, sampled in
-// batches of rollout.prompts_per_step with rollout.max_new_tokens and rollout.stop. 0 for an empty list.
+// batches of rollout.prompts_per_step with rollout.max_new_tokens, rollout.min_new_tokens and rollout.stop. 0 for an
+// empty list.
 double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, const reward::Verifier& verifier,
                        const std::vector<data::Example>& problems, const config::Config& cfg);
 

@@ -117,6 +117,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
                                  : tokenizer::from_file(c.tokenizer.path);
   rollout::SamplingParams sp{c.rollout.temperature, c.rollout.top_p, c.rollout.top_k, c.rollout.max_new_tokens,
                              c.rollout.stop};
+  sp.min_new_tokens = c.rollout.min_new_tokens;
   sp.cuda_graphs = c.rollout.cuda_graphs;
   sampler = std::make_unique<rollout::Sampler>(sampling_copy ? *sampling_copy : *policy, *tok, sp);
 }
