@@ -71,6 +71,24 @@ TEST_CASE("CUDA: device strings resolve to an indexed device, and peak memory re
   CHECK(core::peak_device_bytes(kGpu) >= 4096);
 }
 
+// Per-phase device peaks (peak_mb_* on a GPU): a reset forgets a freed tensor, the whole-run peak_gpu_mb keeps it.
+TEST_CASE("CUDA: resetting the phase peak forgets a freed tensor; the whole-run peak keeps it", "[cuda]") {
+  if (!cuda_or_skip()) return;
+  constexpr int64_t kBytes = 64LL << 20;
+  core::reset_phase_peaks(kGpu);
+  const int64_t before = core::phase_peak_bytes(kGpu);
+  {
+    auto big = torch::ones({kBytes / 4}, torch::TensorOptions().device(kGpu));
+    torch::cuda::synchronize();
+  }
+  const int64_t with_tensor = core::phase_peak_bytes(kGpu);
+  CHECK(with_tensor >= before + kBytes);
+  core::reset_phase_peaks(kGpu);
+  CHECK(core::phase_peak_bytes(kGpu) <= with_tensor - kBytes);
+  CHECK(core::peak_device_bytes(kGpu) >= with_tensor);
+  CHECK(core::peak_device_bytes(c10::Device(c10::kCUDA)) >= with_tensor);
+}
+
 TEST_CASE("CUDA: GSPO and GRPO losses and gradients equal the CPU's", "[cuda]") {
   if (!cuda_or_skip()) return;
   torch::manual_seed(2);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Multi-process training over Gloo on loopback: 2 and 3 ranks (with and without ZeRO-1) reach the weights and
-# metrics of 1 process on the same global batch; resuming with another world size continues the same run; a
-# dead or stalled rank, a missing rank, a port in use and bad launcher variables end with clear errors and
-# non-zero exits, never a hang.
+# Multi-process training over Gloo on loopback: 2 and 3 ranks (with and without ZeRO-1, and with token-budget
+# micro-batches) reach the weights and metrics of 1 process on the same global batch; resuming with another world
+# size continues the same run; a dead or stalled rank, a missing rank, a port in use and bad launcher variables end
+# with clear errors and non-zero exits, never a hang.
 # usage: test_dist.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
 set -u
 GSPO="$1"; MODELS="$2"; SRC="$3"; PY="${4:-/usr/bin/python3}"
@@ -80,6 +80,10 @@ run r1 1 && run r2 2 && run r3 3 && run r2z 2 --set distributed.zero_stage=1 && 
   same "2 ranks ZeRO-1 = 1 process" r1 r2z
   same "3 ranks ZeRO-1 = 1 process" r1 r3z
 }
+
+# Length-packed micro-batches (algorithm.micro_batch_tokens, with micro_batch_size 5 still a row limit): each rank
+# groups its own rows, and the loss weights keep the one-process update.
+run r2t 2 --set algorithm.micro_batch_tokens=16 && same "2 ranks, micro_batch_tokens 16 = 1 process" r1 r2t
 
 # A tied-embedding model (embedding = output layer) through gradient sync and ZeRO-1 shards: the tied weight is one
 # parameter on every path. Random bytes: the reward is "the first byte is ASCII", about half of them.

@@ -78,7 +78,7 @@ inline std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
-// The run's metrics lines without the fields that vary between identical runs (timings, throughput, memory).
+// The run's metrics lines without the fields that vary between identical runs (timings, throughput, memory peaks).
 inline std::vector<nlohmann::json> read_metrics(const std::string& dir) {
   std::ifstream in(dir + "/metrics.jsonl");
   std::vector<nlohmann::json> out;
@@ -87,7 +87,7 @@ inline std::vector<nlohmann::json> read_metrics(const std::string& dir) {
     auto j = nlohmann::json::parse(line);
     for (auto it = j.begin(); it != j.end();) {
       const std::string k = it.key();
-      if (k.rfind("time_", 0) == 0 || k.find("per_s") != std::string::npos || k == "peak_rss_mb")
+      if (k.rfind("time_", 0) == 0 || k.find("per_s") != std::string::npos || k.rfind("peak_", 0) == 0)
         it = j.erase(it);
       else
         ++it;

@@ -48,6 +48,9 @@ TEST_CASE("wrong types and out-of-range values name key, rule, value and line", 
   CHECK_THAT(error_of("data:\n  shuffle: maybe\n"), Catch::Contains("data.shuffle must be true or false (got 'maybe')"));
   CHECK_THAT(error_of("algorithm:\n  loss: gpso\n"),
              Catch::Contains("run.yaml:2: algorithm.loss must be one of gspo, gspo_token, grpo (got \"gpso\"); did you mean 'gspo'?"));
+  CHECK_THAT(error_of("algorithm:\n  micro_batch_tokens: -64\n"),
+             Catch::Contains("run.yaml:2: algorithm.micro_batch_tokens must be >= 0 (got -64)"));
+  CHECK(error_of("algorithm:\n  micro_batch_tokens: 1\n") == "<no error>");  // no minimum: long rows run alone
   CHECK_THAT(error_of("rollout: 3\n"), Catch::Contains("section 'rollout' must be a mapping"));
   CHECK_THAT(error_of("- a\n- b\n"), Catch::Contains("the top level must be a mapping"));
 }

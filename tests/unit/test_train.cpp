@@ -96,6 +96,63 @@ TEST_CASE("micro-batches accumulate to the same update as whole mini-batches", "
   CHECK(moved > 1e-4);
 }
 
+// A padded-token budget regroups each mini-batch's rows by length (algorithm.micro_batch_tokens). Each micro-batch's
+// loss is still weighted by its rows over the mini-batch's and every loss is a per-sequence mean, so the update is
+// the whole mini-batch's up to float32 rounding, with the tolerances above. The prior makes EOS and the digits
+// likely, so responses run from 1 to 24 tokens; the regex rewards are dense, so the gradients are real. A budget of
+// two or three rows per micro-batch must pad far less than whole mini-batches do.
+TEST_CASE("a padded-token budget gives the update of whole mini-batches with less padding", "[train]") {
+  const std::vector<std::string> sets{"train.max_steps=1", "rollout.max_new_tokens=24", "reward.kind=regex",
+                                      "reward.regex=^[0-4]"};
+  auto budget_sets = sets;
+  budget_sets.push_back("algorithm.micro_batch_tokens=64");
+  const auto whole = fresh_dir("tokens_whole"), budget = fresh_dir("tokens_64");
+  cli::TrainJob(small_cfg(whole, sets), "").run();
+  cli::TrainJob(small_cfg(budget, budget_sets), "").run();
+  const auto ma = read_metrics(whole).at(0), mb = read_metrics(budget).at(0);
+  CHECK(mb["reward_mean"] == ma["reward_mean"]);  // the same samples
+  CHECK(mb["response_len_max"].get<double>() >= mb["response_len_min"].get<double>() + 10);
+  for (const char* k : {"grad_norm", "grad_norm_max", "loss", "seq_ratio_mean", "entropy"}) {
+    INFO(k);
+    CHECK(mb[k].get<double>() == Approx(ma[k].get<double>()).epsilon(1e-5).margin(1e-9));
+  }
+  CHECK(mb["first_minibatch_ratio_dev"].get<double>() == 0.0);
+  CHECK(ma["pad_frac"].get<double>() > 0.2);
+  CHECK(mb["pad_frac"].get<double>() < 0.5 * ma["pad_frac"].get<double>());
+  auto a = weights_of(whole + "/checkpoints/step_00000001"), b = weights_of(budget + "/checkpoints/step_00000001");
+  auto init = model::Policy::load(test::model_path("tiny_prior.pt")).parameters();
+  double moved = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK((a[i] - b[i]).abs().max().item<double>() < 0.02 * 3e-3);
+    moved = std::max(moved, (a[i] - init[i]).abs().max().item<double>());
+  }
+  CHECK(moved > 1e-4);
+}
+
+// Memory per phase (core/resources.h): on CPU each is the process's resident peak within the phase, so it is
+// positive and at most the whole-run peak_rss_mb (slack for the MiB rounding of separate reads).
+TEST_CASE("metrics report the memory peak of each phase, within the whole-run peak", "[train]") {
+  const auto dir = fresh_dir("phase_peaks");
+  cli::TrainJob(small_cfg(dir, {"train.max_steps=2"}), "").run();
+  std::ifstream in(dir + "/metrics.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    const auto m = nlohmann::json::parse(line);
+    const double whole = m["peak_rss_mb"].get<double>();
+    CHECK(whole > 0);
+    for (const char* k : {"peak_mb_rollout", "peak_mb_logprobs", "peak_mb_update"}) {
+      INFO(k);
+      REQUIRE(m.contains(k));
+      CHECK(m[k].get<double>() > 0);
+      CHECK(m[k].get<double>() <= whole + 1.0);
+    }
+    CHECK(m.contains("pad_frac"));
+  }
+  CHECK(lines == 2);
+}
+
 TEST_CASE("a non-finite loss stops with a message naming the step, or is skipped when configured", "[train][faults]") {
   const auto stop = fresh_dir("nan_stop");
   auto cfg = small_cfg(stop, {}, "nan_when_training.pt");

@@ -191,6 +191,7 @@ struct AlgorithmOptions {
   OldLogprobs old_logprobs = OldLogprobs::kRecompute;  // recompute (exact, step-start weights) or sampler
   int64_t num_minibatches = 4;             // optimizer steps per rollout batch
   int64_t micro_batch_size = 0;            // sequences per forward/backward; 0 = the whole mini-batch
+  int64_t micro_batch_tokens = 0;          // padded tokens per forward/backward (rows sorted by length); 0 = off
   bool filter_zero_variance = false;       // drop groups whose rewards are all equal before the update
   bool filter_truncated = false;           // drop responses that hit max_new_tokens before the update
   RewardScale scale_rewards = RewardScale::kGroup;  // group_norm: divide by the group's std, the batch's, or none
@@ -226,6 +227,11 @@ struct AlgorithmOptions {
     v("num_minibatches", num_minibatches, "optimizer steps per rollout batch (the paper: 4)", at_least(1));
     v("micro_batch_size", micro_batch_size, "sequences per forward/backward pass; 0 = whole mini-batch",
       at_least(0));
+    v("micro_batch_tokens", micro_batch_tokens, "padded-token budget per forward/backward pass: each "
+      "mini-batch's rows on this rank are sorted by response length and packed so that rows x (prompt length + "
+      "longest response) stays within it (and rows <= micro_batch_size when that is set); a row longer than the "
+      "budget runs alone, so there is no minimum. Same update as without it up to float rounding (except that "
+      "top_entropy_quantile's quantile is per micro-batch); 0 = off", at_least(0));
     v("filter_zero_variance", filter_zero_variance, "drop groups with identical rewards before the update", any());
     v("filter_truncated", filter_truncated, "drop responses that hit max_new_tokens before the update", any());
     v("scale_rewards", scale_rewards, "group_norm advantages divide (r - group mean) by the std of the group, of "

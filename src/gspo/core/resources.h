@@ -1,4 +1,10 @@
-// What a run reports about its process and build: LibTorch version, peak host and device memory.
+// What a run reports about its process and build: LibTorch version, peak host and device memory, for the whole
+// process and per phase of a step.
+//
+// Phases: reset_phase_peaks() starts one; phase_peak_bytes() is its high-water mark so far. Resetting clears the
+// kernel's VmHWM (writing "5" to /proc/self/clear_refs) and the CUDA caching allocator's peak statistics, so the
+// whole-process figures (peak_rss_bytes, peak_device_bytes) fold the value before each reset into a running maximum
+// and stay whole-run peaks.
 #pragma once
 #include <c10/core/Device.h>
 
@@ -10,11 +16,22 @@ namespace gspo::core {
 // "2.11.0" style version of the LibTorch we were built against.
 std::string torch_version();
 
-// Peak resident memory of this process in bytes (VmHWM), 0 when unknown.
+// Peak resident memory of this process in bytes since it started (VmHWM and every value it had before a reset),
+// 0 when unknown.
 int64_t peak_rss_bytes();
 
 // Peak bytes allocated by LibTorch's CUDA caching allocator on `device` since the start (0 for a CPU device or a
-// build without CUDA).
+// build without CUDA). An index-less CUDA device means the current one.
 int64_t peak_device_bytes(c10::Device device);
+
+// Starts a new phase: the resident-memory high-water mark restarts at the current resident size and, for a CUDA
+// device, the allocator's peak at the bytes allocated now. Returns false when the kernel refused the RSS reset
+// (not Linux, or /proc/self/clear_refs not writable): the RSS phase peak is then the whole-process peak so far.
+// Cost: one small /proc write and read (and an allocator call on CUDA); the kernel walks the page tables once.
+bool reset_phase_peaks(c10::Device device);
+
+// High-water mark since the last reset_phase_peaks (since the start without one): allocator bytes on `device` when
+// it is a CUDA device, else this process's resident bytes.
+int64_t phase_peak_bytes(c10::Device device);
 
 }  // namespace gspo::core

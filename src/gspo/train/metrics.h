@@ -110,7 +110,9 @@ struct StepMetrics {
   int64_t sample_tokens = 0;
   int64_t sample_graph_captures = 0;  // CUDA graphs the sampler captured this step (rank 0)
   Rate sample_tokens_per_s, train_tokens_per_s;
+  Mean pad_frac;                          // padded tokens over rows x columns of the update's micro-batches
   double peak_rss_mb = 0, peak_gpu_mb = 0;
+  double peak_mb_rollout = 0, peak_mb_logprobs = 0, peak_mb_update = 0;  // per phase (core/resources.h)
   int64_t world_size = 1;
   double time_comm_s = 0, comm_frac = 0, comm_mb = 0;
   int64_t comm_calls = 0;
@@ -215,9 +217,19 @@ struct StepMetrics {
       "generated tokens of every rank over rank 0's sampling time");
     v("train_tokens_per_s", train_tokens_per_s, Reduce::kRate, Match::kNone, A,
       "prompt + response tokens through forward and backward, every rank, over rank 0's update time");
+    v("pad_frac", pad_frac, Reduce::kMean, Match::kNone, A,
+      "padding share of the update's forward/backward: (rows x columns - real tokens) / (rows x columns) summed "
+      "over its micro-batches and ranks (prompt padding included); lowered by algorithm.micro_batch_tokens");
     v("peak_rss_mb", peak_rss_mb, Reduce::kMax, Match::kNone, A, "peak resident memory (largest rank)");
     v("peak_gpu_mb", peak_gpu_mb, Reduce::kMax, Match::kNone, Shown::kCuda,
       "peak bytes allocated by LibTorch's caching allocator on the model's GPU (largest rank)");
+    v("peak_mb_rollout", peak_mb_rollout, Reduce::kMax, Match::kNone, A,
+      "peak memory while sampling and scoring this step: the caching allocator's peak on a GPU, the process's "
+      "resident memory on CPU (each phase resets the peak at its start; largest rank)");
+    v("peak_mb_logprobs", peak_mb_logprobs, Reduce::kMax, Match::kNone, A,
+      "the same while cutting the micro-batches and computing old (and reference) log-probs (0 with no rows)");
+    v("peak_mb_update", peak_mb_update, Reduce::kMax, Match::kNone, A,
+      "the same during the mini-batch updates (0 with no rows)");
     v("sample_graph_captures", sample_graph_captures, Reduce::kLocal, Match::kNone, Shown::kCuda,
       "CUDA graphs the sampler captured this step (rollout.cuda_graphs: one per rollout, plus one after each "
       "compaction of finished rows; 0 with eager decode)");

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "gspo/rollout/sampler.h"
 
 namespace gspo::train {
@@ -53,6 +55,37 @@ std::vector<std::vector<int64_t>> split_micro(const std::vector<int64_t>& rows, 
   std::vector<std::vector<int64_t>> parts;
   for (size_t i = 0; i < n; i += ms) parts.emplace_back(rows.begin() + i, rows.begin() + std::min(n, i + ms));
   return parts;
+}
+
+int64_t padded_tokens(const std::vector<int64_t>& rows, const std::vector<int64_t>& lengths, int64_t prompt_len) {
+  int64_t r = 1;
+  for (int64_t row : rows) r = std::max(r, lengths[row]);
+  return static_cast<int64_t>(rows.size()) * (prompt_len + r);
+}
+
+std::vector<std::vector<int64_t>> split_micro_tokens(const std::vector<int64_t>& rows,
+                                                     const std::vector<int64_t>& lengths, int64_t prompt_len,
+                                                     int64_t max_rows, int64_t max_tokens) {
+  auto len = [&](int64_t row) { return std::max<int64_t>(1, lengths[row]); };
+  std::vector<int64_t> order = rows;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len(a) > len(b); });
+  std::vector<std::vector<int64_t>> parts;
+  for (size_t i = 0; i < order.size();) {
+    // The part's first row is its longest, so its width is fixed: prompt_len + len(first).
+    const int64_t width = prompt_len + len(order[i]);
+    int64_t n = std::max<int64_t>(1, max_tokens / width);
+    if (max_rows > 0) n = std::min(n, max_rows);
+    const size_t end = std::min(order.size(), i + static_cast<size_t>(n));
+    parts.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(i), order.begin() + static_cast<std::ptrdiff_t>(end));
+    i = end;
+  }
+  return parts;
+}
+
+std::vector<std::vector<int64_t>> plan_micro(const std::vector<int64_t>& rows, const std::vector<int64_t>& lengths,
+                                             int64_t prompt_len, int64_t micro_size, int64_t micro_tokens) {
+  if (micro_tokens <= 0) return split_micro(rows, micro_size);
+  return split_micro_tokens(rows, lengths, prompt_len, micro_size, micro_tokens);
 }
 
 }  // namespace gspo::train

@@ -38,6 +38,26 @@ std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& r
 // Consecutive parts of at most `micro_size` rows (0 = one part holding every row); none for no rows.
 std::vector<std::vector<int64_t>> split_micro(const std::vector<int64_t>& rows, int64_t micro_size);
 
+// Parts whose padded size, rows x (prompt_len + longest response among them) as slice_rows cuts them, stays within
+// `max_tokens`, and of at most `max_rows` rows (0 = no row limit). Rows are taken longest response first (ties in
+// the order given) and each part is filled greedily, so rows of similar length share a part; this gives the fewest
+// parts of any split into runs of that order. A row that alone exceeds the budget forms a part by itself. Every
+// row appears exactly once. `response_lengths` is indexed by row (RolloutBatch::response_lengths); a length below 1
+// counts as 1 (slice_rows keeps one column). O(n log n).
+std::vector<std::vector<int64_t>> split_micro_tokens(const std::vector<int64_t>& rows,
+                                                     const std::vector<int64_t>& response_lengths, int64_t prompt_len,
+                                                     int64_t max_rows, int64_t max_tokens);
+
+// The micro-batches of `rows` under algorithm.micro_batch_size and algorithm.micro_batch_tokens: split_micro when
+// the token budget is 0 (off), else split_micro_tokens with both limits.
+std::vector<std::vector<int64_t>> plan_micro(const std::vector<int64_t>& rows,
+                                             const std::vector<int64_t>& response_lengths, int64_t prompt_len,
+                                             int64_t micro_size, int64_t micro_tokens);
+
+// Padded size of a part as slice_rows cuts it: rows x (prompt_len + max(1, longest response)).
+int64_t padded_tokens(const std::vector<int64_t>& rows, const std::vector<int64_t>& response_lengths,
+                      int64_t prompt_len);
+
 // One optimizer step's share of the rollout on this rank.
 struct MiniBatch {
   std::vector<Micro> micros;  // this rank's rows of the mini-batch, one forward/backward each

@@ -44,6 +44,17 @@ void record_expert_load(model::Policy& policy, StepMetrics& m) {
     m.moe_load_imbalance_max = *std::max_element(m.moe_load_imbalance.begin(), m.moe_load_imbalance.end());
 }
 
+// One phase's memory high-water mark (core/resources.h), in MiB: the peak restarts when this is made. Cost: a
+// /proc write that walks the page tables once (CPU) or an allocator call (CUDA).
+class PhasePeak {
+ public:
+  explicit PhasePeak(c10::Device device) : device_(device) { core::reset_phase_peaks(device); }
+  double mb() const { return static_cast<double>(core::phase_peak_bytes(device_)) / kMiB; }
+
+ private:
+  c10::Device device_;
+};
+
 }  // namespace
 
 StepRunner::StepRunner(StepParts parts) : p_(parts) {
@@ -88,14 +99,16 @@ std::vector<int64_t> StepRunner::select_rows(const rollout::RolloutBatch& b, con
 // The same plan on every rank (drawn over the global rows); each rank keeps its own rows of each mini-batch.
 std::vector<MiniBatch> StepRunner::make_plan(const rollout::RolloutBatch& b, const at::Tensor& adv,
                                              const std::vector<int64_t>& rows, int64_t first_row, at::Generator& gen) {
+  const auto& a = p_.cfg.algorithm;
   std::vector<MiniBatch> plan;
-  for (const auto& whole : plan_minibatches(rows, p_.cfg.algorithm.num_minibatches, gen)) {
+  for (const auto& whole : plan_minibatches(rows, a.num_minibatches, gen)) {
     MiniBatch mb;
     mb.global_rows = static_cast<int64_t>(whole.size());
     std::vector<int64_t> mine;
     for (int64_t r : whole)
       if (r >= first_row && r < first_row + b.num_rows()) mine.push_back(r - first_row);
-    for (const auto& part : split_micro(mine, p_.cfg.algorithm.micro_batch_size)) {
+    for (const auto& part : plan_micro(mine, b.response_lengths, b.prompt_len, a.micro_batch_size,
+                                       a.micro_batch_tokens)) {
       mb.micros.push_back(slice_rows(b, part, adv));
       mb.micros.back().to(p_.policy.device());
     }
@@ -144,7 +157,10 @@ StepMetrics StepRunner::run(Progress& progress) {
   const int64_t first_row = p_.comm.rank() * (c.rollout.prompts_per_step / p_.comm.world_size()) * c.rollout.group_size;
 
   StepMetrics m;
+  const auto device = p_.policy.device();
+  PhasePeak rollout_peak(device);
   auto scored = sample_and_score(progress, m);
+  m.peak_mb_rollout = rollout_peak.mb();
   const auto& batch = scored.batch;
   m.reward.rows = scored.rewards;
   m.correct.rows = scored.correct;
@@ -161,13 +177,17 @@ StepMetrics StepRunner::run(Progress& progress) {
   m.update_sequences = static_cast<int64_t>(rows.size());
 
   if (!rows.empty()) {
+    PhasePeak logprobs_peak(device);
     auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);
     auto t = Clock::now();
     fill_old_logprobs(plan, batch.prompt_len, m);
     m.time_old_logprobs_s = core::seconds_since(t);
+    m.peak_mb_logprobs = logprobs_peak.mb();
+    PhasePeak update_peak(device);
     t = Clock::now();
     update(plan, batch.prompt_len, progress, m);
     m.time_update_s = core::seconds_since(t);
+    m.peak_mb_update = update_peak.mb();
   }
   ++progress.step;
   m.sample_tokens_per_s = {static_cast<double>(m.sample_tokens), m.time_sample_s};

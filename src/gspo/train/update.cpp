@@ -24,6 +24,7 @@ struct Totals {
   double loss_sum = 0;      // sum over sequences of the per-sequence loss
   double entropy_sum = 0;   // over response tokens
   double train_tokens = 0;  // prompt + response tokens through forward and backward (skipped ones too: work done)
+  double slots = 0;         // rows x columns of those micro-batches (train_tokens plus padding)
   double grad_norm_sum = 0, grad_norm_max = 0, lr = 0, first_mb_ratio_dev = 0;
   int64_t updates = 0, skipped = 0;
 };
@@ -72,6 +73,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
       t.loss_sum += lv * rows;
       t.entropy_sum += (tl.entropy * mi.resp_mask).sum().item<double>();
       t.train_tokens += static_cast<double>(mi.real_tokens);
+      t.slots += static_cast<double>(mi.ids.numel());
     }
     if (p_.comm.any(bad.has_value()) && !bad) bad = "loss on another rank";
     double gnorm = 0;
@@ -121,6 +123,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
   m.lr = t.lr;
   m.skipped_updates = t.skipped;
   m.train_tokens_per_s.amount = t.train_tokens;
+  m.pad_frac = {t.slots - t.train_tokens, t.slots};
 }
 
 }  // namespace gspo::train
