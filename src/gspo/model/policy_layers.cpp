@@ -29,7 +29,8 @@ using torch::autograd::tensor_list;
 // a function of the input), so the recomputed graph is the forward's.
 struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, torch::jit::Module module, int64_t index,
-                            const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask) {
+                            const at::Tensor& cos, const at::Tensor& sin, const std::optional<at::Tensor>& mask_arg) {
+    const at::Tensor mask = mask_arg.value_or(at::Tensor());  // optional: Functions take no undefined tensor
     ctx->save_for_backward({x, cos, sin});
     ctx->saved_data["module"] = module._ivalue();
     ctx->saved_data["index"] = index;
@@ -86,7 +87,8 @@ LayerContext Policy::layer_context(const at::Tensor& mask) {
 
 at::Tensor Policy::layer(int64_t index, const at::Tensor& x, const LayerContext& c, bool checkpoint) {
   if (checkpoint && at::GradMode::is_enabled())
-    return CheckpointedLayer::apply(x, impl_->module, index, c.cos, c.sin, c.mask);
+    return CheckpointedLayer::apply(x, impl_->module, index, c.cos, c.sin,
+                                    c.mask.defined() ? std::optional<at::Tensor>(c.mask) : std::nullopt);
   return run_layer(impl_->module, index, x, c.cos, c.sin, c.mask);
 }
 

@@ -16,8 +16,11 @@ at::Tensor chunk_logits(const at::Tensor& h, const at::Tensor& w, const at::Tens
 }
 
 struct ChunkedHead : torch::autograd::Function<ChunkedHead> {
+  // `bias` is optional: autograd Functions take no undefined at::Tensor argument, an empty optional is allowed.
   static tensor_list forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
-                             const at::Tensor& bias, const at::Tensor& targets, double T, int64_t step) {
+                             const std::optional<at::Tensor>& bias_arg, const at::Tensor& targets, double T,
+                             int64_t step) {
+    const at::Tensor bias = bias_arg.value_or(at::Tensor());
     const int64_t n = hidden.size(0);
     auto opts = hidden.options().dtype(at::kFloat);
     auto lse = torch::empty({n}, opts), picked = torch::empty({n}, opts), entropy = torch::empty({n}, opts);
@@ -75,7 +78,8 @@ HeadLogprobs head_logprobs(const at::Tensor& hidden, const at::Tensor& weight, c
                            const at::Tensor& targets, double temperature, int64_t chunk_tokens) {
   const int64_t n = hidden.size(0);
   const int64_t step = chunk_tokens > 0 ? std::max<int64_t>(1, std::min(chunk_tokens, n)) : std::max<int64_t>(1, n);
-  auto out = ChunkedHead::apply(hidden, weight, bias, targets, temperature, step);
+  const std::optional<at::Tensor> b = bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt;
+  auto out = ChunkedHead::apply(hidden, weight, b, targets, temperature, step);
   return {out[0], out[1]};
 }
 
