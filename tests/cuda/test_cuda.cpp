@@ -72,7 +72,7 @@ TEST_CASE("CUDA: device strings resolve to an indexed device, and peak memory re
 }
 
 // Per-phase device peaks (peak_mb_* on a GPU): a reset forgets a freed tensor, the whole-run peak_gpu_mb keeps it.
-TEST_CASE("CUDA: resetting the phase peak forgets a freed tensor; the whole-run peak keeps it", "[cuda]") {
+TEST_CASE("CUDA: resetting the phase peak forgets a freed tensor: the whole-run peak keeps it", "[cuda]") {
   if (!cuda_or_skip()) return;
   constexpr int64_t kBytes = 64LL << 20;
   core::reset_phase_peaks(kGpu);

@@ -55,7 +55,7 @@ TEST_CASE("code is the last fenced block, as LiveCodeBench extracts it", "[lcb]"
   CHECK_FALSE(reward::lcb_extract_code("```python\nprint(1)\n").has_value());  // cut off: fewer than two fences
 }
 
-TEST_CASE("private tests: base64, zlib and a pickled str decoded natively; anything else refused", "[lcb]") {
+TEST_CASE("private tests: base64, zlib and a pickled str decoded natively: anything else refused", "[lcb]") {
   CHECK(reward::base64_decode("aGVsbG8=", "t") == "hello");
   CHECK(reward::base64_decode("aGVs\nbG8h", "t") == "hello!");
   CHECK_THROWS_WITH(reward::base64_decode("aGV*", "row 3"), Catch::Contains("row 3") && Catch::Contains("not base64"));

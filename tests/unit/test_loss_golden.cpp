@@ -125,7 +125,7 @@ TEST_CASE("GSPO-token's loss and gradient equal GSPO's when advantages are per s
   CHECK(gspo.stats.seq_clipped_low + gspo.stats.seq_clipped_high >= 2);  // both sides exercised
 }
 
-TEST_CASE("GSPO weights every token of a response equally; GRPO's loss is not token-count weighted", "[algo]") {
+TEST_CASE("GSPO weights every token of a response equally: GRPO's loss is not token-count weighted", "[algo]") {
   // At ratio 1 the GSPO gradient w.r.t. each token's log-prob is -A_i / (N |y_i|).
   auto old = torch::full({2, 4}, -1.0);
   auto mask = torch::tensor({{1., 1., 1., 1.}, {1., 0., 0., 0.}});

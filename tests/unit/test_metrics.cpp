@@ -36,7 +36,7 @@ TEST_CASE("metrics table: every row's field can take its reduction", "[metrics]"
   CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());  // no name twice
 }
 
-TEST_CASE("column statistics: mean, population std, min, max; 0 for no rows", "[metrics]") {
+TEST_CASE("column statistics: mean, population std, min, max: 0 for no rows", "[metrics]") {
   train::Column c;
   CHECK(c.mean() == 0);
   CHECK(c.std() == 0);

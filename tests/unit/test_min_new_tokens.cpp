@@ -29,7 +29,7 @@ size_t first_eos(const std::vector<int64_t>& ids, int64_t eos) {
 }
 }  // namespace
 
-TEST_CASE("a banned token is never drawn; the others keep their renormalised odds; log-probs stay unmasked",
+TEST_CASE("a banned token is never drawn: the others keep their renormalised odds: log-probs stay unmasked",
           "[rollout][min_new_tokens]") {
   // Token 0 plays EOS and is by far the most likely.
   const std::vector<double> lv = {4.0, 1.0, 0.5, 0.0, -1.0};

@@ -147,7 +147,7 @@ TEST_CASE("a saved policy reloads with the same weights, manifest and tokenizer"
   std::remove(out.c_str());
 }
 
-TEST_CASE("MoE models report per-layer expert load; dense models report none", "[model][moe]") {
+TEST_CASE("MoE models report per-layer expert load: dense models report none", "[model][moe]") {
   auto moe = test::load_tiny("qwen3_moe_tiny.pt");
   torch::NoGradGuard g;
   auto ids = torch::randint(0, 256, {3, 7}, torch::kLong);

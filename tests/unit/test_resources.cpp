@@ -9,7 +9,7 @@
 
 using namespace gspo;
 
-TEST_CASE("resetting the phase peak forgets a freed buffer; the whole-process peak keeps it", "[resources]") {
+TEST_CASE("resetting the phase peak forgets a freed buffer: the whole-process peak keeps it", "[resources]") {
   const c10::Device cpu(c10::kCPU);
   constexpr int64_t kBytes = 256LL << 20;
   REQUIRE(core::reset_phase_peaks(cpu));  // Linux lets a process clear its own VmHWM

@@ -117,7 +117,7 @@ TEST_CASE("update engines refuse a checkpoint written by the other engine", "[tr
   CHECK_NOTHROW(zero->load(z));
 }
 
-TEST_CASE("update engines: state bytes are the AdamW moments; checkpoints see float32 weights", "[train][optim]") {
+TEST_CASE("update engines: state bytes are the AdamW moments: checkpoints see float32 weights", "[train][optim]") {
   dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
   auto policy = test::load_tiny();
   const int64_t n = policy.num_parameters();
