@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <string>
 
@@ -31,10 +30,10 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Resets the process's peak RSS to its current RSS (Linux >= 4.0), so the next reading is the next phase's peak.
-void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+// The process's resident peak since the last reset_peak_rss (core/resources.h: the phases of gspo train's metrics).
+void reset_peak_rss() { core::reset_phase_peaks(c10::Device(c10::kCPU)); }
 
-double peak_mb() { return static_cast<double>(core::peak_rss_bytes()) / (1024.0 * 1024.0); }
+double peak_mb() { return static_cast<double>(core::phase_peak_bytes(c10::Device(c10::kCPU))) / (1024.0 * 1024.0); }
 
 struct Args {
   std::string model;
