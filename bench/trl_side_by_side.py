@@ -34,7 +34,7 @@ S = dict(
     hidden=384, layers=6, heads=6, kv_heads=2, head_dim=64, intermediate=1024, max_pos=512,
     prompts_per_step=8, group_size=8, max_new_tokens=64, num_minibatches=4, lr=1e-5, grad_clip=1.0,
     clip_low=3e-4, clip_high=4e-4, temperature=1.0, threads=2, num_prompts=64, seed=0,
-    micro_batch_tokens=512,  # gspo only: length-sorted micro-batches (TRL pads each batch to its longest row)
+    micro_batch_tokens=0,  # gspo only; 0: this random model never emits EOS, every row is max_new_tokens long
 )
 
 
