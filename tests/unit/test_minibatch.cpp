@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <random>
 
 #include "gspo/train/minibatch.h"
 
@@ -113,4 +115,47 @@ TEST_CASE("plan_micro: a token budget of 0 is micro_batch_size's split, unchange
   CHECK(train::plan_micro(rows, lengths, 8, 3, 0) == train::split_micro(rows, 3));
   CHECK(train::plan_micro(rows, lengths, 8, 0, 0) == train::split_micro(rows, 0));
   CHECK(train::plan_micro(rows, lengths, 8, 3, 100) == train::split_micro_tokens(rows, lengths, 8, 3, 100));
+}
+
+// The cut is the least padded slots + budget/16 per part over every way to cut the sorted order into runs within the
+// limits: checked against all 2^(n-1) cuts of small random inputs (the reference enumerates, the code does a DP).
+TEST_CASE("token-budget parts are the least-cost cut of the sorted rows (brute force over every cut)", "[minibatch]") {
+  std::mt19937 rng(7);
+  const int64_t P = 5;
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t n = 1 + rng() % 10;
+    std::vector<int64_t> lengths(n);
+    for (auto& l : lengths) l = rng() % 3 == 0 ? 40 + static_cast<int64_t>(rng() % 60) : static_cast<int64_t>(rng() % 8);
+    const int64_t budget = 20 + static_cast<int64_t>(rng() % 300), max_rows = rng() % 3 == 0 ? 3 : 0;
+    const auto rows = iota_rows(n);
+    auto cost = [&](const std::vector<std::vector<int64_t>>& parts) {
+      return total_slots(parts, lengths, P) + static_cast<int64_t>(parts.size()) * std::max<int64_t>(1, budget / 16);
+    };
+    std::vector<int64_t> order = rows;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return std::max<int64_t>(1, lengths[a]) > std::max<int64_t>(1, lengths[b]);
+    });
+    int64_t least = std::numeric_limits<int64_t>::max();
+    for (uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {  // bit k set: a cut after order[k]
+      std::vector<std::vector<int64_t>> parts(1);
+      for (size_t k = 0; k < n; ++k) {
+        parts.back().push_back(order[k]);
+        if (k + 1 < n && (mask >> k & 1u)) parts.emplace_back();
+      }
+      bool ok = true;
+      for (const auto& p : parts)
+        if (p.size() > 1 && (padded_tokens(p, lengths, P) > budget || (max_rows > 0 && static_cast<int64_t>(p.size()) > max_rows)))
+          ok = false;
+      if (ok) least = std::min(least, cost(parts));
+    }
+    const auto parts = train::split_micro_tokens(rows, lengths, P, max_rows, budget);
+    INFO("trial " << trial << ", " << n << " rows, budget " << budget);
+    check_each_row_once(parts, rows);
+    CHECK(cost(parts) == least);
+  }
+  // One long row among short ones: the short rows do not pad to its length when that costs more than a pass.
+  const std::vector<int64_t> lengths{64, 2, 2, 2, 2, 2};
+  const auto parts = train::split_micro_tokens(iota_rows(6), lengths, 4, 0, 512);
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0] == std::vector<int64_t>{0});
 }

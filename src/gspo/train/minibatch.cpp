@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "gspo/rollout/sampler.h"
 
@@ -69,16 +70,26 @@ std::vector<std::vector<int64_t>> split_micro_tokens(const std::vector<int64_t>&
   auto len = [&](int64_t row) { return std::max<int64_t>(1, lengths[row]); };
   std::vector<int64_t> order = rows;
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len(a) > len(b); });
-  std::vector<std::vector<int64_t>> parts;
-  for (size_t i = 0; i < order.size();) {
-    // The part's first row is its longest, so its width is fixed: prompt_len + len(first).
-    const int64_t width = prompt_len + len(order[i]);
-    int64_t n = std::max<int64_t>(1, max_tokens / width);
-    if (max_rows > 0) n = std::min(n, max_rows);
-    const size_t end = std::min(order.size(), i + static_cast<size_t>(n));
-    parts.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(i), order.begin() + static_cast<std::ptrdiff_t>(end));
-    i = end;
+  // Cut the sorted order into runs: best[i] is the least cost of order[0, i), a run order[j, i) costing its padded
+  // size (i - j) x (prompt_len + len(order[j])) plus a fixed charge per forward/backward pass. The run's width only
+  // grows as j moves left, so the scan stops at the first run over the budget.
+  const size_t n = order.size();
+  const int64_t charge = std::max<int64_t>(1, max_tokens / 16);
+  std::vector<int64_t> best(n + 1, std::numeric_limits<int64_t>::max()), cut(n + 1, 0);
+  best[0] = 0;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = i; j-- > 0;) {
+      const auto count = static_cast<int64_t>(i - j);
+      const int64_t slots = count * (prompt_len + len(order[j]));
+      if (count > 1 && (slots > max_tokens || (max_rows > 0 && count > max_rows))) break;
+      const int64_t cost = best[j] + slots + charge;
+      if (cost < best[i]) best[i] = cost, cut[i] = static_cast<int64_t>(j);
+    }
   }
+  std::vector<std::vector<int64_t>> parts;
+  for (size_t i = n; i > 0; i = static_cast<size_t>(cut[i]))
+    parts.emplace_back(order.begin() + cut[i], order.begin() + static_cast<std::ptrdiff_t>(i));
+  std::reverse(parts.begin(), parts.end());
   return parts;
 }
 

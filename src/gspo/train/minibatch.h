@@ -39,11 +39,12 @@ std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& r
 std::vector<std::vector<int64_t>> split_micro(const std::vector<int64_t>& rows, int64_t micro_size);
 
 // Parts whose padded size, rows x (prompt_len + longest response among them) as slice_rows cuts them, stays within
-// `max_tokens`, and of at most `max_rows` rows (0 = no row limit). Rows are taken longest response first (ties in
-// the order given) and each part is filled greedily, so rows of similar length share a part; this gives the fewest
-// parts of any split into runs of that order. A row that alone exceeds the budget forms a part by itself. Every
-// row appears exactly once. `response_lengths` is indexed by row (RolloutBatch::response_lengths); a length below 1
-// counts as 1 (slice_rows keeps one column). O(n log n).
+// `max_tokens`, and of at most `max_rows` rows (0 = no row limit). Rows are sorted longest response first (ties in
+// the order given) and the order is cut into runs that minimise the padded slots summed over the parts plus
+// max_tokens / 16 slots per part (a pass has a fixed cost: a run is split only when that saves more padding than
+// the charge). A row that alone exceeds the budget forms a part by itself. Every row appears exactly once.
+// `response_lengths` is indexed by row (RolloutBatch::response_lengths); a length below 1 counts as 1 (slice_rows
+// keeps one column). O(n x rows per part) time, O(n) memory.
 std::vector<std::vector<int64_t>> split_micro_tokens(const std::vector<int64_t>& rows,
                                                      const std::vector<int64_t>& response_lengths, int64_t prompt_len,
                                                      int64_t max_rows, int64_t max_tokens);
