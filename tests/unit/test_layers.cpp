@@ -10,6 +10,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/train/head_logprobs.h"
 #include "gspo/train/logprobs.h"
+#include "contract_helpers.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -180,16 +181,7 @@ TEST_CASE("chunked head with bfloat16 weights: float32 log-probs within bf16 rou
 }
 
 TEST_CASE("inspect rejects per-layer methods of an unknown version or that disagree with forward", "[layers][contract]") {
-  auto rejects = [](const std::string& file, const std::string& needle) {
-    INFO(file);
-    try {
-      auto p = model::Policy::load(test::model_path(file));
-      model::check_contract(p);
-      FAIL("accepted a broken model");
-    } catch (const ModelContractError& e) {
-      CHECK_THAT(e.what(), Catch::Contains(needle));
-    }
-  };
+  const auto rejects = test::check_contract_rejects;
   rejects("broken_layer_api.pt", "layer_api() is 2, this gspo knows version 1");
   rejects("broken_layer.pt", "the per-layer methods (embed -> layer 0..0 -> final_norm -> head) disagree with forward");
   auto ok = test::load_tiny("qwen3_moe_tiny.pt");

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "gspo/core/error.h"
+#include "contract_helpers.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -115,16 +116,7 @@ TEST_CASE("inspect's contract check rejects each kind of broken model with a pre
   auto ok = test::load_tiny();
   CHECK(model::check_contract(ok) < 1e-4);
 
-  auto rejects = [](const std::string& file, const std::string& needle) {
-    INFO(file);
-    try {
-      auto p = model::Policy::load(test::model_path(file));
-      model::check_contract(p);
-      FAIL("accepted a broken model");
-    } catch (const ModelContractError& e) {
-      CHECK_THAT(e.what(), Catch::Contains(needle));
-    }
-  };
+  const auto rejects = test::check_contract_rejects;
   rejects("not_torchscript.pt", "is not a loadable TorchScript file");
   rejects("broken_no_decode.pt", "lacks the contract method 'decode'");
   rejects("broken_no_manifest.pt", "no gspo_manifest.json inside");
