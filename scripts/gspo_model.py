@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 CONTRACT_VERSION = 1
 LAYER_API_VERSION = 1  # the optional per-layer methods (docs/model-contract.md, "Per-layer methods")
+SLOT_API_VERSION = 1  # the optional slot methods (docs/model-contract.md, "Slot methods")
 
 
 def rope_inv_freq(head_dim: int, theta: float, scaling) -> Tensor:
@@ -99,10 +100,14 @@ class Attention(nn.Module):
         self.k_norm = RMSNorm(head_dim, eps)
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], kv: Optional[Tensor], start: int,
-                position: Optional[Tensor]) -> Tensor:
+                position: Optional[Tensor], slots: Optional[Tensor] = None,
+                source: Optional[Tensor] = None) -> Tensor:
         # x [B, T, H]; cos/sin [B, 1, T, D]; mask: bool [B, 1, T, S] (True = may attend) or None = causal over T = S
         # columns; kv [2, B, Hkv, S_max, D] or None. position (int64 [1], T = 1): write the new column there and
-        # attend over all S_max columns (static shapes).
+        # attend over all S_max columns (static shapes). Slot methods: with `source`, attention is over the T local
+        # columns and input row source[m]'s keys/values go to cache row slots[m], columns [0, T) (prefill_slots);
+        # with `slots` alone (T = 1), row b's new column goes to cache column slots[b] of cache row b and attention is
+        # over the first `start` cache columns (decode_slots).
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
@@ -115,7 +120,16 @@ class Attention(nn.Module):
         v = v.transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        if kv is not None and position is not None:
+        if kv is not None and source is not None and slots is not None:
+            kv[0].narrow(2, 0, t).index_copy_(0, slots, k.index_select(0, source))
+            kv[1].narrow(2, 0, t).index_copy_(0, slots, v.index_select(0, source))
+        elif kv is not None and slots is not None:
+            at = slots.view(b, 1, 1, 1).expand(b, self.n_kv_heads, 1, self.head_dim)
+            kv[0].scatter_(2, at, k)
+            kv[1].scatter_(2, at, v)
+            k = kv[0].narrow(2, 0, start)
+            v = kv[1].narrow(2, 0, start)
+        elif kv is not None and position is not None:
             kv[0].index_copy_(2, position, k)
             kv[1].index_copy_(2, position, v)
             k = kv[0]
@@ -190,8 +204,9 @@ class Block(nn.Module):
             self.mlp = MLP(cfg["hidden_size"], cfg["intermediate_size"])
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], kv: Optional[Tensor], start: int,
-                position: Optional[Tensor]) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start, position)
+                position: Optional[Tensor], slots: Optional[Tensor] = None,
+                source: Optional[Tensor] = None) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start, position, slots, source)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -304,6 +319,57 @@ class CausalLM(nn.Module):
             x = layer(x, cos, sin, mask, cache[i], 0, position)
             i += 1
         return self.lm_head(self.norm(x)).squeeze(1).float()
+
+    # ---- Optional slot methods (slot_api 1): the cache as a pool of rows ("slots") that hold one sequence each, its
+    # tokens from column 0 (no padding inside a row), so rows at different lengths decode together and a finished
+    # row's slot takes the next waiting sequence (continuous batching). A token's position is its column.
+
+    @torch.jit.export
+    def slot_api(self) -> int:
+        """Version of the slot methods below (docs/model-contract.md)."""
+        return 1  # SLOT_API_VERSION
+
+    @torch.jit.export
+    def prefill_slots(self, input_ids: Tensor, lengths: Tensor, cache: Tensor, slots: Tensor,
+                      source: Tensor) -> Tensor:
+        """Prefills K prompts once and shares them: input_ids [K, T] right-padded (row k's real tokens are its first
+        lengths[k]), cache rows slots[m] get prompt source[m]'s keys/values in columns [0, T) (columns past a prompt's
+        length hold padding the decode mask never reaches before overwriting). Returns [K, V] float32 logits of each
+        prompt's last real token."""
+        k_rows, t = input_ids.shape
+        mask = (torch.arange(t, device=input_ids.device).view(1, t) < lengths.view(k_rows, 1)).to(torch.long)
+        x = self.embed_tokens(input_ids)
+        cos, sin = self._rope(mask, 0, t, x.dtype)
+        i = 0
+        for layer in self.layers:
+            x = layer(x, cos, sin, None, cache[i], 0, None, slots, source)
+            i += 1
+        last = (lengths - 1).view(k_rows, 1, 1).expand(k_rows, 1, x.shape[2])
+        return self.lm_head(self.norm(x.gather(1, last))).squeeze(1).float()
+
+    @torch.jit.export
+    def decode_slots(self, input_ids: Tensor, cache: Tensor, columns: Tensor, width: int) -> Tensor:
+        """One token per cache row: ids [S, 1], row s's token written at column columns[s] (its position), attending
+        over that row's columns [0, columns[s]] (width >= every columns[s] + 1 bounds the columns read; a row whose
+        column is >= width is written but attends over all `width`). Returns [S, V] float32 logits. Shapes depend on
+        S and width only, so with width = the cache's length a CUDA graph can replay it."""
+        s = input_ids.shape[0]
+        x = self.embed_tokens(input_ids)
+        cos = self.cos_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
+        sin = self.sin_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
+        k_idx = torch.arange(0, width, device=input_ids.device).view(1, 1, 1, width)
+        mask = k_idx <= columns.view(s, 1, 1, 1)
+        i = 0
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask, cache[i], width, None, columns, None)
+            i += 1
+        return self.lm_head(self.norm(x)).squeeze(1).float()
+
+    @torch.jit.export
+    def copy_slots(self, cache: Tensor, src: Tensor, dst: Tensor, columns: int):
+        """Copies columns [0, columns) of cache rows src[m] into rows dst[m] (a prompt shared by a later sample)."""
+        part = cache.narrow(4, 0, columns)
+        part.index_copy_(2, dst, part.index_select(2, src))
 
     # ---- Optional per-layer methods (layer_api 1): gspo drives the decoder layers itself, for activation
     # checkpointing (only each layer's input kept through the forward) and a chunked LM head (no [T, V] logits).

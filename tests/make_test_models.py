@@ -83,6 +83,32 @@ class BadLayer(gspo_model.CausalLM):
         return out
 
 
+class FutureSlotApi(gspo_model.CausalLM):
+    """Slot methods of a version this gspo does not know."""
+
+    @torch.jit.export
+    def slot_api(self) -> int:
+        return 2
+
+
+class BadSlots(gspo_model.CausalLM):
+    """decode_slots writes every row's token at column 0: continuous batching would attend to the wrong keys."""
+
+    @torch.jit.export
+    def decode_slots(self, input_ids: Tensor, cache: Tensor, columns: Tensor, width: int) -> Tensor:
+        s = input_ids.shape[0]
+        columns = torch.zeros_like(columns)
+        x = self.embed_tokens(input_ids)
+        cos = self.cos_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
+        sin = self.sin_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
+        mask = torch.ones(s, 1, 1, width, dtype=torch.bool, device=input_ids.device)
+        i = 0
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask, cache[i], width, None, columns, None)
+            i += 1
+        return self.lm_head(self.norm(x)).squeeze(1).float()
+
+
 class BadCache(gspo_model.CausalLM):
     """decode ignores the cache: disagrees with the full forward."""
 
@@ -260,6 +286,8 @@ def main() -> None:
     gspo_model.save_scripted(NanWhenTraining(cfg), cfg, tok, "float32", f"{out}/nan_when_training.pt")
     gspo_model.save_scripted(FutureLayerApi(cfg), cfg, tok, "float32", f"{out}/broken_layer_api.pt")
     gspo_model.save_scripted(BadLayer(cfg), cfg, tok, "float32", f"{out}/broken_layer.pt")
+    gspo_model.save_scripted(FutureSlotApi(cfg), cfg, tok, "float32", f"{out}/broken_slot_api.pt")
+    gspo_model.save_scripted(BadSlots(cfg), cfg, tok, "float32", f"{out}/broken_slots.pt")
     # tiny.pt's weights behind the required methods alone (no per-layer methods): the forward path of training.
     tiny = gspo_model.CausalLM(make_tiny_model.tiny_config(argparse.Namespace(
         hidden=64, heads=4, kv_heads=2, layers=2, intermediate=0, max_seq_len=256, tie=False, qkv_bias=False,

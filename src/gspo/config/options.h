@@ -95,6 +95,9 @@ struct RolloutOptions {
   std::vector<std::string> stop = {};  // stop strings; the response ends after the token completing one
   int64_t seed = 0;                    // sampler seed
   bool cuda_graphs = false;            // CUDA: replay decode steps as CUDA graphs (models with decode_static)
+  int64_t kv_cache_mb = 0;             // KV-cache budget of the sampler; 0 = every row at once, at full length
+  double kv_cache_fraction = 0;        // CUDA: the budget as this fraction of the device memory free at each rollout
+  bool continuous_batching = true;     // under a budget: refill finished rows' slots (models with slot methods)
   RolloutDtype dtype = RolloutDtype::kSame;  // sampler weights: the policy's, or a bf16 copy refreshed every step
   bool dynamic_sampling = false;       // DAPO: extra rounds until the batch holds enough groups with a signal
   int64_t dynamic_max_rounds = 3;      // dynamic sampling: extra generation rounds at most per step
@@ -118,6 +121,18 @@ struct RolloutOptions {
     v("cuda_graphs", cuda_graphs, "CUDA: replay each decode step as a CUDA graph captured from the model's "
       "decode_static (fewer launches; recaptured when finished rows are dropped; eager when capture fails); "
       "no effect on CPU. Not yet measured on a GPU", any());
+    v("kv_cache_mb", kv_cache_mb, "KV-cache budget of the sampler in MiB (vLLM's KV-cache memory): the cache holds "
+      "at most as many rows of (longest prompt + max_new_tokens) columns as fit, and rows wait in a queue for a row "
+      "of cache to free up (continuous_batching); 0 = every row of the rank's batch at once, at full length (fastest "
+      "while it fits). A budget below one row is an error that names the row size", at_least(0));
+    v("kv_cache_fraction", kv_cache_fraction, "CUDA only: the KV-cache budget as this fraction of the device memory "
+      "free when each rollout starts (driver-free plus what LibTorch's allocator holds unused; like vLLM's "
+      "gpu_memory_utilization, but of the memory left after weights, optimizer state and activations); 0 = off; "
+      "exclusive with kv_cache_mb", Rule{0.0, 0.95, true, {}});
+    v("continuous_batching", continuous_batching, "under a KV-cache budget: when a response ends, its row of cache "
+      "takes the next waiting sample in the same decode loop, and a prompt is prefilled once for its group (models "
+      "with the slot methods of docs/model-contract.md); false, or a model without them: static batches of as many "
+      "rows as the budget holds, each run until its longest response ends", any());
     v("dtype", dtype, "weights the sampler runs with: same (the policy itself) or bfloat16 (a bf16 copy of the "
       "policy, refreshed from it before every rollout; with model.dtype float32 this is bf16 sampling against "
       "float32 training, whose mismatch algorithm.is_correction corrects)", choice_rule(dtype));
@@ -362,6 +377,7 @@ struct EvalOptions {
   int64_t top_k = -1;                      // < 0 = rollout.top_k
   int64_t max_new_tokens = 0;              // 0 = rollout.max_new_tokens
   int64_t min_new_tokens = -1;             // < 0 = rollout.min_new_tokens
+  int64_t kv_cache_mb = -1;                // < 0 = rollout.kv_cache_mb
 
   template <class V>
   void visit(V&& v) {
@@ -385,6 +401,8 @@ struct EvalOptions {
     v("max_new_tokens", max_new_tokens, "response length cap of the eval; 0 = rollout.max_new_tokens", at_least(0));
     v("min_new_tokens", min_new_tokens, "minimum response length of the eval (EOS and stop strings suppressed before "
       "it, as rollout.min_new_tokens); negative = rollout.min_new_tokens", at_least(-1));
+    v("kv_cache_mb", kv_cache_mb, "KV-cache budget of the eval's sampler in MiB (as rollout.kv_cache_mb; "
+      "rollout.kv_cache_fraction and continuous_batching apply too); negative = rollout.kv_cache_mb", at_least(-1));
   }
 };
 

@@ -131,6 +131,11 @@ std::vector<std::string> validate(const Config& c) {
     e.push_back(at(c, "rollout.min_new_tokens") + ": rollout.min_new_tokens (" + value_text(c.rollout.min_new_tokens) +
                 ") must be <= rollout.max_new_tokens (" + value_text(c.rollout.max_new_tokens) + ")");
   }
+  if (c.rollout.kv_cache_mb > 0 && c.rollout.kv_cache_fraction > 0) {
+    e.push_back(at(c, "rollout.kv_cache_fraction") + ": set rollout.kv_cache_mb (" +
+                value_text(c.rollout.kv_cache_mb) + ") or rollout.kv_cache_fraction (" +
+                value_text(c.rollout.kv_cache_fraction) + "), not both");
+  }
   for (const auto& s : c.rollout.stop) {
     if (s.empty()) e.push_back(at(c, "rollout.stop") + ": rollout.stop must not contain an empty string");
   }

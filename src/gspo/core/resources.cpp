@@ -5,6 +5,8 @@
 #ifdef GSPO_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 
 #include <algorithm>
@@ -100,6 +102,21 @@ int64_t phase_peak_bytes(c10::Device device) {
 #endif
   (void)device;
   return vm_hwm_bytes();
+}
+
+int64_t available_device_bytes(c10::Device device) {
+#ifdef GSPO_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto index = cuda_index(device);
+    c10::cuda::CUDAGuard guard(index);
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+    return static_cast<int64_t>(free) + stats.reserved_bytes[0].current - stats.allocated_bytes[0].current;
+  }
+#endif
+  (void)device;
+  return 0;
 }
 
 }  // namespace gspo::core

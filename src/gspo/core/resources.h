@@ -34,4 +34,8 @@ bool reset_phase_peaks(c10::Device device);
 // it is a CUDA device, else this process's resident bytes.
 int64_t phase_peak_bytes(c10::Device device);
 
+// Bytes a CUDA device can still give this process: the driver's free memory plus what LibTorch's caching allocator
+// holds reserved but unused (it hands those out first). 0 for a CPU device or a build without CUDA.
+int64_t available_device_bytes(c10::Device device);
+
 }  // namespace gspo::core

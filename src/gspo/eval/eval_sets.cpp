@@ -15,6 +15,10 @@ rollout::SamplingParams eval_sampling(const config::Config& cfg) {
                              r.stop};
   sp.min_new_tokens = e.min_new_tokens >= 0 ? e.min_new_tokens : r.min_new_tokens;
   sp.cuda_graphs = r.cuda_graphs;
+  sp.kv_cache_bytes = (e.kv_cache_mb >= 0 ? e.kv_cache_mb : r.kv_cache_mb) << 20;
+  sp.kv_budget_key = e.kv_cache_mb >= 0 ? "eval.kv_cache_mb" : "rollout.kv_cache_mb";
+  sp.kv_cache_fraction = r.kv_cache_fraction;
+  sp.continuous = r.continuous_batching;
   return sp;
 }
 

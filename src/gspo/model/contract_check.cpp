@@ -57,6 +57,49 @@ void check_layers(Policy& policy, const at::Tensor& ids, const at::Tensor& mask,
                              "by " + std::to_string(diff) + " (tolerance " + std::to_string(tol) + ")");
 }
 
+// The slot methods (slot_api 1) on a pool of 3 slots full of noise: two prompts of different lengths (row 0 of the
+// batch without its padding, and row 1) prefilled into slots 0, 1 and 2 (prompt 1 twice), slot 2 then given prompt 0
+// by copy_slots, and two decode steps with the slots at different columns must give forward's logits.
+void check_slots(Policy& policy, const at::Tensor& ids, const at::Tensor& full, int64_t pad, bool low_precision) {
+  const std::string& file = policy.path();
+  const int64_t T = ids.size(1) - 2, V = full.size(2);
+  auto opts = ids.options();
+  const std::vector<int64_t> len{T - 2, T};   // prompt 0 = row 0's real tokens, prompt 1 = row 1's first T
+  auto prompts = torch::full({2, T}, pad, opts);
+  prompts[0].narrow(0, 0, T - 2).copy_(ids[0].narrow(0, 2, T - 2));
+  prompts[1].copy_(ids[1].narrow(0, 0, T));
+  auto cache = call("init_cache(3, T + 2)", file, [&] { return policy.init_cache(3, T + 2); });
+  if (cache.is_floating_point()) cache.normal_();  // stale rows: nothing past a slot's column may be read
+  const std::string what = "the slot methods (prefill_slots, copy_slots, decode_slots)";
+  double worst = 0;
+  auto compare = [&](const at::Tensor& got, const at::Tensor& want) {
+    worst = std::max(worst, (got.to(at::kFloat) - want).abs().max().item<double>());
+  };
+  call(what, file, [&] {
+    auto first = policy.prefill_slots(prompts, torch::tensor(len, opts), cache, torch::tensor({0, 1, 2}, opts),
+                                      torch::tensor({0, 1, 1}, opts));
+    expect_shape(first, {2, V}, "prefill_slots(input_ids [2, " + std::to_string(T) + "])", file);
+    compare(first[0], full[0][T - 1]);
+    compare(first[1], full[1][T - 1]);
+    policy.copy_slots(cache, torch::tensor({0}, opts), torch::tensor({2}, opts), T);
+    for (int64_t j = 0; j < 2; ++j) {
+      auto tok = torch::stack({ids[0][T + j], ids[1][T + j], ids[0][T + j]}).view({3, 1});
+      auto cols = torch::tensor({T - 2 + j, T + j, T - 2 + j}, opts);
+      auto step = policy.decode_slots(tok, cache, cols, T + j + 1);
+      expect_shape(step, {3, V}, "decode_slots(input_ids [3, 1])", file);
+      compare(step[0], full[0][T + j]);
+      compare(step[1], full[1][T + j]);
+      compare(step[2], full[0][T + j]);
+    }
+    return at::Tensor();
+  });
+  const double scale = std::max(1.0, full.abs().max().item<double>());
+  const double tol = (low_precision ? 5e-2 : 1e-4) * scale;
+  if (!(worst <= tol))
+    throw ModelContractError(file + ": " + what + " disagree with forward by " + std::to_string(worst) +
+                             " (tolerance " + std::to_string(tol) + ")");
+}
+
 }  // namespace
 
 double check_contract(Policy& policy) {
@@ -86,6 +129,7 @@ double check_contract(Policy& policy) {
   }
 
   if (policy.has_layers()) check_layers(policy, gen, mask, full, low_precision);
+  if (policy.has_slots()) check_slots(policy, gen, full, m.pad_token_id, low_precision);
 
   auto cache = call("init_cache(2, T)", file, [&] { return policy.init_cache(B, T + 2); });
   auto first = call("prefill", file, [&] {

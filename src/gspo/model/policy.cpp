@@ -52,6 +52,7 @@ Policy Policy::load(const std::string& path, c10::Device device) {
   impl->device = params.size() > 0 ? (*params.begin()).device() : device;
   impl->has_logits_from = impl->module.find_method("logits_from").has_value();
   probe_layers(*impl);
+  probe_slots(*impl);
   impl->module.eval();
   return Policy(std::move(impl));
 }

@@ -54,6 +54,19 @@ class Policy {
   bool has_static_decode() const;
   at::Tensor decode_static(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache, const at::Tensor& position);
 
+  // ---- Optional slot methods (docs/model-contract.md, "Slot methods", slot_api 1): the cache from init_cache(S, C)
+  // as S rows ("slots") that each hold one sequence from column 0, at its own length. Call only when has_slots().
+  bool has_slots() const;
+  // Prefills K prompts, ids [K, T] right-padded to T with lengths [K], once each, and writes prompt source[m]'s keys and
+  // values into cache row slots[m], columns [0, T). Returns [K, V] float32 logits of each prompt's last token.
+  at::Tensor prefill_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache, const at::Tensor& slots,
+                           const at::Tensor& source);
+  // One token per slot: ids [S, 1], slot s's token at column columns[s] (int64 [S], also its position), attending over
+  // its columns [0, columns[s]]; width >= max(columns) + 1 bounds the columns read. Returns [S, V] float32 logits.
+  at::Tensor decode_slots(const at::Tensor& ids, at::Tensor& cache, const at::Tensor& columns, int64_t width);
+  // Copies columns [0, columns) of cache rows src[m] to rows dst[m] (int64 [M] each), in place.
+  void copy_slots(at::Tensor& cache, const at::Tensor& src, const at::Tensor& dst, int64_t columns);
+
   // Optional contract method: per layer, the fraction of routing slots each expert got in the last forward
   // (empty tensors for dense layers). Empty vector when the model has no expert_load method.
   std::vector<at::Tensor> expert_load();

@@ -19,11 +19,15 @@ struct Policy::Impl {
   bool has_logits_from = false;  // the optional contract method, probed once at load
   int64_t layer_api = 0;         // version of the per-layer methods (0 = none), probed once at load
   int64_t num_layers = 0;        // decoder layers, when layer_api > 0
+  int64_t slot_api = 0;          // version of the slot methods (0 = none), probed once at load
 };
 
 // Sets impl.layer_api and impl.num_layers from the model's layer_api() and num_decoder_layers() (0 when it has no
 // layer_api). Throws ModelContractError for a version this gspo does not know, or a model that has layer_api() but
 // lacks one of the methods that version promises.
 void probe_layers(Policy::Impl& impl);
+// Sets impl.slot_api from the model's slot_api() (0 when absent). Throws ModelContractError for an unknown version or a
+// model that has slot_api() but lacks prefill_slots, decode_slots or copy_slots.
+void probe_slots(Policy::Impl& impl);
 
 }  // namespace gspo::model

@@ -38,15 +38,33 @@ at::Tensor finalise_t(at::Tensor z) {
   z = (z ^ shr(z, 27)) * bits(0x94D049BB133111EBULL);
   return z ^ shr(z, 31);
 }
-}  // namespace
 
-at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, int64_t position) {
+// mix_seed(mix_seed(seed, row), position) with the position term `pos` = position * 0xD1B54A32D192ED03 (scalar or
+// per row).
+template <class Pos>
+at::Tensor uniforms_t(const NoiseKey& key, const at::Tensor& rows, const Pos& pos) {
   const uint64_t a = finalise(key.seed + 0x9E3779B97F4A7C15ULL);        // mix_seed(seed, row), seed part
   auto row = rows + key.first_row;
   auto h = finalise_t(row * bits(0xD1B54A32D192ED03ULL) ^ bits(a));     // = mix_seed(seed, row)
-  const int64_t pos = bits(static_cast<uint64_t>(position) * 0xD1B54A32D192ED03ULL);
   h = finalise_t(finalise_t(h + bits(0x9E3779B97F4A7C15ULL)) ^ pos);   // = mix_seed(h, position)
   return shr(h, 11).to(torch::kDouble) * 0x1.0p-53;
+}
+}  // namespace
+
+at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, int64_t position) {
+  return uniforms_t(key, rows, bits(static_cast<uint64_t>(position) * 0xD1B54A32D192ED03ULL));
+}
+
+at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, const at::Tensor& positions) {
+  return uniforms_t(key, rows, positions * bits(0xD1B54A32D192ED03ULL));
+}
+
+at::Tensor row_uniforms(const NoiseKey& key, const std::vector<int64_t>& rows, const std::vector<int64_t>& positions) {
+  auto u = torch::empty({static_cast<int64_t>(rows.size())}, torch::kDouble);
+  auto* p = u.data_ptr<double>();
+  for (size_t i = 0; i < rows.size(); ++i)
+    p[i] = uniform01(key.seed, static_cast<uint64_t>(key.first_row + rows[i]), static_cast<uint64_t>(positions[i]));
+  return u;
 }
 
 }  // namespace gspo::rollout

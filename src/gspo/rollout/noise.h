@@ -28,4 +28,9 @@ at::Tensor row_uniforms(const NoiseKey& key, const std::vector<int64_t>& rows, i
 // copy per token. Bit-identical to row_uniforms (tested).
 at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, int64_t position);
 
+// Rows at different response positions (continuous batching): element i is uniform01(key.seed, key.first_row +
+// rows[i], positions[i]). The vector form returns CPU float64, the tensor form computes where `rows` lives.
+at::Tensor row_uniforms(const NoiseKey& key, const std::vector<int64_t>& rows, const std::vector<int64_t>& positions);
+at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, const at::Tensor& positions);
+
 }  // namespace gspo::rollout

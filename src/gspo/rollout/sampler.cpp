@@ -3,12 +3,17 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
+#include "gspo/core/resources.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/decode_graph.h"
+#include "gspo/rollout/progress.h"
+#include "gspo/rollout/slot_engine.h"
 #include "gspo/rollout/stop_matcher.h"
+#include "gspo/rollout/written.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::rollout {
@@ -61,6 +66,13 @@ std::pair<at::Tensor, at::Tensor> left_pad(const std::vector<std::vector<int64_t
     }
   }
   return {ids, mask};
+}
+
+// Bytes as MiB with up to 3 significant decimals ("0.25", "1024").
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", static_cast<double>(bytes) / (1 << 20));
+  return buf;
 }
 
 void check_prompts(const std::vector<std::vector<int64_t>>& prompts, int64_t max_new, const model::Manifest& m) {
@@ -119,14 +131,6 @@ struct Live {
   at::Tensor done;  // [L] bool: finished (its cache row is dead until the next compaction)
   at::Tensor next;  // [L, 1] int64: the next decode input (pad for finished rows)
   at::Tensor mask;  // [L, P + R] int64 attention mask
-};
-
-// Per batch row, on the device, copied to the host once at the end.
-struct Written {
-  at::Tensor tokens;    // [N, R] int64, pad after the response
-  at::Tensor logprobs;  // [N, R] float32
-  at::Tensor length;    // [N] int64
-  at::Tensor finish;    // [N] int64: Finish values
 };
 
 namespace {
@@ -214,13 +218,35 @@ at::Tensor Sampler::decode_step(const Live& live, at::Tensor& cache, int64_t sta
   return policy_.decode(live.next, live.mask.narrow(1, 0, start + 1), cache, start);
 }
 
-RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise) {
-  torch::NoGradGuard no_grad;
-  const auto t0 = std::chrono::steady_clock::now();
-  stats_ = {};
+int64_t Sampler::budget_rows(int64_t rows, int64_t columns) {
+  if (params_.kv_cache_bytes <= 0 && params_.kv_cache_fraction <= 0) return rows;
+  const int64_t row_bytes = policy_.init_cache(1, columns).nbytes();
+  std::string what;
+  int64_t budget = 0;
+  if (params_.kv_cache_fraction > 0) {
+    if (!policy_.device().is_cuda())
+      throw ConfigError("rollout.kv_cache_fraction: needs a CUDA device (the model is on " + policy_.device().str() +
+                        "); on the CPU set " + params_.kv_budget_key + " instead");
+    const int64_t avail = core::available_device_bytes(policy_.device());
+    budget = static_cast<int64_t>(params_.kv_cache_fraction * static_cast<double>(avail));
+    what = "rollout.kv_cache_fraction: " + std::to_string(params_.kv_cache_fraction) + " of the " +
+           mib(avail) + " MiB available on " + policy_.device().str() + " (" + mib(budget) + " MiB)";
+  } else {
+    budget = params_.kv_cache_bytes;
+    what = params_.kv_budget_key + ": " + mib(budget) + " MiB";
+  }
+  const int64_t fit = budget / std::max<int64_t>(row_bytes, 1);
+  if (fit < 1)
+    throw ConfigError(what + " holds no row of KV cache: one row of " + std::to_string(columns) + " columns (the " +
+                      "longest prompt plus max_new_tokens) needs " + mib(row_bytes) + " MiB (" +
+                      std::to_string(row_bytes) + " bytes) for this model");
+  return std::min(rows, fit);
+}
+
+void Sampler::run_static(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
+                         SampledRows& rows, int64_t first, RolloutProgress& progress) {
   const auto& m = policy_.manifest();
   const int64_t R = params_.max_new_tokens;
-  check_prompts(prompts, R, m);
   const int64_t B = static_cast<int64_t>(prompts.size());
   const int64_t N = B * G;
   int64_t P = 0;
@@ -233,11 +259,13 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
   if (graph_) graph_->reset();
   auto cache = policy_.init_cache(B, P + R);
   auto logits = policy_.prefill(pids.to(dev), pmask.to(dev), cache);
+  stats_.prefill_tokens += B * P;
   if (G > 1) {  // one copy of the cache; skipped when there is nothing to fan out
     auto expand = torch::arange(B, torch::kLong).repeat_interleave(G).to(dev);
     cache = policy_.reorder_cache(cache, expand);
     logits = logits.index_select(0, expand);
   }
+  stats_.kv_bytes = std::max<int64_t>(stats_.kv_bytes, cache.nbytes());
 
   auto on_dev = torch::TensorOptions().device(dev);
   Live live;
@@ -248,9 +276,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
   live.mask = torch::zeros({N, P + R}, torch::kLong);
   live.mask.narrow(1, 0, P).copy_(pmask.repeat_interleave(G, 0));
   live.mask = live.mask.to(dev);
-  Written out{torch::full({N, R}, pad, on_dev.dtype(torch::kLong)), torch::zeros({N, R}, on_dev.dtype(torch::kFloat)),
-              torch::zeros({N}, on_dev.dtype(torch::kLong)),
-              torch::full({N}, static_cast<int64_t>(Finish::kLength), on_dev.dtype(torch::kLong))};
+  Written out(N, R, pad, dev);
   StopMatcher stops(params_.stop, tok_);
   std::vector<std::string> text(N);
   // On the CPU a host sync costs nothing; with stop strings the tokens come to the host every step anyway.
@@ -268,32 +294,77 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
     auto u = dev.is_cpu() ? row_uniforms(noise, live.rows_host, step) : row_uniforms(noise, live.rows, step);
     const int64_t banned = step < params_.min_new_tokens ? m.eos_token_id : -1;  // EOS would end it short
     record(sample_next(logits, params_, u, banned), live, out, stops, text, P + step, step);
+    stats_.slot_steps += N;  // the rows this cache was allocated for, dropped finished rows included
     if ((step + 1) % host_sync_every == 0 && step + 1 < R) {
       ++stats_.host_syncs;
-      if (sync_and_compact(cache, live) == 0) break;
+      const int64_t running = sync_and_compact(cache, live);
+      if (progress.active()) progress.update(first + N - running, out.length.sum().item<int64_t>());
+      if (running == 0) break;
     }
   }
+  out.collect(N, rows, first);
+  if (progress.active()) progress.batch_done(out.length.sum().item<int64_t>());
+}
 
-  auto tokens = out.tokens.to(torch::kCPU), lps = out.logprobs.to(torch::kCPU);
-  auto length = out.length.to(torch::kCPU), finish = out.finish.to(torch::kCPU);
+void Sampler::run_batches(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
+                          int64_t slots, SampledRows& rows, RolloutProgress& progress) {
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  if (slots >= G) {  // whole groups, slots / G prompts a batch
+    const int64_t per = slots / G;
+    for (int64_t b = 0; b < B; b += per) {
+      const int64_t n = std::min(per, B - b);
+      std::vector<std::vector<int64_t>> part(prompts.begin() + b, prompts.begin() + b + n);
+      run_static(part, G, {noise.seed, noise.first_row + b * G}, rows, b * G, progress);
+    }
+    return;
+  }
+  for (int64_t b = 0; b < B; ++b)  // a group split into batches of `slots` samples of its prompt
+    for (int64_t g = 0; g < G; g += slots) {
+      const int64_t n = std::min(slots, G - g);
+      run_static({prompts[b]}, n, {noise.seed, noise.first_row + b * G + g}, rows, b * G + g, progress);
+    }
+}
+
+RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise) {
+  torch::NoGradGuard no_grad;
+  const auto t0 = std::chrono::steady_clock::now();
+  stats_ = {};
+  const auto& m = policy_.manifest();
+  const int64_t R = params_.max_new_tokens;
+  check_prompts(prompts, R, m);
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  const int64_t N = B * G;
+  int64_t P = 0;
+  for (const auto& p : prompts) P = std::max<int64_t>(P, p.size());
+  const int64_t pad = m.pad_token_id;
+
+  const int64_t slots = budget_rows(N, P + R);
+  stats_.slots = slots;
+  SampledRows rows(N);
+  {
+    RolloutProgress progress(params_.progress, N);
+    if (slots >= N)
+      run_static(prompts, G, noise, rows, 0, progress);
+    else if (params_.continuous && policy_.has_slots())
+      SlotEngine(policy_, tok_, params_, stats_, progress).run(prompts, G, noise, slots, P + R, rows);
+    else
+      run_batches(prompts, G, noise, slots, rows, progress);
+  }
+
   RolloutBatch batch;
   batch.prompt_len = P;
   batch.group_size = G;
-  batch.finish.resize(N);
-  batch.response_ids.resize(N);
+  batch.finish = rows.finish;
+  batch.response_ids = std::move(rows.ids);
   batch.response_text.resize(N);
-  std::vector<std::vector<float>> logps(N);
   for (int64_t r = 0; r < N; ++r) {
-    const int64_t n = length.data_ptr<int64_t>()[r];
-    const int64_t* t = tokens.data_ptr<int64_t>() + r * R;
-    const float* l = lps.data_ptr<float>() + r * R;
-    batch.response_ids[r].assign(t, t + n);
-    logps[r].assign(l, l + n);
-    batch.finish[r] = static_cast<Finish>(finish.data_ptr<int64_t>()[r]);
-    const bool eos_last = n > 0 && t[n - 1] == tok_.eos_id();
-    batch.response_text[r] = tok_.decode(std::vector<int64_t>(t, t + n - (eos_last ? 1 : 0)));
+    const auto& t = batch.response_ids[r];
+    const bool eos_last = !t.empty() && t.back() == tok_.eos_id();
+    batch.response_text[r] = tok_.decode(std::vector<int64_t>(t.begin(), t.end() - (eos_last ? 1 : 0)));
   }
-  fill_layout(batch, pids, pmask, logps, pad);
+  auto [pids, pmask] = left_pad(prompts, P, pad);
+  fill_layout(batch, pids, pmask, rows.logprobs, pad);
+  stats_.busy_slot_steps = batch.generated_tokens();
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return batch;
 }

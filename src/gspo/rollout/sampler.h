@@ -43,11 +43,19 @@ struct SamplerStats {
   int64_t row_steps = 0;     // sum over decode calls of the rows computed (compute actually spent)
   int64_t host_syncs = 0;    // device-to-host reads of the finished flags (the loop's only synchronisations)
   int64_t graph_captures = 0;  // CUDA graphs captured for decode (rollout.cuda_graphs; one per cache layout)
+  int64_t kv_bytes = 0;        // KV cache allocated (the largest at once)
+  int64_t slots = 0;           // rows of KV cache: the pool under a budget, else every row of the call
+  int64_t slot_steps = 0;      // sum over sampling steps of the rows of cache allocated (slots; rows dropped count)
+  int64_t busy_slot_steps = 0;  // of those, the ones that sampled a token of a running response
+  int64_t prefill_tokens = 0;  // prompt columns run through prefill (padding included); each prompt once per call
+  double slot_util() const { return slot_steps ? static_cast<double>(busy_slot_steps) / slot_steps : 0.0; }
 };
 
 class DecodeGraph;
-struct Live;     // sampler.cpp: decoding state of the rows in the cache
-struct Written;  // sampler.cpp: what has been sampled, per batch row
+class RolloutProgress;
+struct Live;         // sampler.cpp: decoding state of the rows in the cache
+struct Written;      // written.h: what has been sampled, per batch row
+struct SampledRows;  // written.h
 class StopMatcher;
 
 class Sampler {
@@ -59,12 +67,28 @@ class Sampler {
   // empty prompt or one that with max_new_tokens exceeds the model's max_seq_len. Row r (prompt r / G, sample
   // r % G) draws its tokens from noise row noise.first_row + r (noise.h). With params.min_new_tokens = k, no
   // response ends before k tokens (EOS is first possible as token k + 1; a stop string may end it at token k).
+  //
+  // KV-cache budget (params.kv_cache_mb > 0): the cache holds at most as many rows of P + max_new_tokens columns as
+  // fit in the budget (ConfigError naming params.kv_budget_key when not even one does). When every row fits, the call
+  // runs as without a budget. Otherwise rows wait in a queue (prompt by prompt) and, with a model that has the slot
+  // methods, take the slot of a finished row in the same decode loop, the prompt's cache prefilled once and shared
+  // by its samples (slot_engine.h); without them (or with params.continuous false) the rows run in static batches of
+  // as many rows as the budget holds. The responses are the same either way up to near-ties (noise is keyed by row
+  // and position, never by schedule).
   RolloutBatch generate(const std::vector<std::vector<int64_t>>& prompts, int64_t group_size, const NoiseKey& noise);
 
   const SamplerStats& last_stats() const { return stats_; }
   const SamplingParams& params() const { return params_; }
 
  private:
+  // Every row of `prompts` x G at once in one cache (rows left-padded), written to out rows [first, first + n).
+  void run_static(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, SampledRows& out,
+                  int64_t first, RolloutProgress& progress);
+  // Rows of at most `slots` at a time, whole groups where they fit, then the next batch.
+  void run_batches(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
+                   SampledRows& out, RolloutProgress& progress);
+  // How many rows of `columns` cache columns fit the budget (`rows` when there is none, at most `rows`).
+  int64_t budget_rows(int64_t rows, int64_t columns);
   int64_t sync_and_compact(at::Tensor& cache, Live& live);
   at::Tensor decode_step(const Live& live, at::Tensor& cache, int64_t start);
   void record(const Draw& draw, Live& live, Written& out, StopMatcher& stops,

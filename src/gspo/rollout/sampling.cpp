@@ -45,7 +45,8 @@ at::Tensor invert_cdf(const at::Tensor& probs, const at::Tensor& uniforms) {
 }
 }  // namespace
 
-Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms, int64_t banned) {
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms, int64_t banned,
+                 const at::Tensor& ban_rows) {
   Draw d;
   const double t = logprob_temperature(p.temperature);
   auto scaled = t == 1.0 ? logits : logits / t;
@@ -56,7 +57,10 @@ Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Te
   const bool masked = banned >= 0 && banned < choosable.size(-1);
   if (masked) {
     choosable = choosable.clone();
-    choosable.select(-1, banned).fill_(-std::numeric_limits<float>::infinity());
+    if (ban_rows.defined())
+      choosable.select(-1, banned).masked_fill_(ban_rows, -std::numeric_limits<float>::infinity());
+    else
+      choosable.select(-1, banned).fill_(-std::numeric_limits<float>::infinity());
   }
   if (p.temperature <= 0) {
     d.tokens = choosable.argmax(-1);

@@ -18,6 +18,14 @@ struct SamplingParams {
   int64_t vocab_limit = 0;           // ids >= this are never chosen (a model vocab padded past the tokenizer's); 0 = none
   int64_t host_sync_every = 0;       // decode steps between host reads of the finished flags; 0 = 1 on CPU, 8 on GPU
   bool cuda_graphs = false;          // CUDA: replay decode steps as CUDA graphs (decode_graph.h); no effect on CPU
+  // KV-cache budget (sampler.h): 0 = every row of a call at once, at full length; > 0 = a pool of as many rows of
+  // cache as fit in this many bytes, refilled as rows finish (continuous batching, models with slot methods) or filled
+  // by static batches of that many rows (continuous = false, or a model without slot methods).
+  int64_t kv_cache_bytes = 0;
+  double kv_cache_fraction = 0;      // CUDA: the budget as this fraction of the device memory available at each call
+  bool continuous = true;
+  std::string kv_budget_key = "rollout.kv_cache_mb";  // the config key named in budget errors
+  bool progress = false;             // a live line on stderr (finished responses, tokens/s) when it is a terminal
 };
 
 // The temperature the policy's log-probs are taken at: `temperature`, or 1 when greedy. Training computes
@@ -39,6 +47,8 @@ struct Draw {
 // `banned` >= 0 is a token id no row may choose at this step (EOS before min_new_tokens): its logit is set to -inf
 // before top-k/top-p (as transformers' min_new_tokens processor runs before its warpers), which costs one [N, V]
 // copy; the recorded log-probs still come from the unmasked distribution, like top-k/top-p's.
-Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms, int64_t banned = -1);
+// `ban_rows` (bool [N], optional) limits the ban to the rows where it is true (rows at different response lengths).
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms, int64_t banned = -1,
+                 const at::Tensor& ban_rows = {});
 
 }  // namespace gspo::rollout

@@ -15,6 +15,9 @@ double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, c
   if (problems.empty()) return 0;
   rollout::SamplingParams sp{0.0, 1.0, 0, cfg.rollout.max_new_tokens, cfg.rollout.stop};
   sp.min_new_tokens = cfg.rollout.min_new_tokens;
+  sp.kv_cache_bytes = cfg.rollout.kv_cache_mb << 20;
+  sp.kv_cache_fraction = cfg.rollout.kv_cache_fraction;
+  sp.continuous = cfg.rollout.continuous_batching;
   rollout::Sampler greedy(policy, tok, sp);
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step));
   int64_t correct = 0;

@@ -109,6 +109,10 @@ struct StepMetrics {
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
   int64_t sample_tokens = 0;
   int64_t sample_graph_captures = 0;  // CUDA graphs the sampler captured this step (rank 0)
+  double kv_cache_mb = 0;             // KV cache the sampler allocated (largest at once, largest rank)
+  int64_t rollout_slots = 0;          // rows of KV cache (largest rank)
+  Mean rollout_slot_util;             // busy slot-steps over all slot-steps
+  int64_t prefill_tokens = 0;         // prompt columns through prefill, every rank
   Rate sample_tokens_per_s, train_tokens_per_s;
   Mean pad_frac;                          // padded tokens over rows x columns of the update's micro-batches
   double peak_rss_mb = 0, peak_gpu_mb = 0;
@@ -233,6 +237,18 @@ struct StepMetrics {
     v("sample_graph_captures", sample_graph_captures, Reduce::kLocal, Match::kNone, Shown::kCuda,
       "CUDA graphs the sampler captured this step (rollout.cuda_graphs: one per rollout, plus one after each "
       "compaction of finished rows; 0 with eager decode)");
+    v("kv_cache_mb", kv_cache_mb, Reduce::kMax, Match::kNone, A,
+      "MB of KV cache the sampler allocated (the largest at once; largest rank): rows x (longest prompt + "
+      "max_new_tokens) columns without a budget, the slot pool under rollout.kv_cache_mb");
+    v("rollout_slots", rollout_slots, Reduce::kMax, Match::kNone, A,
+      "rows of KV cache the sampler decoded with: the slot pool under a budget, else the rank's rows (largest rank)");
+    v("rollout_slot_util", rollout_slot_util, Reduce::kMean, Match::kNone, A,
+      "busy slot-steps over all slot-steps of the rollout (every rank): the share of the allocated cache rows that "
+      "sampled a token of a running response at each sampling step; rows that ended early lower it, continuous "
+      "batching raises it");
+    v("prefill_tokens", prefill_tokens, Reduce::kSum, Match::kNone, A,
+      "prompt columns run through prefill, padding included, every rank (each prompt once per rollout: its G "
+      "samples share the prefill)");
     v("world_size", world_size, Reduce::kSame, Match::kNone, A, "ranks");
     v("time_comm_s", time_comm_s, Reduce::kLocal, Match::kNone, Shown::kMultiRank,
       "seconds in collectives this step (waits for slower ranks included)");

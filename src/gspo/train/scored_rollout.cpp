@@ -3,6 +3,8 @@
 // group advantages (reward scaling, reward components normalised after or before summing).
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "gspo/core/clock.h"
 #include "gspo/dist/comm.h"
 #include "gspo/model/policy.h"
@@ -63,7 +65,13 @@ Scored StepRunner::sample_round(Progress& progress, int64_t round, StepMetrics& 
       round * B * G + first_row};
   Scored s{p_.sampler.generate(prompts, G, noise), {}, {}, {}, {}};
   m.time_sample_s += core::seconds_since(t);
-  m.sample_graph_captures += p_.sampler.last_stats().graph_captures;
+  const auto& st = p_.sampler.last_stats();
+  m.sample_graph_captures += st.graph_captures;
+  m.kv_cache_mb = std::max(m.kv_cache_mb, st.kv_bytes / 1048576.0);
+  m.rollout_slots = std::max(m.rollout_slots, st.slots);
+  m.rollout_slot_util.sum += static_cast<double>(st.busy_slot_steps);
+  m.rollout_slot_util.count += static_cast<double>(st.slot_steps);
+  m.prefill_tokens += st.prefill_tokens;
 
   t = Clock::now();
   std::vector<const data::Example*> per_row;

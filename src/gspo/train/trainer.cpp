@@ -119,6 +119,10 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
                              c.rollout.stop};
   sp.min_new_tokens = c.rollout.min_new_tokens;
   sp.cuda_graphs = c.rollout.cuda_graphs;
+  sp.kv_cache_bytes = c.rollout.kv_cache_mb << 20;
+  sp.kv_cache_fraction = c.rollout.kv_cache_fraction;
+  sp.continuous = c.rollout.continuous_batching;
+  sp.progress = c.logging.progress;
   sampler = std::make_unique<rollout::Sampler>(sampling_copy ? *sampling_copy : *policy, *tok, sp);
 }
 

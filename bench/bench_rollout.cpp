@@ -1,0 +1,83 @@
+// One rollout under one KV-cache schedule, for bench/run_rollout.sh (issue #23 item 7): tokens/s, peak resident
+// memory and the slot figures of a single Sampler::generate call, printed as one JSON line. One process per cell so
+// each peak is its own. Same prompts and noise key in every cell, so every schedule samples the same responses (up
+// to near-ties) and the cells compare like with like.
+// Usage: bench_rollout MODEL.pt --rows N [--group 8] [--prompt 16] [--max-new 2048] [--budget-mb M] [--static]
+//        [--seed 1]   (--budget-mb 0 = no budget: every row at once; --static = static batches under the budget)
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gspo/core/huge_pages.h"
+#include "gspo/core/resources.h"
+#include "gspo/model/policy.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/tokenizer/tokenizer.h"
+
+using namespace gspo;
+
+namespace {
+int64_t vm_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  core::default_huge_pages();
+  std::string path;
+  int64_t rows = 64, group = 8, prompt = 16, max_new = 2048, budget_mb = 0, seed = 1;
+  bool static_batches = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { return std::stoll(argv[++i]); };
+    if (a == "--rows" && i + 1 < argc) rows = next();
+    else if (a == "--group" && i + 1 < argc) group = next();
+    else if (a == "--prompt" && i + 1 < argc) prompt = next();
+    else if (a == "--max-new" && i + 1 < argc) max_new = next();
+    else if (a == "--budget-mb" && i + 1 < argc) budget_mb = next();
+    else if (a == "--seed" && i + 1 < argc) seed = next();
+    else if (a == "--static") static_batches = true;
+    else path = a;
+  }
+  if (path.empty() || rows % group != 0) {
+    std::fprintf(stderr, "usage: %s MODEL.pt --rows N [--group G (divides N)] [--prompt 16] [--max-new 2048] "
+                 "[--budget-mb M] [--static] [--seed 1]\n", argv[0]);
+    return 2;
+  }
+  auto policy = model::Policy::load(path);
+  auto tok = tokenizer::from_spec(policy.tokenizer_json(), path);
+  rollout::SamplingParams p{1.0, 1.0, 0, max_new, {}};
+  p.kv_cache_bytes = budget_mb << 20;
+  p.continuous = !static_batches;
+  rollout::Sampler sampler(policy, *tok, p);
+  std::vector<std::vector<int64_t>> prompts(rows / group);
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    prompts[b].push_back(tok->bos_id());
+    for (int64_t t = 1; t < prompt; ++t) prompts[b].push_back(static_cast<int64_t>('a' + (b * 7 + t * 3) % 26));
+  }
+  const int64_t base = vm_rss_bytes();
+  auto batch = sampler.generate(prompts, group, {static_cast<uint64_t>(seed), 0});
+  const auto& st = sampler.last_stats();
+  const int64_t peak = core::peak_rss_bytes();
+  int64_t longest = 0;
+  for (auto l : batch.response_lengths) longest = std::max(longest, l);
+  const double tokens = static_cast<double>(batch.generated_tokens());
+  std::ostringstream os;
+  os << "{\"rows\": " << rows << ", \"budget_mb\": " << budget_mb << ", \"mode\": \""
+     << (budget_mb == 0 ? "all rows" : static_batches ? "static" : "continuous") << "\", \"slots\": " << st.slots
+     << ", \"kv_mb\": " << st.kv_bytes / 1048576.0 << ", \"base_rss_mb\": " << base / 1048576.0
+     << ", \"peak_rss_mb\": " << peak / 1048576.0 << ", \"rollout_mb\": " << (peak - base) / 1048576.0
+     << ", \"seconds\": " << st.seconds << ", \"tokens\": " << tokens << ", \"tokens_per_s\": " << tokens / st.seconds
+     << ", \"mean_len\": " << tokens / rows << ", \"max_len\": " << longest << ", \"slot_util\": " << st.slot_util()
+     << ", \"prefill_tokens\": " << st.prefill_tokens << ", \"decode_steps\": " << st.decode_steps
+     << ", \"threads\": " << at::get_num_threads() << "}";
+  std::printf("%s\n", os.str().c_str());
+  return 0;
+}

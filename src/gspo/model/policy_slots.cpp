@@ -1,0 +1,45 @@
+// The optional slot methods of a policy (slot_api 1): the KV cache as a pool of rows that each hold one sequence
+// from column 0, for continuous batching (rollout/slot_engine.h).
+#include <torch/torch.h>
+
+#include "gspo/core/error.h"
+#include "gspo/model/policy.h"
+#include "gspo/model/policy_impl.h"
+
+namespace gspo::model {
+namespace {
+const char* const kSlotMethods[] = {"prefill_slots", "decode_slots", "copy_slots"};
+constexpr int64_t kSlotApi = 1;  // the version this gspo drives
+}  // namespace
+
+void probe_slots(Policy::Impl& impl) {
+  auto api = impl.module.find_method("slot_api");
+  if (!api) return;
+  const int64_t version = (*api)({}).toInt();
+  if (version != kSlotApi)
+    throw ModelContractError("'" + impl.path + "': slot_api() is " + std::to_string(version) + ", this gspo knows " +
+                             "version " + std::to_string(kSlotApi) + " (docs/model-contract.md, Slot methods); " +
+                             "re-export the model with this gspo's scripts/export_hf.py");
+  for (const char* name : kSlotMethods)
+    if (!impl.module.find_method(name))
+      throw ModelContractError("'" + impl.path + "' has slot_api() " + std::to_string(version) +
+                               " but lacks the slot method '" + name + "' (docs/model-contract.md)");
+  impl.slot_api = version;
+}
+
+bool Policy::has_slots() const { return impl_->slot_api > 0; }
+
+at::Tensor Policy::prefill_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache,
+                                 const at::Tensor& slots, const at::Tensor& source) {
+  return impl_->module.get_method("prefill_slots")({ids, lengths, cache, slots, source}).toTensor();
+}
+
+at::Tensor Policy::decode_slots(const at::Tensor& ids, at::Tensor& cache, const at::Tensor& columns, int64_t width) {
+  return impl_->module.get_method("decode_slots")({ids, cache, columns, width}).toTensor();
+}
+
+void Policy::copy_slots(at::Tensor& cache, const at::Tensor& src, const at::Tensor& dst, int64_t columns) {
+  impl_->module.get_method("copy_slots")({cache, src, dst, columns});
+}
+
+}  // namespace gspo::model

@@ -1,0 +1,267 @@
+#include "gspo/rollout/slot_engine.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <map>
+
+#include "gspo/model/policy.h"
+#include "gspo/rollout/progress.h"
+#include "gspo/rollout/stop_matcher.h"
+#include "gspo/rollout/written.h"
+#include "gspo/tokenizer/tokenizer.h"
+
+namespace gspo::rollout {
+namespace {
+
+constexpr int64_t kFree = -1;
+constexpr int64_t kHostSyncEveryGpu = 8;  // as the static loop: steps between host reads of the finished flags
+
+// One call's state. Host vectors describe the slots; the tensors on the model's device hold what a step reads.
+class SlotRun {
+ public:
+  SlotRun(model::Policy& policy, const tokenizer::Tokenizer& tok, const SamplingParams& params, SamplerStats& stats,
+          RolloutProgress& progress, const std::vector<std::vector<int64_t>>& prompts, int64_t G,
+          const NoiseKey& noise, int64_t slots, int64_t columns);
+  void run(SampledRows& out);
+
+ private:
+  void refill();
+  void sample();
+  int64_t release();
+  void compact();
+  void decode();
+  at::Tensor upload(const std::vector<int64_t>& v) const;
+
+  model::Policy& policy_;
+  const SamplingParams& params_;
+  SamplerStats& stats_;
+  RolloutProgress& progress_;
+  const std::vector<std::vector<int64_t>>& prompts_;
+  const NoiseKey noise_;
+  const int64_t G_, N_, R_, C_, pad_, eos_;
+  const c10::Device dev_;
+  StopMatcher stops_;
+
+  at::Tensor cache_;
+  at::Tensor logits_;  // [S, V] float32: what each slot samples from next
+  at::Tensor done_;    // [S] bool: the slot samples nothing (free, or its row has ended)
+  at::Tensor next_;    // [S, 1] int64: the token each slot's next decode writes
+  std::vector<int64_t> row_;     // batch row in each slot, kFree when none
+  std::vector<int64_t> step_;    // the response position each slot samples next
+  std::vector<int64_t> col_;     // the cache column each slot's next decode writes
+  std::vector<int64_t> prefix_;  // the prompt whose columns [0, length) each slot holds intact, -1 when none
+  Written written_;              // rows [0, N) and a discard row N for slots that sample nothing
+  std::vector<std::string> text_;
+  std::map<int64_t, at::Tensor> first_logits_;  // prompt -> [V] logits of its last token, while rows of it wait
+  int64_t queued_ = 0;                          // the next row to get a slot
+  int64_t finished_ = 0;
+};
+
+SlotRun::SlotRun(model::Policy& policy, const tokenizer::Tokenizer& tok, const SamplingParams& params,
+                 SamplerStats& stats, RolloutProgress& progress, const std::vector<std::vector<int64_t>>& prompts,
+                 int64_t G, const NoiseKey& noise, int64_t slots, int64_t columns)
+    : policy_(policy), params_(params), stats_(stats), progress_(progress), prompts_(prompts), noise_(noise), G_(G),
+      N_(static_cast<int64_t>(prompts.size()) * G), R_(params.max_new_tokens), C_(columns),
+      pad_(policy.manifest().pad_token_id), eos_(policy.manifest().eos_token_id), dev_(policy.device()),
+      stops_(params.stop, tok), row_(slots, kFree), step_(slots, 0), col_(slots, columns - 1), prefix_(slots, -1),
+      written_(N_ + 1, R_, pad_, dev_), text_(N_) {
+  auto on = torch::TensorOptions().device(dev_);
+  cache_ = policy_.init_cache(slots, columns);
+  stats_.kv_bytes = std::max<int64_t>(stats_.kv_bytes, cache_.nbytes());
+  logits_ = torch::zeros({slots, policy_.manifest().vocab_size}, on.dtype(torch::kFloat));
+  done_ = torch::ones({slots}, on.dtype(torch::kBool));
+  next_ = torch::full({slots, 1}, pad_, on.dtype(torch::kLong));
+}
+
+at::Tensor SlotRun::upload(const std::vector<int64_t>& v) const {
+  return torch::tensor(v, torch::kLong).to(dev_);
+}
+
+// Gives free slots to waiting rows in queue order, each row's prompt columns copied from a slot that holds them or
+// prefilled (once per prompt, into every slot of it this refill gives out), and its first logits.
+void SlotRun::refill() {
+  struct Admit { int64_t slot, row, prompt; };
+  std::vector<Admit> admits;
+  for (int64_t s = 0; s < static_cast<int64_t>(row_.size()) && queued_ < N_; ++s)
+    if (row_[s] == kFree) admits.push_back({s, queued_, queued_ / G_}), ++queued_;
+  if (admits.empty()) return;
+
+  std::vector<int64_t> copy_src, copy_dst, fill_prompts, fill_slots, fill_source;
+  int64_t copy_cols = 0;
+  for (const auto& a : admits) {
+    if (prefix_[a.slot] == a.prompt) continue;  // the slot already holds this prompt's columns
+    auto holder = std::find(prefix_.begin(), prefix_.end(), a.prompt);
+    if (holder != prefix_.end()) {  // only the first prompt of a refill can have been given out before
+      copy_src.push_back(holder - prefix_.begin());
+      copy_dst.push_back(a.slot);
+      copy_cols = static_cast<int64_t>(prompts_[a.prompt].size());
+      continue;
+    }
+    if (fill_prompts.empty() || fill_prompts.back() != a.prompt) fill_prompts.push_back(a.prompt);
+    fill_slots.push_back(a.slot);
+    fill_source.push_back(static_cast<int64_t>(fill_prompts.size()) - 1);
+  }
+  // Copies read before the prefill below overwrites any slot (a holder may be among the slots being refilled).
+  if (!copy_src.empty()) policy_.copy_slots(cache_, upload(copy_src), upload(copy_dst), copy_cols);
+  if (!fill_prompts.empty()) {
+    const int64_t K = static_cast<int64_t>(fill_prompts.size());
+    int64_t T = 0;
+    for (auto p : fill_prompts) T = std::max<int64_t>(T, prompts_[p].size());
+    auto ids = torch::full({K, T}, pad_, torch::kLong);
+    std::vector<int64_t> lengths(K);
+    for (int64_t k = 0; k < K; ++k) {
+      const auto& p = prompts_[fill_prompts[k]];
+      lengths[k] = static_cast<int64_t>(p.size());
+      std::copy(p.begin(), p.end(), ids.data_ptr<int64_t>() + k * T);
+    }
+    auto first = policy_.prefill_slots(ids.to(dev_), upload(lengths), cache_, upload(fill_slots), upload(fill_source));
+    stats_.prefill_tokens += K * T;
+    for (int64_t k = 0; k < K; ++k) first_logits_[fill_prompts[k]] = first[k];
+  }
+  std::vector<int64_t> slots;
+  std::vector<at::Tensor> first;
+  for (const auto& a : admits) {
+    slots.push_back(a.slot);
+    first.push_back(first_logits_.at(a.prompt));
+    row_[a.slot] = a.row;
+    step_[a.slot] = 0;
+    col_[a.slot] = static_cast<int64_t>(prompts_[a.prompt].size());
+    prefix_[a.slot] = a.prompt;
+  }
+  auto idx = upload(slots);
+  logits_.index_copy_(0, idx, torch::stack(first));
+  done_.index_fill_(0, idx, false);
+  // A prompt whose rows all have slots needs its first logits no more.
+  for (auto it = first_logits_.begin(); it != first_logits_.end();)
+    it = (it->first + 1) * G_ <= queued_ ? first_logits_.erase(it) : std::next(it);
+}
+
+// Samples one token in every slot with a running row and records it (tokens, log-probs, ends), as the static loop's
+// record() does, with each slot at its own response position.
+void SlotRun::sample() {
+  const auto& p = params_;
+  std::vector<int64_t> rows(row_.size()), steps(row_.size());
+  for (size_t s = 0; s < row_.size(); ++s) {
+    rows[s] = row_[s] == kFree ? N_ : row_[s];
+    steps[s] = std::min(step_[s], R_ - 1);
+  }
+  auto rows_t = upload(rows), steps_t = upload(steps);
+  auto u = dev_.is_cpu() ? row_uniforms(noise_, rows, steps) : row_uniforms(noise_, rows_t, steps_t);
+  const bool ban = p.min_new_tokens > 0;
+  auto draw = sample_next(logits_, p, u, ban ? eos_ : -1, ban ? steps_t < p.min_new_tokens : at::Tensor());
+
+  auto active = done_.logical_not();
+  auto row_w = torch::where(active, rows_t, N_);
+  written_.tokens.index_put_({row_w, steps_t}, torch::where(active, draw.tokens, pad_));
+  written_.logprobs.index_put_({row_w, steps_t}, torch::where(active, draw.logprobs, 0.0));
+  written_.length.index_add_(0, row_w, active.to(torch::kLong));
+  auto eos = active.logical_and(draw.tokens == eos_);
+  auto special = eos;  // ends that are not the length cap
+  if (stops_.active()) {
+    auto tok = draw.tokens.to(torch::kCPU);
+    auto act = active.to(torch::kCPU);
+    auto stopped = torch::zeros({tok.numel()}, torch::kBool);
+    for (int64_t s = 0; s < tok.numel(); ++s) {
+      const int64_t id = tok.data_ptr<int64_t>()[s];
+      if (!act.data_ptr<bool>()[s] || id == eos_) continue;
+      auto& text = text_[row_[s]];
+      if (step_[s] + 1 >= p.min_new_tokens)
+        stopped.data_ptr<bool>()[s] = stops_.append_and_match(text, id);
+      else
+        stops_.append(text, id);
+    }
+    special = special.logical_or(stopped.to(dev_));
+  }
+  auto finish = torch::where(eos, static_cast<int64_t>(Finish::kEos), static_cast<int64_t>(Finish::kStop));
+  written_.finish.index_put_({torch::where(special, row_w, N_)}, finish);
+  done_ = done_.logical_or(special).logical_or(active.logical_and(steps_t >= R_ - 1));
+  next_ = torch::where(done_, pad_, draw.tokens).unsqueeze(1);
+}
+
+// Frees the slots whose rows have ended (reads the finished flags: the loop's one synchronisation). Returns the
+// number of slots still running a row.
+int64_t SlotRun::release() {
+  ++stats_.host_syncs;
+  auto done = done_.to(torch::kCPU);
+  const bool* d = done.data_ptr<bool>();
+  int64_t running = 0;
+  for (size_t s = 0; s < row_.size(); ++s) {
+    if (row_[s] == kFree) continue;
+    if (!d[s]) {
+      ++running;
+      continue;
+    }
+    row_[s] = kFree;
+    col_[s] = C_ - 1;  // a free slot's decode writes past every prompt, so its prompt columns stay intact
+    ++finished_;
+  }
+  if (progress_.active()) progress_.update(finished_, written_.length.narrow(0, 0, N_).sum().item<int64_t>());
+  return running;
+}
+
+// With no row waiting, drops free slots from the cache once they are a quarter of it (each drop copies the cache),
+// so the tail of long responses costs what its rows cost.
+void SlotRun::compact() {
+  const int64_t L = static_cast<int64_t>(row_.size());
+  std::vector<int64_t> keep;
+  for (int64_t s = 0; s < L; ++s)
+    if (row_[s] != kFree) keep.push_back(s);
+  const int64_t n = static_cast<int64_t>(keep.size());
+  if ((L - n) * 4 < L) return;
+  auto idx = upload(keep);
+  cache_ = policy_.reorder_cache(cache_, idx);
+  logits_ = logits_.index_select(0, idx);
+  done_ = done_.index_select(0, idx);
+  next_ = next_.index_select(0, idx);
+  auto pick = [&](std::vector<int64_t>& v) {
+    std::vector<int64_t> out(n);
+    for (int64_t i = 0; i < n; ++i) out[i] = v[keep[i]];
+    v = std::move(out);
+  };
+  pick(row_), pick(step_), pick(col_), pick(prefix_);
+}
+
+void SlotRun::decode() {
+  int64_t width = 1;
+  for (size_t s = 0; s < row_.size(); ++s)
+    if (row_[s] != kFree) width = std::max(width, col_[s] + 1);
+  logits_ = policy_.decode_slots(next_, cache_, upload(col_), std::min(width, C_));
+  stats_.decode_steps++;
+  stats_.row_steps += static_cast<int64_t>(row_.size());
+  for (size_t s = 0; s < row_.size(); ++s) {
+    ++step_[s];
+    col_[s] = std::min(col_[s] + 1, C_ - 1);
+  }
+}
+
+void SlotRun::run(SampledRows& out) {
+  const int64_t sync_every = stops_.active()                ? 1
+                             : params_.host_sync_every > 0 ? params_.host_sync_every
+                             : dev_.is_cpu()               ? 1
+                                                           : kHostSyncEveryGpu;
+  refill();
+  for (int64_t steps = 1;; ++steps) {
+    sample();
+    stats_.slot_steps += stats_.slots;  // the pool the budget holds, dropped free slots included
+    const bool at_sync = steps % sync_every == 0;
+    const int64_t running = at_sync ? release() : 1;
+    if (running == 0 && queued_ == N_) break;
+    // The sampled tokens go into the cache, then free slots take waiting rows (their logits come from the prefill).
+    if (running > 0) decode();
+    if (at_sync) {
+      refill();
+      if (queued_ == N_) compact();
+    }
+  }
+  written_.collect(N_, out, 0);
+}
+
+}  // namespace
+
+void SlotEngine::run(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
+                     int64_t columns, SampledRows& out) {
+  SlotRun(policy_, tok_, params_, stats_, progress_, prompts, G, noise, slots, columns).run(out);
+}
+
+}  // namespace gspo::rollout

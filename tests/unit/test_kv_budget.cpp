@@ -1,0 +1,180 @@
+// The sampler under a KV-cache budget (rollout.kv_cache_mb): a fixed pool of cache rows, continuous batching through
+// the model's slot methods, static batches without them, the prompt prefilled once per group, and the same samples
+// as without a budget. Budgeted and unbudgeted runs differ in batch shapes and cache layout, so they are compared
+// with sample_compare.h's rule (log-probs within kLogprobTol, a token flip only at a near-edge draw), never bitwise.
+#include <catch2/catch.hpp>
+
+#include <numeric>
+
+#include "contract_helpers.h"
+#include "gspo/core/error.h"
+#include "gspo/rollout/sampler.h"
+#include "helpers.h"
+#include "sample_compare.h"
+
+using namespace gspo;
+
+namespace {
+
+struct Fixture {
+  model::Policy policy = test::load_tiny("tiny_prior.pt");  // emits EOS often: long-tailed response lengths
+  std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny_prior.pt");
+  std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("Hello, w"),
+                                            tok->encode_prompt("a"), tok->encode_prompt("xyz")};
+  rollout::SamplingParams params{1.0, 1.0, 0, 40, {}};
+  const int64_t G = 8;
+  const rollout::NoiseKey key{11, 0};
+
+  int64_t columns() const {
+    int64_t P = 0;
+    for (const auto& p : prompts) P = std::max<int64_t>(P, p.size());
+    return P + params.max_new_tokens;
+  }
+  int64_t row_bytes() { return policy.init_cache(1, columns()).nbytes(); }
+  rollout::RolloutBatch run(const rollout::SamplingParams& p, rollout::SamplerStats* stats = nullptr) {
+    rollout::Sampler s(policy, *tok, p);
+    auto b = s.generate(prompts, G, key);
+    if (stats) *stats = s.last_stats();
+    return b;
+  }
+};
+
+// Every row of `b` against the same row of `base`; most rows must agree in full (a near-edge flip is rare).
+void same_samples(model::Policy& policy, const rollout::RolloutBatch& base, const rollout::RolloutBatch& b,
+                  const rollout::NoiseKey& key, int64_t vocab_limit) {
+  REQUIRE(b.num_rows() == base.num_rows());
+  auto margin = test::cdf_margins(policy, base, key, 1.0, vocab_limit);
+  int64_t agreed = 0;
+  for (int64_t r = 0; r < base.num_rows(); ++r) agreed += test::same_row(base, r, b, r, margin);
+  CHECK(agreed * 4 > base.num_rows() * 3);
+}
+
+}  // namespace
+
+TEST_CASE("under a KV budget, continuous batching samples what the unbudgeted sampler samples", "[rollout][kv]") {
+  Fixture f;
+  rollout::SamplerStats base_stats, st;
+  auto base = f.run(f.params, &base_stats);
+  CHECK(base_stats.slots == f.G * 4);
+  CHECK(base_stats.kv_bytes == f.G * 4 * f.row_bytes());
+  for (int64_t slots : {1, 3, 8, 20}) {
+    INFO("slots " << slots);
+    auto p = f.params;
+    p.kv_cache_bytes = slots * f.row_bytes() + f.row_bytes() / 2;  // a budget between two row counts rounds down
+    auto b = f.run(p, &st);
+    CHECK(st.slots == slots);
+    CHECK(st.kv_bytes == slots * f.row_bytes());  // the pool and nothing more
+    CHECK(st.kv_bytes <= p.kv_cache_bytes);
+    same_samples(f.policy, base, b, f.key, 0);
+    // Every prompt prefilled once per call, never once per sample: at most one padded prompt row per prompt.
+    int64_t real = 0;
+    for (const auto& q : f.prompts) real += static_cast<int64_t>(q.size());
+    CHECK(st.prefill_tokens >= real);
+    CHECK(st.prefill_tokens <= static_cast<int64_t>(f.prompts.size()) * (f.columns() - f.params.max_new_tokens));
+    CHECK(st.busy_slot_steps == b.generated_tokens());
+    CHECK(st.slot_util() > 0);
+    CHECK(st.slot_util() <= 1);
+  }
+}
+
+TEST_CASE("under a KV budget, static batches sample the same rows, and keep fewer slots busy than continuous batching",
+          "[rollout][kv]") {
+  Fixture f;
+  auto base = f.run(f.params);
+  auto p = f.params;
+  p.kv_cache_bytes = 8 * f.row_bytes();
+  rollout::SamplerStats cont, stat;
+  auto a = f.run(p, &cont);
+  p.continuous = false;
+  auto b = f.run(p, &stat);
+  same_samples(f.policy, base, b, f.key, 0);
+  CHECK(stat.slots == 8);
+  CHECK(stat.kv_bytes <= p.kv_cache_bytes);
+  // One static batch of 8 runs until its longest response ends; the continuous pool refills a slot as soon as its row
+  // ends (tiny_prior's lengths are long-tailed, so the difference is large).
+  INFO("slot utilisation: continuous " << cont.slot_util() << ", static " << stat.slot_util());
+  CHECK(cont.slot_util() > stat.slot_util() + 0.1);
+  CHECK(cont.decode_steps < stat.decode_steps);
+
+  SECTION("fewer slots than a group: the group is split into batches of its samples") {
+    p.kv_cache_bytes = 3 * f.row_bytes();
+    same_samples(f.policy, base, f.run(p), f.key, 0);
+  }
+}
+
+TEST_CASE("a model without slot methods honours the budget with static batches", "[rollout][kv]") {
+  auto policy = test::load_tiny("tiny_without_layers.pt");
+  REQUIRE_FALSE(policy.has_slots());
+  auto tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
+  std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("a")};
+  rollout::SamplingParams p{1.0, 1.0, 0, 16, {}};
+  rollout::Sampler whole(policy, *tok, p);
+  auto base = whole.generate(prompts, 4, {5, 0});
+  p.kv_cache_bytes = 3 * policy.init_cache(1, 6 + 16).nbytes();
+  rollout::Sampler budgeted(policy, *tok, p);
+  auto b = budgeted.generate(prompts, 4, {5, 0});
+  CHECK(budgeted.last_stats().slots == 3);
+  CHECK(budgeted.last_stats().kv_bytes <= p.kv_cache_bytes);
+  same_samples(policy, base, b, {5, 0}, budgeted.params().vocab_limit);
+}
+
+TEST_CASE("min_new_tokens and stop strings hold per row under continuous batching", "[rollout][kv]") {
+  Fixture f;
+  f.params.min_new_tokens = 5;
+  f.params.stop = {"1", "e"};
+  auto base = f.run(f.params);
+  auto p = f.params;
+  p.kv_cache_bytes = 5 * f.row_bytes();
+  auto b = f.run(p);
+  same_samples(f.policy, base, b, f.key, 0);
+  int64_t stopped = 0;
+  for (int64_t r = 0; r < b.num_rows(); ++r) {
+    CHECK(b.response_lengths[r] >= 5);
+    stopped += b.finish[r] == rollout::Finish::kStop;
+  }
+  CHECK(stopped > 0);
+}
+
+TEST_CASE("a KV budget below one row is a config error naming the key and the row size", "[rollout][kv]") {
+  Fixture f;
+  auto p = f.params;
+  p.kv_cache_bytes = f.row_bytes() - 1;
+  p.kv_budget_key = "eval.kv_cache_mb";
+  rollout::Sampler s(f.policy, *f.tok, p);
+  try {
+    s.generate(f.prompts, f.G, f.key);
+    FAIL("a budget below one row was accepted");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("eval.kv_cache_mb") && Catch::Contains("holds no row of KV cache") &&
+                             Catch::Contains(std::to_string(f.row_bytes()) + " bytes") &&
+                             Catch::Contains(std::to_string(f.columns()) + " columns"));
+  }
+  p.kv_cache_bytes = 0;
+  p.kv_cache_fraction = 0.5;
+  rollout::Sampler cpu(f.policy, *f.tok, p);
+  CHECK_THROWS_WITH(cpu.generate(f.prompts, f.G, f.key), Catch::Contains("rollout.kv_cache_fraction: needs a CUDA"));
+}
+
+TEST_CASE("gspo inspect checks the slot methods against forward", "[rollout][kv][contract]") {
+  const auto rejects = test::check_contract_rejects;
+  rejects("broken_slot_api.pt", "slot_api() is 2, this gspo knows version 1");
+  rejects("broken_slots.pt", "the slot methods (prefill_slots, copy_slots, decode_slots) disagree with forward");
+  for (const char* name : {"tiny.pt", "tiny_qwen3.pt", "qwen3_moe_tiny.pt"}) {
+    auto ok = test::load_tiny(name);
+    CHECK(ok.has_slots());
+    CHECK(model::check_contract(ok) < 1e-3);
+  }
+}
+
+// Bitwise is legitimate: integer hashing, then an exact scaling (as the fixed-position form's test).
+TEST_CASE("per-row noise positions give the fixed-position values, on the host and as tensors", "[rollout][kv]") {
+  std::vector<int64_t> rows{0, 5, 9, 70000}, positions{3, 0, 17, 5};
+  const rollout::NoiseKey key{7, 100};
+  auto host = rollout::row_uniforms(key, rows, positions);
+  auto dev = rollout::row_uniforms(key, torch::tensor(rows), torch::tensor(positions));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double one = rollout::row_uniforms(key, std::vector<int64_t>{rows[i]}, positions[i]).item<double>();
+    CHECK(host[i].item<double>() == one);
+    CHECK(dev[i].item<double>() == one);
+  }
+}
