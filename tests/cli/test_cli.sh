@@ -139,6 +139,19 @@ printf '{"answer": "4"}\n{"answer": "9"}\n' > "$TMP/answers_only.jsonl"; printf 
 expect score-no-prompt-field 0 "avg@1 0.500" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl"
 expect score-external-garbage 8 "verifier error: reward.external_command 'while read l; do echo yes; done' wrote 'yes'" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" --reward external --set 'reward.external_command=while read l; do echo yes; done'
 expect score-external-exit 8 "reward.external_command 'exit 3'" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" --reward external --set 'reward.external_command=exit 3'
+# Responses for only some rows: scored, with a note on how many rows had none (it used to say nothing and print
+# "1 problems x 2 samples"); every row answered: no note.
+printf '{"index": 0, "responses": ["\\\\boxed{1}", "2"]}\n' > "$TMP/one_problem.jsonl"
+expect score-partial 0 "note: 25 of 26 problems in math_sample.jsonl have no responses; scored 1 problem x 2 samples" -- \
+  "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/one_problem.jsonl"
+printf '{"index": 1, "response": "9"}\n' > "$TMP/answers_resp1.jsonl"
+expect score-partial-one 0 "note: 1 of 2 problems in answers_only.jsonl has no responses; scored 1 problem x 1 sample" -- \
+  "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp1.jsonl"
+out="$("$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" 2>&1)"
+if grep -q "2 problems x 1 sample  avg@1" <<<"$out" && ! grep -q "note:" <<<"$out"; then pass=$((pass+1)); else
+  echo "FAIL score-all-rows: $out"; fail=$((fail+1)); fi
+expect score-partial-json 0 '"dataset_rows":26,"problems_without_responses":25' -- \
+  "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/one_problem.jsonl" --json
 printf '{"index": 99, "response": "1"}\n' > "$TMP/bad_index.jsonl"
 expect score-bad-index 3 "bad_index.jsonl:1: index 99 is outside the dataset (26 rows)" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/bad_index.jsonl"
 printf '{"index": 0, "responses": ["\\\\boxed{1}", "2", "3"]}\n{"index": 1, "response": "4"}\n' > "$TMP/uneven.jsonl"
