@@ -105,6 +105,10 @@ TRAIN=(-c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny_prior.pt" --se
        --set rollout.group_size=4 --set logging.progress=false)
 expect train-bad-key 2 "unknown key 'rollout.group'" -- "$GSPO" train "${TRAIN[@]}" --set rollout.group=3 --set train.output_dir="$TMP/r0"
 expect train-unwritable 5 "cannot create directory '/proc/gspo_x'" -- "$GSPO" train "${TRAIN[@]}" --set train.output_dir=/proc/gspo_x
+# A response cap that alone fills the model's context: refused up front naming key, value, model and max_seq_len
+# (it used to say "all 20 are longer than -44 tokens").
+expect train-max-new-over-context 2 "--set rollout.max_new_tokens=300: rollout.max_new_tokens (300) must be smaller than the max_seq_len of the model '$MODELS/tiny_prior.pt' (256)" \
+  -- "$GSPO" train "${TRAIN[@]}" --set rollout.max_new_tokens=300 --set train.output_dir="$TMP/r_ctx"
 expect train-short 0 "finished after step 2" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/r1"
 # --log-level (and GSPO_LOG_LEVEL) win over the config's logging.level
 out="$("$GSPO" --log-level warn train "${TRAIN[@]}" --set train.max_steps=1 --set train.output_dir="$TMP/rq" 2>&1)"
@@ -135,6 +139,19 @@ printf '{"answer": "4"}\n{"answer": "9"}\n' > "$TMP/answers_only.jsonl"; printf 
 expect score-no-prompt-field 0 "avg@1 0.500" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl"
 expect score-external-garbage 8 "verifier error: reward.external_command 'while read l; do echo yes; done' wrote 'yes'" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" --reward external --set 'reward.external_command=while read l; do echo yes; done'
 expect score-external-exit 8 "reward.external_command 'exit 3'" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" --reward external --set 'reward.external_command=exit 3'
+# Responses for only some rows: scored, with a note on how many rows had none (it used to say nothing and print
+# "1 problems x 2 samples"); every row answered: no note.
+printf '{"index": 0, "responses": ["\\\\boxed{1}", "2"]}\n' > "$TMP/one_problem.jsonl"
+expect score-partial 0 "note: 25 of 26 problems in math_sample.jsonl have no responses; scored 1 problem x 2 samples" -- \
+  "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/one_problem.jsonl"
+printf '{"index": 1, "response": "9"}\n' > "$TMP/answers_resp1.jsonl"
+expect score-partial-one 0 "note: 1 of 2 problems in answers_only.jsonl has no responses; scored 1 problem x 1 sample" -- \
+  "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp1.jsonl"
+out="$("$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" 2>&1)"
+if grep -q "2 problems x 1 sample  avg@1" <<<"$out" && ! grep -q "note:" <<<"$out"; then pass=$((pass+1)); else
+  echo "FAIL score-all-rows: $out"; fail=$((fail+1)); fi
+expect score-partial-json 0 '"dataset_rows":26,"problems_without_responses":25' -- \
+  "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/one_problem.jsonl" --json
 printf '{"index": 99, "response": "1"}\n' > "$TMP/bad_index.jsonl"
 expect score-bad-index 3 "bad_index.jsonl:1: index 99 is outside the dataset (26 rows)" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/bad_index.jsonl"
 printf '{"index": 0, "responses": ["\\\\boxed{1}", "2", "3"]}\n{"index": 1, "response": "4"}\n' > "$TMP/uneven.jsonl"
@@ -178,6 +195,14 @@ expect eval-min-new 0 "pass@4" -- "$GSPO" eval -m "$MODELS/tiny_prior.pt" -d "$S
 n=$(grep -c '"tokens":8,"finish":"length"' "$TMP/ev_min/samples.jsonl")
 if [ "$n" -eq 12 ] && grep -q '"min_new_tokens": 8' "$TMP/ev_min/summary.json"; then pass=$((pass+1)); else
   echo "FAIL eval-min-new-files: $n of 12 samples of 8 tokens"; fail=$((fail+1)); fi
+# The same for the eval's cap (eval.max_new_tokens, else rollout.max_new_tokens), before --out is written: the run
+# with a fitting value is then a fresh start, not "an unfinished eval with other settings".
+expect eval-max-new-over-context 2 "--set eval.max_new_tokens=256: the eval's max_new_tokens (256, from eval.max_new_tokens) must be smaller than the max_seq_len of the model '$MODELS/tiny.pt' (256)" \
+  -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set eval.max_new_tokens=256 -o "$TMP/ev_ctx" --no-progress
+expect eval-rollout-max-new-over-context 2 "the eval's max_new_tokens (300, from rollout.max_new_tokens) must be smaller than the max_seq_len of the model" \
+  -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=300 -o "$TMP/ev_ctx" --no-progress
+expect eval-after-over-context 0 "pass@2" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 \
+  --set eval.max_new_tokens=8 -o "$TMP/ev_ctx" --no-progress
 expect eval-no-dataset 2 "no dataset: give --dataset, or set eval.datasets or data.path" -- "$GSPO" eval -m "$MODELS/tiny.pt" -o "$TMP/ev2"
 expect eval-negative-max-problems 2 "--max-problems: must be >= 0 (got -1)" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" --max-problems -1 -o "$TMP/ev3"
 expect generate-seed-overflow 2 "is not an integer in [0, 2^63)" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p x --seed 99999999999999999999999

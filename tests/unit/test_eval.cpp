@@ -71,6 +71,18 @@ TEST_CASE("majority vote and summaries", "[eval]") {
   const auto table = eval::format_table({t});
   CHECK_THAT(table, Catch::Contains("avg@4 0.083") && Catch::Contains("  easy ") &&
                         Catch::Contains("failed samples: no code found 4, timeout 2, wrong answer 5"));
+  CHECK_THAT(table, Catch::Contains("3 problems x 4 samples  avg@4") && Catch::Contains("    1 problem         "));
+  CHECK_THAT(table, !Catch::Contains("note:"));
+  // gspo score with responses for some rows only: the note counts the rest (singular and plural).
+  auto partial = eval::summarize("set.jsonl", {a}, true);
+  partial["dataset_rows"] = 4;
+  partial["problems_without_responses"] = 3;
+  CHECK_THAT(eval::format_table({partial}),
+             Catch::Contains("set.jsonl                    1 problem x 4 samples  avg@4") &&
+                 Catch::Contains("  note: 3 of 4 problems in set.jsonl have no responses; scored 1 problem x 4 samples\n"));
+  partial["dataset_rows"] = 2;
+  partial["problems_without_responses"] = 1;
+  CHECK_THAT(eval::format_table({partial}), Catch::Contains("note: 1 of 2 problems in set.jsonl has no responses"));
   CHECK_FALSE(eval::summarize("set", {a}, false).contains("cons@4"));  // no majority vote outside math
 }
 

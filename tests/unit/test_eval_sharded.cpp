@@ -62,7 +62,8 @@ TEST_CASE("a set evaluated on two ranks gives every rank the one-process summary
   auto summary_on = [&](dist::Comm& comm) {
     auto policy = model::Policy::load(test::model_path("tiny.pt"), c10::kCPU);
     auto tok = tokenizer::from_spec(policy.tokenizer_json(), policy.path());
-    auto set = eval::load_eval_set(cfg, set_path, *tok, policy.manifest().max_seq_len, false);
+    const auto budget = eval::eval_prompt_budget(cfg, policy.manifest().max_seq_len, policy.path());
+    auto set = eval::load_eval_set(cfg, set_path, *tok, budget, false);
     set.rows.resize(7);
     eval::Grader grader(cfg, set.rows);
     eval::Evaluator evaluator(cfg, policy, *tok);

@@ -10,6 +10,7 @@
 #include "gspo/data/dataset.h"
 #include "gspo/data/prompt_fit.h"
 #include "gspo/eval/eval.h"
+#include "gspo/eval/eval_sets.h"
 #include "gspo/cli/train_job.h"
 #include "helpers.h"
 
@@ -73,4 +74,27 @@ TEST_CASE("training skips an over-long prompt at load and runs to the end, and o
   CHECK(train::summary_text(sum).find("skipped at load: 1") != std::string::npos);
   CHECK_THROWS_AS(cli::TrainJob(cfg(path, test::fresh_dir("fit_refuse"), {"data.overlong_prompts=error"}), ""),
                   DataError);
+}
+
+TEST_CASE("a max_new_tokens that fills the context alone is a ConfigError naming key, value, model and max_seq_len",
+          "[data][config]") {
+  // Regression: rollout.max_new_tokens 300 against max_seq_len 256 said "all 20 are longer than -44 tokens".
+  const auto path = write_rows();
+  const auto model = test::model_path("tiny_prior.pt");
+  auto c = cfg(path, test::fresh_dir("fit_budget"), {"rollout.max_new_tokens=256"});
+  CHECK(data::prompt_budget(c, "rollout.max_new_tokens", 255, 256, model) == 1);  // room for a 1-token prompt
+  CHECK_THROWS_AS(data::prompt_budget(c, "rollout.max_new_tokens", 256, 256, model), ConfigError);
+  CHECK_THROWS_WITH(cli::TrainJob(c, ""),
+                    "--set rollout.max_new_tokens=256: rollout.max_new_tokens (256) must be smaller than the "
+                    "max_seq_len of the model '" + model + "' (256): prompt and response share those 256 positions, "
+                    "so no prompt would fit");
+  // The eval's cap: eval.max_new_tokens where set (its file:line), else rollout.max_new_tokens.
+  auto e = config::load_text("eval:\n  max_new_tokens: 300\n", "e.yaml", {});
+  CHECK_THROWS_WITH(eval::eval_prompt_budget(e, 256, "m.pt"),
+                    Catch::StartsWith("e.yaml:2: the eval's max_new_tokens (300, from eval.max_new_tokens) must be "
+                                      "smaller than the max_seq_len of the model 'm.pt' (256)"));
+  auto r = config::load_text("rollout:\n  max_new_tokens: 300\n", "r.yaml", {});
+  CHECK_THROWS_WITH(eval::eval_prompt_budget(r, 256, "m.pt"),
+                    Catch::StartsWith("r.yaml:2: the eval's max_new_tokens (300, from rollout.max_new_tokens)"));
+  CHECK(eval::eval_prompt_budget(r, 1024, "m.pt") == 724);
 }

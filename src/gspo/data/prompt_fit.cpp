@@ -5,6 +5,17 @@
 
 namespace gspo::data {
 
+int64_t prompt_budget(const config::Config& cfg, const std::string& key, int64_t max_new_tokens, int64_t max_seq_len,
+                      const std::string& model, bool for_eval) {
+  if (max_new_tokens < max_seq_len) return max_seq_len - max_new_tokens;
+  const auto at = cfg.origin.find(key);
+  const std::string value = std::to_string(max_new_tokens), seq = std::to_string(max_seq_len);
+  throw ConfigError((at != cfg.origin.end() ? at->second + ": " : std::string()) +
+                    (for_eval ? "the eval's max_new_tokens (" + value + ", from " + key + ")" : key + " (" + value + ")") +
+                    " must be smaller than the max_seq_len of the model '" + model + "' (" + seq +
+                    "): prompt and response share those " + seq + " positions, so no prompt would fit");
+}
+
 PromptFit fit_prompts(std::vector<Example> rows, const config::DataOptions& opts, const tokenizer::Tokenizer& tok,
                       int64_t max_prompt_tokens, bool refuse) {
   PromptFit fit;

@@ -7,11 +7,19 @@
 #include <string>
 #include <vector>
 
+#include "gspo/config/options.h"
 #include "gspo/data/example.h"
 
 namespace gspo::tokenizer { class Tokenizer; }
 
 namespace gspo::data {
+
+// The longest prompt a model of `max_seq_len` positions leaves beside `max_new_tokens` of response, the value of
+// config key `key` (`for_eval`: as the eval's max_new_tokens, from eval.* or rollout.*). When that leaves no room for
+// even a 1-token prompt, a ConfigError naming where the key was set, the key, its value, the model file `model` and
+// its max_seq_len: "rollout.max_new_tokens (300) must be smaller than the max_seq_len of the model 'm.pt' (256)...".
+int64_t prompt_budget(const config::Config& cfg, const std::string& key, int64_t max_new_tokens, int64_t max_seq_len,
+                      const std::string& model, bool for_eval = false);
 
 struct PromptFit {
   std::vector<Example> kept;   // the rows that fit, in their original order
@@ -21,8 +29,8 @@ struct PromptFit {
   int64_t longest_kept = 0;    // tokens of the longest kept prompt
 };
 
-// `max_prompt_tokens` = max_seq_len - max_new_tokens. With `refuse`, the first overlong row is a DataError naming
-// it, its length and the limit; otherwise it is dropped. A DataError also when no row fits.
+// `max_prompt_tokens` = max_seq_len - max_new_tokens (prompt_budget). With `refuse`, the first overlong row is a
+// DataError naming it, its length and the limit; otherwise it is dropped. A DataError also when no row fits.
 PromptFit fit_prompts(std::vector<Example> rows, const config::DataOptions& opts, const tokenizer::Tokenizer& tok,
                       int64_t max_prompt_tokens, bool refuse);
 

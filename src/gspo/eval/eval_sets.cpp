@@ -22,6 +22,11 @@ rollout::SamplingParams eval_sampling(const config::Config& cfg) {
   return sp;
 }
 
+int64_t eval_prompt_budget(const config::Config& cfg, int64_t max_seq_len, const std::string& model) {
+  const std::string key = cfg.eval.max_new_tokens > 0 ? "eval.max_new_tokens" : "rollout.max_new_tokens";
+  return data::prompt_budget(cfg, key, eval_sampling(cfg).max_new_tokens, max_seq_len, model, /*for_eval=*/true);
+}
+
 std::string set_name(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
   if (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0) name.resize(name.size() - 6);
@@ -29,7 +34,7 @@ std::string set_name(const std::string& path) {
 }
 
 EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const tokenizer::Tokenizer& tok,
-                      int64_t max_seq_len, bool loud) {
+                      int64_t max_prompt_tokens, bool loud) {
   EvalSet set;
   set.path = path;
   set.name = set_name(path);
@@ -58,11 +63,11 @@ EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const 
   }
   if (cfg.eval.max_problems > 0 && static_cast<int64_t>(rows.size()) > cfg.eval.max_problems)
     rows.resize(static_cast<size_t>(cfg.eval.max_problems));
-  const int64_t limit = max_seq_len - eval_sampling(cfg).max_new_tokens;
   const int64_t total = static_cast<int64_t>(rows.size());
   set.selected_rows = total;
-  auto fit = data::fit_prompts(std::move(rows), cfg.data, tok, limit, cfg.data.overlong_prompts == config::Overlong::kError);
-  if (fit.dropped > 0 && loud) log::warn("{}: {}", set.name, data::describe_dropped(fit, total, limit));
+  auto fit = data::fit_prompts(std::move(rows), cfg.data, tok, max_prompt_tokens,
+                               cfg.data.overlong_prompts == config::Overlong::kError);
+  if (fit.dropped > 0 && loud) log::warn("{}: {}", set.name, data::describe_dropped(fit, total, max_prompt_tokens));
   set.skipped_prompts = fit.dropped;
   set.rows = std::move(fit.kept);
   return set;

@@ -30,9 +30,14 @@ std::string set_name(const std::string& path);
 // The eval's sampling: eval.* where set, else rollout.*.
 rollout::SamplingParams eval_sampling(const config::Config& cfg);
 
-// Loads `path` for an eval of a model whose context is `max_seq_len` tokens. Throws DataError naming the file
-// (empty set, a bad row, every row outside the date window).
+// The longest prompt an eval of the model `model` (context `max_seq_len`) can take beside the eval's max_new_tokens;
+// a ConfigError naming eval.max_new_tokens (or rollout.max_new_tokens when that is unset), the model and its
+// max_seq_len when no prompt fits (data::prompt_budget).
+int64_t eval_prompt_budget(const config::Config& cfg, int64_t max_seq_len, const std::string& model);
+
+// Loads `path` for an eval whose prompts may be `max_prompt_tokens` long (eval_prompt_budget). Throws DataError
+// naming the file (empty set, a bad row, every row outside the date window).
 EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const tokenizer::Tokenizer& tok,
-                      int64_t max_seq_len, bool loud);
+                      int64_t max_prompt_tokens, bool loud);
 
 }  // namespace gspo::eval

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sys/stat.h>
 
 #include "gspo/core/device.h"
@@ -61,8 +62,10 @@ nlohmann::ordered_json identity(const config::Config& cfg, const std::string& mo
           {"tokenizer", cfg.tokenizer.path}};
 }
 
-// Decides between a fresh start and a resume in `dir`; returns the samples already done (empty when fresh).
-DoneSamples prepare_out_dir(const std::string& dir, const nlohmann::ordered_json& id, bool overwrite, int64_t K) {
+// Decides between a fresh start and a resume in `dir`; returns the samples already done, or nullopt for a fresh
+// start, for which nothing is written yet (start_out_dir, once the model has been loaded and the settings fit it).
+std::optional<DoneSamples> prepare_out_dir(const std::string& dir, const nlohmann::ordered_json& id, bool overwrite,
+                                           int64_t K) {
   const std::string summary = dir + "/summary.json", samples = dir + "/samples.jsonl", state = dir + "/eval_state.json";
   if (overwrite) {
     for (const auto& f : {summary, samples, state}) std::remove(f.c_str());
@@ -80,9 +83,13 @@ DoneSamples prepare_out_dir(const std::string& dir, const nlohmann::ordered_json
     throw ConfigError("--out '" + dir + "' holds samples.jsonl from an eval without eval_state.json; pass "
                       "--overwrite to replace it, or choose another --out");
   }
+  return std::nullopt;
+}
+
+// A fresh eval's eval_state.json: from here on a rerun with other settings is refused (or resumes with the same).
+void start_out_dir(const std::string& dir, const nlohmann::ordered_json& id) {
   core::ensure_dir(dir);
-  core::atomic_write(state, id.dump(1) + "\n");
-  return {};
+  core::atomic_write(dir + "/eval_state.json", id.dump(1) + "\n");
 }
 
 // Rewrites samples.jsonl with the complete problems only (lines of a problem cut off are sampled again).
@@ -111,13 +118,16 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
                           "in separate runs");
   const int64_t K = cfg.eval.samples;
   const auto id = identity(cfg, model_path, paths);
-  auto done = prepare_out_dir(req.out_dir, id, req.overwrite, K);
-  const bool resuming = !done.sets.empty() || done.dropped_lines > 0;
-  if (resuming) keep_done_lines(req.out_dir + "/samples.jsonl", done);
+  auto prepared = prepare_out_dir(req.out_dir, id, req.overwrite, K);
 
   auto policy = model::Policy::load(model_path, core::resolve_device(cfg.model.device, "model.device"));
+  const int64_t max_prompt_tokens = eval_prompt_budget(cfg, policy.manifest().max_seq_len, model_path);
   auto tok = cfg.tokenizer.path.empty() ? tokenizer::from_spec(policy.tokenizer_json(), model_path)
                                         : tokenizer::from_file(cfg.tokenizer.path);
+  if (!prepared) start_out_dir(req.out_dir, id);
+  DoneSamples done = prepared ? std::move(*prepared) : DoneSamples{};
+  const bool resuming = !done.sets.empty() || done.dropped_lines > 0;
+  if (resuming) keep_done_lines(req.out_dir + "/samples.jsonl", done);
   Evaluator evaluator(cfg, policy, *tok);
   std::ofstream samples_out(req.out_dir + "/samples.jsonl", std::ios::app);
   if (!samples_out) throw IoError("cannot write '" + req.out_dir + "/samples.jsonl'");
@@ -125,7 +135,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   torch::NoGradGuard no_grad;
 
   for (size_t d = 0; d < paths.size(); ++d) {
-    const auto set = load_eval_set(cfg, paths[d], *tok, policy.manifest().max_seq_len, true);
+    const auto set = load_eval_set(cfg, paths[d], *tok, max_prompt_tokens, true);
     Grader grader(cfg, set.rows);
     std::vector<ProblemResult> results;
     const auto& earlier = done.sets[set.name];

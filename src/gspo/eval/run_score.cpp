@@ -70,6 +70,9 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
   std::string name = req.dataset.substr(req.dataset.find_last_of('/') + 1);
   auto summary = summarize(name, results, grader.math);
   summary["verifier"] = grader.verifier->name();
+  // Rows of the dataset no response line names: not in the statistics; the table says how many (format_table).
+  summary["dataset_rows"] = rows.size();
+  summary["problems_without_responses"] = rows.size() - responses.size();
   if (!req.out_dir.empty()) {
     core::ensure_dir(req.out_dir);
     std::string scored;

@@ -69,6 +69,10 @@ void accuracy_fields(nlohmann::ordered_json& j, const std::vector<const ProblemS
   if (with_majority) j["cons@" + std::to_string(K)] = cons / P;
 }
 
+// "problem" or "problems" for n of them; count: "1 problem", "2 problems".
+std::string noun(int64_t n, const std::string& singular) { return n == 1 ? singular : singular + "s"; }
+std::string count(int64_t n, const std::string& singular) { return std::to_string(n) + " " + noun(n, singular); }
+
 }  // namespace
 
 nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority) {
@@ -138,9 +142,9 @@ std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
   std::string out;
   char buf[256];
   for (const auto& s : summaries) {
-    std::snprintf(buf, sizeof buf, "%-24s %5lld problems x %lld samples  ", s["dataset"].get<std::string>().c_str(),
-                  static_cast<long long>(s["problems"].get<int64_t>()),
-                  static_cast<long long>(s["samples_per_problem"].get<int64_t>()));
+    const int64_t problems = s["problems"].get<int64_t>(), K = s["samples_per_problem"].get<int64_t>();
+    std::snprintf(buf, sizeof buf, "%-24s %5lld %s x %s  ", s["dataset"].get<std::string>().c_str(),
+                  static_cast<long long>(problems), noun(problems, "problem").c_str(), count(K, "sample").c_str());
     out += buf + accuracy_cells(s);
     if (s.contains("response_tokens_total") && s["response_tokens_total"].get<int64_t>() > 0) {
       std::snprintf(buf, sizeof buf, "  len %.0f", s["response_tokens_mean"].get<double>());
@@ -149,8 +153,9 @@ std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
     out += "\n";
     if (s.contains("by_difficulty"))
       for (const auto& [level, l] : s["by_difficulty"].items()) {
-        std::snprintf(buf, sizeof buf, "  %-22s %5lld problems               ", level.c_str(),
-                      static_cast<long long>(l["problems"].get<int64_t>()));
+        const int64_t n = l["problems"].get<int64_t>();
+        std::snprintf(buf, sizeof buf, "  %-22s %5lld %-8s               ", level.c_str(), static_cast<long long>(n),
+                      noun(n, "problem").c_str());
         out += buf + accuracy_cells(l) + "\n";
       }
     if (s.contains("failures") && !s["failures"].empty()) {
@@ -160,7 +165,13 @@ std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
       out.back() = '\n';
     }
     if (s.contains("skipped_prompts") && s["skipped_prompts"].get<int64_t>() > 0)
-      out += "  skipped (prompt too long): " + std::to_string(s["skipped_prompts"].get<int64_t>()) + " problems\n";
+      out += "  skipped (prompt too long): " + count(s["skipped_prompts"].get<int64_t>(), "problem") + "\n";
+    if (s.contains("problems_without_responses") && s["problems_without_responses"].get<int64_t>() > 0) {
+      const int64_t missing = s["problems_without_responses"].get<int64_t>();
+      out += "  note: " + std::to_string(missing) + " of " + count(s["dataset_rows"].get<int64_t>(), "problem") +
+             " in " + s["dataset"].get<std::string>() + (missing == 1 ? " has" : " have") + " no responses; scored " +
+             count(problems, "problem") + " x " + count(K, "sample") + "\n";
+    }
   }
   return out;
 }

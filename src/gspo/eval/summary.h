@@ -49,7 +49,8 @@ nlohmann::ordered_json summarize(const std::string& name, const std::vector<Prob
 // "avg@8 0.312  pass@1 0.312  pass@8 0.750  cons@8 0.500": the accuracy fields (keys with '@') of a summary.
 std::string accuracy_cells(const nlohmann::ordered_json& summary);
 
-// The end-of-eval report: per dataset, a block with the metrics, a row per difficulty and the failure counts.
+// The end-of-eval report: per dataset, a block with the metrics, a row per difficulty, the failure counts, the
+// skipped prompts and (gspo score) a note on dataset rows that had no responses.
 std::string format_table(const std::vector<nlohmann::ordered_json>& summaries);
 
 }  // namespace gspo::eval

@@ -10,8 +10,9 @@ namespace gspo::eval {
 Validation::Validation(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok,
                        int64_t max_seq_len, dist::Comm& comm)
     : cfg_(cfg), comm_(comm), evaluator_(cfg, policy, tok) {
+  const int64_t max_prompt_tokens = eval_prompt_budget(cfg, max_seq_len, cfg.model.path);
   for (const auto& path : cfg.eval.datasets) {
-    sets_.push_back(load_eval_set(cfg, path, tok, max_seq_len, comm.is_main()));
+    sets_.push_back(load_eval_set(cfg, path, tok, max_prompt_tokens, comm.is_main()));
     graders_.push_back(std::make_unique<Grader>(cfg, sets_.back().rows));
   }
 }

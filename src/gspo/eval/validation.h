@@ -16,7 +16,8 @@ namespace gspo::eval {
 
 class Validation {
  public:
-  // Loads the sets (a DataError names a bad file at start-up, not at the first validation). `loud`: log warnings.
+  // Loads the sets (a DataError names a bad file at start-up, not at the first validation; a ConfigError when the
+  // eval's max_new_tokens leaves no room for a prompt in `max_seq_len`). Rank 0 logs the warnings.
   Validation(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok, int64_t max_seq_len,
              dist::Comm& comm);
   ~Validation();

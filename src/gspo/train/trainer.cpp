@@ -34,7 +34,8 @@ namespace {
 // filter is a pure function of data, tokenizer and config, so a resumed run sees the same rows.
 std::vector<data::Example> fit(std::vector<data::Example> rows, const config::Config& c, const tokenizer::Tokenizer& tok,
                                const model::Policy& policy, bool loud, int64_t& dropped) {
-  const int64_t limit = policy.manifest().max_seq_len - c.rollout.max_new_tokens;
+  const int64_t limit = data::prompt_budget(c, "rollout.max_new_tokens", c.rollout.max_new_tokens,
+                                            policy.manifest().max_seq_len, c.model.path);
   const int64_t total = static_cast<int64_t>(rows.size());
   auto kept = data::fit_prompts(std::move(rows), c.data, tok, limit, c.data.overlong_prompts == config::Overlong::kError);
   if (kept.dropped > 0 && loud) log::warn("{}", data::describe_dropped(kept, total, limit));
