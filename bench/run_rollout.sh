@@ -10,7 +10,8 @@
 # every row at once (no budget: the static cache of rows x (16 + MAX_NEW) columns), then budgets of 1/8 and 1/2 of
 # that cache, each with continuous batching and with static batches of as many rows as the budget holds (what a
 # user without continuous batching would do). One process per cell (bench/bench_rollout.cpp): its peak RSS, and
-# "rollout MB" = peak RSS minus the RSS after loading the model. Same prompts and noise in every cell.
+# "rollout MB" = the rollout's peak RSS minus the RSS before it (after loading the model and an 8-token warm-up
+# rollout, so the interpreter's and BLAS's one-time buffers are not counted). Same prompts and noise in every cell.
 # Environment: ROWS (64 256), MAX_NEW (2048), THREADS (all cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +43,7 @@ done
 "$GSPO_PY" - "$OUT" <<'PY' | tee "$D/table.md"
 import json, sys
 cells = [json.loads(l) for l in open(sys.argv[1])]
-print("| rows | KV budget MB | schedule | slots | KV MB | rollout MB (peak RSS - model) | peak RSS MB | tokens/s | "
+print("| rows | KV budget MB | schedule | slots | KV MB | rollout MB | peak RSS MB | tokens/s | "
       "slot util | mean / max length | s |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for c in cells:

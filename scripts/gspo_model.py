@@ -106,8 +106,8 @@ class Attention(nn.Module):
         # columns; kv [2, B, Hkv, S_max, D] or None. position (int64 [1], T = 1): write the new column there and
         # attend over all S_max columns (static shapes). Slot methods: with `source`, attention is over the T local
         # columns and input row source[m]'s keys/values go to cache row slots[m], columns [0, T) (prefill_slots);
-        # with `slots` alone (T = 1), row b's new column goes to cache column slots[b] of cache row b and attention is
-        # over the first `start` cache columns (decode_slots).
+        # with `slots` alone (T = 1), row b's new column goes to cache column slots[b] of cache row b (of the first B
+        # cache rows) and attention is over the first `start` cache columns (decode_slots).
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
@@ -125,10 +125,12 @@ class Attention(nn.Module):
             kv[1].narrow(2, 0, t).index_copy_(0, slots, v.index_select(0, source))
         elif kv is not None and slots is not None:
             at = slots.view(b, 1, 1, 1).expand(b, self.n_kv_heads, 1, self.head_dim)
-            kv[0].scatter_(2, at, k)
-            kv[1].scatter_(2, at, v)
-            k = kv[0].narrow(2, 0, start)
-            v = kv[1].narrow(2, 0, start)
+            k_rows = kv[0].narrow(0, 0, b)  # the first b slots: the sampler keeps its running rows in front
+            v_rows = kv[1].narrow(0, 0, b)
+            k_rows.scatter_(2, at, k)
+            v_rows.scatter_(2, at, v)
+            k = k_rows.narrow(2, 0, start)
+            v = v_rows.narrow(2, 0, start)
         elif kv is not None and position is not None:
             kv[0].index_copy_(2, position, k)
             kv[1].index_copy_(2, position, v)
@@ -349,10 +351,11 @@ class CausalLM(nn.Module):
 
     @torch.jit.export
     def decode_slots(self, input_ids: Tensor, cache: Tensor, columns: Tensor, width: int) -> Tensor:
-        """One token per cache row: ids [S, 1], row s's token written at column columns[s] (its position), attending
-        over that row's columns [0, columns[s]] (width >= every columns[s] + 1 bounds the columns read; a row whose
-        column is >= width is written but attends over all `width`). Returns [S, V] float32 logits. Shapes depend on
-        S and width only, so with width = the cache's length a CUDA graph can replay it."""
+        """One token for each of the first S cache rows (S <= the cache's rows): ids [S, 1], row s's token written at
+        column columns[s] (its position), attending over that row's columns [0, columns[s]] (width >= every
+        columns[s] + 1 bounds the columns read; a row whose column is >= width is written but attends over all
+        `width`). Returns [S, V] float32 logits. Shapes depend on S and width only, so with width = the cache's length
+        a CUDA graph can replay it."""
         s = input_ids.shape[0]
         x = self.embed_tokens(input_ids)
         cos = self.cos_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)

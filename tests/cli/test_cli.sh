@@ -110,6 +110,21 @@ expect train-unwritable 5 "cannot create directory '/proc/gspo_x'" -- "$GSPO" tr
 expect train-max-new-over-context 2 "--set rollout.max_new_tokens=300: rollout.max_new_tokens (300) must be smaller than the max_seq_len of the model '$MODELS/tiny_prior.pt' (256)" \
   -- "$GSPO" train "${TRAIN[@]}" --set rollout.max_new_tokens=300 --set train.output_dir="$TMP/r_ctx"
 expect train-short 0 "finished after step 2" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/r1"
+# A KV-cache budget (issue 23): 64 rows of up to 200 tokens; 1 MiB holds fewer rows of tiny_prior's cache, so the step
+# samples through a smaller slot pool (continuous batching), and the metrics say so.
+expect train-kv-budget 0 "finished after step 1" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=1 \
+  --set rollout.prompts_per_step=16 --set rollout.max_new_tokens=200 --set rollout.kv_cache_mb=1 --set train.output_dir="$TMP/r_kv"
+if "$PYTHON" - "$TMP/r_kv/metrics.jsonl" <<'PY'
+import json, sys
+m = [json.loads(l) for l in open(sys.argv[1])][-1]
+ok = 0 < m["rollout_slots"] < 64 and 0 < m["kv_cache_mb"] <= 1 and 0 < m["rollout_slot_util"] <= 1 and m["prefill_tokens"] > 0
+sys.exit(0 if ok else 1)
+PY
+then pass=$((pass+1)); else echo "FAIL train-kv-budget-metrics: $(tail -c 600 "$TMP/r_kv/metrics.jsonl")"; fail=$((fail+1)); fi
+expect train-kv-fraction-cpu 2 "rollout.kv_cache_fraction: needs a CUDA device" -- "$GSPO" train "${TRAIN[@]}" \
+  --set train.max_steps=1 --set rollout.kv_cache_fraction=0.5 --set train.output_dir="$TMP/r_kvf"
+expect config-kv-both 2 "set rollout.kv_cache_mb (64) or rollout.kv_cache_fraction (0.5), not both" -- "$GSPO" config \
+  --set rollout.kv_cache_mb=64 --set rollout.kv_cache_fraction=0.5
 # --log-level (and GSPO_LOG_LEVEL) win over the config's logging.level
 out="$("$GSPO" --log-level warn train "${TRAIN[@]}" --set train.max_steps=1 --set train.output_dir="$TMP/rq" 2>&1)"
 out_env="$(GSPO_LOG_LEVEL=warn "$GSPO" train "${TRAIN[@]}" --set train.max_steps=1 --set train.output_dir="$TMP/rq2" 2>&1)"
@@ -195,6 +210,12 @@ expect eval-min-new 0 "pass@4" -- "$GSPO" eval -m "$MODELS/tiny_prior.pt" -d "$S
 n=$(grep -c '"tokens":8,"finish":"length"' "$TMP/ev_min/samples.jsonl")
 if [ "$n" -eq 12 ] && grep -q '"min_new_tokens": 8' "$TMP/ev_min/summary.json"; then pass=$((pass+1)); else
   echo "FAIL eval-min-new-files: $n of 12 samples of 8 tokens"; fail=$((fail+1)); fi
+# eval.kv_cache_mb (issue 23): 3 problems x 16 samples of up to 200 tokens need more than 1 MiB of tiny_prior's cache,
+# so the eval samples through a smaller slot pool; every sample is still there.
+expect eval-kv-budget 0 "pass@" -- "$GSPO" eval -m "$MODELS/tiny_prior.pt" -d "$SRC/data/math_sample.jsonl" -k 16 \
+  --max-problems 3 --set rollout.max_new_tokens=200 --set eval.kv_cache_mb=1 -o "$TMP/ev_kv" --no-progress
+n=$(grep -c '"finish"' "$TMP/ev_kv/samples.jsonl")
+if [ "$n" -eq 48 ]; then pass=$((pass+1)); else echo "FAIL eval-kv-budget-samples: $n of 48"; fail=$((fail+1)); fi
 # The same for the eval's cap (eval.max_new_tokens, else rollout.max_new_tokens), before --out is written: the run
 # with a fitting value is then a fresh start, not "an unfinished eval with other settings".
 expect eval-max-new-over-context 2 "--set eval.max_new_tokens=256: the eval's max_new_tokens (256, from eval.max_new_tokens) must be smaller than the max_seq_len of the model '$MODELS/tiny.pt' (256)" \

@@ -161,6 +161,35 @@ TEST_CASE("CUDA: decode through a captured CUDA graph matches eager decode", "[c
   CHECK(same >= a.num_rows() - 1);
 }
 
+// Issue 23 on the GPU: continuous batching under a KV budget, eager and through one captured graph per pool size,
+// samples what the unbudgeted sampler samples (sample_compare.h's rule; 1e-4 on the log-probs as above).
+TEST_CASE("CUDA: continuous batching under a KV budget, eager and graphed, samples the unbudgeted responses",
+          "[cuda][kv]") {
+  if (!cuda_or_skip()) return;
+  auto policy = model::Policy::load(test::model_path("tiny_prior.pt"), kGpu);
+  auto tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny_prior.pt");
+  std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("abc"),
+                                            tok->encode_prompt("3")};
+  rollout::SamplingParams base_p{1.0, 1.0, 0, 32, {}};
+  auto budget_p = base_p;
+  budget_p.kv_cache_bytes = 5 * policy.init_cache(1, 6 + 32).nbytes();
+  auto graph_p = budget_p;
+  graph_p.cuda_graphs = true;
+  rollout::Sampler base(policy, *tok, base_p), eager(policy, *tok, budget_p), graphed(policy, *tok, graph_p);
+  auto a = base.generate(prompts, 8, {9, 0});
+  auto margin = test::cdf_margins(policy, a, {9, 0}, 1.0, base.params().vocab_limit);
+  for (auto* s : {&eager, &graphed}) {
+    auto b = s->generate(prompts, 8, {9, 0});
+    CHECK(s->last_stats().slots == 5);
+    int64_t same = 0;
+    for (int64_t r = 0; r < a.num_rows(); ++r) same += test::same_row(a, r, b, r, margin, 1e-4);
+    CHECK(same * 4 >= a.num_rows() * 3);
+  }
+  CHECK(graphed.last_stats().graph_captures >= 1);
+  // One capture per pool size: the full pool, then once per compaction (sizes strictly fall, so at most 5).
+  CHECK(graphed.last_stats().graph_captures <= 5);
+}
+
 // Issue 22 on the GPU: the per-layer path with checkpointed layers (CheckpointedLayer re-runs each TorchScript layer
 // under grad mode in backward) and the chunked head give the CPU forward path's log-probs and parameter gradients.
 // Float32 on both; tolerance 1e-4 (GPU kernels sum in other orders than the CPU's).

@@ -59,7 +59,8 @@ void check_layers(Policy& policy, const at::Tensor& ids, const at::Tensor& mask,
 
 // The slot methods (slot_api 1) on a pool of 3 slots full of noise: two prompts of different lengths (row 0 of the
 // batch without its padding, and row 1) prefilled into slots 0, 1 and 2 (prompt 1 twice), slot 2 then given prompt 0
-// by copy_slots, and two decode steps with the slots at different columns must give forward's logits.
+// by copy_slots, and two decode steps with the slots at different columns (the second over the first two slots only)
+// must give forward's logits.
 void check_slots(Policy& policy, const at::Tensor& ids, const at::Tensor& full, int64_t pad, bool low_precision) {
   const std::string& file = policy.path();
   const int64_t T = ids.size(1) - 2, V = full.size(2);
@@ -82,14 +83,15 @@ void check_slots(Policy& policy, const at::Tensor& ids, const at::Tensor& full, 
     compare(first[0], full[0][T - 1]);
     compare(first[1], full[1][T - 1]);
     policy.copy_slots(cache, torch::tensor({0}, opts), torch::tensor({2}, opts), T);
-    for (int64_t j = 0; j < 2; ++j) {
-      auto tok = torch::stack({ids[0][T + j], ids[1][T + j], ids[0][T + j]}).view({3, 1});
-      auto cols = torch::tensor({T - 2 + j, T + j, T - 2 + j}, opts);
+    for (int64_t j = 0; j < 2; ++j) {  // the second step decodes the first two slots only
+      const int64_t S = 3 - j;
+      auto tok = torch::stack({ids[0][T + j], ids[1][T + j], ids[0][T + j]}).narrow(0, 0, S).view({S, 1});
+      auto cols = torch::tensor({T - 2 + j, T + j, T - 2 + j}, opts).narrow(0, 0, S);
       auto step = policy.decode_slots(tok, cache, cols, T + j + 1);
-      expect_shape(step, {3, V}, "decode_slots(input_ids [3, 1])", file);
+      expect_shape(step, {S, V}, "decode_slots(input_ids [" + std::to_string(S) + ", 1])", file);
       compare(step[0], full[0][T + j]);
       compare(step[1], full[1][T + j]);
-      compare(step[2], full[0][T + j]);
+      if (S == 3) compare(step[2], full[0][T + j]);
     }
     return at::Tensor();
   });

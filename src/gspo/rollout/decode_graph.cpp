@@ -17,7 +17,8 @@ namespace gspo::rollout {
 
 struct DecodeGraph::Impl {
   at::cuda::CUDAGraph graph;
-  at::Tensor cache, ids, mask, position, logits;  // static buffers the graph reads and writes
+  at::Tensor cache, ids, mask, position, columns, logits;  // static buffers the graph reads and writes
+  int64_t width = 0;
 };
 
 namespace {
@@ -29,14 +30,13 @@ bool DecodeGraph::available(const model::Policy& policy) {
   return policy.device().is_cuda() && policy.has_static_decode();
 }
 
-bool DecodeGraph::capture(model::Policy& policy, at::Tensor cache, const at::Tensor& ids, const at::Tensor& mask,
-                          int64_t position) {
-  reset();
-  auto impl = std::make_unique<Impl>();
-  impl->cache = cache;
-  impl->ids = ids.clone();
-  impl->mask = mask.clone();
-  impl->position = torch::full({1}, position, ids.options().dtype(torch::kLong));
+bool DecodeGraph::available_slots(const model::Policy& policy) {
+  return policy.device().is_cuda() && policy.has_slots();
+}
+
+// Warm-up calls then the capture of `step` (which reads and writes impl's buffers) on a side stream.
+template <class Step>
+bool DecodeGraph::capture_with(model::Policy& policy, std::unique_ptr<Impl> impl, Step&& step) {
   try {
     // Capture must run on a side stream; warm-up runs there too so the allocator's pools match.
     const auto index = policy.device().index();
@@ -48,9 +48,9 @@ bool DecodeGraph::capture(model::Policy& policy, at::Tensor cache, const at::Ten
     {
       c10::cuda::CUDAStreamGuard guard(stream);
       torch::NoGradGuard no_grad;
-      for (int i = 0; i < kWarmupCalls; ++i) policy.decode_static(impl->ids, impl->mask, impl->cache, impl->position);
+      for (int i = 0; i < kWarmupCalls; ++i) step(*impl);
       impl->graph.capture_begin();
-      impl->logits = policy.decode_static(impl->ids, impl->mask, impl->cache, impl->position);
+      impl->logits = step(*impl);
       impl->graph.capture_end();
     }
     at::cuda::CUDAEvent captured;
@@ -65,10 +65,41 @@ bool DecodeGraph::capture(model::Policy& policy, at::Tensor cache, const at::Ten
   return true;
 }
 
+bool DecodeGraph::capture(model::Policy& policy, at::Tensor cache, const at::Tensor& ids, const at::Tensor& mask,
+                          int64_t position) {
+  reset();
+  auto impl = std::make_unique<Impl>();
+  impl->cache = cache;
+  impl->ids = ids.clone();
+  impl->mask = mask.clone();
+  impl->position = torch::full({1}, position, ids.options().dtype(torch::kLong));
+  return capture_with(policy, std::move(impl),
+                      [&](Impl& g) { return policy.decode_static(g.ids, g.mask, g.cache, g.position); });
+}
+
+bool DecodeGraph::capture_slots(model::Policy& policy, at::Tensor cache, const at::Tensor& ids,
+                                const at::Tensor& columns, int64_t width) {
+  reset();
+  auto impl = std::make_unique<Impl>();
+  impl->cache = cache;
+  impl->ids = ids.clone();
+  impl->columns = columns.clone();
+  impl->width = width;
+  return capture_with(policy, std::move(impl),
+                      [&](Impl& g) { return policy.decode_slots(g.ids, g.cache, g.columns, g.width); });
+}
+
 at::Tensor DecodeGraph::replay(const at::Tensor& ids, const at::Tensor& mask, int64_t position) {
   impl_->ids.copy_(ids, /*non_blocking=*/true);
   impl_->mask.copy_(mask, /*non_blocking=*/true);
   impl_->position.fill_(position);
+  impl_->graph.replay();
+  return impl_->logits.clone();
+}
+
+at::Tensor DecodeGraph::replay_slots(const at::Tensor& ids, const at::Tensor& columns) {
+  impl_->ids.copy_(ids, /*non_blocking=*/true);
+  impl_->columns.copy_(columns, /*non_blocking=*/true);
   impl_->graph.replay();
   return impl_->logits.clone();
 }
@@ -78,6 +109,7 @@ at::Tensor DecodeGraph::replay(const at::Tensor& ids, const at::Tensor& mask, in
 struct DecodeGraph::Impl {};
 
 bool DecodeGraph::available(const model::Policy&) { return false; }
+bool DecodeGraph::available_slots(const model::Policy&) { return false; }
 
 bool DecodeGraph::capture(model::Policy&, at::Tensor, const at::Tensor&, const at::Tensor&, int64_t) {
   error_ = "this gspo was built without CUDA";
@@ -85,6 +117,13 @@ bool DecodeGraph::capture(model::Policy&, at::Tensor, const at::Tensor&, const a
 }
 
 at::Tensor DecodeGraph::replay(const at::Tensor&, const at::Tensor&, int64_t) { return {}; }
+
+bool DecodeGraph::capture_slots(model::Policy&, at::Tensor, const at::Tensor&, const at::Tensor&, int64_t) {
+  error_ = "this gspo was built without CUDA";
+  return false;
+}
+
+at::Tensor DecodeGraph::replay_slots(const at::Tensor&, const at::Tensor&) { return {}; }
 
 #endif
 

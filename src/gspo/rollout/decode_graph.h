@@ -24,8 +24,10 @@ class DecodeGraph {
   DecodeGraph(const DecodeGraph&) = delete;
   DecodeGraph& operator=(const DecodeGraph&) = delete;
 
-  // True when this build has CUDA graphs and `policy` sits on a CUDA device with a decode_static method.
+  // True when this build has CUDA graphs and `policy` sits on a CUDA device with a decode_static method
+  // (available_slots: with the slot methods).
   static bool available(const model::Policy& policy);
+  static bool available_slots(const model::Policy& policy);
 
   // Captures decode_static for ids [L, 1], mask [L, S] and `cache` (which the graph then reads and writes in place),
   // after warm-up calls that run this step's real inputs (each writes the same cache column, so the replay that
@@ -34,6 +36,11 @@ class DecodeGraph {
                int64_t position);
   // Copies the inputs into the static buffers and replays; returns [L, V] float32 logits (a fresh tensor).
   at::Tensor replay(const at::Tensor& ids, const at::Tensor& mask, int64_t position);
+  // The same for the slot pool of continuous batching (slot_engine.h): decode_slots over every one of `width` cache
+  // columns for ids [S, 1] and columns [S], so one capture serves every step until the pool changes size.
+  bool capture_slots(model::Policy& policy, at::Tensor cache, const at::Tensor& ids, const at::Tensor& columns,
+                     int64_t width);
+  at::Tensor replay_slots(const at::Tensor& ids, const at::Tensor& columns);
   void reset();
   bool ready() const;
   int64_t captures() const { return captures_; }
@@ -41,6 +48,8 @@ class DecodeGraph {
 
  private:
   struct Impl;
+  template <class Step>
+  bool capture_with(model::Policy& policy, std::unique_ptr<Impl> impl, Step&& step);
   std::unique_ptr<Impl> impl_;
   int64_t captures_ = 0;
   std::string error_;

@@ -43,6 +43,7 @@ Sampler::Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, Samplin
     else
       log::warn("rollout.cuda_graphs: the model has no decode_static method (or this build has no CUDA); decoding "
                 "eagerly");
+    if (DecodeGraph::available_slots(policy_)) slot_graph_ = std::make_unique<DecodeGraph>();
   }
 }
 
@@ -346,7 +347,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
     if (slots >= N)
       run_static(prompts, G, noise, rows, 0, progress);
     else if (params_.continuous && policy_.has_slots())
-      SlotEngine(policy_, tok_, params_, stats_, progress).run(prompts, G, noise, slots, P + R, rows);
+      SlotEngine(policy_, tok_, params_, stats_, progress, slot_graph_).run(prompts, G, noise, slots, P + R, rows);
     else
       run_batches(prompts, G, noise, slots, rows, progress);
   }

@@ -99,6 +99,7 @@ class Sampler {
   SamplingParams params_;
   SamplerStats stats_;
   std::unique_ptr<DecodeGraph> graph_;  // set when params.cuda_graphs and the policy supports it
+  std::unique_ptr<DecodeGraph> slot_graph_;  // the same for continuous batching (decode_slots)
 };
 
 }  // namespace gspo::rollout

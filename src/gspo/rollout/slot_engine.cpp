@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <map>
 
+#include "gspo/core/log.h"
 #include "gspo/model/policy.h"
+#include "gspo/rollout/decode_graph.h"
 #include "gspo/rollout/progress.h"
 #include "gspo/rollout/stop_matcher.h"
 #include "gspo/rollout/written.h"
@@ -21,8 +23,9 @@ constexpr int64_t kHostSyncEveryGpu = 8;  // as the static loop: steps between h
 class SlotRun {
  public:
   SlotRun(model::Policy& policy, const tokenizer::Tokenizer& tok, const SamplingParams& params, SamplerStats& stats,
-          RolloutProgress& progress, const std::vector<std::vector<int64_t>>& prompts, int64_t G,
-          const NoiseKey& noise, int64_t slots, int64_t columns);
+          RolloutProgress& progress, std::unique_ptr<DecodeGraph>& graph,
+          const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
+          int64_t columns);
   void run(SampledRows& out);
 
  private:
@@ -37,6 +40,7 @@ class SlotRun {
   const SamplingParams& params_;
   SamplerStats& stats_;
   RolloutProgress& progress_;
+  std::unique_ptr<DecodeGraph>& graph_;  // null: eager decode
   const std::vector<std::vector<int64_t>>& prompts_;
   const NoiseKey noise_;
   const int64_t G_, N_, R_, C_, pad_, eos_;
@@ -59,9 +63,11 @@ class SlotRun {
 };
 
 SlotRun::SlotRun(model::Policy& policy, const tokenizer::Tokenizer& tok, const SamplingParams& params,
-                 SamplerStats& stats, RolloutProgress& progress, const std::vector<std::vector<int64_t>>& prompts,
-                 int64_t G, const NoiseKey& noise, int64_t slots, int64_t columns)
-    : policy_(policy), params_(params), stats_(stats), progress_(progress), prompts_(prompts), noise_(noise), G_(G),
+                 SamplerStats& stats, RolloutProgress& progress, std::unique_ptr<DecodeGraph>& graph,
+                 const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
+                 int64_t columns)
+    : policy_(policy), params_(params), stats_(stats), progress_(progress), graph_(graph), prompts_(prompts),
+      noise_(noise), G_(G),
       N_(static_cast<int64_t>(prompts.size()) * G), R_(params.max_new_tokens), C_(columns),
       pad_(policy.manifest().pad_token_id), eos_(policy.manifest().eos_token_id), dev_(policy.device()),
       stops_(params.stop, tok), row_(slots, kFree), step_(slots, 0), col_(slots, columns - 1), prefix_(slots, -1),
@@ -72,6 +78,7 @@ SlotRun::SlotRun(model::Policy& policy, const tokenizer::Tokenizer& tok, const S
   logits_ = torch::zeros({slots, policy_.manifest().vocab_size}, on.dtype(torch::kFloat));
   done_ = torch::ones({slots}, on.dtype(torch::kBool));
   next_ = torch::full({slots, 1}, pad_, on.dtype(torch::kLong));
+  if (graph_) graph_->reset();
 }
 
 at::Tensor SlotRun::upload(const std::vector<int64_t>& v) const {
@@ -87,15 +94,14 @@ void SlotRun::refill() {
     if (row_[s] == kFree) admits.push_back({s, queued_, queued_ / G_}), ++queued_;
   if (admits.empty()) return;
 
-  std::vector<int64_t> copy_src, copy_dst, fill_prompts, fill_slots, fill_source;
-  int64_t copy_cols = 0;
+  std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<int64_t>>> copies;  // prompt -> (from, to) slots
+  std::vector<int64_t> fill_prompts, fill_slots, fill_source;
   for (const auto& a : admits) {
     if (prefix_[a.slot] == a.prompt) continue;  // the slot already holds this prompt's columns
     auto holder = std::find(prefix_.begin(), prefix_.end(), a.prompt);
-    if (holder != prefix_.end()) {  // only the first prompt of a refill can have been given out before
-      copy_src.push_back(holder - prefix_.begin());
-      copy_dst.push_back(a.slot);
-      copy_cols = static_cast<int64_t>(prompts_[a.prompt].size());
+    if (holder != prefix_.end()) {  // in queue order only the refill's first prompt can have been given out before
+      copies[a.prompt].first.push_back(holder - prefix_.begin());
+      copies[a.prompt].second.push_back(a.slot);
       continue;
     }
     if (fill_prompts.empty() || fill_prompts.back() != a.prompt) fill_prompts.push_back(a.prompt);
@@ -103,7 +109,8 @@ void SlotRun::refill() {
     fill_source.push_back(static_cast<int64_t>(fill_prompts.size()) - 1);
   }
   // Copies read before the prefill below overwrites any slot (a holder may be among the slots being refilled).
-  if (!copy_src.empty()) policy_.copy_slots(cache_, upload(copy_src), upload(copy_dst), copy_cols);
+  for (const auto& [prompt, c] : copies)
+    policy_.copy_slots(cache_, upload(c.first), upload(c.second), static_cast<int64_t>(prompts_[prompt].size()));
   if (!fill_prompts.empty()) {
     const int64_t K = static_cast<int64_t>(fill_prompts.size());
     int64_t T = 0;
@@ -200,23 +207,39 @@ int64_t SlotRun::release() {
   return running;
 }
 
-// With no row waiting, drops free slots from the cache once they are a quarter of it (each drop copies the cache),
-// so the tail of long responses costs what its rows cost.
+// With no row waiting, once a quarter of the slots are free, moves the running rows into the free slots in front
+// (in place, copy_slots in chunks of a sixteenth of the pool, so the copy's temporary stays small) and decodes only the
+// first n slots from then on: the tail of long responses costs what its rows cost, and no second cache is allocated.
 void SlotRun::compact() {
   const int64_t L = static_cast<int64_t>(row_.size());
-  std::vector<int64_t> keep;
-  for (int64_t s = 0; s < L; ++s)
-    if (row_[s] != kFree) keep.push_back(s);
-  const int64_t n = static_cast<int64_t>(keep.size());
+  int64_t n = 0;
+  for (int64_t s = 0; s < L; ++s) n += row_[s] != kFree;
   if ((L - n) * 4 < L) return;
-  auto idx = upload(keep);
-  cache_ = policy_.reorder_cache(cache_, idx);
+  std::vector<int64_t> from, to, order(n);
+  for (int64_t s = 0, hole = 0; s < L; ++s) {
+    if (s < n) order[s] = s;
+    if (s < n || row_[s] == kFree) continue;
+    while (row_[hole] != kFree) ++hole;  // a free slot in front takes the running row at s
+    from.push_back(s);
+    to.push_back(hole);
+    order[hole++] = s;
+  }
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, L / 16));
+  for (size_t i = 0; i < from.size(); i += chunk) {
+    const size_t e = std::min(from.size(), i + chunk);
+    std::vector<int64_t> src(from.begin() + i, from.begin() + e), dst(to.begin() + i, to.begin() + e);
+    int64_t columns = 1;
+    for (auto f : src) columns = std::max(columns, col_[f]);  // a row's cache holds columns [0, col)
+    policy_.copy_slots(cache_, upload(src), upload(dst), columns);
+  }
+  auto idx = upload(order);
   logits_ = logits_.index_select(0, idx);
   done_ = done_.index_select(0, idx);
   next_ = next_.index_select(0, idx);
+  if (graph_) graph_->reset();  // captured for the larger pool
   auto pick = [&](std::vector<int64_t>& v) {
     std::vector<int64_t> out(n);
-    for (int64_t i = 0; i < n; ++i) out[i] = v[keep[i]];
+    for (int64_t i = 0; i < n; ++i) out[i] = v[order[i]];
     v = std::move(out);
   };
   pick(row_), pick(step_), pick(col_), pick(prefix_);
@@ -226,7 +249,17 @@ void SlotRun::decode() {
   int64_t width = 1;
   for (size_t s = 0; s < row_.size(); ++s)
     if (row_[s] != kFree) width = std::max(width, col_[s] + 1);
-  logits_ = policy_.decode_slots(next_, cache_, upload(col_), std::min(width, C_));
+  auto cols = upload(col_);
+  if (graph_ && !graph_->ready()) {
+    if (graph_->capture_slots(policy_, cache_, next_, cols, C_)) {
+      stats_.graph_captures++;
+    } else {
+      log::warn("rollout.cuda_graphs: capture failed ({}); decoding eagerly", graph_->last_error().substr(0, 300));
+      graph_.reset();
+    }
+  }
+  // A graph replays every cache column (static shapes); eager decode reads only up to the longest running row.
+  logits_ = graph_ ? graph_->replay_slots(next_, cols) : policy_.decode_slots(next_, cache_, cols, std::min(width, C_));
   stats_.decode_steps++;
   stats_.row_steps += static_cast<int64_t>(row_.size());
   for (size_t s = 0; s < row_.size(); ++s) {
@@ -261,7 +294,8 @@ void SlotRun::run(SampledRows& out) {
 
 void SlotEngine::run(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
                      int64_t columns, SampledRows& out) {
-  SlotRun(policy_, tok_, params_, stats_, progress_, prompts, G, noise, slots, columns).run(out);
+  SlotRun(policy_, tok_, params_, stats_, progress_, graph_, prompts, G, noise, slots, columns).run(out);
+  if (graph_) graph_->reset();  // the pool is freed
 }
 
 }  // namespace gspo::rollout
