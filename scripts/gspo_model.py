@@ -142,10 +142,26 @@ class Attention(nn.Module):
             k = kv[0, :, :, :start + t]
             v = kv[1, :, :, :start + t]
         # [B, heads, T, D]; the query heads of one KV head share it (enable_gqa), no repeat_interleave copies.
-        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
-                                                               enable_gqa=self.n_heads != self.n_kv_heads)
+        if kv is not None and slots is not None and source is None and not x.is_cuda and b > 1:
+            out = self._attend_each(q, kv[0], kv[1], slots, start)
+        else:
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
+                                                                   enable_gqa=self.n_heads != self.n_kv_heads)
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)
         return self.o_proj(out)
+
+
+    def _attend_each(self, q: Tensor, k: Tensor, v: Tensor, columns: Tensor, width: int) -> Tensor:
+        """decode_slots on the CPU: each slot attends over its own columns [0, columns[i]] only. One masked SDPA over
+        the batch would read every slot's keys and values up to the longest slot's column (memory-bandwidth bound on
+        a CPU); a call per slot reads what each slot needs (a few microseconds of dispatch each)."""
+        outs: List[Tensor] = []
+        cols: List[int] = columns.tolist()
+        for i in range(len(cols)):
+            n = min(cols[i] + 1, width)
+            outs.append(torch.nn.functional.scaled_dot_product_attention(
+                q[i:i + 1], k[i:i + 1, :, :n], v[i:i + 1, :, :n], enable_gqa=self.n_heads != self.n_kv_heads))
+        return torch.cat(outs, 0)
 
 
 class MLP(nn.Module):

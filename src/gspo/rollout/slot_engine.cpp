@@ -284,7 +284,12 @@ void SlotRun::run(SampledRows& out) {
     if (running > 0) decode();
     if (at_sync) {
       refill();
-      if (queued_ == N_) compact();
+      if (queued_ == N_) {
+        // No row will need a prompt's columns again: free slots decode at column 0 (they attend over one column).
+        for (size_t s = 0; s < row_.size(); ++s)
+          if (row_[s] == kFree) col_[s] = 0, prefix_[s] = -1;
+        compact();
+      }
     }
   }
   written_.collect(N_, out, 0);
