@@ -123,8 +123,9 @@ struct RolloutOptions {
       "no effect on CPU. Not yet measured on a GPU", any());
     v("kv_cache_mb", kv_cache_mb, "KV-cache budget of the sampler in MiB (vLLM's KV-cache memory): the cache holds "
       "at most as many rows of (longest prompt + max_new_tokens) columns as fit, and rows wait in a queue for a row "
-      "of cache to free up (continuous_batching); 0 = every row of the rank's batch at once, at full length (fastest "
-      "while it fits). A budget below one row is an error that names the row size", at_least(0));
+      "of cache to free up (continuous_batching); 0 = every row of the rank's batch at once, at full length (on the "
+      "CPU also the slowest past a few dozen rows: every step reads every row's cache; docs/performance.md). A budget "
+      "below one row is an error that names the row size", at_least(0));
     v("kv_cache_fraction", kv_cache_fraction, "CUDA only: the KV-cache budget as this fraction of the device memory "
       "free when each rollout starts (driver-free plus what LibTorch's allocator holds unused; like vLLM's "
       "gpu_memory_utilization, but of the memory left after weights, optimizer state and activations); 0 = off; "

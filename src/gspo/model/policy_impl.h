@@ -3,6 +3,7 @@
 #pragma once
 #include <torch/script.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "gspo/model/manifest.h"
@@ -26,6 +27,11 @@ struct Policy::Impl {
 // layer_api). Throws ModelContractError for a version this gspo does not know, or a model that has layer_api() but
 // lacks one of the methods that version promises.
 void probe_layers(Policy::Impl& impl);
+// The version an optional interface's `api_method` reports (0 when the model lacks it). Throws ModelContractError
+// for a version other than `known`, or a model that has it but lacks one of `methods`; `section` names the part of
+// docs/model-contract.md and `kind` the methods ("per-layer method").
+int64_t probe_interface(const Policy::Impl& impl, const char* api_method, int64_t known,
+                        std::initializer_list<const char*> methods, const char* section, const char* kind);
 // Sets impl.slot_api from the model's slot_api() (0 when absent). Throws ModelContractError for an unknown version or a
 // model that has slot_api() but lacks prefill_slots, decode_slots or copy_slots.
 void probe_slots(Policy::Impl& impl);

@@ -8,8 +8,6 @@
 namespace gspo::model {
 namespace {
 
-const char* const kLayerMethods[] = {"num_decoder_layers", "embed", "layer_context", "layer", "final_norm",
-                                     "head_weight", "head_bias"};
 constexpr int64_t kLayerApi = 1;  // the version this gspo drives
 
 c10::IValue mask_value(const at::Tensor& mask) { return mask.defined() ? c10::IValue(mask) : c10::IValue(); }
@@ -56,18 +54,28 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
 
 }  // namespace
 
-void probe_layers(Policy::Impl& impl) {
-  auto api = impl.module.find_method("layer_api");
-  if (!api) return;
+int64_t probe_interface(const Policy::Impl& impl, const char* api_method, int64_t known,
+                        std::initializer_list<const char*> methods, const char* section, const char* kind) {
+  auto api = impl.module.find_method(api_method);
+  if (!api) return 0;
   const int64_t version = (*api)({}).toInt();
-  if (version != kLayerApi)
-    throw ModelContractError("'" + impl.path + "': layer_api() is " + std::to_string(version) + ", this gspo knows " +
-                             "version " + std::to_string(kLayerApi) + " (docs/model-contract.md, Per-layer methods); " +
-                             "re-export the model with this gspo's scripts/export_hf.py");
-  for (const char* name : kLayerMethods)
+  if (version != known)
+    throw ModelContractError("'" + impl.path + "': " + api_method + "() is " + std::to_string(version) +
+                             ", this gspo knows version " + std::to_string(known) + " (docs/model-contract.md, " +
+                             section + "); re-export the model with this gspo's scripts/export_hf.py");
+  for (const char* name : methods)
     if (!impl.module.find_method(name))
-      throw ModelContractError("'" + impl.path + "' has layer_api() " + std::to_string(version) +
-                               " but lacks the per-layer method '" + name + "' (docs/model-contract.md)");
+      throw ModelContractError("'" + impl.path + "' has " + api_method + "() " + std::to_string(version) +
+                               " but lacks the " + kind + " '" + name + "' (docs/model-contract.md)");
+  return version;
+}
+
+void probe_layers(Policy::Impl& impl) {
+  const int64_t version = probe_interface(impl, "layer_api", kLayerApi,
+                                          {"num_decoder_layers", "embed", "layer_context", "layer", "final_norm",
+                                           "head_weight", "head_bias"},
+                                          "Per-layer methods", "per-layer method");
+  if (version == 0) return;
   impl.num_layers = impl.module.get_method("num_decoder_layers")({}).toInt();
   if (impl.num_layers < 1)
     throw ModelContractError("'" + impl.path + "': num_decoder_layers() is " + std::to_string(impl.num_layers));

@@ -7,24 +7,9 @@
 #include "gspo/model/policy_impl.h"
 
 namespace gspo::model {
-namespace {
-const char* const kSlotMethods[] = {"prefill_slots", "decode_slots", "copy_slots"};
-constexpr int64_t kSlotApi = 1;  // the version this gspo drives
-}  // namespace
-
 void probe_slots(Policy::Impl& impl) {
-  auto api = impl.module.find_method("slot_api");
-  if (!api) return;
-  const int64_t version = (*api)({}).toInt();
-  if (version != kSlotApi)
-    throw ModelContractError("'" + impl.path + "': slot_api() is " + std::to_string(version) + ", this gspo knows " +
-                             "version " + std::to_string(kSlotApi) + " (docs/model-contract.md, Slot methods); " +
-                             "re-export the model with this gspo's scripts/export_hf.py");
-  for (const char* name : kSlotMethods)
-    if (!impl.module.find_method(name))
-      throw ModelContractError("'" + impl.path + "' has slot_api() " + std::to_string(version) +
-                               " but lacks the slot method '" + name + "' (docs/model-contract.md)");
-  impl.slot_api = version;
+  impl.slot_api = probe_interface(impl, "slot_api", 1, {"prefill_slots", "decode_slots", "copy_slots"},
+                                  "Slot methods", "slot method");
 }
 
 bool Policy::has_slots() const { return impl_->slot_api > 0; }
