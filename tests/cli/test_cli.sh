@@ -68,6 +68,9 @@ for f in "$SRC"/configs/*.yaml "$SRC"/configs/eval/*.yaml; do expect "config-shi
 # inspect
 expect inspect-ok 0 "contract     ok" -- "$GSPO" inspect "$MODELS/tiny.pt"
 expect inspect-json 0 '"contract":"ok"' -- "$GSPO" inspect --json "$MODELS/tiny.pt"
+expect inspect-slots 0 "slots        slot_api 1 (continuous batching" -- "$GSPO" inspect "$MODELS/tiny.pt"
+expect inspect-no-slots 0 "slots        none (under rollout.kv_cache_mb the sampler runs static batches" -- \
+  "$GSPO" inspect "$MODELS/tiny_without_layers.pt"
 expect inspect-missing 5 "cannot read model file" -- "$GSPO" inspect "$TMP/none.pt"
 expect inspect-garbage 4 "is not a loadable TorchScript file" -- "$GSPO" inspect "$MODELS/not_torchscript.pt"
 expect inspect-no-decode 4 "lacks the contract method 'decode'" -- "$GSPO" inspect "$MODELS/broken_no_decode.pt"
@@ -210,10 +213,10 @@ expect eval-min-new 0 "pass@4" -- "$GSPO" eval -m "$MODELS/tiny_prior.pt" -d "$S
 n=$(grep -c '"tokens":8,"finish":"length"' "$TMP/ev_min/samples.jsonl")
 if [ "$n" -eq 12 ] && grep -q '"min_new_tokens": 8' "$TMP/ev_min/summary.json"; then pass=$((pass+1)); else
   echo "FAIL eval-min-new-files: $n of 12 samples of 8 tokens"; fail=$((fail+1)); fi
-# eval.kv_cache_mb (issue 23): 3 problems x 16 samples of up to 200 tokens need more than 1 MiB of tiny_prior's cache,
-# so the eval samples through a smaller slot pool; every sample is still there.
+# eval.kv_cache_mb (issue 23): 3 problems x 16 samples of up to 140 tokens after prompts of ~105 need more than 1 MiB
+# of tiny_prior's cache, so the eval samples through a smaller slot pool; every sample is still there.
 expect eval-kv-budget 0 "pass@" -- "$GSPO" eval -m "$MODELS/tiny_prior.pt" -d "$SRC/data/math_sample.jsonl" -k 16 \
-  --max-problems 3 --set rollout.max_new_tokens=200 --set eval.kv_cache_mb=1 -o "$TMP/ev_kv" --no-progress
+  --max-problems 3 --set rollout.max_new_tokens=140 --set eval.kv_cache_mb=1 -o "$TMP/ev_kv" --no-progress
 n=$(grep -c '"finish"' "$TMP/ev_kv/samples.jsonl")
 if [ "$n" -eq 48 ]; then pass=$((pass+1)); else echo "FAIL eval-kv-budget-samples: $n of 48"; fail=$((fail+1)); fi
 # The same for the eval's cap (eval.max_new_tokens, else rollout.max_new_tokens), before --out is written: the run

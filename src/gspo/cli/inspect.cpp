@@ -24,7 +24,7 @@ int inspect(const InspectArgs& a) {
                    {"max_seq_len", m.max_seq_len}, {"dtype", m.dtype},           {"bos_token_id", m.bos_token_id},
                    {"eos_token_id", m.eos_token_id}, {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
                    {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"},
-                   {"layer_api", policy.has_layers() ? 1 : 0}};
+                   {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.has_slots() ? 1 : 0}};
   if (a.json) {
     std::cout << j.dump() << "\n";
     return 0;
@@ -45,6 +45,10 @@ int inspect(const InspectArgs& a) {
                                           "composition checked against forward)"
                                     : std::string("none (training runs through forward; re-export for "
                                                   "activation checkpointing and the chunked head)"))
+            << "\nslots        "
+            << (policy.has_slots() ? "slot_api 1 (continuous batching under rollout.kv_cache_mb; checked against forward)"
+                                   : "none (under rollout.kv_cache_mb the sampler runs static batches; re-export for "
+                                     "continuous batching)")
             << "\ncontract     ok (KV-cache decode vs forward: max |diff| " << diff << ")\n";
   return 0;
 }

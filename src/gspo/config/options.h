@@ -129,7 +129,7 @@ struct RolloutOptions {
     v("kv_cache_fraction", kv_cache_fraction, "CUDA only: the KV-cache budget as this fraction of the device memory "
       "free when each rollout starts (driver-free plus what LibTorch's allocator holds unused; like vLLM's "
       "gpu_memory_utilization, but of the memory left after weights, optimizer state and activations); 0 = off; "
-      "exclusive with kv_cache_mb", Rule{0.0, 0.95, true, {}});
+      "exclusive with kv_cache_mb", between(0, 0.95));
     v("continuous_batching", continuous_batching, "under a KV-cache budget: when a response ends, its row of cache "
       "takes the next waiting sample in the same decode loop, and a prompt is prefilled once for its group (models "
       "with the slot methods of docs/model-contract.md); false, or a model without them: static batches of as many "

@@ -110,7 +110,7 @@ struct StepMetrics {
   int64_t sample_tokens = 0;
   int64_t sample_graph_captures = 0;  // CUDA graphs the sampler captured this step (rank 0)
   double kv_cache_mb = 0;             // KV cache the sampler allocated (largest at once, largest rank)
-  int64_t rollout_slots = 0;          // rows of KV cache (largest rank)
+  int64_t rollout_slots = 0;          // rows of KV cache (rank 0)
   Mean rollout_slot_util;             // busy slot-steps over all slot-steps
   int64_t prefill_tokens = 0;         // prompt columns through prefill, every rank
   Rate sample_tokens_per_s, train_tokens_per_s;
@@ -240,8 +240,8 @@ struct StepMetrics {
     v("kv_cache_mb", kv_cache_mb, Reduce::kMax, Match::kNone, A,
       "MB of KV cache the sampler allocated (the largest at once; largest rank): rows x (longest prompt + "
       "max_new_tokens) columns without a budget, the slot pool under rollout.kv_cache_mb");
-    v("rollout_slots", rollout_slots, Reduce::kMax, Match::kNone, A,
-      "rows of KV cache the sampler decoded with: the slot pool under a budget, else the rank's rows (largest rank)");
+    v("rollout_slots", rollout_slots, Reduce::kLocal, Match::kNone, A,
+      "rows of KV cache the sampler decoded with: the slot pool under a budget, else the rank's rows (rank 0)");
     v("rollout_slot_util", rollout_slot_util, Reduce::kMean, Match::kNone, A,
       "busy slot-steps over all slot-steps of the rollout (every rank): the share of the allocated cache rows that "
       "sampled a token of a running response at each sampling step; rows that ended early lower it, continuous "
