@@ -92,21 +92,11 @@ class FutureSlotApi(gspo_model.CausalLM):
 
 
 class BadSlots(gspo_model.CausalLM):
-    """decode_slots writes every row's token at column 0: continuous batching would attend to the wrong keys."""
+    """copy_slots copies nothing: a sample given a slot later would attend to another prompt's keys."""
 
     @torch.jit.export
-    def decode_slots(self, input_ids: Tensor, cache: Tensor, columns: Tensor, width: int) -> Tensor:
-        s = input_ids.shape[0]
-        columns = torch.zeros_like(columns)
-        x = self.embed_tokens(input_ids)
-        cos = self.cos_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
-        sin = self.sin_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
-        mask = torch.ones(s, 1, 1, width, dtype=torch.bool, device=input_ids.device)
-        i = 0
-        for layer in self.layers:
-            x = layer(x, cos, sin, mask, cache[i], width, None, columns, None)
-            i += 1
-        return self.lm_head(self.norm(x)).squeeze(1).float()
+    def copy_slots(self, cache: Tensor, src: Tensor, dst: Tensor, columns: int):
+        pass
 
 
 class BadCache(gspo_model.CausalLM):

@@ -7,18 +7,29 @@
 
 namespace gspo::eval {
 
-rollout::SamplingParams eval_sampling(const config::Config& cfg) {
-  const auto& e = cfg.eval;
+rollout::SamplingParams rollout_sampling(const config::Config& cfg) {
   const auto& r = cfg.rollout;
-  rollout::SamplingParams sp{e.temperature >= 0 ? e.temperature : r.temperature, e.top_p >= 0 ? e.top_p : r.top_p,
-                             e.top_k >= 0 ? e.top_k : r.top_k, e.max_new_tokens > 0 ? e.max_new_tokens : r.max_new_tokens,
-                             r.stop};
-  sp.min_new_tokens = e.min_new_tokens >= 0 ? e.min_new_tokens : r.min_new_tokens;
+  rollout::SamplingParams sp{r.temperature, r.top_p, r.top_k, r.max_new_tokens, r.stop};
+  sp.min_new_tokens = r.min_new_tokens;
   sp.cuda_graphs = r.cuda_graphs;
-  sp.kv_cache_bytes = (e.kv_cache_mb >= 0 ? e.kv_cache_mb : r.kv_cache_mb) << 20;
-  sp.kv_budget_key = e.kv_cache_mb >= 0 ? "eval.kv_cache_mb" : "rollout.kv_cache_mb";
+  sp.kv_cache_bytes = r.kv_cache_mb << 20;
   sp.kv_cache_fraction = r.kv_cache_fraction;
   sp.continuous = r.continuous_batching;
+  return sp;
+}
+
+rollout::SamplingParams eval_sampling(const config::Config& cfg) {
+  const auto& e = cfg.eval;
+  auto sp = rollout_sampling(cfg);
+  if (e.temperature >= 0) sp.temperature = e.temperature;
+  if (e.top_p >= 0) sp.top_p = e.top_p;
+  if (e.top_k >= 0) sp.top_k = e.top_k;
+  if (e.max_new_tokens > 0) sp.max_new_tokens = e.max_new_tokens;
+  if (e.min_new_tokens >= 0) sp.min_new_tokens = e.min_new_tokens;
+  if (e.kv_cache_mb >= 0) {
+    sp.kv_cache_bytes = e.kv_cache_mb << 20;
+    sp.kv_budget_key = "eval.kv_cache_mb";
+  }
   return sp;
 }
 

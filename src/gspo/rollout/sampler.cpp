@@ -180,19 +180,10 @@ void Sampler::record(const Draw& draw, Live& live, Written& out, StopMatcher& st
   live.mask.select(1, col).copy_(active.to(torch::kLong));
   auto ended = eos;
   if (stops.active()) {
-    auto tok = draw.tokens.to(torch::kCPU);
-    auto act = active.to(torch::kCPU);
-    auto stopped = torch::zeros({tok.numel()}, torch::kBool);
-    const bool check = step + 1 >= params_.min_new_tokens;
-    for (int64_t i = 0; i < tok.numel(); ++i) {
-      const int64_t id = tok.data_ptr<int64_t>()[i];
-      if (!act.data_ptr<bool>()[i] || id == m.eos_token_id) continue;
-      if (check)
-        stopped.data_ptr<bool>()[i] = stops.append_and_match(text[live.rows_host[i]], id);
-      else
-        stops.append(text[live.rows_host[i]], id);
-    }
-    stopped = stopped.to(live.done.device());
+    std::vector<std::string*> texts;
+    for (auto r : live.rows_host) texts.push_back(&text[r]);
+    const std::vector<bool> check(texts.size(), step + 1 >= params_.min_new_tokens);
+    auto stopped = stops.advance(draw.tokens, active, m.eos_token_id, texts, check).to(live.done.device());
     finish = torch::where(stopped, static_cast<int64_t>(Finish::kStop), finish);
     ended = ended.logical_or(stopped);
   }
@@ -221,7 +212,10 @@ at::Tensor Sampler::decode_step(const Live& live, at::Tensor& cache, int64_t sta
 
 int64_t Sampler::budget_rows(int64_t rows, int64_t columns) {
   if (params_.kv_cache_bytes <= 0 && params_.kv_cache_fraction <= 0) return rows;
-  const int64_t row_bytes = policy_.init_cache(1, columns).nbytes();
+  // One row's bytes from caches of 1 and 2 columns (a cache grows linearly with its columns): measuring on a full row
+  // would allocate it (GBs at 8k+ columns of a large model) on every call.
+  const int64_t one = policy_.init_cache(1, 1).nbytes(), two = policy_.init_cache(1, 2).nbytes();
+  const int64_t row_bytes = one + (two - one) * (columns - 1);
   std::string what;
   int64_t budget = 0;
   if (params_.kv_cache_fraction > 0) {
@@ -347,7 +341,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
     if (slots >= N)
       run_static(prompts, G, noise, rows, 0, progress);
     else if (params_.continuous && policy_.has_slots())
-      SlotEngine(policy_, tok_, params_, stats_, progress, slot_graph_).run(prompts, G, noise, slots, P + R, rows);
+      run_slots(policy_, tok_, params_, stats_, progress, slot_graph_, prompts, G, noise, slots, P + R, rows);
     else
       run_batches(prompts, G, noise, slots, rows, progress);
   }

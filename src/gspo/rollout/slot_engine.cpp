@@ -166,19 +166,13 @@ void SlotRun::sample() {
   auto eos = active.logical_and(draw.tokens == eos_);
   auto special = eos;  // ends that are not the length cap
   if (stops_.active()) {
-    auto tok = draw.tokens.to(torch::kCPU);
-    auto act = active.to(torch::kCPU);
-    auto stopped = torch::zeros({tok.numel()}, torch::kBool);
-    for (int64_t s = 0; s < tok.numel(); ++s) {
-      const int64_t id = tok.data_ptr<int64_t>()[s];
-      if (!act.data_ptr<bool>()[s] || id == eos_) continue;
-      auto& text = text_[row_[s]];
-      if (step_[s] + 1 >= p.min_new_tokens)
-        stopped.data_ptr<bool>()[s] = stops_.append_and_match(text, id);
-      else
-        stops_.append(text, id);
+    std::vector<std::string*> texts(row_.size(), nullptr);  // free slots are inactive: never read
+    std::vector<bool> check(row_.size());
+    for (size_t s = 0; s < row_.size(); ++s) {
+      if (row_[s] != kFree) texts[s] = &text_[row_[s]];
+      check[s] = step_[s] + 1 >= p.min_new_tokens;
     }
-    special = special.logical_or(stopped.to(dev_));
+    special = special.logical_or(stops_.advance(draw.tokens, active, eos_, texts, check).to(dev_));
   }
   auto finish = torch::where(eos, static_cast<int64_t>(Finish::kEos), static_cast<int64_t>(Finish::kStop));
   written_.finish.index_put_({torch::where(special, row_w, N_)}, finish);
@@ -297,10 +291,12 @@ void SlotRun::run(SampledRows& out) {
 
 }  // namespace
 
-void SlotEngine::run(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
-                     int64_t columns, SampledRows& out) {
-  SlotRun(policy_, tok_, params_, stats_, progress_, graph_, prompts, G, noise, slots, columns).run(out);
-  if (graph_) graph_->reset();  // the pool is freed
+void run_slots(model::Policy& policy, const tokenizer::Tokenizer& tok, const SamplingParams& params, SamplerStats& stats,
+               RolloutProgress& progress, std::unique_ptr<DecodeGraph>& graph,
+               const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
+               int64_t columns, SampledRows& out) {
+  SlotRun(policy, tok, params, stats, progress, graph, prompts, G, noise, slots, columns).run(out);
+  if (graph) graph->reset();  // the pool is freed
 }
 
 }  // namespace gspo::rollout

@@ -1,5 +1,7 @@
 #include "gspo/rollout/stop_matcher.h"
 
+#include <torch/torch.h>
+
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::rollout {
@@ -18,6 +20,22 @@ bool StopMatcher::append_and_match(std::string& text, int64_t id) const {
     if (text.find(s, from) != std::string::npos) return true;
   }
   return false;
+}
+
+at::Tensor StopMatcher::advance(const at::Tensor& tokens, const at::Tensor& active, int64_t eos_id,
+                                const std::vector<std::string*>& texts, const std::vector<bool>& check) const {
+  auto tok = tokens.to(torch::kCPU);
+  auto act = active.to(torch::kCPU);
+  auto stopped = torch::zeros({tok.numel()}, torch::kBool);
+  for (int64_t i = 0; i < tok.numel(); ++i) {
+    const int64_t id = tok.data_ptr<int64_t>()[i];
+    if (!act.data_ptr<bool>()[i] || id == eos_id) continue;
+    if (check[i])
+      stopped.data_ptr<bool>()[i] = append_and_match(*texts[i], id);
+    else
+      append(*texts[i], id);
+  }
+  return stopped;
 }
 
 }  // namespace gspo::rollout

@@ -1,5 +1,7 @@
 // Stop strings matched on the bytes of a growing response.
 #pragma once
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +20,11 @@ class StopMatcher {
   // Appends token `id`'s bytes without matching (a response shorter than min_new_tokens): a stop string that ends
   // in these bytes is ignored for good, one that a later token completes is found then.
   void append(std::string& text, int64_t id) const;
+  // One sampled column of n rows (tokens, active: [n] on any device): appends each active row's token, EOS excepted,
+  // to *texts[i], matching the stop strings where check[i] (else append() only). Returns bool [n] on the CPU: the
+  // rows a stop string ended.
+  at::Tensor advance(const at::Tensor& tokens, const at::Tensor& active, int64_t eos_id,
+                     const std::vector<std::string*>& texts, const std::vector<bool>& check) const;
 
  private:
   std::vector<std::string> stops_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gspo/config/options.h"
+#include "gspo/eval/eval_sets.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
@@ -13,11 +14,11 @@ namespace gspo::train {
 double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, const reward::Verifier& verifier,
                        const std::vector<data::Example>& problems, const config::Config& cfg) {
   if (problems.empty()) return 0;
-  rollout::SamplingParams sp{0.0, 1.0, 0, cfg.rollout.max_new_tokens, cfg.rollout.stop};
-  sp.min_new_tokens = cfg.rollout.min_new_tokens;
-  sp.kv_cache_bytes = cfg.rollout.kv_cache_mb << 20;
-  sp.kv_cache_fraction = cfg.rollout.kv_cache_fraction;
-  sp.continuous = cfg.rollout.continuous_batching;
+  auto sp = eval::rollout_sampling(cfg);  // greedy: temperature 0, no top-k/top-p; no CUDA graphs as before
+  sp.temperature = 0.0;
+  sp.top_p = 1.0;
+  sp.top_k = 0;
+  sp.cuda_graphs = false;
   rollout::Sampler greedy(policy, tok, sp);
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step));
   int64_t correct = 0;

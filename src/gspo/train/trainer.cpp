@@ -15,6 +15,7 @@
 #include "gspo/data/prompt_fit.h"
 #include "gspo/dist/comm.h"
 #include "gspo/dist/grad_sync.h"
+#include "gspo/eval/eval_sets.h"
 #include "gspo/eval/validation.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/metrics_log.h"
@@ -116,13 +117,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   }
   tok = c.tokenizer.path.empty() ? tokenizer::from_spec(policy->tokenizer_json(), c.model.path)
                                  : tokenizer::from_file(c.tokenizer.path);
-  rollout::SamplingParams sp{c.rollout.temperature, c.rollout.top_p, c.rollout.top_k, c.rollout.max_new_tokens,
-                             c.rollout.stop};
-  sp.min_new_tokens = c.rollout.min_new_tokens;
-  sp.cuda_graphs = c.rollout.cuda_graphs;
-  sp.kv_cache_bytes = c.rollout.kv_cache_mb << 20;
-  sp.kv_cache_fraction = c.rollout.kv_cache_fraction;
-  sp.continuous = c.rollout.continuous_batching;
+  auto sp = eval::rollout_sampling(c);
   sp.progress = c.logging.progress;
   sampler = std::make_unique<rollout::Sampler>(sampling_copy ? *sampling_copy : *policy, *tok, sp);
 }
