@@ -175,6 +175,10 @@ class MLP(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
 
+    def routed(self, x: Tensor, routes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """SparseMoE.routed's form for a dense layer: no routing, an empty int64 tensor for it."""
+        return self.forward(x), torch.zeros(0, dtype=torch.long, device=x.device)
+
 
 class SparseMoE(nn.Module):
     """Qwen3-MoE feed-forward: a linear router, softmax over experts, top-k per token (renormalised when
@@ -190,10 +194,21 @@ class SparseMoE(nn.Module):
         self.register_buffer("last_load", torch.zeros(num_experts), persistent=False)
 
     def forward(self, x: Tensor) -> Tensor:
+        return self.routed(x, None)[0]
+
+    def routed(self, x: Tensor, routes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """x [..., H] -> (output [..., H], the top-k experts of each token [..., top_k] int64). With `routes` (int64
+        [..., top_k], e.g. recorded by an earlier pass) those experts are used instead of the router's top-k, their
+        gating weights still taken from the current router's softmax (renormalised over them when norm_topk_prob): with
+        routes equal to the router's own choice the output is bit for bit the unrouted one (Routing Replay)."""
         shape = x.shape
         flat = x.reshape(-1, shape[-1])
         probs = torch.softmax(self.gate(flat).float(), dim=-1)
-        weights, chosen = torch.topk(probs, self.top_k, dim=-1)
+        if routes is None:
+            weights, chosen = torch.topk(probs, self.top_k, dim=-1)
+        else:
+            chosen = routes.reshape(-1, self.top_k).to(torch.long)
+            weights = probs.gather(-1, chosen)
         if self.norm_topk_prob:
             weights = weights / weights.sum(-1, keepdim=True)
         weights = weights.to(flat.dtype)
@@ -204,7 +219,9 @@ class SparseMoE(nn.Module):
             if token.numel() > 0:
                 y = expert(flat.index_select(0, token)) * weights[token, slot].unsqueeze(-1)
                 out = out.index_add(0, token, y)
-        return out.reshape(shape)
+        out_shape: List[int] = list(shape[:-1])
+        out_shape.append(self.top_k)
+        return out.reshape(shape), chosen.reshape(out_shape)
 
 
 class Block(nn.Module):
@@ -226,6 +243,13 @@ class Block(nn.Module):
                 source: Optional[Tensor] = None) -> Tensor:
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start, position, slots, source)
         return x + self.mlp(self.post_attention_layernorm(x))
+
+    def routed(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor],
+               routes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """forward over a full sequence (no cache), the MLP through its routed form: (output, experts chosen)."""
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, None, 0, None, None, None)
+        y, chosen = self.mlp.routed(self.post_attention_layernorm(x), routes)
+        return x + y, chosen
 
 
 class CausalLM(nn.Module):
@@ -441,6 +465,40 @@ class CausalLM(nn.Module):
     def head_bias(self) -> Optional[Tensor]:
         """The LM head's bias [V], or None."""
         return self.lm_head.bias
+
+    # ---- Routing methods (optional, route_api 1): a decoder layer that reports the experts its MoE routed each token
+    # to, or runs with given experts (Routing Replay). `layer` and `routed_layer(..., None)` are the same computation.
+
+    @torch.jit.export
+    def route_api(self) -> int:
+        """Version of the routing methods (docs/model-contract.md, "Routing methods")."""
+        return 1  # ROUTE_API_VERSION
+
+    @torch.jit.export
+    def moe_layers(self) -> List[int]:
+        """Indices of the decoder layers whose feed-forward routes tokens to experts (empty for a dense model)."""
+        out: List[int] = []
+        i = 0
+        for block in self.layers:
+            if block.mlp.last_load.numel() > 0:
+                out.append(i)
+            i += 1
+        return out
+
+    @torch.jit.export
+    def routed_layer(self, index: int, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor],
+                     routes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """layer(index, x, cos, sin, mask), and the experts: (output [B, T, H], experts [B, T, top_k] int64 for an MoE
+        layer, an empty int64 tensor for a dense one). routes (int64 [B, T, top_k], MoE layers only): use these
+        experts for each token, gating weights from the current router over them."""
+        out = x
+        chosen = torch.zeros(0, dtype=torch.long, device=x.device)
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out, chosen = block.routed(x, cos, sin, mask, routes)
+            i += 1
+        return out, chosen
 
     @torch.jit.export
     def expert_load(self) -> List[Tensor]:

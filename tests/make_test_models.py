@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import torch
-from typing import Optional
+from typing import Optional, Tuple
 
 from torch import Tensor
 
@@ -97,6 +97,22 @@ class BadSlots(gspo_model.CausalLM):
     @torch.jit.export
     def copy_slots(self, cache: Tensor, src: Tensor, dst: Tensor, columns: int):
         pass
+
+
+class BadRoutes(gspo_model.CausalLM):
+    """routed_layer ignores the routes it is given: Routing Replay would silently replay nothing."""
+
+    @torch.jit.export
+    def routed_layer(self, index: int, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor],
+                     routes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        out = x
+        chosen = torch.zeros(0, dtype=torch.long)
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out, chosen = block.routed(x, cos, sin, mask, None)
+            i += 1
+        return out, chosen
 
 
 class BadCache(gspo_model.CausalLM):
@@ -278,6 +294,8 @@ def main() -> None:
     gspo_model.save_scripted(BadLayer(cfg), cfg, tok, "float32", f"{out}/broken_layer.pt")
     gspo_model.save_scripted(FutureSlotApi(cfg), cfg, tok, "float32", f"{out}/broken_slot_api.pt")
     gspo_model.save_scripted(BadSlots(cfg), cfg, tok, "float32", f"{out}/broken_slots.pt")
+    moe_cfg = dict(cfg, moe_layers=[0], num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16)
+    gspo_model.save_scripted(BadRoutes(moe_cfg), moe_cfg, tok, "float32", f"{out}/broken_routes.pt")
     # tiny.pt's weights behind the required methods alone (no per-layer methods): the forward path of training.
     tiny = gspo_model.CausalLM(make_tiny_model.tiny_config(argparse.Namespace(
         hidden=64, heads=4, kv_heads=2, layers=2, intermediate=0, max_seq_len=256, tie=False, qkv_bias=False,

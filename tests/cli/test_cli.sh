@@ -297,6 +297,8 @@ fi
 
 # Qwen3-MoE export (sparse MoE layers + a dense one): the contract check and sampling.
 expect moe-inspect 0 "architecture qwen3_moe" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
+expect moe-inspect-routing 0 "routing      route_api 1, MoE layers 0,2" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
+expect broken-routes 4 "routed_layer(0) ignores the routes it is given" -- "$GSPO" inspect "$MODELS/broken_routes.pt"
 expect moe-generate 0 "--- prompt 0 sample 1" -- "$GSPO" generate -m "$MODELS/qwen3_moe_tiny.pt" -p "3+4=" -n 2 --max-new-tokens 6
 
 for s in ${skipped[@]+"${skipped[@]}"}; do

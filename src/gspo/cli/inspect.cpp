@@ -8,6 +8,18 @@
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::cli {
+namespace {
+
+std::string routing_line(const model::Policy& policy) {
+  if (!policy.has_routing()) return "none (no routing-change metric or algorithm.routing_replay; re-export for them)";
+  if (policy.moe_layers().empty()) return "route_api 1, dense (no MoE layers)";
+  std::string layers;
+  for (int64_t i : policy.moe_layers()) layers += (layers.empty() ? "" : ",") + std::to_string(i);
+  return "route_api 1, MoE layers " + layers + " (moe_routing_change_frac, algorithm.routing_replay; checked)";
+}
+
+}  // namespace
+
 
 int inspect(const InspectArgs& a) {
   auto policy = model::Policy::load(a.model, core::resolve_device(a.device, "--device"));
@@ -24,7 +36,8 @@ int inspect(const InspectArgs& a) {
                    {"max_seq_len", m.max_seq_len}, {"dtype", m.dtype},           {"bos_token_id", m.bos_token_id},
                    {"eos_token_id", m.eos_token_id}, {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
                    {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"},
-                   {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.has_slots() ? 1 : 0}};
+                   {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.has_slots() ? 1 : 0},
+                   {"route_api", policy.has_routing() ? 1 : 0}, {"moe_layers", policy.moe_layers()}};
   if (a.json) {
     std::cout << j.dump() << "\n";
     return 0;
@@ -49,6 +62,7 @@ int inspect(const InspectArgs& a) {
             << (policy.has_slots() ? "slot_api 1 (continuous batching under rollout.kv_cache_mb; checked against forward)"
                                    : "none (under rollout.kv_cache_mb the sampler runs static batches; re-export for "
                                      "continuous batching)")
+            << "\nrouting      " << routing_line(policy)
             << "\ncontract     ok (KV-cache decode vs forward: max |diff| " << diff << ")\n";
   return 0;
 }

@@ -54,6 +54,10 @@ const std::vector<Choice<OldLogprobs>>& choices(OldLogprobs) {
                                                   {"sampler", OldLogprobs::kSampler}};
   return c;
 }
+const std::vector<Choice<RoutingReplay>>& choices(RoutingReplay) {
+  static const std::vector<Choice<RoutingReplay>> c{{"none", RoutingReplay::kNone}, {"old", RoutingReplay::kOld}};
+  return c;
+}
 const std::vector<Choice<Schedule>>& choices(Schedule) {
   static const std::vector<Choice<Schedule>> c{{"constant", Schedule::kConstant}, {"cosine", Schedule::kCosine}};
   return c;

@@ -218,6 +218,8 @@ struct AlgorithmOptions {
   double is_floor = 0.5;                   // mis: rejection below
   bool mismatch_metrics = true;            // log the sampler/trainer log-prob mismatch every step
   double top_entropy_quantile = 1.0;       // policy gradient on the highest-entropy fraction of tokens; 1 = all
+  RoutingReplay routing_replay = RoutingReplay::kNone;  // MoE: replay the old-log-prob pass's experts in the update
+  bool routing_metrics = true;             // MoE: measure moe_routing_change_frac every step
 
   template <class V>
   void visit(V&& v) {
@@ -268,6 +270,15 @@ struct AlgorithmOptions {
     v("top_entropy_quantile", top_entropy_quantile, "policy gradient only on tokens whose entropy is in the top "
       "fraction of each micro-batch's response tokens (0.2 = the 20% highest-entropy tokens); 1 = every token",
       Rule{0.0, 1.0, true, {}});
+    v("routing_replay", routing_replay, "MoE policies (GSPO paper, Routing Replay; verl's R2): none, or old: the "
+      "old-log-prob pass records each token's top-k experts per MoE layer and the update's forward uses them (gating "
+      "weights from the current router over those experts), so token ratios compare the same sub-networks. Costs "
+      "2 bytes x top_k x MoE layers per micro-batch column for the step; needs a model with the routing methods "
+      "(gspo inspect); refused for dense models", choice_rule(routing_replay));
+    v("routing_metrics", routing_metrics, "MoE policies: log moe_routing_change_frac (the share of response tokens' "
+      "top-k expert sets that the step's updates changed, per MoE layer and overall) every step; costs one forward "
+      "of the decoder layers (no head, no gradient) over the step's rows after the update; no effect on dense "
+      "models", any());
   }
 };
 

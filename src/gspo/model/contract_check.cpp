@@ -1,6 +1,8 @@
 // check_contract(): runs each method of a loaded policy on a small left-padded batch.
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "gspo/core/error.h"
 #include "gspo/model/policy.h"
 
@@ -102,6 +104,53 @@ void check_slots(Policy& policy, const at::Tensor& ids, const at::Tensor& full, 
                              " (tolerance " + std::to_string(tol) + ")");
 }
 
+// The routing methods (route_api 1), layer by layer on the same batch: routed_layer without routes is layer; an MoE
+// layer (and only the layers moe_layers() names) reports int64 experts [B, T, top_k], none negative;
+// replaying its own experts gives its output back, and replaying other experts (each token given its neighbour's)
+// changes it.
+void check_routing(Policy& policy, const at::Tensor& ids, const at::Tensor& mask, bool low_precision) {
+  const std::string& file = policy.path();
+  const auto& moe = policy.moe_layers();
+  call("the routing methods (moe_layers, routed_layer)", file, [&] {
+    auto x = policy.embed(ids);
+    const auto ctx = policy.layer_context(mask);
+    const double tol = (low_precision ? 5e-2 : 1e-5) * std::max(1.0, x.abs().max().item<double>());
+    auto differ = [](const at::Tensor& a, const at::Tensor& b) {
+      return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
+    };
+    for (int64_t i = 0; i < policy.num_layers(); ++i) {
+      const std::string name = "routed_layer(" + std::to_string(i) + ")";
+      auto plain = policy.layer(i, x, ctx, false);
+      auto r = policy.routed_layer(i, x, ctx);
+      if (const double d = differ(r.out, plain); !(d <= tol))
+        throw ModelContractError(file + ": " + name + " without routes disagrees with layer(" + std::to_string(i) +
+                                 ") by " + std::to_string(d) + " (tolerance " + std::to_string(tol) + ")");
+      const bool is_moe = std::find(moe.begin(), moe.end(), i) != moe.end();
+      if (!is_moe) {
+        if (r.experts.numel() != 0)
+          throw ModelContractError(file + ": " + name + " reports experts but moe_layers() does not name layer " +
+                                   std::to_string(i));
+        x = plain;
+        continue;
+      }
+      const auto& e = r.experts;
+      if (e.dim() != 3 || e.size(0) != ids.size(0) || e.size(1) != ids.size(1) || e.size(2) < 1 ||
+          e.scalar_type() != at::kLong || e.min().item<int64_t>() < 0)
+        throw ModelContractError(file + ": " + name + " returned experts of shape " + c10::str(e.sizes()) + " and dtype " +
+                                 c10::toString(e.scalar_type()) + "; the contract needs int64 [B, T, top_k] >= 0");
+      if (const double d = differ(policy.layer(i, x, ctx, false, e), plain); !(d <= tol))
+        throw ModelContractError(file + ": " + name + " replaying its own experts changes the output by " +
+                                 std::to_string(d) + " (tolerance " + std::to_string(tol) + ")");
+      auto other = e.roll(1, 1);
+      if (!std::get<0>(other.sort(-1)).equal(std::get<0>(e.sort(-1))) &&
+          differ(policy.layer(i, x, ctx, false, other), plain) == 0)
+        throw ModelContractError(file + ": " + name + " ignores the routes it is given (other experts, same output)");
+      x = plain;
+    }
+    return at::Tensor();
+  });
+}
+
 }  // namespace
 
 double check_contract(Policy& policy) {
@@ -132,6 +181,7 @@ double check_contract(Policy& policy) {
 
   if (policy.has_layers()) check_layers(policy, gen, mask, full, low_precision);
   if (policy.has_slots()) check_slots(policy, gen, full, m.pad_token_id, low_precision);
+  if (policy.has_routing()) check_routing(policy, gen, mask, low_precision);
 
   auto cache = call("init_cache(2, T)", file, [&] { return policy.init_cache(B, T + 2); });
   auto first = call("prefill", file, [&] {

@@ -53,6 +53,7 @@ Policy Policy::load(const std::string& path, c10::Device device) {
   impl->has_logits_from = impl->module.find_method("logits_from").has_value();
   probe_layers(*impl);
   probe_slots(*impl);
+  probe_routing(*impl);
   impl->module.eval();
   return Policy(std::move(impl));
 }

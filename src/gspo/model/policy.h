@@ -83,12 +83,27 @@ class Policy {
   // Decoder layer `index`: [B, T, H] -> [B, T, H]. With `checkpoint` (and grad mode on) only `x` is kept for
   // backward, which re-runs the layer under grad mode and backpropagates through it (parameter gradients
   // accumulate as usual): activation memory O(B * T * H) per layer instead of the layer's whole graph.
-  at::Tensor layer(int64_t index, const at::Tensor& x, const LayerContext& ctx, bool checkpoint);
+  // `routes` (an MoE layer of a model with has_routing(); integer [B, T, top_k]): the experts each token uses
+  // (Routing Replay: gating weights from the current router over them), kept for the recompute too.
+  at::Tensor layer(int64_t index, const at::Tensor& x, const LayerContext& ctx, bool checkpoint,
+                   const at::Tensor& routes = {});
   // The norm before the LM head, any leading shape.
   at::Tensor final_norm(const at::Tensor& x);
   // The LM head: weight [V, H] (the embedding when tied: the same tensor) and bias [V] (undefined when none).
   at::Tensor head_weight();
   at::Tensor head_bias();
+
+  // ---- Optional routing methods (docs/model-contract.md, "Routing methods", route_api 1; only with the per-layer
+  // methods): which experts each token of an MoE layer went to, and layers run with given experts (routes above).
+  bool has_routing() const;
+  // Decoder layers whose feed-forward routes tokens to experts (empty: dense, or no routing methods).
+  const std::vector<int64_t>& moe_layers() const;
+  // Decoder layer `index` without checkpointing, and the experts its router chose: [B, T, top_k] int64 for an MoE
+  // layer, an empty tensor for a dense one. Same output as layer(index, x, ctx, false).
+  struct Routed {
+    at::Tensor out, experts;
+  };
+  Routed routed_layer(int64_t index, const at::Tensor& x, const LayerContext& ctx);
 
   std::vector<at::Tensor> parameters() const;
   // Casts every floating parameter in place to `dtype` (buffers such as rotary tables keep their precision).

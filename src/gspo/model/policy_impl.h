@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "gspo/model/manifest.h"
 #include "gspo/model/policy.h"
@@ -21,6 +22,8 @@ struct Policy::Impl {
   int64_t layer_api = 0;         // version of the per-layer methods (0 = none), probed once at load
   int64_t num_layers = 0;        // decoder layers, when layer_api > 0
   int64_t slot_api = 0;          // version of the slot methods (0 = none), probed once at load
+  int64_t route_api = 0;         // version of the routing methods (0 = none), probed once at load
+  std::vector<int64_t> moe_layers;  // decoder layers that route tokens to experts, when route_api > 0
 };
 
 // Sets impl.layer_api and impl.num_layers from the model's layer_api() and num_decoder_layers() (0 when it has no
@@ -35,5 +38,12 @@ int64_t probe_interface(const Policy::Impl& impl, const char* api_method, int64_
 // Sets impl.slot_api from the model's slot_api() (0 when absent). Throws ModelContractError for an unknown version or a
 // model that has slot_api() but lacks prefill_slots, decode_slots or copy_slots.
 void probe_slots(Policy::Impl& impl);
+// Sets impl.route_api and impl.moe_layers from the model's route_api() and moe_layers() (0 / none when absent).
+// Throws ModelContractError for an unknown version, missing routing methods, routing without the per-layer methods
+// (call after probe_layers) or a layer index outside [0, num_layers).
+void probe_routing(Policy::Impl& impl);
+// Runs `layer` (routes undefined) or `routed_layer` with the routes given; the layer's output only.
+at::Tensor run_layer(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
+                     const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes);
 
 }  // namespace gspo::model

@@ -11,11 +11,7 @@ namespace {
 constexpr int64_t kLayerApi = 1;  // the version this gspo drives
 
 c10::IValue mask_value(const at::Tensor& mask) { return mask.defined() ? c10::IValue(mask) : c10::IValue(); }
-
-at::Tensor run_layer(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
-                     const at::Tensor& sin, const at::Tensor& mask) {
-  return module.get_method("layer")({index, x, cos, sin, mask_value(mask)}).toTensor();
-}
+at::Tensor saved_or_none(const c10::IValue& v) { return v.isNone() ? at::Tensor() : v.toTensor(); }
 
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
@@ -24,35 +20,45 @@ using torch::autograd::tensor_list;
 // only its input; backward re-runs the layer under grad mode from that input and backpropagates through the
 // fresh graph. Parameter gradients accumulate into .grad inside that nested backward (the layer's parameters are
 // not inputs of this node), the input's gradient is returned. The layer is deterministic (no dropout; MoE routing is
-// a function of the input), so the recomputed graph is the forward's.
+// a function of the input, or given as `routes`: Routing Replay), so the recomputed graph is the forward's.
 struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, torch::jit::Module module, int64_t index,
-                            const at::Tensor& cos, const at::Tensor& sin, const std::optional<at::Tensor>& mask_arg) {
+                            const at::Tensor& cos, const at::Tensor& sin, const std::optional<at::Tensor>& mask_arg,
+                            const std::optional<at::Tensor>& routes_arg) {
     const at::Tensor mask = mask_arg.value_or(at::Tensor());  // optional: Functions take no undefined tensor
+    const at::Tensor routes = routes_arg.value_or(at::Tensor());
     ctx->save_for_backward({x, cos, sin});
     ctx->saved_data["module"] = module._ivalue();
     ctx->saved_data["index"] = index;
     ctx->saved_data["mask"] = mask_value(mask);
-    return run_layer(module, index, x, cos, sin, mask);
+    ctx->saved_data["routes"] = mask_value(routes);
+    return run_layer(module, index, x, cos, sin, mask, routes);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     auto saved = ctx->get_saved_variables();
     torch::jit::Module module(ctx->saved_data["module"].toObject());
-    const auto& mask_iv = ctx->saved_data["mask"];
-    const at::Tensor mask = mask_iv.isNone() ? at::Tensor() : mask_iv.toTensor();
+    const at::Tensor mask = saved_or_none(ctx->saved_data["mask"]);
+    const at::Tensor routes = saved_or_none(ctx->saved_data["routes"]);
     auto x = saved[0].detach().requires_grad_(true);
     at::Tensor y;
     {
       torch::AutoGradMode on(true);
-      y = run_layer(module, ctx->saved_data["index"].toInt(), x, saved[1], saved[2], mask);
+      y = run_layer(module, ctx->saved_data["index"].toInt(), x, saved[1], saved[2], mask, routes);
     }
     torch::autograd::backward({y}, {grads[0]});
-    return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
+
+at::Tensor run_layer(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
+                     const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes) {
+  if (!routes.defined()) return module.get_method("layer")({index, x, cos, sin, mask_value(mask)}).toTensor();
+  auto out = module.get_method("routed_layer")({index, x, cos, sin, mask_value(mask), routes}).toTuple();
+  return out->elements().at(0).toTensor();
+}
 
 int64_t probe_interface(const Policy::Impl& impl, const char* api_method, int64_t known,
                         std::initializer_list<const char*> methods, const char* section, const char* kind) {
@@ -93,11 +99,12 @@ LayerContext Policy::layer_context(const at::Tensor& mask) {
   return {e.at(0).toTensor(), e.at(1).toTensor(), e.at(2).isNone() ? at::Tensor() : e.at(2).toTensor()};
 }
 
-at::Tensor Policy::layer(int64_t index, const at::Tensor& x, const LayerContext& c, bool checkpoint) {
+at::Tensor Policy::layer(int64_t index, const at::Tensor& x, const LayerContext& c, bool checkpoint,
+                         const at::Tensor& routes) {
+  auto opt = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
   if (checkpoint && at::GradMode::is_enabled())
-    return CheckpointedLayer::apply(x, impl_->module, index, c.cos, c.sin,
-                                    c.mask.defined() ? std::optional<at::Tensor>(c.mask) : std::nullopt);
-  return run_layer(impl_->module, index, x, c.cos, c.sin, c.mask);
+    return CheckpointedLayer::apply(x, impl_->module, index, c.cos, c.sin, opt(c.mask), opt(routes));
+  return run_layer(impl_->module, index, x, c.cos, c.sin, c.mask, routes);
 }
 
 at::Tensor Policy::final_norm(const at::Tensor& x) {

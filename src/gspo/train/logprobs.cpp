@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "gspo/core/error.h"
 #include "gspo/model/policy.h"
 #include "gspo/train/head_logprobs.h"
 
@@ -110,19 +111,39 @@ RightAligned right_align(const at::Tensor& ids, const at::Tensor& mask, int64_t 
   return r;
 }
 
-// The per-layer pass (policy.has_layers()): embed, the decoder layers (checkpointed when asked and grad is on),
-// then the final norm and the head over the real response tokens only. Padded response positions get log-prob 0
-// and entropy 0 (callers mask them).
+// embed and the decoder layers over right-aligned rows (checkpointed when asked and grad is on); MoE layers replay
+// and/or record experts as `routes` says (a recording layer runs without checkpointing: recording passes are no-grad ones).
+at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpoint, RouteIO routes) {
+  auto x = policy.embed(a.ids);
+  const auto ctx = policy.layer_context(a.mask);
+  if (routes.record) {
+    routes.record->experts.assign(policy.num_layers(), at::Tensor());
+    auto col = torch::arange(a.ids.size(1), a.ids.options()).unsqueeze(0);
+    routes.record->response = (col >= a.starts.unsqueeze(1)) & (a.mask > 0);
+  }
+  for (int64_t i = 0; i < policy.num_layers(); ++i) {
+    const at::Tensor replay = routes.replay ? routes.replay->replay(i) : at::Tensor();
+    if (routes.record && !replay.defined()) {
+      auto r = policy.routed_layer(i, x, ctx);
+      x = r.out;
+      if (r.experts.numel() > 0) routes.record->experts[i] = r.experts.to(at::kShort);
+    } else {
+      x = policy.layer(i, x, ctx, checkpoint, replay);
+      if (routes.record && replay.defined()) routes.record->experts[i] = replay.to(at::kShort);
+    }
+  }
+  return x;
+}
+
+// The per-layer pass (policy.has_layers()): embed, the decoder layers, then the final norm and the head over the
+// real response tokens only. Padded response positions get log-prob 0 and entropy 0 (callers mask them).
 TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
-                               double temperature, Entropy entropy, int64_t chunk_tokens, const LogprobPass& pass) {
+                               double temperature, Entropy entropy, int64_t chunk_tokens, const LogprobPass& pass,
+                               RouteIO routes) {
   const int64_t n = ids.size(0), R = ids.size(1) - P;
   auto a = right_align(ids, mask, P);
   const int64_t W = a.ids.size(1);
-  auto x = policy.embed(a.ids);
-  {
-    const auto ctx = policy.layer_context(a.mask);
-    for (int64_t i = 0; i < policy.num_layers(); ++i) x = policy.layer(i, x, ctx, pass.checkpoint);
-  }
+  auto x = run_layers(policy, a, pass.checkpoint, routes);
   // Response token j of row r sits at column starts[r] + j and is predicted by the column before it.
   auto real = mask.narrow(1, P, R) > 0;                                    // [n, R]
   auto rc = real.nonzero();                                                // [N, 2] (row, j), row-major
@@ -149,9 +170,13 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
 }  // namespace
 
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
-                                double temperature, Entropy entropy, int64_t chunk_tokens, LogprobPass pass) {
-  if (policy.has_layers() && pass.layers)
-    return layered_logprobs(policy, ids, mask, P, temperature, entropy, chunk_tokens, pass);
+                                double temperature, Entropy entropy, int64_t chunk_tokens, LogprobPass pass,
+                                RouteIO routes) {
+  const bool routed = routes.replay || routes.record;
+  if (routed && !policy.has_routing())
+    throw Error("'" + policy.path() + "' has no routing methods (route_api) to record or replay MoE routing with");
+  if ((policy.has_layers() && pass.layers) || routed)
+    return layered_logprobs(policy, ids, mask, P, temperature, entropy, chunk_tokens, pass, routes);
   const int64_t R = ids.size(1) - P;
   // Position t predicts column t + 1: the response's R tokens are predicted by columns P-1 .. P+R-2, so the
   // lm_head runs from column P-1 (its last column, P+R-1, predicts past the response and is dropped).
@@ -160,6 +185,15 @@ TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, co
   TokenLogprobs out;
   out.logprobs = token_logprobs(pred, targets, temperature, chunk_tokens);
   if (entropy == Entropy::kCompute) out.entropy = token_entropy(pred.detach(), temperature, chunk_tokens);
+  return out;
+}
+
+RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P) {
+  if (!policy.has_routing())
+    throw Error("'" + policy.path() + "' has no routing methods (route_api) to record MoE routing with");
+  torch::NoGradGuard g;
+  RouteRecord out;
+  run_layers(policy, right_align(ids, mask, P), false, {nullptr, &out});
   return out;
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "gspo/train/routing.h"
+
 namespace gspo::model { class Policy; }
 
 namespace gspo::train {
@@ -29,9 +31,15 @@ struct LogprobPass {
 // runs over the real response tokens only (with chunked_head a chunk at a time, forward and backward, so no [N, V]
 // tensor exists: head_logprobs.h) and padded response positions get log-prob and entropy 0; on the forward path see
 // token_logprobs (padded positions then hold unspecified finite values). Callers mask padded positions either way.
+// `routes` (a policy with has_routing(); forces the per-layer path): MoE layers run with routes.replay's experts and/or
+// record the experts they used into routes.record (train/routing.h).
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask,
                                 int64_t prompt_len, double temperature, Entropy entropy,
-                                int64_t chunk_tokens = 1024, LogprobPass pass = {});
+                                int64_t chunk_tokens = 1024, LogprobPass pass = {}, RouteIO routes = {});
+
+// The experts every MoE layer routes each token of ids/mask [n, P + R] to (rollout layout), in the per-layer pass's
+// layout: the decoder layers only (no head), no gradient. Needs policy.has_routing().
+RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len);
 
 // pred [n, R, V] (float32, bfloat16 or half; may be a strided view), targets [n, R] int64 ->
 // log_softmax(pred / temperature)[target] as [n, R] float32, differentiable with respect to pred. Computed a chunk

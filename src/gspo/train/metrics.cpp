@@ -40,6 +40,7 @@ const char* name_of(Shown s) {
     case Shown::kCuda: return "CUDA";
     case Shown::kMultiRank: return "several ranks";
     case Shown::kMoe: return "MoE policy";
+    case Shown::kRouting: return "MoE policy with algorithm.routing_metrics";
     case Shown::kMismatch: return "mismatch_metrics";
     case Shown::kDynamic: return "dynamic_sampling";
     case Shown::kOverlong: return "overlong_buffer > 0";
@@ -55,6 +56,7 @@ bool StepMetrics::shown(Shown s) const {
     case Shown::kCuda: return on_cuda;
     case Shown::kMultiRank: return multi_rank;
     case Shown::kMoe: return !moe_load_imbalance.empty();
+    case Shown::kRouting: return routing_on;
     case Shown::kMismatch: return mismatch_on;
     case Shown::kDynamic: return dynamic_on;
     case Shown::kOverlong: return overlong_on;

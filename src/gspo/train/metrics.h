@@ -45,6 +45,7 @@ enum class Shown {
   kDynamic,    // rollout.dynamic_sampling
   kOverlong,   // reward.overlong_buffer > 0
   kPolicyMask, // tokens can be left out of the policy term (top_entropy_quantile < 1, is_correction mis)
+  kRouting,    // an MoE policy with the routing methods and algorithm.routing_metrics
 };
 
 const char* name_of(Reduce r);
@@ -88,7 +89,7 @@ inline double written(double v) { return std::isfinite(v) ? v : 0.0; }
 struct StepMetrics {
   // Which optional rows are written.
   bool kl_on = false, on_cuda = false, multi_rank = false, mismatch_on = false, dynamic_on = false,
-       overlong_on = false, policy_mask_on = false;
+       overlong_on = false, policy_mask_on = false, routing_on = false;
   bool shown(Shown s) const;
 
   int64_t step = 0, epoch = 0;
@@ -107,6 +108,7 @@ struct StepMetrics {
   double grad_norm = 0, grad_norm_max = 0, lr = 0;
   int64_t optimizer_steps = 0, skipped_updates = 0;
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
+  double time_routing_s = 0;
   int64_t sample_tokens = 0;
   int64_t sample_graph_captures = 0;  // CUDA graphs the sampler captured this step (rank 0)
   double kv_cache_mb = 0;             // KV cache the sampler allocated (largest at once, largest rank)
@@ -123,6 +125,8 @@ struct StepMetrics {
   double optimizer_state_mb_per_rank = 0;
   std::vector<double> moe_load_imbalance;  // per MoE layer; empty for dense models
   double moe_load_imbalance_max = 0;
+  double moe_routing_change_frac = 0;          // (token, MoE layer) pairs whose experts changed, over all ranks
+  std::vector<double> moe_routing_change_layers;  // per MoE layer, summed over the ranks
 
   // The table. v(name, field, Reduce, Match, Shown, doc) for each metric in line order; `field` is an int64_t&,
   // double&, Mean&, Rate&, std::vector<double>& or a ColumnStat.
@@ -262,6 +266,15 @@ struct StepMetrics {
       "training forward (1 = balanced; padding tokens included)");
     v("moe_load_imbalance_max", moe_load_imbalance_max, Reduce::kLocal, Match::kNone, Shown::kMoe,
       "the largest of them");
+    // Routing flips at near-ties of router scores, which rounding between world sizes can move: not compared.
+    v("moe_routing_change_frac", moe_routing_change_frac, Reduce::kSame, Match::kNone, Shown::kRouting,
+      "routing volatility (GSPO paper, section 5.3): the share of (response token, MoE layer) pairs of the step's "
+      "updated rows whose top-k expert set after the step's last update differs from the one at the step's start "
+      "(the old-log-prob pass), every rank's rows (algorithm.routing_metrics)");
+    v("moe_routing_change_frac_layers", moe_routing_change_layers, Reduce::kSame, Match::kNone, Shown::kRouting,
+      "the same per MoE layer, in layer order");
+    v("time_routing_s", time_routing_s, Reduce::kLocal, Match::kNone, Shown::kRouting,
+      "seconds measuring moe_routing_change_frac (one forward of the decoder layers over the step's rows)");
   }
 };
 

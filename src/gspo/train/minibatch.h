@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gspo/algo/mismatch.h"
+#include "gspo/train/routing.h"
 
 namespace gspo::rollout { struct RolloutBatch; }
 
@@ -24,6 +25,7 @@ struct Micro {
   at::Tensor old_lp;          // [n, r] float32 log pi_old (recomputed or = behaviour_lp)
   at::Tensor ref_lp;          // [n, r] float32 log pi_ref, only with a KL term
   algo::IsWeights is;         // mismatch correction weights (algorithm.is_correction), filled with old_lp
+  RouteRecord routes;         // MoE: the experts of the old-log-prob pass (routing replay, moe_routing_change_frac)
   int64_t real_tokens = 0;    // prompt + response tokens (mask sum), for throughput
   void to(c10::Device device);  // moves every tensor (old_lp/ref_lp are filled on the model's device later)
 };

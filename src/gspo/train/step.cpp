@@ -14,6 +14,7 @@
 #include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/logprobs.h"
 #include "gspo/train/minibatch.h"
+#include "gspo/train/routing.h"
 #include "gspo/train/update_engine.h"
 
 namespace gspo::train {
@@ -75,6 +76,9 @@ StepRunner::StepRunner(StepParts parts) : p_(parts) {
   eval_pass_ = {tr.chunked_head || tr.activation_checkpointing, false, tr.chunked_head};
   train_pass_ = {eval_pass_.layers, tr.activation_checkpointing, tr.chunked_head};
   total_optimizer_steps_ = p_.cfg.train.max_steps * a.num_minibatches;
+  const bool moe = p_.policy.has_routing() && !p_.policy.moe_layers().empty();
+  replay_routes_ = moe && a.routing_replay == config::RoutingReplay::kOld;
+  measure_routes_ = moe && a.routing_metrics;
 }
 
 // Global indices of the rows (over all ranks) that take part in the update after the optional filters.
@@ -129,9 +133,12 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
   for (auto& mb : plan)
     for (auto& mi : mb.micros) {
       at::Tensor train_lp;  // the trainer's log-probs at the step-start weights
+      RouteIO routes{nullptr, replay_routes_ || measure_routes_ ? &mi.routes : nullptr};
       if (recompute || measure)
         train_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
-                                     eval_pass_).logprobs;
+                                     eval_pass_, routes).logprobs;
+      else if (routes.record)
+        mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P);
       mi.old_lp = recompute ? train_lp : mi.behaviour_lp;
       if (p_.reference)
         mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
@@ -148,6 +155,29 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
   m.is_weight_max = mm.weight_count > 0 ? mm.weight_max : -kNoValue;
   m.is_truncated = {mm.truncated, mm.weight_count};
   m.is_rejected = {mm.rejected, mm.weight_count};
+}
+
+// moe_routing_change_frac: the experts of the step's rows after the last update against the old-log-prob pass's,
+// counts summed over the ranks here (so the metric rows are the job's values already).
+void StepRunner::measure_routing(const std::vector<MiniBatch>& plan, int64_t P, StepMetrics& m) {
+  const auto& moe = p_.policy.moe_layers();
+  RoutingChange change;
+  change.changed.assign(moe.size(), 0.0);
+  change.tokens.assign(moe.size(), 0.0);
+  for (const auto& mb : plan)
+    for (const auto& mi : mb.micros) change.add(mi.routes, route_experts(p_.policy, mi.ids, mi.mask, P), moe);
+  const auto L = static_cast<int64_t>(moe.size());
+  auto counts = torch::empty({2 * L}, torch::kDouble);
+  for (int64_t j = 0; j < L; ++j) counts[j] = change.changed[j], counts[L + j] = change.tokens[j];
+  p_.comm.all_reduce(counts);
+  auto c = counts.accessor<double, 1>();
+  double changed = 0, tokens = 0;
+  for (int64_t j = 0; j < L; ++j) {
+    changed += c[j];
+    tokens += c[L + j];
+    m.moe_routing_change_layers.push_back(c[L + j] > 0 ? c[j] / c[L + j] : 0.0);
+  }
+  m.moe_routing_change_frac = tokens > 0 ? changed / tokens : 0.0;
 }
 
 StepMetrics StepRunner::run(Progress& progress) {
@@ -188,6 +218,11 @@ StepMetrics StepRunner::run(Progress& progress) {
     update(plan, batch.prompt_len, progress, m);
     m.time_update_s = core::seconds_since(t);
     m.peak_mb_update = update_peak.mb();
+    if (measure_routes_) {
+      t = Clock::now();
+      measure_routing(plan, batch.prompt_len, m);
+      m.time_routing_s = core::seconds_since(t);
+    }
   }
   ++progress.step;
   m.sample_tokens_per_s = {static_cast<double>(m.sample_tokens), m.time_sample_s};
@@ -208,6 +243,7 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.mismatch_on = a.mismatch_metrics || a.is_correction != config::IsCorrection::kNone;
   m.dynamic_on = p_.cfg.rollout.dynamic_sampling;
   m.overlong_on = p_.cfg.reward.overlong_buffer > 0;
+  m.routing_on = measure_routes_;
   m.policy_mask_on = a.top_entropy_quantile < 1 || a.is_correction == config::IsCorrection::kMis;
   m.on_cuda = p_.policy.device().is_cuda();
   m.world_size = p_.comm.world_size();

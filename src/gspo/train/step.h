@@ -80,6 +80,7 @@ class StepRunner {
                                    const std::vector<int64_t>& rows, int64_t first_row, at::Generator& gen);
   void fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t prompt_len, StepMetrics& m);
   void update(std::vector<MiniBatch>& plan, int64_t prompt_len, Progress& progress, StepMetrics& m);
+  void measure_routing(const std::vector<MiniBatch>& plan, int64_t prompt_len, StepMetrics& m);
   void finish(StepMetrics& m, const Progress& progress);
 
   StepParts p_;
@@ -90,6 +91,8 @@ class StepRunner {
   LogprobPass train_pass_;  // the update's log-prob pass (train.chunked_head, train.activation_checkpointing)
   LogprobPass eval_pass_;   // the no-grad passes (old and reference log-probs)
   int64_t total_optimizer_steps_;
+  bool replay_routes_ = false;   // algorithm.routing_replay old on an MoE policy
+  bool measure_routes_ = false;  // algorithm.routing_metrics on an MoE policy
 };
 
 }  // namespace gspo::train

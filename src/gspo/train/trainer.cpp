@@ -98,6 +98,25 @@ struct Trainer::Impl {
   }
 };
 
+namespace {
+
+// algorithm.routing_replay needs experts to replay: a model with the routing methods and at least one MoE layer.
+void check_routing_replay(const config::Config& c, const model::Policy& policy) {
+  if (c.algorithm.routing_replay == config::RoutingReplay::kNone) return;
+  const auto origin = c.origin.find("algorithm.routing_replay");
+  const std::string where = origin != c.origin.end() ? origin->second + ": " : std::string();
+  const std::string head = where + "algorithm.routing_replay " + config::name_of(c.algorithm.routing_replay) +
+                           " replays MoE routing, but '" + policy.path() + "' ";
+  if (!policy.has_routing())
+    throw ConfigError(head + "has no routing methods (route_api; docs/model-contract.md): re-export it with "
+                      "scripts/export_hf.py, or set algorithm.routing_replay: none");
+  if (policy.moe_layers().empty())
+    throw ConfigError(head + "is dense (no MoE layers): there is no routing to replay; set algorithm.routing_replay: "
+                      "none");
+}
+
+}  // namespace
+
 void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Device device) {
   const auto& c = cfg;
   if (c.model.path.empty())
@@ -105,6 +124,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   const std::string file = ckpt ? io::policy_file(*ckpt) : c.model.path;
   policy.emplace(model::Policy::load(file, device));
   model::check_contract(*policy);
+  check_routing_replay(c, *policy);
   if (c.rollout.dtype == config::RolloutDtype::kBFloat16) {  // config validation: only with a float32 policy
     sampling_copy.emplace(model::Policy::load(file, device));  // its weights are refreshed before every rollout
     sampling_copy->set_param_dtype(torch::kBFloat16);

@@ -56,7 +56,8 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     std::optional<std::string> bad;
     for (auto& mi : plan[k].micros) {
       auto tl = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kCompute,
-                                  c.train.logprob_chunk_tokens, train_pass_);
+                                  c.train.logprob_chunk_tokens, train_pass_,
+                                  {replay_routes_ ? &mi.routes : nullptr, nullptr});
       algo::LossInputs in{tl.logprobs, mi.old_lp, mi.resp_mask, mi.advantages, mi.ref_lp, mi.is, {}};
       if (c.algorithm.top_entropy_quantile < 1)
         in.keep = high_entropy_tokens(tl.entropy, mi.resp_mask, c.algorithm.top_entropy_quantile);

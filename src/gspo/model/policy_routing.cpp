@@ -1,0 +1,36 @@
+// The optional routing methods of a policy (route_api 1): the experts an MoE layer routes each token to, and layers
+// run with recorded experts (Routing Replay, train/routing.h).
+#include <torch/torch.h>
+
+#include "gspo/core/error.h"
+#include "gspo/model/policy.h"
+#include "gspo/model/policy_impl.h"
+
+namespace gspo::model {
+
+void probe_routing(Policy::Impl& impl) {
+  const int64_t version = probe_interface(impl, "route_api", 1, {"moe_layers", "routed_layer"}, "Routing methods",
+                                          "routing method");
+  if (version == 0) return;
+  if (impl.layer_api == 0)
+    throw ModelContractError("'" + impl.path + "' has route_api() but not the per-layer methods it runs through "
+                             "(layer_api; docs/model-contract.md, \"Routing methods\")");
+  for (const auto& v : impl.module.get_method("moe_layers")({}).toIntList()) {
+    if (v < 0 || v >= impl.num_layers)
+      throw ModelContractError("'" + impl.path + "': moe_layers() names layer " + std::to_string(v) + " of " +
+                               std::to_string(impl.num_layers));
+    impl.moe_layers.push_back(v);
+  }
+  impl.route_api = version;
+}
+
+bool Policy::has_routing() const { return impl_->route_api > 0; }
+const std::vector<int64_t>& Policy::moe_layers() const { return impl_->moe_layers; }
+
+Policy::Routed Policy::routed_layer(int64_t index, const at::Tensor& x, const LayerContext& c) {
+  const c10::IValue mask = c.mask.defined() ? c10::IValue(c.mask) : c10::IValue();
+  auto out = impl_->module.get_method("routed_layer")({index, x, c.cos, c.sin, mask, c10::IValue()}).toTuple();
+  return {out->elements().at(0).toTensor(), out->elements().at(1).toTensor()};
+}
+
+}  // namespace gspo::model

@@ -1,0 +1,39 @@
+// MoE routing across a step (GSPO paper, section 5.3): the experts each token went to in the old-log-prob pass, how
+// many of them the step's updates changed (moe_routing_change_frac), and Routing Replay (algorithm.routing_replay:
+// the update's forward uses the recorded experts, gating weights from the current router over them).
+//
+// Memory: 2 bytes x top_k x MoE layers per column of the step's micro-batches, padding included, on the model's
+// device (Qwen3-30B-A3B: 48 layers x top-8 = 768 B per token; 1M tokens a rank = 0.77 GB).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gspo::train {
+
+// The experts of one pass over a micro-batch, in the per-layer pass's right-aligned layout (train/logprobs.cpp).
+struct RouteRecord {
+  std::vector<at::Tensor> experts;  // per decoder layer: int16 [n, W, top_k] for MoE layers, undefined for dense
+  at::Tensor response;              // bool [n, W]: the columns holding response tokens
+  bool empty() const { return experts.empty(); }
+  // Layer `index`'s experts as the model takes them (int64), or undefined for a dense layer / no record.
+  at::Tensor replay(int64_t index) const;
+};
+
+// What a layered pass does with routing: run with recorded experts (`replay`), and/or record the experts it used.
+struct RouteIO {
+  const RouteRecord* replay = nullptr;
+  RouteRecord* record = nullptr;
+};
+
+// (token, MoE layer) pairs whose top-k expert set differs between two records of the same rows, over response tokens.
+struct RoutingChange {
+  std::vector<double> changed, tokens;  // per MoE layer, in the model's moe_layers() order
+  // Adds `after` against `before` (same micro-batch, same layout). Sets are compared unordered.
+  void add(const RouteRecord& before, const RouteRecord& after, const std::vector<int64_t>& moe_layers);
+  double changed_total() const;
+  double tokens_total() const;
+};
+
+}  // namespace gspo::train
