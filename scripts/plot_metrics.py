@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turns gspo metrics.jsonl files into PNG charts: reward, accuracy, response length, clip fractions, grad norm,
-entropy, and, when validation.jsonl sits beside metrics.jsonl (eval.every), one chart per validation set with its
+entropy, for MoE policies routing change (overall and per layer) and expert load, and, when validation.jsonl sits beside metrics.jsonl (eval.every), one chart per validation set with its
 avg@K, the largest pass@k and cons@K against steps (step 0 included). Several runs are overlaid (label=path), e.g.
 GSPO against GRPO:
 
@@ -23,6 +23,8 @@ CHARTS = [
     ("clip_fraction", "clipped fraction of tokens", ["clip_tok_frac"], True),
     ("grad_norm", "gradient norm", ["grad_norm"], False),
     ("entropy", "token entropy (nats)", ["entropy"], False),
+    ("routing_change", "MoE: share of (token, layer) expert sets changed by the step", ["moe_routing_change_frac"], False),
+    ("expert_load", "MoE: expert load imbalance, the most imbalanced layer", ["moe_load_imbalance_max"], False),
 ]
 
 
@@ -105,6 +107,8 @@ def main():
         paths.append((label, path))
     os.makedirs(args.out, exist_ok=True)
     for name, title, keys, log_y in CHARTS:
+        if not any(key in r for _, rows in runs for r in rows for key in keys):
+            continue  # e.g. the MoE charts of dense runs
         fig, ax = plt.subplots(figsize=(6, 3.6))
         for label, rows in runs:
             for key in keys:
@@ -124,7 +128,32 @@ def main():
         fig.savefig(out, dpi=100)
         plt.close(fig)
         print(f"wrote {out}")
+    plot_layers(runs, args.out, args.smooth)
     plot_validation(paths, args.out)
+
+
+def plot_layers(runs, out_dir, window):
+    """moe_routing_change_frac_layers: one panel per run, one line per MoE layer."""
+    key = "moe_routing_change_frac_layers"
+    shown = [(label, rows) for label, rows in runs if any(key in r for r in rows)]
+    if not shown:
+        return
+    fig, axes = plt.subplots(1, len(shown), figsize=(4 * len(shown), 3.4), sharey=True, squeeze=False)
+    for ax, (label, rows) in zip(axes[0], shown):
+        pts = [(r["step"], r[key]) for r in rows if key in r]
+        for layer in range(len(pts[0][1])):
+            ax.plot([s for s, _ in pts], smooth([v[layer] for _, v in pts], window), label=f"MoE layer {layer}")
+        ax.set_title(label)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("expert sets changed")
+    axes[0][0].legend()
+    fig.suptitle("MoE routing change per layer" + (f" (moving average of {window})" if window > 1 else ""))
+    fig.tight_layout()
+    out = os.path.join(out_dir, "routing_change_layers.png")
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Multi-process training over Gloo on loopback: 2 and 3 ranks (with and without ZeRO-1, and with token-budget
-# micro-batches) reach the weights and metrics of 1 process on the same global batch; resuming with another world
+# Multi-process training over Gloo on loopback: 2 and 3 ranks (with and without ZeRO-1, with token-budget
+# micro-batches, a tied-embedding model and an MoE model with and without routing replay) reach the weights and metrics of 1 process on the same global batch; resuming with another world
 # size continues the same run; a dead or stalled rank, a missing rank, a port in use and bad launcher variables end
 # with clear errors and non-zero exits, never a hang.
 # usage: test_dist.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
@@ -90,6 +90,14 @@ run r2t 2 --set algorithm.micro_batch_tokens=16 && same "2 ranks, micro_batch_to
 TIED=(--set "model.path=$MODELS/tiny_qwen3.pt" --set 'reward.regex=^[\x00-\x7f]')
 run t1 1 "${TIED[@]}" && run t2z 2 "${TIED[@]}" --set distributed.zero_stage=1 && {
   INITIAL="$MODELS/tiny_qwen3.pt" same "tied embeddings: 2 ranks ZeRO-1 = 1 process" t1 t2z
+}
+# The qwen3_moe path (router, top-k experts, a dense layer between MoE ones) through gradient sync, and Routing
+# Replay (recorded experts per rank's rows, replayed in the update) through ZeRO-1 on 3 ranks.
+MOE=(--set "model.path=$MODELS/qwen3_moe_tiny.pt" --set 'reward.regex=^[\x00-\x7f]')
+run m1 1 "${MOE[@]}" && run m2 2 "${MOE[@]}" && run mr1 1 "${MOE[@]}" --set algorithm.routing_replay=old \
+  && run mr3z 3 "${MOE[@]}" --set algorithm.routing_replay=old --set distributed.zero_stage=1 && {
+  INITIAL="$MODELS/qwen3_moe_tiny.pt" same "qwen3_moe: 2 ranks = 1 process" m1 m2
+  INITIAL="$MODELS/qwen3_moe_tiny.pt" same "qwen3_moe with routing replay: 3 ranks ZeRO-1 = 1 process" mr1 mr3z
 }
 if grep -q "3 ranks start from identical weights" "$TMP/r3.log"; then ok "initial weights verified on 3 ranks"
 else bad "no initial-weights verification line" "$TMP/r3.log"; fi
