@@ -140,8 +140,8 @@ def plot_layers(runs, out_dir, window):
         return
     fig, axes = plt.subplots(1, len(shown), figsize=(4 * len(shown), 3.4), sharey=True, squeeze=False)
     for ax, (label, rows) in zip(axes[0], shown):
-        pts = [(r["step"], r[key]) for r in rows if key in r]
-        for layer in range(len(pts[0][1])):
+        pts = [(r["step"], r[key]) for r in rows if r.get(key)]  # a step without updates has an empty list
+        for layer in range(max((len(v) for _, v in pts), default=0)):
             ax.plot([s for s, _ in pts], smooth([v[layer] for _, v in pts], window), label=f"MoE layer {layer}")
         ax.set_title(label)
         ax.set_xlabel("step")
