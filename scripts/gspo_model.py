@@ -514,6 +514,20 @@ class CausalLM(nn.Module):
         return cache.index_select(2, rows)
 
 
+def shape_for(cfg: dict) -> dict:
+    """The architecture's sizes beyond the manifest's top-level fields (docs/model-contract.md, "shape")."""
+    shape = {
+        "intermediate_size": cfg["intermediate_size"],
+        "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+        "qkv_bias": bool(cfg.get("qkv_bias", False)), "o_bias": bool(cfg.get("o_bias", False)),
+        "qk_norm": bool(cfg.get("qk_norm", False)), "lm_head_bias": bool(cfg.get("lm_head_bias", False)),
+    }
+    if cfg.get("moe_layers"):
+        shape.update({"num_experts": cfg["num_experts"], "num_experts_per_tok": cfg["num_experts_per_tok"],
+                      "moe_intermediate_size": cfg["moe_intermediate_size"], "moe_layers": list(cfg["moe_layers"])})
+    return shape
+
+
 def manifest_for(cfg: dict, tokenizer: dict, dtype: str) -> dict:
     return {
         "format": "gspo-policy",
@@ -531,6 +545,7 @@ def manifest_for(cfg: dict, tokenizer: dict, dtype: str) -> dict:
         "head_dim": cfg["head_dim"],
         "dtype": dtype,
         "tokenizer_type": tokenizer["type"],
+        "shape": shape_for(cfg),  # what `gspo plan` counts parameters and activations from, without the weights
         **({"hf_source": cfg["hf_source"]} if "hf_source" in cfg else {}),  # for scripts/export_to_hf.py
     }
 

@@ -8,6 +8,7 @@
 
 #include "gspo/cli/commands.h"
 #include "gspo/cli/eval_cmd.h"
+#include "gspo/cli/plan_cmd.h"
 #include "gspo/core/version.h"
 #include "gspo/cli/train_cmd.h"
 #include "gspo/config/suggest.h"
@@ -111,6 +112,22 @@ void add_score(CLI::App& app, gspo::cli::ScoreArgs& a) {
   c->add_flag("--json", a.json, "print the summary as JSON");
 }
 
+void add_plan(CLI::App& app, gspo::cli::PlanArgs& a) {
+  auto* c = app.add_subcommand("plan", "predict a training config's peak memory per rank, part by part and phase by "
+                               "phase, before launching it");
+  c->add_option("--config,-c", a.config, "YAML config file; omitted = defaults");
+  c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
+  c->add_option("--world-size,-n", a.world_size, "data-parallel ranks")->capture_default_str()->check(int_at_least(1));
+  c->add_option("--hf-config", a.hf_config, "plan from a Hugging Face config.json (llama, qwen2, qwen3, qwen3_moe) "
+                "instead of model.path's manifest");
+  c->add_option("--prompt-tokens", a.prompt_tokens, "the longest prompt of a step, in tokens")->capture_default_str()
+      ->check(int_at_least(1));
+  c->add_option("--runtime-mb", a.runtime_mb, "the process's own memory before any model; default: the value "
+                "measured on CPU (docs/distributed.md)");
+  c->add_option("--device-gb", a.device_gb, "memory one rank may use (GiB), for the fit verdict")->capture_default_str();
+  c->add_flag("--json", a.json, "print the plan as one JSON object");
+}
+
 void add_tokenize(CLI::App& app, gspo::cli::TokenizeArgs& a) {
   auto* c = app.add_subcommand("tokenize", "stdin JSON lines {\"text\": ...} -> {\"text\": ..., \"ids\": [...]}");
   c->add_option("--tokenizer,-t", a.tokenizer, "tokenizer.json, a directory with one, a gspo spec or a model .pt")->required();
@@ -136,6 +153,7 @@ int main(int argc, char** argv) {
   gspo::cli::EvalArgs ev;
   gspo::cli::ScoreArgs sc;
   gspo::cli::TokenizeArgs tk;
+  gspo::cli::PlanArgs pl;
   add_generate(app, gen);
   add_inspect(app, insp);
   add_config(app, cfg);
@@ -143,6 +161,7 @@ int main(int argc, char** argv) {
   add_eval(app, ev);
   add_score(app, sc);
   add_tokenize(app, tk);
+  add_plan(app, pl);
   // A mistyped subcommand ("gspo trian") is named, with the nearest one, instead of "a subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;
@@ -169,6 +188,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("eval")) return gspo::cli::eval(ev);
     if (app.got_subcommand("score")) return gspo::cli::score(sc);
     if (app.got_subcommand("tokenize")) return gspo::cli::tokenize(tk);
+    if (app.got_subcommand("plan")) return gspo::cli::plan(pl);
   } catch (const gspo::Error& e) {
     std::cerr << "gspo: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_code();

@@ -301,6 +301,21 @@ expect moe-inspect-routing 0 "routing      route_api 1, MoE layers 0,2" -- "$GSP
 expect broken-routes 4 "routed_layer(0) ignores the routes it is given" -- "$GSPO" inspect "$MODELS/broken_routes.pt"
 expect moe-generate 0 "--- prompt 0 sample 1" -- "$GSPO" generate -m "$MODELS/qwen3_moe_tiny.pt" -p "3+4=" -n 2 --max-new-tokens 6
 
+# gspo plan: a model's manifest or a Hugging Face config.json, and its errors.
+expect help-plan 0 "plan" -- "$GSPO" --help
+expect plan-tiny 0 "peak per rank:" -- "$GSPO" plan -c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny.pt"
+expect plan-json 0 '"peak_phase"' -- "$GSPO" plan -c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny.pt" --json
+expect plan-moe 0 "2 MoE layers x 4 experts" -- "$GSPO" plan --set "model.path=$MODELS/qwen3_moe_tiny.pt" -n 2 --set rollout.prompts_per_step=4
+expect plan-30b-too-big 0 "does NOT fit 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 8
+expect plan-world-size 2 "rollout.prompts_per_step (16) must be a multiple of --world-size (3)" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" -n 3
+expect plan-world-size-zero 2 "" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" -n 0
+expect plan-no-model 2 "model.path is empty: set it, or plan from a Hugging Face config.json with --hf-config" -- "$GSPO" plan
+expect plan-hf-missing 5 "cannot read '$TMP/none.json'" -- "$GSPO" plan --hf-config "$TMP/none.json"
+printf '{"model_type": "qwen3", "hidden_size": 64}' > "$TMP/partial.json"
+expect plan-hf-key 2 "partial.json: missing key 'vocab_size'" -- "$GSPO" plan --hf-config "$TMP/partial.json"
+expect plan-no-manifest 4 "gspo_manifest.json" -- "$GSPO" plan --set "model.path=$MODELS/broken_no_manifest.pt"
+expect plan-device-gb 2 "--device-gb must be positive" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" --device-gb 0
+
 for s in ${skipped[@]+"${skipped[@]}"}; do
   if [ "$fail" -eq 0 ]; then echo "SKIPPED (no ../shared): $s"; else echo "not run (no ../shared): $s"; fi
 done

@@ -104,7 +104,7 @@ else bad "no initial-weights verification line" "$TMP/r3.log"; fi
 if [ ! -e "$TMP/r3/metrics.jsonl" ] || [ "$(wc -l <"$TMP/r3/metrics.jsonl")" -ne $STEPS ]; then
   bad "rank 0 alone must write $STEPS metrics lines"; else ok "one metrics line per step with 3 ranks"; fi
 # Communication cost and per-rank optimizer memory are reported.
-"$PY" - "$TMP" <<'PY' && ok "comm time, share and ZeRO-1 optimizer memory reported" || bad "metrics fields"
+"$PY" - "$TMP" <<'PY' && ok "comm time, share, ZeRO-1 optimizer and model-state memory reported" || bad "metrics fields"
 import json, sys
 t = sys.argv[1]
 last = lambda r: [json.loads(l) for l in open(f"{t}/{r}/metrics.jsonl")][-1]
@@ -118,6 +118,16 @@ full = last("r1z")["optimizer_state_mb_per_rank"]
 assert r1["optimizer_state_mb_per_rank"] <= full and abs(r2["optimizer_state_mb_per_rank"] - r1["optimizer_state_mb_per_rank"]) < 1e-12
 for m, w in ((r2z, 2), (r3z, 3)):  # 1/world of the moments, plus at most one element of padding
     assert abs(m["optimizer_state_mb_per_rank"] - full / w) < 1e-4, (m["optimizer_state_mb_per_rank"], full, w)
+# Model state (weights, gradients, moments, ZeRO-1's gradient shard): ZeRO-1 holds what plain data parallelism
+# holds less the moments' (W-1)/W, plus its reduced-gradient shard (4 bytes of every W-th parameter: full / 2W MB).
+ms = lambda m: m["model_state_mb_per_rank"]
+os_ = lambda m: m["optimizer_state_mb_per_rank"]
+assert abs(ms(r2) - ms(r1)) < 1e-9 and abs(ms(r3) - ms(r1)) < 1e-9, (ms(r1), ms(r2), ms(r3))
+for plain, zero, w in ((r2, r2z, 2), (r3, r3z, 3)):
+    assert ms(zero) < ms(plain), (ms(zero), ms(plain))
+    expect = ms(plain) - os_(plain) + os_(zero) + full / (2 * w)
+    assert abs(ms(zero) - expect) < 1e-4, (ms(zero), expect, w)
+print(f"model state MB/rank: plain {ms(r2):.3f}, ZeRO-1 x2 {ms(r2z):.3f}, x3 {ms(r3z):.3f}")
 print(f"comm share of the step: 2 ranks {r2['comm_frac']:.3f}, 3 ranks {r3['comm_frac']:.3f}; "
       f"optimizer MB/rank {full:.3f} -> ZeRO-1 x2 {r2z['optimizer_state_mb_per_rank']:.3f}, "
       f"x3 {r3z['optimizer_state_mb_per_rank']:.3f}")

@@ -128,6 +128,9 @@ TEST_CASE("update engines: state bytes are the AdamW moments: checkpoints see fl
   engine->reduce();
   engine->step(1e-3);
   CHECK(engine->state_bytes() == 2 * n * 4);  // exp_avg and exp_avg_sq, float32, one copy on one rank
+  // bf16 weights (their gradients freed into the masters after each backward), float32 masters, the masters'
+  // gradients and moments (both for the parameters the loss reaches: here every one).
+  CHECK(engine->model_state_bytes() == n * 2 + n * 4 + n * 4 + engine->state_bytes());
   CHECK(policy.parameters().front().scalar_type() == torch::kBFloat16);
   engine->with_float32_policy([&] { CHECK(policy.parameters().front().scalar_type() == torch::kFloat); });
   CHECK(policy.parameters().front().scalar_type() == torch::kBFloat16);
@@ -135,4 +138,6 @@ TEST_CASE("update engines: state bytes are the AdamW moments: checkpoints see fl
   auto p2 = test::load_tiny();
   auto zero = train::make_update_engine(p2, options(config::Dtype::kFloat32, 1), comm);
   CHECK(zero->state_bytes() == 2 * n * 4);  // one shard holding every moment
+  // float32 weights without gradients yet, every moment, the reduced-gradient shard (the whole of it on one rank)
+  CHECK(zero->model_state_bytes() == n * 4 + 2 * n * 4 + n * 4);
 }

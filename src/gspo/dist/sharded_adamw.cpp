@@ -27,6 +27,7 @@ ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Com
 }
 
 int64_t ShardedAdamW::state_bytes() const { return static_cast<int64_t>(exp_avg_.nbytes() + exp_avg_sq_.nbytes()); }
+int64_t ShardedAdamW::grad_shard_bytes() const { return static_cast<int64_t>(grad_shard_.nbytes()); }
 
 // One value per parameter element (`of(param)` gives the tensor for each), flattened in order and zero-padded to
 // shard_ * world_size.

@@ -33,6 +33,7 @@ class ShardedAdamW {
   int64_t numel() const { return numel_; }          // parameters in all
   int64_t shard_numel() const { return shard_; }     // parameters whose moments this rank holds
   int64_t state_bytes() const;                       // bytes of moments held by this rank
+  int64_t grad_shard_bytes() const;                  // bytes of this rank's reduced gradient shard
   int64_t steps() const { return step_; }
 
   // Collective: every rank's moments gathered into full-length [step, exp_avg, exp_avg_sq]; any rank may save them.

@@ -123,6 +123,7 @@ struct StepMetrics {
   double time_comm_s = 0, comm_frac = 0, comm_mb = 0;
   int64_t comm_calls = 0;
   double optimizer_state_mb_per_rank = 0;
+  double model_state_mb_per_rank = 0;  // weights + gradients + masters + moments held for training
   std::vector<double> moe_load_imbalance;  // per MoE layer; empty for dense models
   double moe_load_imbalance_max = 0;
   double moe_routing_change_frac = 0;          // (token, MoE layer) pairs whose experts changed, over all ranks
@@ -261,6 +262,10 @@ struct StepMetrics {
     v("comm_calls", comm_calls, Reduce::kLocal, Match::kNone, Shown::kMultiRank, "number of collectives");
     v("optimizer_state_mb_per_rank", optimizer_state_mb_per_rank, Reduce::kLocal, Match::kNone, A,
       "MB of AdamW moments this rank holds, read off the optimizer's tensors (1/world size of them with ZeRO-1)");
+    v("model_state_mb_per_rank", model_state_mb_per_rank, Reduce::kLocal, Match::kNone, A,
+      "MB of training state this rank holds at the step's end, read off the tensors: weights (training dtype), "
+      "their gradients, float32 masters and their gradients (model.dtype bfloat16), AdamW moments and ZeRO-1's "
+      "gradient shard; not the rollout's copy (gspo plan predicts it)");
     v("moe_load_imbalance", moe_load_imbalance, Reduce::kLocal, Match::kNone, Shown::kMoe,
       "per MoE layer: the largest expert's share of routing slots times the number of experts in the last "
       "training forward (1 = balanced; padding tokens included)");

@@ -251,6 +251,7 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.peak_rss_mb = static_cast<double>(core::peak_rss_bytes()) / kMiB;
   if (m.on_cuda) m.peak_gpu_mb = static_cast<double>(core::peak_device_bytes(p_.policy.device())) / kMiB;
   m.optimizer_state_mb_per_rank = static_cast<double>(p_.engine.state_bytes()) / kMiB;
+  m.model_state_mb_per_rank = static_cast<double>(p_.engine.model_state_bytes()) / kMiB;
   record_expert_load(p_.policy, m);
   reduce_across_ranks(m, p_.comm);
   const auto counters = p_.comm.take_counters();

@@ -39,6 +39,19 @@ class Weights {
   void publish() {
     if (master_) master_->copy_to_model();
   }
+  // The policy's parameters (training dtype) and their gradients, plus the masters and theirs; each tensor once.
+  int64_t bytes() const {
+    int64_t n = 0;
+    auto add = [&n](const std::vector<at::Tensor>& ts) {
+      for (const auto& t : ts) {
+        n += static_cast<int64_t>(t.nbytes());
+        if (t.grad().defined()) n += static_cast<int64_t>(t.grad().nbytes());
+      }
+    };
+    add(policy_.parameters());
+    if (master_) add(master_->params());
+    return n;
+  }
   void with_float32_policy(const std::function<void()>& f) {
     if (master_) master_->with_float32_policy(f);
     else f();
@@ -89,6 +102,7 @@ class AdamWEngine : public UpdateEngine {
     }
     return bytes;
   }
+  int64_t model_state_bytes() const override { return w_.bytes() + state_bytes(); }
   void save(const std::string& dir) const override { io::save_optimizer(dir, *opt_); }
   void load(const std::string& dir) override {
     if (core::exists(dir + "/" + kZeroFile)) wrong_engine(dir, 1);
@@ -121,6 +135,9 @@ class Zero1Engine : public UpdateEngine {
     w_.publish();
   }
   int64_t state_bytes() const override { return zero_->state_bytes(); }
+  int64_t model_state_bytes() const override {
+    return w_.bytes() + zero_->state_bytes() + zero_->grad_shard_bytes();
+  }
   void gather_for_save() override { gathered_ = zero_->gather_state(); }
   void save(const std::string& dir) const override {
     io::save_tensors(dir + "/" + kZeroFile, gathered_, "ZeRO-1 optimizer state");

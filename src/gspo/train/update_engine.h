@@ -35,6 +35,9 @@ class UpdateEngine {
   virtual void step(double lr) = 0;
   // Bytes of AdamW moments this rank holds, read off the optimizer's own tensors.
   virtual int64_t state_bytes() const = 0;
+  // Bytes of training state this rank holds: the policy's weights and their gradients, float32 masters and their
+  // gradients (bf16 training), state_bytes(), and ZeRO-1's gradient shard; read off the tensors as they are now.
+  virtual int64_t model_state_bytes() const = 0;
 
   // Collective: what save() writes is gathered on every rank (ZeRO-1's shards); call before save().
   virtual void gather_for_save() {}

@@ -1,0 +1,113 @@
+#include "gspo/cli/plan_cmd.h"
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "gspo/config/load.h"
+#include "gspo/core/error.h"
+#include "gspo/plan/memory.h"
+#include "gspo/plan/model_shape.h"
+
+namespace gspo::cli {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::string fmt_mb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", bytes / kMiB);
+  return buf;
+}
+
+nlohmann::json terms_json(const std::vector<plan::Term>& ts) {
+  auto out = nlohmann::json::array();
+  for (const auto& t : ts) out.push_back({{"name", t.name}, {"mb", t.bytes / kMiB}, {"formula", t.formula}});
+  return out;
+}
+
+nlohmann::json to_json(const plan::MemoryPlan& p, const PlanArgs& a, const config::Config& cfg) {
+  const auto& s = p.shape;
+  nlohmann::json phases = nlohmann::json::object();
+  for (const auto& ph : p.phases) phases[ph.name] = {{"peak_mb", ph.peak_bytes / kMiB}, {"terms", terms_json(ph.terms)}};
+  return {{"model", {{"source", s.source}, {"architecture", s.architecture}, {"layers", s.num_layers},
+                     {"hidden_size", s.hidden_size}, {"vocab_size", s.vocab_size}, {"moe_layers", s.moe_layers.size()},
+                     {"num_experts", s.num_experts}}},
+          {"parameters", p.parameters},
+          {"world_size", a.world_size},
+          {"zero_stage", cfg.distributed.zero_stage},
+          {"dtype", cfg.model.dtype == config::Dtype::kBFloat16 ? "bfloat16" : "float32"},
+          {"rows_per_rank", p.rows_per_rank},
+          {"columns", p.columns},
+          {"micro_rows", p.micro_rows},
+          {"micro_tokens", p.micro_tokens},
+          {"kv_rows", p.kv_rows},
+          {"resident", terms_json(p.resident)},
+          {"resident_mb", p.resident_bytes / kMiB},
+          {"phases", phases},
+          {"peak_phase", p.peak_phase},
+          {"peak_mb", p.peak_bytes / kMiB},
+          {"device_gb", a.device_gb},
+          {"fits", p.peak_bytes <= a.device_gb * 1024 * kMiB},
+          {"not_available", terms_json(p.not_built)},
+          {"notes", p.notes}};
+}
+
+void print_terms(const std::vector<plan::Term>& ts) {
+  for (const auto& t : ts) {
+    char line[96];
+    std::snprintf(line, sizeof line, "  %-44s %9s MiB  ", t.name.c_str(), fmt_mb(t.bytes).c_str());
+    std::cout << line << t.formula << "\n";
+  }
+}
+
+void print_table(const plan::MemoryPlan& p, const PlanArgs& a, const config::Config& cfg) {
+  const auto& s = p.shape;
+  std::cout << "model       " << s.source << ": " << s.architecture << ", " << p.parameters << " parameters, "
+            << s.num_layers << " layers, hidden " << s.hidden_size << ", vocab " << s.vocab_size;
+  if (!s.moe_layers.empty())
+    std::cout << ", " << s.moe_layers.size() << " MoE layers x " << s.num_experts << " experts (top "
+              << s.experts_per_token << ")";
+  std::cout << "\nrun         " << a.world_size << " rank(s), zero_stage " << cfg.distributed.zero_stage << ", "
+            << (cfg.model.dtype == config::Dtype::kBFloat16 ? "bfloat16" : "float32") << "; per rank "
+            << p.rows_per_rank << " rows of " << p.columns << " columns; micro-batch " << p.micro_rows << " rows = "
+            << p.micro_tokens << " tokens; KV cache for " << p.kv_rows << " rows\n\n";
+  std::cout << "resident (every phase)" << std::string(10, ' ') << fmt_mb(p.resident_bytes) << " MiB\n";
+  print_terms(p.resident);
+  for (const auto& ph : p.phases) {
+    std::cout << "\nphase " << ph.name << ": peak " << fmt_mb(ph.peak_bytes) << " MiB = resident +\n";
+    print_terms(ph.terms);
+  }
+  const double device = a.device_gb * 1024 * kMiB;
+  std::cout << "\npeak per rank: " << fmt_mb(p.peak_bytes) << " MiB in the " << p.peak_phase << " phase; ";
+  if (p.peak_bytes <= device)
+    std::cout << "fits " << a.device_gb << " GiB (" << fmt_mb(device - p.peak_bytes) << " MiB to spare)\n";
+  else
+    std::cout << "does NOT fit " << a.device_gb << " GiB: " << fmt_mb(p.peak_bytes - device) << " MiB over\n";
+  if (!p.not_built.empty()) {
+    std::cout << "\nnot available in gspo yet (what it would save per rank):\n";
+    print_terms(p.not_built);
+  }
+  for (const auto& n : p.notes) std::cout << "note: " << n << "\n";
+}
+
+}  // namespace
+
+int plan(const PlanArgs& a) {
+  if (a.device_gb <= 0) throw ConfigError("--device-gb must be positive (got " + std::to_string(a.device_gb) + ")");
+  const auto cfg = config::load(a.config, a.overrides);
+  if (a.hf_config.empty() && cfg.model.path.empty())
+    throw ConfigError("model.path is empty: set it, or plan from a Hugging Face config.json with --hf-config");
+  const auto shape = a.hf_config.empty() ? plan::read_model_shape(cfg.model.path) : plan::read_hf_config(a.hf_config);
+  plan::PlanInputs in;
+  in.world_size = a.world_size;
+  in.prompt_tokens = a.prompt_tokens;
+  in.runtime_mb = a.runtime_mb < 0 ? plan::kRuntimeMb : a.runtime_mb;
+  in.device_gb = a.device_gb;
+  const auto p = plan::plan_memory(shape, cfg, in);
+  if (a.json) std::cout << to_json(p, a, cfg).dump(1) << "\n";
+  else print_table(p, a, cfg);
+  return 0;
+}
+
+}  // namespace gspo::cli

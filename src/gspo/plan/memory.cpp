@@ -1,0 +1,313 @@
+#include "gspo/plan/memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "gspo/core/error.h"
+
+namespace gspo::plan {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::string num(double v) {
+  std::ostringstream o;
+  if (std::abs(v) >= 1e9) o.precision(4);
+  else o.precision(6);
+  o << v;
+  return o.str();
+}
+
+std::string mib(double bytes) { return num(std::round(bytes / kMiB)) + " MiB"; }
+
+double sum(const std::vector<Term>& ts) {
+  double s = 0;
+  for (const auto& t : ts) s += t.bytes;
+  return s;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+// Per token of one decoder layer, what autograd keeps for backward (scripts/gspo_model.py's Block, read op by op):
+//   each RMSNorm: its float32 input copy (4H) and its normalised output in the weights' dtype (H): 2 norms;
+//   the q/k/v projections' shared input (H); Qwen3's q/k norms the same over Q + K; RoPE keeps nothing large
+//   (cos/sin are constants); SDPA keeps q, k, v, its output (2Q + 2K) and a float32 logsumexp per head; o_proj
+//   its (copied) input (Q);
+//   dense MLP: its input (H), gate and up outputs, silu's output, their product (4I);
+//   MoE MLP: the router's input (H) and float32 softmax (4E); per routed copy (top-k of them) the expert's input (H),
+//   its 4 intermediate tensors (4 I_moe) and its output kept for the gating product (H).
+double layer_saved_bytes_per_token(const ModelShape& s, int64_t layer, double b) {
+  const double H = s.hidden_size, Q = s.num_heads * s.head_dim, K = s.num_kv_heads * s.head_dim;
+  double n = 2 * (4 * H + b * H) + b * H;              // two norms, the qkv input
+  if (s.qk_norm) n += (4 + b) * (Q + K);
+  n += b * (2 * Q + 2 * K) + 4.0 * s.num_heads + b * Q;  // SDPA, o_proj input
+  if (s.is_moe_layer(layer)) {
+    n += b * H + 4.0 * s.num_experts;
+    n += s.experts_per_token * b * (2 * H + 4.0 * s.moe_intermediate_size);
+  } else {
+    n += b * (H + 4.0 * s.intermediate_size);
+  }
+  return n;
+}
+
+// Without autograd a layer's forward holds, at its widest (the MLP): its input and the residual output (2H), the
+// norm's float32 copy (4H), and gate, up and their product (3I) -- or, in an MoE layer, the router's float32 softmax
+// (4E), the accumulated output (H) and one expert's 3 intermediates over at most every token (3 I_moe).
+double layer_nograd_bytes_per_token(const ModelShape& s, int64_t layer, double b) {
+  const double H = s.hidden_size;
+  double n = 2 * b * H + 4 * H;
+  if (s.is_moe_layer(layer)) n += 4.0 * s.num_experts + b * H + 3 * b * s.moe_intermediate_size;
+  else n += 3 * b * s.intermediate_size;
+  return n;
+}
+
+namespace {
+
+// The sizes every part is computed from.
+struct Sizes {
+  const ModelShape& shape;
+  const config::Config& cfg;
+  int64_t W = 1;              // ranks
+  double N = 0;               // parameters
+  bool bf16 = false;          // model.dtype bfloat16 (float32 masters)
+  double b = 4;               // training weights' bytes
+  std::string bs = "4";       // b as text
+  bool zero1 = false;         // distributed.zero_stage 1
+  double shard = 0;           // parameters whose moments this rank holds
+  int64_t P = 0, S = 0, T = 0;  // prompt, response and all columns
+  int64_t m = 0;              // rows per micro-batch
+  double Tm = 0;              // tokens per micro-batch
+  bool chunked = false;       // the head runs chunk by chunk
+  double head_tokens = 0;     // positions the head holds at once
+  std::string head_what = "";  // head_tokens explained
+
+  // The widest layer by `f` (bytes per token).
+  template <class F>
+  double widest(F&& f, double bytes) const {
+    double w = 0;
+    for (int64_t l = 0; l < shape.num_layers; ++l) w = std::max(w, f(shape, l, bytes));
+    return w;
+  }
+};
+
+Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in, int64_t rows_per_rank) {
+  const auto& al = cfg.algorithm;
+  const auto& tr = cfg.train;
+  Sizes z{shape, cfg};
+  z.W = in.world_size;
+  z.N = static_cast<double>(shape.num_parameters());
+  z.bf16 = cfg.model.dtype == config::Dtype::kBFloat16;
+  z.b = z.bf16 ? 2 : 4;
+  z.bs = z.bf16 ? "2" : "4";
+  z.zero1 = cfg.distributed.zero_stage == 1;
+  z.shard = z.zero1 ? static_cast<double>(ceil_div(shape.num_parameters(), z.W)) : z.N;
+  z.P = in.prompt_tokens;
+  z.S = cfg.rollout.max_new_tokens;
+  z.T = z.P + z.S;
+  const int64_t mini_rows = ceil_div(rows_per_rank, std::max<int64_t>(1, al.num_minibatches));
+  z.m = al.micro_batch_size > 0 ? std::min(al.micro_batch_size, mini_rows) : mini_rows;
+  if (al.micro_batch_tokens > 0) z.m = std::min(z.m, std::max<int64_t>(1, al.micro_batch_tokens / z.T));
+  z.Tm = static_cast<double>(z.m * z.T);
+  z.chunked = tr.chunked_head && tr.logprob_chunk_tokens > 0;
+  const double response = static_cast<double>(z.m * z.S);
+  z.head_tokens = z.chunked ? std::min<double>(tr.logprob_chunk_tokens, response) : response;
+  z.head_what = z.chunked ? "chunk of " + num(z.head_tokens) + " tokens (train.logprob_chunk_tokens)"
+                          : "whole head: " + std::to_string(z.m) + " rows x " + std::to_string(z.S) + " response tokens";
+  return z;
+}
+
+// What a rank holds from the first update on, through every phase.
+std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
+  const std::string n = num(z.N);
+  std::vector<Term> r;
+  r.push_back({"weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype)"});
+  r.push_back({"gradients", 4 * z.N, n + " x 4 B float32 (" + std::string(z.bf16 ? "the masters' gradients" :
+               "the weights' gradients") + "; zeroed, not freed, between steps)"});
+  if (z.bf16) r.push_back({"master weights", 4 * z.N, n + " x 4 B float32"});
+  r.push_back({"AdamW moments", 8 * z.shard, num(z.shard) + " x 8 B (exp_avg, exp_avg_sq)" +
+               std::string(z.zero1 ? ", ZeRO-1: 1/" + std::to_string(z.W) + " of them" : "")});
+  if (z.zero1) r.push_back({"ZeRO-1 gradient shard", 4 * z.shard, num(z.shard) + " x 4 B"});
+  if (z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16)
+    r.push_back({"bf16 sampling copy", 2 * z.N, n + " x 2 B (rollout.dtype bfloat16)"});
+  if (z.cfg.algorithm.kl_coef > 0)
+    r.push_back({"reference model", z.N * z.b, n + " x " + z.bs + " B (algorithm.kl_coef > 0)"});
+  r.push_back({"runtime", runtime_mb * kMiB, num(runtime_mb) + " MiB: LibTorch and the binary before any model "
+               "(measured, --runtime-mb)"});
+  return r;
+}
+
+// The rollout: the KV cache (every row at full length, or the budget's rows), the static path's compaction copy,
+// the prompts' prefill and the decode step's float32 logits.
+std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& kv_rows) {
+  const auto& ro = z.cfg.rollout;
+  const auto& s = z.shape;
+  const double sb = ro.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
+  const double kv_tok = static_cast<double>(s.num_layers) * 2 * s.num_kv_heads * s.head_dim * sb;
+  const double row = kv_tok * z.T;
+  int64_t rows = rows_per_rank;
+  std::string why = std::to_string(rows) + " rows (no budget)";
+  if (ro.kv_cache_mb > 0) {
+    rows = std::min<int64_t>(rows, std::max<int64_t>(1, static_cast<int64_t>(ro.kv_cache_mb * kMiB / row)));
+    why = std::to_string(rows) + " rows in rollout.kv_cache_mb " + std::to_string(ro.kv_cache_mb);
+  }
+  kv_rows = rows;
+  std::vector<Term> t;
+  t.push_back({"KV cache", rows * row, why + " x " + std::to_string(z.T) + " columns x " + num(kv_tok) +
+               " B (layers x 2 x KV heads x head_dim x " + num(sb) + " B)"});
+  if (ro.min_new_tokens < ro.max_new_tokens && !(ro.kv_cache_mb > 0 && ro.continuous_batching))
+    t.push_back({"cache compaction copy", 0.75 * rows * row, "0.75 x the cache: dropping finished rows copies the "
+                 "live rows while the old cache lives (static batches; docs/performance.md)"});
+  const double prefill_tokens = static_cast<double>(ro.prompts_per_step / z.W) * z.P;
+  const double widest = z.widest(layer_nograd_bytes_per_token, sb);
+  t.push_back({"prefill", prefill_tokens * widest, num(prefill_tokens) + " prompt tokens x " + num(widest) +
+               " B (one layer's forward without autograd)"});
+  t.push_back({"decode logits", rows * static_cast<double>(s.vocab_size) * 4 * 3, std::to_string(rows) +
+               " rows x vocab x 4 B x 3 (float32 logits, probabilities, sampling scratch)"});
+  return t;
+}
+
+// Old log-probs: one micro-batch's forward without autograd at a time, and the head's chunk.
+std::vector<Term> logprobs_terms(const Sizes& z) {
+  const double widest = z.widest(layer_nograd_bytes_per_token, z.b);
+  return {{"layer forward", z.Tm * widest, num(z.Tm) + " tokens x " + num(widest) + " B"},
+          {"head", z.head_tokens * z.shape.vocab_size * (z.b + 8), z.head_what + " x vocab x (" + z.bs +
+           " + 8) B (logits, float32 copy and log-softmax)"}};
+}
+
+// The backward of one micro-batch: saved activations (all layers', or checkpointed inputs and one layer
+// recomputed), a layer's gradients in flight, the head, and bf16 gradients before they reach the masters.
+std::vector<Term> backward_terms(const Sizes& z) {
+  const auto& tr = z.cfg.train;
+  const double H = z.shape.hidden_size, V = z.shape.vocab_size, L = z.shape.num_layers;
+  double saved_all = 0;
+  for (int64_t l = 0; l < z.shape.num_layers; ++l) saved_all += layer_saved_bytes_per_token(z.shape, l, z.b);
+  const double saved_max = z.widest(layer_saved_bytes_per_token, z.b);
+  std::vector<Term> t;
+  if (tr.activation_checkpointing) {
+    t.push_back({"layer inputs (checkpointed)", z.Tm * L * H * z.b, num(z.Tm) + " tokens x " + num(L) +
+                 " layers x " + num(H) + " x " + z.bs + " B"});
+    t.push_back({"one layer recomputed", z.Tm * saved_max, num(z.Tm) + " tokens x " + num(saved_max) +
+                 " B (the widest layer's saved tensors)"});
+  } else {
+    t.push_back({"activations (no checkpointing)", z.Tm * saved_all, num(z.Tm) + " tokens x " + num(saved_all) +
+                 " B (every layer's saved tensors)"});
+  }
+  const double widest = z.widest(layer_nograd_bytes_per_token, z.b);
+  t.push_back({"backward working set", z.Tm * widest, num(z.Tm) + " tokens x " + num(widest) +
+               " B (a layer's gradients in flight, as wide as its forward)"});
+  t.push_back({"head", z.head_tokens * V * (z.b + 12), z.head_what + " x vocab x (" + z.bs + " + 12) B (logits, "
+               "float32 log-softmax, their gradients)"});
+  if (z.bf16 && z.chunked)
+    t.push_back({"head gradient accumulator", V * H * 4, "vocab x hidden x 4 B (float32 sum over the chunks of a "
+                 "16-bit head's weight gradient)"});
+  if (z.bf16) t.push_back({"bf16 gradients", 2 * z.N, num(z.N) + " x 2 B, until added into the masters"});
+  return t;
+}
+
+// The optimizer step's transients: ZeRO-1's flat copies, or AdamW's per-tensor temporaries and the buckets.
+std::vector<Term> step_terms(const Sizes& z) {
+  std::vector<Term> t;
+  if (z.zero1) {
+    const double flat = z.shard * z.W;
+    t.push_back({"ZeRO-1 flat copies", 8 * flat + 16 * z.shard, "flat weights and their all-gather, 2 x " +
+                 num(flat) + " x 4 B, plus 4 shard temporaries"});
+    return t;
+  }
+  const double big = static_cast<double>(z.shape.largest_parameter());
+  t.push_back({"AdamW temporaries", 8 * big, "2 x the largest tensor (" + num(big) + ") x 4 B"});
+  if (z.W > 1)
+    t.push_back({"all-reduce buckets", 2 * z.cfg.distributed.bucket_mb * kMiB,
+                 "2 x distributed.bucket_mb " + num(z.cfg.distributed.bucket_mb)});
+  return t;
+}
+
+// What ZeRO-3 and expert parallelism, which gspo does not have yet, would save by the same formulas.
+void add_not_built(const Sizes& z, const std::vector<Term>& backward, MemoryPlan& p) {
+  const double N = z.N, b = z.b;
+  const std::string W = std::to_string(z.W);
+  double layer_max = 0;
+  for (int64_t l = 0; l < z.shape.num_layers; ++l)
+    layer_max = std::max(layer_max, static_cast<double>(z.shape.layer_parameters(l)));
+  const double kept = (N * b + 4 * N + (z.bf16 ? 4 * N : 0) + 8 * N) / z.W;
+  const double gathered = 2 * layer_max * b;
+  double held = 0;
+  for (const auto& t : p.resident)
+    if (t.name != "runtime" && t.name != "bf16 sampling copy" && t.name != "reference model") held += t.bytes;
+  p.not_built.push_back({"ZeRO-3 (not available)", held - kept - gathered,
+                         "saves: weights, gradients, masters and moments cut to 1/" + W + " (" + mib(kept) +
+                             ") plus two gathered layers (" + mib(gathered) + "), instead of " + mib(held) +
+                             "; the rollout then needs a gathered " + (z.bf16 ? "bf16" : "float32") + " copy (" +
+                             mib(N * b) + ")"});
+  // The same phases over ZeRO-3's resident state: the rollout adds its gathered copy; the backward keeps a layer's
+  // 16-bit gradients at a time (reduce-scattered as each layer finishes) instead of all of them.
+  const double base = p.resident_bytes - held + kept + gathered;
+  double back = 0;
+  for (const auto& t : backward) back += t.name == "bf16 gradients" ? gathered : t.bytes;
+  const double roll = base + (p.phases[0].peak_bytes - p.resident_bytes) + N * b;
+  const double logp = base + (p.phases[1].peak_bytes - p.resident_bytes);
+  const double upd = base + back;
+  p.not_built.push_back({"ZeRO-3 peak per rank (not available)", std::max({roll, logp, upd}),
+                         "rollout " + mib(roll) + " (with the gathered copy), old log-probs " + mib(logp) +
+                             ", update " + mib(upd)});
+  if (z.shape.moe_layers.empty()) return;
+  const double expert = static_cast<double>(z.shape.moe_layers.size()) * z.shape.num_experts * 3 *
+                        z.shape.hidden_size * z.shape.moe_intermediate_size;
+  const double per_param = b + 4 + (z.bf16 ? 4 : 0) + (z.zero1 ? 8.0 / z.W : 8.0);
+  p.not_built.push_back({"expert parallelism over " + W + " ranks (not available)",
+                         expert * per_param * (1 - 1.0 / z.W),
+                         "saves: " + num(expert) + " expert params x " + num(per_param) + " B x (1 - 1/" + W + ")"});
+}
+
+PhasePlan phase(const std::string& name, std::vector<Term> terms, double resident) {
+  PhasePlan ph{name, std::move(terms), 0};
+  ph.peak_bytes = resident + sum(ph.terms);
+  return ph;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in) {
+  const auto& ro = cfg.rollout;
+  const int64_t W = in.world_size;
+  if (W < 1) throw ConfigError("--world-size must be >= 1 (got " + std::to_string(W) + ")");
+  if (ro.prompts_per_step % W != 0)
+    throw ConfigError("rollout.prompts_per_step (" + std::to_string(ro.prompts_per_step) +
+                      ") must be a multiple of --world-size (" + std::to_string(W) + "): each rank takes whole groups");
+  if (in.prompt_tokens < 1) throw ConfigError("--prompt-tokens must be >= 1");
+  MemoryPlan p;
+  p.shape = shape;
+  p.parameters = shape.num_parameters();
+  p.rows_per_rank = ro.prompts_per_step / W * ro.group_size;
+  const Sizes z = sizes_of(shape, cfg, in, p.rows_per_rank);
+  p.columns = z.T;
+  p.micro_rows = z.m;
+  p.micro_tokens = z.m * z.T;
+  p.resident = resident_terms(z, in.runtime_mb);
+  p.resident_bytes = sum(p.resident);
+  p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
+  p.phases.push_back(phase("logprobs", logprobs_terms(z), p.resident_bytes));
+  // The update's peak: the backward of one micro-batch, or the optimizer step, whichever is larger.
+  const auto backward = backward_terms(z);
+  const auto step = step_terms(z);
+  const bool step_wins = sum(step) > sum(backward);
+  p.phases.push_back(phase("update", step_wins ? step : backward, p.resident_bytes));
+  if (step_wins) p.notes.push_back("the update's peak is the optimizer step, not the backward");
+  for (const auto& ph : p.phases)
+    if (ph.peak_bytes > p.peak_bytes) {
+      p.peak_bytes = ph.peak_bytes;
+      p.peak_phase = ph.name;
+    }
+  if (W > 1) add_not_built(z, backward, p);
+  p.notes.push_back("prompt length " + std::to_string(z.P) + " tokens (--prompt-tokens), responses at "
+                    "max_new_tokens " + std::to_string(z.S) + ": every row at full length");
+  if (ro.kv_cache_fraction > 0)
+    p.notes.push_back("rollout.kv_cache_fraction sizes the cache from the memory free at run time: not modelled");
+  if (!cfg.train.activation_checkpointing && !cfg.train.chunked_head)
+    p.notes.push_back("train.activation_checkpointing and chunked_head off: the model's logits_from path");
+  return p;
+}
+
+}  // namespace gspo::plan

@@ -1,0 +1,66 @@
+// gspo plan's memory model: the bytes one rank holds in each phase of a training step (rollout, old log-probs,
+// update), part by part, from a model's shape and a config. Pure arithmetic, no tensors. The formulas are written
+// out in docs/distributed.md ("Planning memory") and checked against measured peaks by tests/plan/test_plan.sh.
+// Non-goals: the allocator's fragmentation, and kv_cache_fraction's budget (it depends on the memory free at run time).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gspo/config/options.h"
+#include "gspo/plan/model_shape.h"
+
+namespace gspo::plan {
+
+// The process's own resident memory with no model to speak of: the peak RSS of `gspo train` on a 0.16M-parameter
+// model (scripts/make_tiny_model.py's default, configs/tiny.yaml, 2 steps of 3 tokens) read 418 MB on the development
+// VM (2026-11-23, LibTorch 2.11 CPU, huge pages on), of which 2 MB is that model's state: LibTorch's libraries, the
+// binary, the tokenizer and data. tests/plan/test_plan_measured.sh measures it again on every run and fails beyond
+// 25%. On a GPU the allocator's peak (peak_gpu_mb) excludes it; the CUDA context (~0.5 GB) takes its place.
+inline constexpr double kRuntimeMb = 415.0;
+
+struct PlanInputs {
+  int64_t world_size = 1;       // data-parallel ranks
+  int64_t prompt_tokens = 512;  // the longest prompt of a step, in tokens (the config cannot say; a flag does)
+  double runtime_mb = 0;        // the process's own memory before any model: LibTorch, the binary (measured)
+  double device_gb = 80;        // what one rank may use, for the fit verdict
+};
+
+struct Term {
+  std::string name;     // e.g. "weights"
+  double bytes = 0;
+  std::string formula;  // how it was computed, with the numbers
+};
+
+struct PhasePlan {
+  std::string name;          // rollout, logprobs, update
+  std::vector<Term> terms;   // what this phase adds to the resident state
+  double peak_bytes = 0;     // resident + the phase's terms
+};
+
+struct MemoryPlan {
+  ModelShape shape;
+  int64_t parameters = 0;
+  int64_t rows_per_rank = 0;       // rollout rows this rank samples and trains on
+  int64_t micro_rows = 0;          // rows per forward/backward
+  int64_t micro_tokens = 0;        // padded tokens per forward/backward (micro_rows x columns)
+  int64_t columns = 0;             // prompt_tokens + max_new_tokens
+  int64_t kv_rows = 0;             // rows of KV cache the rollout holds at once
+  std::vector<Term> resident;      // held through every phase of a step (after the first)
+  double resident_bytes = 0;
+  std::vector<PhasePlan> phases;   // rollout, logprobs, update
+  std::string peak_phase;
+  double peak_bytes = 0;
+  std::vector<Term> not_built;     // what ZeRO-3 / expert parallelism would save (not available in gspo)
+  std::vector<std::string> notes;  // assumptions the figures rest on
+};
+
+// ConfigError when the inputs cannot describe a run (world size not dividing prompts_per_step, ...).
+MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in);
+
+// Activation bytes one token leaves for backward in one decoder layer (no checkpointing), and the transient bytes
+// of one layer's forward without autograd; `bytes` is the training dtype's size.
+double layer_saved_bytes_per_token(const ModelShape& s, int64_t layer, double bytes);
+double layer_nograd_bytes_per_token(const ModelShape& s, int64_t layer, double bytes);
+
+}  // namespace gspo::plan

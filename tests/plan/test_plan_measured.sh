@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# gspo plan against measurement: `gspo train` runs 2 steps of a 33M-parameter random model (made here by
+# scripts/make_tiny_model.py: 8 layers, hidden 512, 8 heads, 4 KV heads, intermediate 2048) in configurations where
+# the model state and the activations dominate the process's baseline, and `gspo plan --json` must predict the
+# update's peak (peak_mb_update) and the process's peak (peak_rss_mb) of the last step within +-25%. The baseline
+# itself (plan::kRuntimeMb) is checked against the peak RSS of a 0.16M-parameter run. About 2.5 minutes on 2 quiet cores.
+# usage: test_plan_measured.sh GSPO_BINARY SOURCE_DIR PYTHON WORK_DIR
+# Prints one line per configuration: predicted and measured MB per phase (docs/distributed.md quotes them).
+set -u
+GSPO="$1"; SRC="$2"; PY="$3"; WORK="$4"
+rm -rf "$WORK"; mkdir -p "$WORK"
+fail=0
+
+"$PY" "$SRC/scripts/make_tiny_model.py" --out "$WORK/m33.pt" --layers 8 --hidden 512 --heads 8 --kv-heads 4 \
+  --max-seq-len 512 --seed 1 >/dev/null || { echo "FAIL: make_tiny_model.py"; exit 1; }
+"$PY" "$SRC/scripts/make_tiny_model.py" --out "$WORK/small.pt" >/dev/null || { echo "FAIL: make_tiny_model.py"; exit 1; }
+
+# The same settings for train and plan: 4 rows (2 prompts x 2) of exactly 192 response tokens, one mini-batch, no
+# greedy holdout evaluation at the end.
+COMMON=(--set rollout.prompts_per_step=2 --set rollout.group_size=2 --set rollout.max_new_tokens=192
+        --set rollout.min_new_tokens=192 --set algorithm.num_minibatches=1 --set train.max_steps=2
+        --set train.threads=2 --set logging.progress=false --set data.holdout=0)
+
+# run NAME MODEL [--set ...]: trains, then plans; prints and checks the figures.
+run() {
+  local name="$1" model="$2"; shift 2
+  local out="$WORK/$name"
+  if ! "$GSPO" train -c "$SRC/configs/tiny.yaml" --set "model.path=$model" --set "train.output_dir=$out" \
+      "${COMMON[@]}" "$@" >"$WORK/$name.log" 2>&1; then
+    echo "FAIL $name: gspo train failed"; tail -5 "$WORK/$name.log"; fail=$((fail+1)); return
+  fi
+  if ! "$GSPO" plan -c "$SRC/configs/tiny.yaml" --set "model.path=$model" "${COMMON[@]}" "$@" --prompt-tokens 8 \
+      --json >"$WORK/$name.plan.json" 2>"$WORK/$name.plan.err"; then
+    echo "FAIL $name: gspo plan failed"; cat "$WORK/$name.plan.err"; fail=$((fail+1)); return
+  fi
+  "$PY" - "$name" "$out/metrics.jsonl" "$WORK/$name.plan.json" "${CHECK:-1}" <<'PY' || fail=$((fail+1))
+import json, sys
+name, metrics, plan, check = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+m = [json.loads(l) for l in open(metrics)][-1]
+p = json.load(open(plan))
+ph = p["phases"]
+rows = [("rollout", ph["rollout"]["peak_mb"], m["peak_mb_rollout"]),
+        ("logprobs", ph["logprobs"]["peak_mb"], m["peak_mb_logprobs"]),
+        ("update", ph["update"]["peak_mb"], m["peak_mb_update"]),
+        ("peak", p["peak_mb"], m["peak_rss_mb"])]
+print(f"{name}: {p['parameters']} params, model state {p['resident_mb'] - p['resident'][-1]['mb']:.0f} MB predicted, "
+      f"{m['model_state_mb_per_rank']:.0f} MB measured (model_state_mb_per_rank)")
+bad = []
+for what, pred, meas in rows:
+    err = pred / meas - 1
+    print(f"  {what:9s} predicted {pred:7.0f} MB  measured {meas:7.0f} MB  {100 * err:+5.1f}%")
+    if what in ("update", "peak") and check and abs(err) > 0.25:
+        bad.append(what)
+if bad:
+    print(f"FAIL {name}: {', '.join(bad)} off by more than 25%")
+    sys.exit(1)
+PY
+}
+
+# Baseline: the runtime term (plan::kRuntimeMb) against a 0.16M-parameter run's peak.
+CHECK=0 run baseline "$WORK/small.pt" --set rollout.max_new_tokens=3 --set rollout.min_new_tokens=3
+if [ -f "$WORK/baseline/metrics.jsonl" ]; then
+  "$PY" - "$WORK/baseline/metrics.jsonl" "$WORK/baseline.plan.json" <<'PY' || fail=$((fail+1))
+import json, sys
+m = [json.loads(l) for l in open(sys.argv[1])][-1]
+runtime = [t for t in json.load(open(sys.argv[2]))["resident"] if t["name"] == "runtime"][0]["mb"]
+err = runtime / m["peak_rss_mb"] - 1
+print(f"runtime term {runtime:.0f} MB; a 0.16M-parameter run peaks at {m['peak_rss_mb']:.0f} MB ({100 * err:+.1f}%)")
+if abs(err) > 0.25:
+    print("FAIL baseline: the runtime term is off by more than 25%"); sys.exit(1)
+PY
+fi
+run f32_nockpt "$WORK/m33.pt" --set train.activation_checkpointing=false
+run f32_ckpt "$WORK/m33.pt"
+# bf16 forward/backward runs ~30x slower than float32 on this CPU: 64-token responses keep the test near 2 minutes.
+run bf16_nockpt "$WORK/m33.pt" --set model.dtype=bfloat16 --set train.activation_checkpointing=false \
+  --set rollout.max_new_tokens=64 --set rollout.min_new_tokens=64
+echo "$fail failed"
+[ "$fail" -eq 0 ]

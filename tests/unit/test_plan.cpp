@@ -1,0 +1,126 @@
+// gspo plan's memory model: the shape read from a manifest (no weights) and from a Hugging Face config.json counts
+// exactly the parameters of the exported files, and the per-phase arithmetic on a hand-computed case.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "gspo/config/load.h"
+#include "gspo/core/error.h"
+#include "gspo/plan/memory.h"
+#include "gspo/plan/model_shape.h"
+#include "helpers.h"
+
+using namespace gspo;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+double term(const std::vector<plan::Term>& ts, const std::string& name) {
+  for (const auto& t : ts)
+    if (t.name == name) return t.bytes;
+  FAIL("no term '" << name << "'");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("plan: parameters counted from the manifest's shape equal the loaded model's", "[plan]") {
+  // llama untied; Qwen3 q/k norms + qkv bias + tied head; lm_head bias; HF-exported Qwen3; Qwen3-MoE with a dense layer
+  for (const char* name : {"tiny.pt", "tiny_qwen3.pt", "tiny_prior.pt", "qwen3_tiny.pt", "qwen3_moe_tiny.pt"}) {
+    INFO(name);
+    const auto shape = plan::read_model_shape(test::model_path(name));
+    CHECK(shape.num_parameters() == model::Policy::load(test::model_path(name)).num_parameters());
+  }
+  const auto moe = plan::read_model_shape(test::model_path("qwen3_moe_tiny.pt"));
+  CHECK(moe.moe_layers == std::vector<int64_t>{0, 2});  // mlp_only_layers [1]
+  CHECK(moe.num_experts == 4);
+}
+
+TEST_CASE("plan: a Hugging Face config.json gives the exported model's shape", "[plan]") {
+  for (const char* name : {"qwen3_tiny", "qwen3_moe_tiny"}) {
+    INFO(name);
+    const auto hf = plan::read_hf_config(test::model_path(std::string(name) + "_hf/config.json"));
+    const auto pt = plan::read_model_shape(test::model_path(std::string(name) + ".pt"));
+    CHECK(hf.num_parameters() == pt.num_parameters());
+    CHECK(hf.moe_layers == pt.moe_layers);
+    CHECK(hf.qk_norm);
+  }
+  // Qwen3-8B's published sizes: 8.19B parameters (untied head), configs/hf/qwen3-8b.json.
+  const auto q8 = plan::read_hf_config(std::string(GSPO_SOURCE_DIR) + "/configs/hf/qwen3-8b.json");
+  CHECK(q8.num_parameters() == 8190735360);
+  // Qwen3-30B-A3B: 30.53B parameters, 48 MoE layers of 128 experts.
+  const auto q30 = plan::read_hf_config(std::string(GSPO_SOURCE_DIR) + "/configs/hf/qwen3-30b-a3b.json");
+  CHECK(q30.num_parameters() == 30532122624);
+  CHECK(q30.moe_layers.size() == 48);
+}
+
+TEST_CASE("plan: bad shapes are errors naming the file and the key", "[plan]") {
+  CHECK_THROWS_WITH(plan::shape_from_hf_config("{\"model_type\": \"qwen3\", \"hidden_size\": 8}", "c.json"),
+                    Catch::Contains("c.json: missing key 'vocab_size'"));
+  CHECK_THROWS_AS(plan::shape_from_hf_config("{", "c.json"), ConfigError);
+  CHECK_THROWS_WITH(plan::shape_from_hf_config("{\"model_type\": \"gemma\"}", "c.json"),
+                    Catch::Contains("model_type 'gemma' is not supported"));
+  CHECK_THROWS_WITH(plan::shape_from_hf_config("{\"vocab_size\": 10, \"hidden_size\": -4}", "c.json"),
+                    Catch::Contains("'hidden_size' must be a non-negative integer"));
+  CHECK_THROWS_AS(plan::read_model_shape(test::model_path("not_torchscript.pt")), ModelContractError);
+  CHECK_THROWS_AS(plan::read_model_shape(test::model_path("no_such.pt")), IoError);
+  // A manifest without "shape" nor hf_source: exported before gspo plan.
+  const std::string old = R"({"contract_version": 1, "vocab_size": 10, "max_seq_len": 8, "eos_token_id": 1})";
+  CHECK_THROWS_WITH(plan::shape_from_manifest(old, "old.pt"), Catch::Contains("has no \"shape\""));
+}
+
+TEST_CASE("plan: per-phase arithmetic on a hand-computed case", "[plan]") {
+  plan::ModelShape s;
+  s.architecture = "llama";
+  s.vocab_size = 1000;
+  s.hidden_size = 64;
+  s.num_layers = 2;
+  s.num_heads = 4;
+  s.num_kv_heads = 2;
+  s.head_dim = 16;
+  s.intermediate_size = 256;
+  // per layer: norms 128 + q 4096 + k,v 2x2048 + o 4096 + q/k norms 32 + MLP 3x64x256 = 61600; embed + head 128000 + 64
+  REQUIRE(s.num_parameters() == 2 * 61600 + 128064);
+  const double N = s.num_parameters();
+  auto cfg = config::load("", {"rollout.prompts_per_step=4", "rollout.group_size=4", "rollout.max_new_tokens=24",
+                               "algorithm.num_minibatches=2", "distributed.zero_stage=1"});
+  plan::PlanInputs in;
+  in.world_size = 2;
+  in.prompt_tokens = 8;
+  in.runtime_mb = 100;
+  const auto p = plan::plan_memory(s, cfg, in);
+  CHECK(p.rows_per_rank == 8);           // 4 prompts / 2 ranks x 4
+  CHECK(p.micro_rows == 4);              // 8 rows / 2 mini-batches, micro_batch_size 0 = all
+  CHECK(p.micro_tokens == 4 * 32);       // 8 + 24 columns
+  CHECK(term(p.resident, "weights") == 4 * N);
+  CHECK(term(p.resident, "AdamW moments") == 8 * std::ceil(N / 2));
+  CHECK(term(p.resident, "runtime") == 100 * 1024.0 * 1024.0);
+  // KV: 8 rows x 32 columns x (2 layers x 2 x 2 heads x 16 x 4 B)
+  CHECK(term(p.phases[0].terms, "KV cache") == 8 * 32 * 2 * 2 * 2 * 16 * 4);
+  // ZeRO-1's step (flat weights and their all-gather over 2 shards, 4 shard temporaries) outweighs this backward.
+  CHECK(term(p.phases[2].terms, "ZeRO-1 flat copies") == 8 * 2 * std::ceil(N / 2) + 16 * std::ceil(N / 2));
+  CHECK(p.peak_bytes == std::max({p.phases[0].peak_bytes, p.phases[1].peak_bytes, p.phases[2].peak_bytes}));
+  // Plain AdamW on one rank (no all-reduce buckets): the backward sets the update's peak; checkpointed, layer
+  // inputs of 256 tokens (16 rows / 2 mini-batches x 32 columns) x 2 layers x 64 x 4 B.
+  in.world_size = 1;
+  auto plain = config::load("", {"rollout.prompts_per_step=4", "rollout.group_size=4", "rollout.max_new_tokens=24",
+                                 "algorithm.num_minibatches=2"});
+  CHECK(term(plan::plan_memory(s, plain, in).phases[2].terms, "layer inputs (checkpointed)") == 256 * 2 * 64 * 4);
+  // Without checkpointing every layer's saved tensors are held; zero_stage 0 holds all the moments.
+  auto off = config::load("", {"rollout.prompts_per_step=4", "rollout.group_size=4", "rollout.max_new_tokens=24",
+                               "algorithm.num_minibatches=2", "train.activation_checkpointing=false"});
+  const auto q = plan::plan_memory(s, off, in);
+  CHECK(term(q.resident, "AdamW moments") == 8 * N);
+  CHECK(q.micro_tokens == 8 * 32);  // one rank: 16 rows, 2 mini-batches of 8
+  CHECK(term(q.phases[2].terms, "activations (no checkpointing)") ==
+        256 * 2 * plan::layer_saved_bytes_per_token(s, 0, 4));
+  in.world_size = 3;
+  CHECK_THROWS_WITH(plan::plan_memory(s, cfg, in), Catch::Contains("must be a multiple of --world-size (3)"));
+}
