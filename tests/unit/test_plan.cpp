@@ -32,8 +32,8 @@ double term(const std::vector<plan::Term>& ts, const std::string& name) {
 }  // namespace
 
 TEST_CASE("plan: parameters counted from the manifest's shape equal the loaded model's", "[plan]") {
-  // llama untied; Qwen3 q/k norms + qkv bias + tied head; lm_head bias; HF-exported Qwen3; Qwen3-MoE with a dense layer
-  for (const char* name : {"tiny.pt", "tiny_qwen3.pt", "tiny_prior.pt", "qwen3_tiny.pt", "qwen3_moe_tiny.pt"}) {
+  // llama untied; Qwen3 q/k norms + qkv bias + tied head; lm_head bias; Qwen3-MoE with a dense layer
+  for (const char* name : {"tiny.pt", "tiny_qwen3.pt", "tiny_prior.pt", "qwen3_moe_tiny.pt"}) {
     INFO(name);
     const auto shape = plan::read_model_shape(test::model_path(name));
     CHECK(shape.num_parameters() == model::Policy::load(test::model_path(name)).num_parameters());
@@ -43,15 +43,24 @@ TEST_CASE("plan: parameters counted from the manifest's shape equal the loaded m
   CHECK(moe.num_experts == 4);
 }
 
+// The HF-exported Qwen3 on the real vocabulary is made from ../shared's tokenizer (make_test_models.py).
+TEST_CASE("plan: the HF-exported Qwen3's shape, from its manifest and its config.json, counts the loaded model",
+          "[plan]") {
+  if (!test::shared_data_or_skip(test::shared_path("data/tokenizers/qwen3/tokenizer.json"))) return;
+  const auto pt = plan::read_model_shape(test::model_path("qwen3_tiny.pt"));
+  CHECK(pt.num_parameters() == model::Policy::load(test::model_path("qwen3_tiny.pt")).num_parameters());
+  const auto hf = plan::read_hf_config(test::model_path("qwen3_tiny_hf/config.json"));
+  CHECK(hf.num_parameters() == pt.num_parameters());
+  CHECK(hf.moe_layers.empty());
+  CHECK(hf.qk_norm);
+}
+
 TEST_CASE("plan: a Hugging Face config.json gives the exported model's shape", "[plan]") {
-  for (const char* name : {"qwen3_tiny", "qwen3_moe_tiny"}) {
-    INFO(name);
-    const auto hf = plan::read_hf_config(test::model_path(std::string(name) + "_hf/config.json"));
-    const auto pt = plan::read_model_shape(test::model_path(std::string(name) + ".pt"));
-    CHECK(hf.num_parameters() == pt.num_parameters());
-    CHECK(hf.moe_layers == pt.moe_layers);
-    CHECK(hf.qk_norm);
-  }
+  const auto hf = plan::read_hf_config(test::model_path("qwen3_moe_tiny_hf/config.json"));
+  const auto pt = plan::read_model_shape(test::model_path("qwen3_moe_tiny.pt"));
+  CHECK(hf.num_parameters() == pt.num_parameters());
+  CHECK(hf.moe_layers == pt.moe_layers);
+  CHECK(hf.qk_norm);
   // Qwen3-8B's published sizes: 8.19B parameters (untied head), configs/hf/qwen3-8b.json.
   const auto q8 = plan::read_hf_config(std::string(GSPO_SOURCE_DIR) + "/configs/hf/qwen3-8b.json");
   CHECK(q8.num_parameters() == 8190735360);
