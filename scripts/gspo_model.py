@@ -443,13 +443,7 @@ class CausalLM(nn.Module):
     @torch.jit.export
     def layer(self, index: int, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor]) -> Tensor:
         """Decoder layer `index` over a full sequence: [B, T, H] -> [B, T, H] (no cache)."""
-        out = x
-        i = 0
-        for block in self.layers:
-            if i == index:
-                out = block(x, cos, sin, mask, None, 0, None)
-            i += 1
-        return out
+        return self.routed_layer(index, x, cos, sin, mask, None)[0]
 
     @torch.jit.export
     def final_norm(self, x: Tensor) -> Tensor:

@@ -130,7 +130,7 @@ TEST_CASE("routing change counts unordered expert sets over response tokens only
   after.experts = {torch::tensor({0, 1, 1, 2, 0, 1}, torch::kShort).view({1, 3, 2}), torch::Tensor(),
                    torch::tensor({0, 1, 0, 1, 0, 1}, torch::kShort).view({1, 3, 2})};
   before.response = after.response = torch::tensor({false, true, true}).view({1, 3});
-  train::RoutingChange c;
+  train::RoutingChange c(2);
   c.add(before, after, {0, 2});
   c.add(before, before, {0, 2});
   CHECK(c.changed == std::vector<double>{1, 0});

@@ -42,6 +42,9 @@ void probe_slots(Policy::Impl& impl);
 // Throws ModelContractError for an unknown version, missing routing methods, routing without the per-layer methods
 // (call after probe_layers) or a layer index outside [0, num_layers).
 void probe_routing(Policy::Impl& impl);
+// The model's routed_layer(index, x, cos, sin, mask, routes): (output, experts); undefined mask/routes pass as None.
+Policy::Routed run_routed(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
+                          const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes);
 // Runs `layer` (routes undefined) or `routed_layer` with the routes given; the layer's output only.
 at::Tensor run_layer(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
                      const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes);

@@ -56,8 +56,13 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
 at::Tensor run_layer(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
                      const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes) {
   if (!routes.defined()) return module.get_method("layer")({index, x, cos, sin, mask_value(mask)}).toTensor();
-  auto out = module.get_method("routed_layer")({index, x, cos, sin, mask_value(mask), routes}).toTuple();
-  return out->elements().at(0).toTensor();
+  return run_routed(module, index, x, cos, sin, mask, routes).out;
+}
+
+Policy::Routed run_routed(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
+                          const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes) {
+  auto out = module.get_method("routed_layer")({index, x, cos, sin, mask_value(mask), mask_value(routes)}).toTuple();
+  return {out->elements().at(0).toTensor(), out->elements().at(1).toTensor()};
 }
 
 int64_t probe_interface(const Policy::Impl& impl, const char* api_method, int64_t known,

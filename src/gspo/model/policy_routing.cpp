@@ -28,9 +28,7 @@ bool Policy::has_routing() const { return impl_->route_api > 0; }
 const std::vector<int64_t>& Policy::moe_layers() const { return impl_->moe_layers; }
 
 Policy::Routed Policy::routed_layer(int64_t index, const at::Tensor& x, const LayerContext& c) {
-  const c10::IValue mask = c.mask.defined() ? c10::IValue(c.mask) : c10::IValue();
-  auto out = impl_->module.get_method("routed_layer")({index, x, c.cos, c.sin, mask, c10::IValue()}).toTuple();
-  return {out->elements().at(0).toTensor(), out->elements().at(1).toTensor()};
+  return run_routed(impl_->module, index, x, c.cos, c.sin, c.mask, at::Tensor());
 }
 
 }  // namespace gspo::model

@@ -111,6 +111,11 @@ RightAligned right_align(const at::Tensor& ids, const at::Tensor& mask, int64_t 
   return r;
 }
 
+void require_routing(const model::Policy& policy) {
+  if (!policy.has_routing())
+    throw Error("'" + policy.path() + "' has no routing methods (route_api) to record or replay MoE routing with");
+}
+
 // embed and the decoder layers over right-aligned rows (checkpointed when asked and grad is on); MoE layers replay
 // and/or record experts as `routes` says (a recording layer runs without checkpointing: recording passes are no-grad ones).
 at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpoint, RouteIO routes) {
@@ -129,7 +134,7 @@ at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpo
       if (r.experts.numel() > 0) routes.record->experts[i] = r.experts.to(at::kShort);
     } else {
       x = policy.layer(i, x, ctx, checkpoint, replay);
-      if (routes.record && replay.defined()) routes.record->experts[i] = replay.to(at::kShort);
+      if (routes.record && replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
     }
   }
   return x;
@@ -173,8 +178,7 @@ TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, co
                                 double temperature, Entropy entropy, int64_t chunk_tokens, LogprobPass pass,
                                 RouteIO routes) {
   const bool routed = routes.replay || routes.record;
-  if (routed && !policy.has_routing())
-    throw Error("'" + policy.path() + "' has no routing methods (route_api) to record or replay MoE routing with");
+  if (routed) require_routing(policy);
   if ((policy.has_layers() && pass.layers) || routed)
     return layered_logprobs(policy, ids, mask, P, temperature, entropy, chunk_tokens, pass, routes);
   const int64_t R = ids.size(1) - P;
@@ -189,8 +193,7 @@ TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, co
 }
 
 RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P) {
-  if (!policy.has_routing())
-    throw Error("'" + policy.path() + "' has no routing methods (route_api) to record MoE routing with");
+  require_routing(policy);
   torch::NoGradGuard g;
   RouteRecord out;
   run_layers(policy, right_align(ids, mask, P), false, {nullptr, &out});

@@ -14,7 +14,6 @@ at::Tensor RouteRecord::replay(int64_t index) const {
 }
 
 void RoutingChange::add(const RouteRecord& before, const RouteRecord& after, const std::vector<int64_t>& moe_layers) {
-  if (changed.empty()) changed.assign(moe_layers.size(), 0.0), tokens.assign(moe_layers.size(), 0.0);
   const double n = before.response.sum().item<double>();
   for (size_t j = 0; j < moe_layers.size(); ++j) {
     const auto& a = before.experts.at(moe_layers[j]);

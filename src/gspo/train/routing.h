@@ -29,6 +29,7 @@ struct RouteIO {
 
 // (token, MoE layer) pairs whose top-k expert set differs between two records of the same rows, over response tokens.
 struct RoutingChange {
+  explicit RoutingChange(size_t moe_layers) : changed(moe_layers, 0.0), tokens(moe_layers, 0.0) {}
   std::vector<double> changed, tokens;  // per MoE layer, in the model's moe_layers() order
   // Adds `after` against `before` (same micro-batch, same layout). Sets are compared unordered.
   void add(const RouteRecord& before, const RouteRecord& after, const std::vector<int64_t>& moe_layers);

@@ -161,14 +161,11 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
 // counts summed over the ranks here (so the metric rows are the job's values already).
 void StepRunner::measure_routing(const std::vector<MiniBatch>& plan, int64_t P, StepMetrics& m) {
   const auto& moe = p_.policy.moe_layers();
-  RoutingChange change;
-  change.changed.assign(moe.size(), 0.0);
-  change.tokens.assign(moe.size(), 0.0);
+  RoutingChange change(moe.size());
   for (const auto& mb : plan)
     for (const auto& mi : mb.micros) change.add(mi.routes, route_experts(p_.policy, mi.ids, mi.mask, P), moe);
   const auto L = static_cast<int64_t>(moe.size());
-  auto counts = torch::empty({2 * L}, torch::kDouble);
-  for (int64_t j = 0; j < L; ++j) counts[j] = change.changed[j], counts[L + j] = change.tokens[j];
+  auto counts = torch::cat({torch::tensor(change.changed, torch::kDouble), torch::tensor(change.tokens, torch::kDouble)});
   p_.comm.all_reduce(counts);
   auto c = counts.accessor<double, 1>();
   double changed = 0, tokens = 0;
