@@ -7,14 +7,14 @@
 #include <map>
 
 #include "gspo/core/error.h"
-#include "gspo/dist/comm.h"
-#include "gspo/dist/launch_env.h"
-#include "gspo/dist/sharded_adamw.h"
+#include "gspo/parallel/comm.h"
+#include "gspo/parallel/launch_env.h"
+#include "gspo/parallel/sharded_adamw.h"
 
 using namespace gspo;
 
 namespace {
-dist::EnvLookup env_of(std::map<std::string, std::string> vars) {
+parallel::EnvLookup env_of(std::map<std::string, std::string> vars) {
   return [vars](const std::string& k) -> std::optional<std::string> {
     auto it = vars.find(k);
     if (it == vars.end()) return std::nullopt;
@@ -24,14 +24,14 @@ dist::EnvLookup env_of(std::map<std::string, std::string> vars) {
 }  // namespace
 
 TEST_CASE("no launcher variables: one process", "[dist]") {
-  auto e = dist::read_launch_env(env_of({}));
+  auto e = parallel::read_launch_env(env_of({}));
   CHECK(e.world_size == 1);
   CHECK(e.rank == 0);
   CHECK(e.source == "single");
 }
 
 TEST_CASE("torchrun variables", "[dist]") {
-  auto e = dist::read_launch_env(env_of({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+  auto e = parallel::read_launch_env(env_of({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
                                          {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "29611"}}));
   CHECK(e.source == "torchrun");
   CHECK(e.rank == 5);
@@ -39,16 +39,16 @@ TEST_CASE("torchrun variables", "[dist]") {
   CHECK(e.local_rank == 1);
   CHECK(e.master_addr == "10.0.0.7");
   CHECK(e.master_port == 29611);
-  CHECK_THROWS_WITH(dist::read_launch_env(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
+  CHECK_THROWS_WITH(parallel::read_launch_env(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
                                                   {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}})),
                     Catch::Contains("MASTER_PORT=70000 is not a TCP port"));
-  CHECK_THROWS_WITH(dist::read_launch_env(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2x"}})),
+  CHECK_THROWS_WITH(parallel::read_launch_env(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2x"}})),
                     Catch::Contains("WORLD_SIZE='2x' is not an integer"));
-  CHECK_THROWS_AS(dist::read_launch_env(env_of({{"RANK", "1"}})), ConfigError);  // WORLD_SIZE missing
+  CHECK_THROWS_AS(parallel::read_launch_env(env_of({{"RANK", "1"}})), ConfigError);  // WORLD_SIZE missing
 }
 
 TEST_CASE("Slurm variables", "[dist]") {
-  auto e = dist::read_launch_env(env_of({{"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "1"},
+  auto e = parallel::read_launch_env(env_of({{"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "1"},
                                          {"SLURM_JOB_NODELIST", "gpu[003-004,010],cpu1"}, {"SLURM_JOB_ID", "123456"}}));
   CHECK(e.source == "slurm");
   CHECK(e.rank == 9);
@@ -57,27 +57,27 @@ TEST_CASE("Slurm variables", "[dist]") {
   CHECK(e.master_addr == "gpu003");
   CHECK(e.master_port == 20000 + 123456 % 20000);
   // An explicit MASTER_ADDR / MASTER_PORT wins; torchrun variables win over Slurm ones.
-  auto f = dist::read_launch_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"MASTER_ADDR", "head"},
+  auto f = parallel::read_launch_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"MASTER_ADDR", "head"},
                                          {"MASTER_PORT", "29000"}}));
   CHECK(f.master_addr == "head");
   CHECK(f.master_port == 29000);
-  CHECK(dist::read_launch_env(env_of({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"RANK", "0"},
+  CHECK(parallel::read_launch_env(env_of({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"RANK", "0"},
                                       {"WORLD_SIZE", "1"}})).world_size == 1);
-  CHECK_THROWS_WITH(dist::read_launch_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}})),
+  CHECK_THROWS_WITH(parallel::read_launch_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}})),
                     Catch::Contains("neither MASTER_ADDR nor SLURM_JOB_NODELIST"));
 }
 
 TEST_CASE("first host of a Slurm node list", "[dist]") {
-  CHECK(dist::first_slurm_host("node07") == "node07");
-  CHECK(dist::first_slurm_host("a1,a2") == "a1");
-  CHECK(dist::first_slurm_host("gpu[01-04,07]") == "gpu01");
-  CHECK(dist::first_slurm_host("gpu[7,1-3],x") == "gpu7");
-  CHECK(dist::first_slurm_host("rack[2-3]-n[10-12]") == "rack2-n10");
-  CHECK_THROWS_AS(dist::first_slurm_host("gpu[01-04"), ConfigError);
+  CHECK(parallel::first_slurm_host("node07") == "node07");
+  CHECK(parallel::first_slurm_host("a1,a2") == "a1");
+  CHECK(parallel::first_slurm_host("gpu[01-04,07]") == "gpu01");
+  CHECK(parallel::first_slurm_host("gpu[7,1-3],x") == "gpu7");
+  CHECK(parallel::first_slurm_host("rack[2-3]-n[10-12]") == "rack2-n10");
+  CHECK_THROWS_AS(parallel::first_slurm_host("gpu[01-04"), ConfigError);
 }
 
 TEST_CASE("world size 1: collectives are the identity and open nothing", "[dist]") {
-  dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+  parallel::Comm comm(parallel::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
   CHECK(comm.backend() == "none");
   auto t = torch::tensor({1.0, 2.0});
   // No arithmetic happens at world size 1, so bitwise.
@@ -99,8 +99,8 @@ TEST_CASE("sharded AdamW (1 shard) follows torch::optim::AdamW step for step", "
   for (auto& p : a) p.set_requires_grad(true);
   for (auto& p : b) p.set_requires_grad(true);
   torch::optim::AdamW ref(a, torch::optim::AdamWOptions(2e-2).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1));
-  dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
-  dist::ShardedAdamW mine(b, {0.9, 0.95, 1e-8, 0.1}, comm);
+  parallel::Comm comm(parallel::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+  parallel::ShardedAdamW mine(b, {0.9, 0.95, 1e-8, 0.1}, comm);
   CHECK(mine.numel() == 38);
   for (int step = 0; step < 6; ++step) {
     const double scale = step % 2 ? 0.5 : 1.0;
@@ -121,7 +121,7 @@ TEST_CASE("sharded AdamW (1 shard) follows torch::optim::AdamW step for step", "
   // Its state survives a save/load round trip.
   auto state = mine.gather_state();
   CHECK(state[0].item<int64_t>() == 6);
-  dist::ShardedAdamW again(b, {0.9, 0.95, 1e-8, 0.1}, comm);
+  parallel::ShardedAdamW again(b, {0.9, 0.95, 1e-8, 0.1}, comm);
   again.load_state(state, "test");
   CHECK(again.gather_state()[1].equal(state[1]));  // a copy: bitwise
   CHECK_THROWS_WITH(again.load_state({state[0], state[1].narrow(0, 0, 5), state[2]}, "x.pt"),

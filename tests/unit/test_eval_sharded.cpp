@@ -4,7 +4,7 @@
 
 #include "gspo/config/load.h"
 #include "gspo/data/dataset.h"
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/eval/sharded.h"
 #include "gspo/model/policy.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -59,7 +59,7 @@ TEST_CASE("a set evaluated on two ranks gives every rank the one-process summary
   auto cfg = config::load_text("data: {task: jsonl, path: x.jsonl}\nreward: {kind: math}\nrollout: {prompts_per_step: 3, "
                                "max_new_tokens: 6}\neval: {samples: 2, temperature: 0}\n", "t.yaml");
   const std::string set_path = std::string(GSPO_SOURCE_DIR) + "/data/math_sample.jsonl";
-  auto summary_on = [&](dist::Comm& comm) {
+  auto summary_on = [&](parallel::Comm& comm) {
     auto policy = model::Policy::load(test::model_path("tiny.pt"), c10::kCPU);
     auto tok = tokenizer::from_spec(policy.tokenizer_json(), policy.path());
     const auto budget = eval::eval_prompt_budget(cfg, policy.manifest().max_seq_len, policy.path());
@@ -69,11 +69,11 @@ TEST_CASE("a set evaluated on two ranks gives every rank the one-process summary
     eval::Evaluator evaluator(cfg, policy, *tok);
     return eval::evaluate_sharded(evaluator, set, 0, grader, comm);
   };
-  dist::LaunchEnv solo;
-  dist::Comm one(solo, config::DistributedOptions{}, c10::kCPU);
+  parallel::LaunchEnv solo;
+  parallel::Comm one(solo, config::DistributedOptions{}, c10::kCPU);
   const auto single = summary_on(one);
   nlohmann::ordered_json out[2];
-  const auto errors = test::run_two_ranks([&](dist::Comm& comm, int rank) { out[rank] = summary_on(comm); });
+  const auto errors = test::run_two_ranks([&](parallel::Comm& comm, int rank) { out[rank] = summary_on(comm); });
   REQUIRE(errors.error[0].empty());
   REQUIRE(errors.error[1].empty());
   CHECK(out[0] == out[1]);  // the same gathered rows, summarised the same way

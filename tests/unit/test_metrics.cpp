@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/train/metrics.h"
 #include "two_ranks.h"
 
@@ -97,7 +97,7 @@ TEST_CASE("reduction over two ranks equals one process's figures on all the rows
     return m;
   };
   StepMetrics out[2];
-  const auto errors = test::run_two_ranks([&](dist::Comm& comm, int rank) {
+  const auto errors = test::run_two_ranks([&](parallel::Comm& comm, int rank) {
     out[rank] = part(rank);
     train::reduce_across_ranks(out[rank], comm);
   });

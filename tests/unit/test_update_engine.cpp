@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include "gspo/core/error.h"
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/model/policy.h"
 #include "gspo/train/update_engine.h"
 #include "helpers.h"
@@ -41,7 +41,7 @@ struct Run {
 };
 
 Run train_steps(config::Dtype dtype, int64_t zero_stage, int steps) {
-  dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+  parallel::Comm comm(parallel::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
   auto policy = test::load_tiny();
   auto engine = train::make_update_engine(policy, options(dtype, zero_stage), comm);
   Run r;
@@ -92,7 +92,7 @@ TEST_CASE("update engines: AdamW and ZeRO-1 take the same steps at world size 1 
 }
 
 TEST_CASE("update engines refuse a checkpoint written by the other engine", "[train][optim]") {
-  dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+  parallel::Comm comm(parallel::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
   auto p1 = test::load_tiny();
   auto p2 = test::load_tiny();
   auto adamw = train::make_update_engine(p1, options(config::Dtype::kFloat32, 0), comm);
@@ -106,9 +106,9 @@ TEST_CASE("update engines refuse a checkpoint written by the other engine", "[tr
   const std::string a = test::fresh_dir("engine_adamw"), z = test::fresh_dir("engine_zero");
   core::ensure_dir(a);
   core::ensure_dir(z);
-  adamw->gather_for_save();
+  adamw->gather_for_save(a + "_staging");
   adamw->save(a);
-  zero->gather_for_save();
+  zero->gather_for_save(z + "_staging");
   zero->save(z);
   CHECK_THROWS_WITH(zero->load(a), Catch::Contains("was written with distributed.zero_stage 0"));
   CHECK_THROWS_AS(zero->load(a), ConfigError);
@@ -118,7 +118,7 @@ TEST_CASE("update engines refuse a checkpoint written by the other engine", "[tr
 }
 
 TEST_CASE("update engines: state bytes are the AdamW moments: checkpoints see float32 weights", "[train][optim]") {
-  dist::Comm comm(dist::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+  parallel::Comm comm(parallel::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
   auto policy = test::load_tiny();
   const int64_t n = policy.num_parameters();
   auto engine = train::make_update_engine(policy, options(config::Dtype::kBFloat16, 0), comm);

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "gspo/config/options.h"
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 
 namespace gspo::test {
 
@@ -36,12 +36,12 @@ inline int free_port() {
 struct TwoRankErrors {
   std::string error[2];
 };
-inline TwoRankErrors run_two_ranks(const std::function<void(dist::Comm&, int)>& work) {
+inline TwoRankErrors run_two_ranks(const std::function<void(parallel::Comm&, int)>& work) {
   const int port = free_port();
   TwoRankErrors out;
   auto rank_main = [&](int rank) {
     try {
-      dist::LaunchEnv env;
+      parallel::LaunchEnv env;
       env.rank = rank;
       env.world_size = 2;
       env.master_port = port;
@@ -49,7 +49,7 @@ inline TwoRankErrors run_two_ranks(const std::function<void(dist::Comm&, int)>& 
       config::DistributedOptions o;
       o.init_timeout_s = 30;
       o.timeout_s = 60;
-      dist::Comm comm(env, o, c10::kCPU);
+      parallel::Comm comm(env, o, c10::kCPU);
       work(comm, rank);
     } catch (const std::exception& e) {
       out.error[rank] = e.what();

@@ -5,28 +5,28 @@
 #include <string>
 
 #include "gspo/config/options.h"
-#include "gspo/dist/launch_env.h"
+#include "gspo/parallel/launch_env.h"
 #include "gspo/train/trainer.h"
 
-namespace gspo::dist { class Comm; }
+namespace gspo::parallel { class Comm; }
 
 namespace gspo::cli {
 
 class TrainJob {
  public:
   // Throws what the Trainer throws (ConfigError, DataError, ...) and DistributedError from the rendezvous.
-  TrainJob(const config::Config& cfg, const std::string& resume, const dist::LaunchEnv& env);
+  TrainJob(const config::Config& cfg, const std::string& resume, const parallel::LaunchEnv& env);
   TrainJob(const config::Config& cfg, const std::string& resume);  // the process environment's layout
   ~TrainJob();
   train::TrainSummary run() { return trainer_->run(); }
 
  private:
-  std::unique_ptr<dist::Comm> comm_;
+  std::unique_ptr<parallel::Comm> comm_;
   std::unique_ptr<train::Trainer> trainer_;
 };
 
 // model.device for training: cpu, cuda:N, auto; cuda (or auto on a CUDA machine) means cuda:LOCAL_RANK when
 // several processes run.
-c10::Device train_device(const config::Config& cfg, const dist::LaunchEnv& env);
+c10::Device train_device(const config::Config& cfg, const parallel::LaunchEnv& env);
 
 }  // namespace gspo::cli

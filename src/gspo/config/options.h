@@ -360,7 +360,8 @@ struct DistributedOptions {
   double init_timeout_s = 300;    // rendezvous: how long rank 0 waits for the others (and they for rank 0)
   double timeout_s = 600;         // a collective that takes longer fails on every rank still alive
   double bucket_mb = 25;          // gradient all-reduce bucket size (float32 megabytes)
-  int64_t zero_stage = 0;         // 0 = replicated AdamW state; 1 = AdamW moments sharded across ranks (ZeRO-1)
+  int64_t zero_stage = 0;         // 0 = replicated AdamW state; 1 = AdamW moments sharded (ZeRO-1); 3 = everything
+  bool zero3_keep_whole = false;  // ZeRO-3: keep the rollout's whole copy of the weights between rollouts
 
   template <class V>
   void visit(V&& v) {
@@ -369,8 +370,12 @@ struct DistributedOptions {
     v("init_timeout_s", init_timeout_s, "seconds the ranks wait for each other at start-up", greater_than(0));
     v("timeout_s", timeout_s, "seconds before a stalled collective fails (a dead or hung rank)", greater_than(0));
     v("bucket_mb", bucket_mb, "gradient all-reduce bucket size in MB", greater_than(0));
-    v("zero_stage", zero_stage, "0 = every rank keeps the whole AdamW state; 1 = moments sharded (ZeRO-1)",
-      between(0, 1));
+    v("zero_stage", zero_stage, "0 = every rank keeps the whole AdamW state; 1 = moments sharded (ZeRO-1); 3 = "
+      "weights, float32 masters, gradients and moments sharded, each decoder layer gathered while it runs (ZeRO-3: "
+      "needs the per-layer model methods and activation checkpointing; docs/distributed.md)", between(0, 3));
+    v("zero3_keep_whole", zero3_keep_whole, "zero_stage 3: keep the whole weights gathered for the rollout between "
+      "rollouts too (training-dtype bytes x parameters more per rank; the layers then need no gathers, and the "
+      "copy is refreshed after every optimizer step); false = gathered for each rollout and freed after it", any());
   }
 };
 

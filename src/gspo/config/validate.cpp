@@ -98,6 +98,19 @@ void resolve_defaults(Config& cfg) {
   if (a.clip_high < 0) a.clip_high = default_clip(a.loss).high;
 }
 
+// distributed.zero_stage: 0, 1 or 3, and what ZeRO-3 runs with.
+void validate_sharding(const Config& c, std::vector<std::string>& e) {
+  const auto& d = c.distributed;
+  if (d.zero_stage == 2)
+    e.push_back(at(c, "distributed.zero_stage") + ": distributed.zero_stage must be 0, 1 or 3 (2 is not built: "
+                "ZeRO-3 shards the gradients and the weights too)");
+  if (d.zero_stage == 3 && !c.train.activation_checkpointing)
+    e.push_back(at(c, "train.activation_checkpointing") + ": distributed.zero_stage 3 needs "
+                "train.activation_checkpointing: true (a decoder layer's weights are gathered again for its backward)");
+  if (d.zero3_keep_whole && d.zero_stage != 3)
+    e.push_back(at(c, "distributed.zero3_keep_whole") + ": distributed.zero3_keep_whole applies to zero_stage 3 only");
+}
+
 std::vector<std::string> validate(const Config& c) {
   std::vector<std::string> e;
   const int64_t batch = c.rollout.prompts_per_step * c.rollout.group_size;
@@ -144,6 +157,7 @@ std::vector<std::string> validate(const Config& c) {
   }
   validate_reward(c, e);
   validate_eval(c, e);
+  validate_sharding(c, e);
   validate_shaping(c, e);
   return e;
 }

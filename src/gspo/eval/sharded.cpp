@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 
 namespace gspo::eval {
 namespace {
@@ -60,7 +60,7 @@ ProblemStats unpack_stats(const double* row, const std::vector<std::string>& lev
 }
 
 nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
-                                        dist::Comm& comm) {
+                                        parallel::Comm& comm) {
   const size_t P = set.rows.size();
   const auto [begin, end] = shard_of(P, comm.rank(), comm.world_size());
   std::vector<ProblemStats> mine;

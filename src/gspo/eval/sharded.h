@@ -6,7 +6,7 @@
 
 #include "gspo/eval/evaluator.h"
 
-namespace gspo::dist { class Comm; }
+namespace gspo::parallel { class Comm; }
 
 namespace gspo::eval {
 
@@ -14,7 +14,7 @@ namespace gspo::eval {
 std::pair<size_t, size_t> shard_of(size_t problems, int64_t rank, int64_t world);
 
 nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
-                                        dist::Comm& comm);
+                                        parallel::Comm& comm);
 
 // ProblemStats <-> a fixed row of doubles (difficulty as an index into `levels`, failures over a fixed reason list;
 // reasons outside it count as "other"). Exposed for the tests.

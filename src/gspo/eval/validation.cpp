@@ -2,13 +2,13 @@
 
 #include <torch/torch.h>
 
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/eval/sharded.h"
 
 namespace gspo::eval {
 
 Validation::Validation(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok,
-                       int64_t max_seq_len, dist::Comm& comm)
+                       int64_t max_seq_len, parallel::Comm& comm)
     : cfg_(cfg), comm_(comm), evaluator_(cfg, policy, tok) {
   const int64_t max_prompt_tokens = eval_prompt_budget(cfg, max_seq_len, cfg.model.path);
   for (const auto& path : cfg.eval.datasets) {

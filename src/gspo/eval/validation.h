@@ -10,7 +10,7 @@
 
 #include "gspo/eval/evaluator.h"
 
-namespace gspo::dist { class Comm; }
+namespace gspo::parallel { class Comm; }
 
 namespace gspo::eval {
 
@@ -19,7 +19,7 @@ class Validation {
   // Loads the sets (a DataError names a bad file at start-up, not at the first validation; a ConfigError when the
   // eval's max_new_tokens leaves no room for a prompt in `max_seq_len`). Rank 0 logs the warnings.
   Validation(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok, int64_t max_seq_len,
-             dist::Comm& comm);
+             parallel::Comm& comm);
   ~Validation();
 
   // After step `step` (every eval.every steps, and after the last step of the run).
@@ -34,7 +34,7 @@ class Validation {
 
  private:
   const config::Config& cfg_;
-  dist::Comm& comm_;
+  parallel::Comm& comm_;
   std::vector<EvalSet> sets_;
   std::vector<std::unique_ptr<Grader>> graders_;
   Evaluator evaluator_;

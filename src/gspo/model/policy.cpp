@@ -63,13 +63,23 @@ const std::string& Policy::path() const { return impl_->path; }
 const std::string& Policy::tokenizer_json() const { return impl_->tokenizer; }
 c10::Device Policy::device() const { return impl_->device; }
 
+void require_whole(const Policy::Impl& impl, const char* method) {
+  if (impl.gate && !impl.gate->whole())
+    throw Error(std::string("Policy::") + method + " needs the whole model, but its decoder layers' weights are "
+                "sharded (distributed.zero_stage 3) and not gathered now");
+}
+
+void Policy::set_gate(ParamGate* gate) { impl_->gate = gate; }
+
 at::Tensor Policy::logits(const at::Tensor& ids, const at::Tensor& mask) {
+  require_whole(*impl_, "logits");
   return impl_->module.forward({ids, mask}).toTensor();
 }
 
 bool Policy::has_logits_from() const { return impl_->has_logits_from; }
 
 at::Tensor Policy::logits_from(const at::Tensor& ids, const at::Tensor& mask, int64_t first) {
+  require_whole(*impl_, "logits_from");
   if (impl_->has_logits_from) return impl_->module.get_method("logits_from")({ids, mask, first}).toTensor();
   return logits(ids, mask).narrow(1, first, ids.size(1) - first);
 }
@@ -79,6 +89,7 @@ at::Tensor Policy::init_cache(int64_t batch, int64_t max_len) {
 }
 
 at::Tensor Policy::prefill(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache) {
+  require_whole(*impl_, "prefill");
   return impl_->module.get_method("prefill")({ids, mask, cache}).toTensor();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gspo/model/manifest.h"
+#include "gspo/model/param_gate.h"
 
 namespace gspo::model {
 
@@ -106,6 +107,15 @@ class Policy {
   Routed routed_layer(int64_t index, const at::Tensor& x, const LayerContext& ctx);
 
   std::vector<at::Tensor> parameters() const;
+  // parameters() grouped for sharding: [0] everything outside the decoder layers (embedding, final norm, head),
+  // [i + 1] decoder layer i's; each parameter once. A parameter belongs to layer i when its name has the segment
+  // "layers.<i>." (docs/model-contract.md, "Per-layer methods"). Throws ModelContractError when the names do not
+  // give num_layers() layers. Needs has_layers().
+  std::vector<std::vector<at::Tensor>> parameter_units() const;
+  // distributed.zero_stage 3 (model/param_gate.h): layer() and routed_layer() acquire and release their layer's
+  // weights through `gate`, and the whole-model methods (logits, prefill, ...) refuse to run unless gate->whole().
+  // nullptr: none. The gate must outlive its use.
+  void set_gate(ParamGate* gate);
   // Casts every floating parameter in place to `dtype` (buffers such as rotary tables keep their precision).
   void set_param_dtype(c10::ScalarType dtype);
   int64_t num_parameters() const;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gspo/model/manifest.h"
+#include "gspo/model/param_gate.h"
 #include "gspo/model/policy.h"
 
 namespace gspo::model {
@@ -24,6 +25,7 @@ struct Policy::Impl {
   int64_t slot_api = 0;          // version of the slot methods (0 = none), probed once at load
   int64_t route_api = 0;         // version of the routing methods (0 = none), probed once at load
   std::vector<int64_t> moe_layers;  // decoder layers that route tokens to experts, when route_api > 0
+  ParamGate* gate = nullptr;        // distributed.zero_stage 3: who holds the layers' weights (set_gate)
 };
 
 // Sets impl.layer_api and impl.num_layers from the model's layer_api() and num_decoder_layers() (0 when it has no
@@ -45,6 +47,26 @@ void probe_routing(Policy::Impl& impl);
 // The model's routed_layer(index, x, cos, sin, mask, routes): (output, experts); undefined mask/routes pass as None.
 Policy::Routed run_routed(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
                           const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes);
+// Decoder layer `index`'s weights held through `gate` for a scope (nothing without a gate). release() only frees.
+class GateHold {
+ public:
+  GateHold(ParamGate* gate, int64_t index) : gate_(gate), index_(index) {
+    if (gate_) gate_->acquire(index_);
+  }
+  ~GateHold() {
+    if (gate_) gate_->release(index_);
+  }
+  GateHold(const GateHold&) = delete;
+  GateHold& operator=(const GateHold&) = delete;
+
+ private:
+  ParamGate* gate_;
+  int64_t index_;
+};
+
+// Throws Error naming `method` when a gate holds the decoder layers apart (a whole-model method would read emptied
+// weights).
+void require_whole(const Policy::Impl& impl, const char* method);
 // Runs `layer` (routes undefined) or `routed_layer` with the routes given; the layer's output only.
 at::Tensor run_layer(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
                      const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes);

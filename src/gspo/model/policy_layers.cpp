@@ -1,6 +1,9 @@
 // The optional per-layer methods of a policy (layer_api 1) and activation checkpointing of one decoder layer.
 #include <torch/torch.h>
 
+#include <regex>
+#include <set>
+
 #include "gspo/core/error.h"
 #include "gspo/model/policy.h"
 #include "gspo/model/policy_impl.h"
@@ -19,12 +22,14 @@ using torch::autograd::tensor_list;
 // One decoder layer whose forward runs without a graph (autograd Functions run forward with grad off) and keeps
 // only its input; backward re-runs the layer under grad mode from that input and backpropagates through the
 // fresh graph. Parameter gradients accumulate into .grad inside that nested backward (the layer's parameters are
-// not inputs of this node), the input's gradient is returned. The layer is deterministic (no dropout; MoE routing is
+// not inputs of this node), the input's gradient is returned. With a gate (zero_stage 3) the layer's weights are
+// acquired for the recompute, handed back with backward_done() once their gradients are in, and released. The layer is
+// deterministic (no dropout; MoE routing is
 // a function of the input, or given as `routes`: Routing Replay), so the recomputed graph is the forward's.
 struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, torch::jit::Module module, int64_t index,
                             const at::Tensor& cos, const at::Tensor& sin, const std::optional<at::Tensor>& mask_arg,
-                            const std::optional<at::Tensor>& routes_arg) {
+                            const std::optional<at::Tensor>& routes_arg, int64_t gate) {
     const at::Tensor mask = mask_arg.value_or(at::Tensor());  // optional: Functions take no undefined tensor
     const at::Tensor routes = routes_arg.value_or(at::Tensor());
     ctx->save_for_backward({x, cos, sin});
@@ -32,6 +37,7 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
     ctx->saved_data["index"] = index;
     ctx->saved_data["mask"] = mask_value(mask);
     ctx->saved_data["routes"] = mask_value(routes);
+    ctx->saved_data["gate"] = gate;  // a ParamGate* (0: none); IValues hold no raw pointers
     return run_layer(module, index, x, cos, sin, mask, routes);
   }
 
@@ -40,14 +46,18 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
     torch::jit::Module module(ctx->saved_data["module"].toObject());
     const at::Tensor mask = saved_or_none(ctx->saved_data["mask"]);
     const at::Tensor routes = saved_or_none(ctx->saved_data["routes"]);
+    const int64_t index = ctx->saved_data["index"].toInt();
+    auto* gate = reinterpret_cast<ParamGate*>(static_cast<intptr_t>(ctx->saved_data["gate"].toInt()));
     auto x = saved[0].detach().requires_grad_(true);
+    GateHold hold(gate, index);
     at::Tensor y;
     {
       torch::AutoGradMode on(true);
-      y = run_layer(module, ctx->saved_data["index"].toInt(), x, saved[1], saved[2], mask, routes);
+      y = run_layer(module, index, x, saved[1], saved[2], mask, routes);
     }
     torch::autograd::backward({y}, {grads[0]});
-    return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    if (gate) gate->backward_done(index);
+    return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -107,9 +117,41 @@ LayerContext Policy::layer_context(const at::Tensor& mask) {
 at::Tensor Policy::layer(int64_t index, const at::Tensor& x, const LayerContext& c, bool checkpoint,
                          const at::Tensor& routes) {
   auto opt = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
-  if (checkpoint && at::GradMode::is_enabled())
-    return CheckpointedLayer::apply(x, impl_->module, index, c.cos, c.sin, opt(c.mask), opt(routes));
+  const bool grad = at::GradMode::is_enabled();
+  if (impl_->gate && grad && !checkpoint)  // the graph would keep gathered weights the gate frees
+    throw Error("decoder layer " + std::to_string(index) + ": sharded weights (distributed.zero_stage 3) train "
+                "with activation checkpointing only (train.activation_checkpointing: true)");
+  GateHold hold(impl_->gate, index);
+  if (checkpoint && grad)
+    return CheckpointedLayer::apply(x, impl_->module, index, c.cos, c.sin, opt(c.mask), opt(routes),
+                                    static_cast<int64_t>(reinterpret_cast<intptr_t>(impl_->gate)));
   return run_layer(impl_->module, index, x, c.cos, c.sin, c.mask, routes);
+}
+
+std::vector<std::vector<at::Tensor>> Policy::parameter_units() const {
+  if (!has_layers()) throw ModelContractError("'" + impl_->path + "' has no per-layer methods to shard by layer");
+  static const std::regex kLayer(R"((^|\.)layers\.(\d+)\.)");
+  std::vector<std::vector<at::Tensor>> units(impl_->num_layers + 1);
+  std::set<const c10::TensorImpl*> seen;
+  std::vector<std::string> unnamed;
+  for (const auto& np : impl_->module.named_parameters()) {
+    if (!seen.insert(np.value.unsafeGetTensorImpl()).second) continue;  // a tied weight's second name
+    std::smatch m;
+    int64_t unit = 0;
+    if (std::regex_search(np.name, m, kLayer)) {
+      const int64_t i = std::stoll(m[2].str());
+      if (i >= impl_->num_layers)
+        throw ModelContractError("'" + impl_->path + "': parameter '" + np.name + "' names decoder layer " +
+                                 std::to_string(i) + ", but the model has " + std::to_string(impl_->num_layers));
+      unit = i + 1;
+    }
+    units[unit].push_back(np.value);
+  }
+  for (int64_t i = 0; i < impl_->num_layers; ++i)
+    if (units[i + 1].empty())
+      throw ModelContractError("'" + impl_->path + "': no parameter is named layers." + std::to_string(i) +
+                               ".*; sharding by decoder layer needs that naming (docs/model-contract.md)");
+  return units;
 }
 
 at::Tensor Policy::final_norm(const at::Tensor& x) {

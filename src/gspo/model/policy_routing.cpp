@@ -28,6 +28,7 @@ bool Policy::has_routing() const { return impl_->route_api > 0; }
 const std::vector<int64_t>& Policy::moe_layers() const { return impl_->moe_layers; }
 
 Policy::Routed Policy::routed_layer(int64_t index, const at::Tensor& x, const LayerContext& c) {
+  GateHold hold(impl_->gate, index);
   return run_routed(impl_->module, index, x, c.cos, c.sin, c.mask, at::Tensor());
 }
 

@@ -16,6 +16,7 @@ bool Policy::has_slots() const { return impl_->slot_api > 0; }
 
 at::Tensor Policy::prefill_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache,
                                  const at::Tensor& slots, const at::Tensor& source) {
+  require_whole(*impl_, "prefill_slots");
   return impl_->module.get_method("prefill_slots")({ids, lengths, cache, slots, source}).toTensor();
 }
 

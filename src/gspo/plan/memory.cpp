@@ -76,6 +76,9 @@ struct Sizes {
   double b = 4;               // training weights' bytes
   std::string bs = "4";       // b as text
   bool zero1 = false;         // distributed.zero_stage 1
+  bool zero3 = false;         // distributed.zero_stage 3
+  double N0 = 0;              // ZeRO-3: parameters outside the decoder layers (kept whole)
+  double Nl = 0;              // the largest decoder layer's parameters
   double shard = 0;           // parameters whose moments this rank holds
   int64_t P = 0, S = 0, T = 0;  // prompt, response and all columns
   int64_t m = 0;              // rows per micro-batch
@@ -103,7 +106,14 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
   z.b = z.bf16 ? 2 : 4;
   z.bs = z.bf16 ? "2" : "4";
   z.zero1 = cfg.distributed.zero_stage == 1;
-  z.shard = z.zero1 ? static_cast<double>(ceil_div(shape.num_parameters(), z.W)) : z.N;
+  z.zero3 = cfg.distributed.zero_stage == 3;
+  z.shard = z.zero1 || z.zero3 ? static_cast<double>(ceil_div(shape.num_parameters(), z.W)) : z.N;
+  z.N0 = z.N;
+  for (int64_t l = 0; l < shape.num_layers; ++l) {
+    const auto n = static_cast<double>(shape.layer_parameters(l));
+    z.N0 -= n;
+    z.Nl = std::max(z.Nl, n);
+  }
   z.P = in.prompt_tokens;
   z.S = cfg.rollout.max_new_tokens;
   z.T = z.P + z.S;
@@ -119,10 +129,18 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
   return z;
 }
 
-// What a rank holds from the first update on, through every phase.
-std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
+// The model state of ZeRO-0/1 (every weight and gradient on every rank) or ZeRO-3 (shards, and the part kept whole).
+void model_state_terms(const Sizes& z, std::vector<Term>& r) {
   const std::string n = num(z.N);
-  std::vector<Term> r;
+  if (z.zero3) {
+    r.push_back({"ZeRO-3 shards", 16 * z.shard, num(z.shard) + " x 16 B (float32 master, gradient, exp_avg, "
+                 "exp_avg_sq: 1/" + std::to_string(z.W) + " of every parameter)"});
+    r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
+    if (z.cfg.distributed.zero3_keep_whole)
+      r.push_back({"decoder layers whole", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
+                   " B (distributed.zero3_keep_whole)"});
+    return;
+  }
   r.push_back({"weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype)"});
   r.push_back({"gradients", 4 * z.N, n + " x 4 B float32 (" + std::string(z.bf16 ? "the masters' gradients" :
                "the weights' gradients") + "; zeroed, not freed, between steps)"});
@@ -130,6 +148,13 @@ std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
   r.push_back({"AdamW moments", 8 * z.shard, num(z.shard) + " x 8 B (exp_avg, exp_avg_sq)" +
                std::string(z.zero1 ? ", ZeRO-1: 1/" + std::to_string(z.W) + " of them" : "")});
   if (z.zero1) r.push_back({"ZeRO-1 gradient shard", 4 * z.shard, num(z.shard) + " x 4 B"});
+}
+
+// What a rank holds from the first update on, through every phase.
+std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
+  const std::string n = num(z.N);
+  std::vector<Term> r;
+  model_state_terms(z, r);
   if (z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16)
     r.push_back({"bf16 sampling copy", 2 * z.N, n + " x 2 B (rollout.dtype bfloat16)"});
   if (z.cfg.algorithm.kl_coef > 0)
@@ -166,15 +191,20 @@ std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& 
                " B (one layer's forward without autograd)"});
   t.push_back({"decode logits", rows * static_cast<double>(s.vocab_size) * 4 * 3, std::to_string(rows) +
                " rows x vocab x 4 B x 3 (float32 logits, probabilities, sampling scratch)"});
+  if (z.zero3 && !z.cfg.distributed.zero3_keep_whole)
+    t.push_back({"ZeRO-3 gathered layers", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
+                 " B (every decoder layer gathered for the sampler, freed after)"});
   return t;
 }
 
 // Old log-probs: one micro-batch's forward without autograd at a time, and the head's chunk.
 std::vector<Term> logprobs_terms(const Sizes& z) {
   const double widest = z.widest(layer_nograd_bytes_per_token, z.b);
-  return {{"layer forward", z.Tm * widest, num(z.Tm) + " tokens x " + num(widest) + " B"},
-          {"head", z.head_tokens * z.shape.vocab_size * (z.b + 8), z.head_what + " x vocab x (" + z.bs +
-           " + 8) B (logits, float32 copy and log-softmax)"}};
+  std::vector<Term> t{{"layer forward", z.Tm * widest, num(z.Tm) + " tokens x " + num(widest) + " B"},
+                      {"head", z.head_tokens * z.shape.vocab_size * (z.b + 8), z.head_what + " x vocab x (" + z.bs +
+                       " + 8) B (logits, float32 copy and log-softmax)"}};
+  if (z.zero3) t.push_back({"ZeRO-3 gathered layer", z.Nl * z.b, num(z.Nl) + " x " + z.bs + " B (the largest)"});
+  return t;
 }
 
 // The backward of one micro-batch: saved activations (all layers', or checkpointed inputs and one layer
@@ -203,13 +233,26 @@ std::vector<Term> backward_terms(const Sizes& z) {
   if (z.bf16 && z.chunked)
     t.push_back({"head gradient accumulator", V * H * 4, "vocab x hidden x 4 B (float32 sum over the chunks of a "
                  "16-bit head's weight gradient)"});
-  if (z.bf16) t.push_back({"bf16 gradients", 2 * z.N, num(z.N) + " x 2 B, until added into the masters"});
+  if (z.zero3) {  // a layer gathered, its gradients and their float32 flat buffer; unit 0's gradients whole
+    t.push_back({"ZeRO-3 gathered layer and its gradients", z.Nl * (2 * z.b + 4), num(z.Nl) + " x (2 x " + z.bs +
+                 " + 4) B (weights, gradients, float32 reduce-scatter buffer)"});
+    t.push_back({"embedding and head gradients", z.N0 * z.b, num(z.N0) + " x " + z.bs +
+                 " B (reduce-scattered after each micro-batch)"});
+  } else if (z.bf16) {
+    t.push_back({"bf16 gradients", 2 * z.N, num(z.N) + " x 2 B, until added into the masters"});
+  }
   return t;
 }
 
 // The optimizer step's transients: ZeRO-1's flat copies, or AdamW's per-tensor temporaries and the buckets.
 std::vector<Term> step_terms(const Sizes& z) {
   std::vector<Term> t;
+  if (z.zero3) {
+    const double unit = std::max(z.Nl, z.N0) / static_cast<double>(z.W);
+    t.push_back({"ZeRO-3 step temporaries", 24 * unit + z.N0 * z.b, "6 x the largest unit's shard (" + num(unit) +
+                 ") x 4 B, and the whole embedding and head gathered anew"});
+    return t;
+  }
   if (z.zero1) {
     const double flat = z.shard * z.W;
     t.push_back({"ZeRO-1 flat copies", 8 * flat + 16 * z.shard, "flat weights and their all-gather, 2 x " +
@@ -224,34 +267,10 @@ std::vector<Term> step_terms(const Sizes& z) {
   return t;
 }
 
-// What ZeRO-3 and expert parallelism, which gspo does not have yet, would save by the same formulas.
-void add_not_built(const Sizes& z, const std::vector<Term>& backward, MemoryPlan& p) {
-  const double N = z.N, b = z.b;
+// What expert parallelism, which gspo does not have yet, would save by the same formulas.
+void add_not_built(const Sizes& z, MemoryPlan& p) {
+  const double b = z.b;
   const std::string W = std::to_string(z.W);
-  double layer_max = 0;
-  for (int64_t l = 0; l < z.shape.num_layers; ++l)
-    layer_max = std::max(layer_max, static_cast<double>(z.shape.layer_parameters(l)));
-  const double kept = (N * b + 4 * N + (z.bf16 ? 4 * N : 0) + 8 * N) / z.W;
-  const double gathered = 2 * layer_max * b;
-  double held = 0;
-  for (const auto& t : p.resident)
-    if (t.name != "runtime" && t.name != "bf16 sampling copy" && t.name != "reference model") held += t.bytes;
-  p.not_built.push_back({"ZeRO-3 (not available)", held - kept - gathered,
-                         "saves: weights, gradients, masters and moments cut to 1/" + W + " (" + mib(kept) +
-                             ") plus two gathered layers (" + mib(gathered) + "), instead of " + mib(held) +
-                             "; the rollout then needs a gathered " + (z.bf16 ? "bf16" : "float32") + " copy (" +
-                             mib(N * b) + ")"});
-  // The same phases over ZeRO-3's resident state: the rollout adds its gathered copy; the backward keeps a layer's
-  // 16-bit gradients at a time (reduce-scattered as each layer finishes) instead of all of them.
-  const double base = p.resident_bytes - held + kept + gathered;
-  double back = 0;
-  for (const auto& t : backward) back += t.name == "bf16 gradients" ? gathered : t.bytes;
-  const double roll = base + (p.phases[0].peak_bytes - p.resident_bytes) + N * b;
-  const double logp = base + (p.phases[1].peak_bytes - p.resident_bytes);
-  const double upd = base + back;
-  p.not_built.push_back({"ZeRO-3 peak per rank (not available)", std::max({roll, logp, upd}),
-                         "rollout " + mib(roll) + " (with the gathered copy), old log-probs " + mib(logp) +
-                             ", update " + mib(upd)});
   if (z.shape.moe_layers.empty()) return;
   const double expert = static_cast<double>(z.shape.moe_layers.size()) * z.shape.num_experts * 3 *
                         z.shape.hidden_size * z.shape.moe_intermediate_size;
@@ -300,7 +319,16 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
       p.peak_bytes = ph.peak_bytes;
       p.peak_phase = ph.name;
     }
-  if (W > 1) add_not_built(z, backward, p);
+  if (W > 1) add_not_built(z, p);
+  if (W > 1 && !z.zero3) {  // the same run with ZeRO-3, for comparison
+    config::Config c3 = cfg;
+    c3.distributed.zero_stage = 3;
+    c3.train.activation_checkpointing = true;
+    c3.distributed.zero3_keep_whole = false;
+    const auto p3 = plan_memory(shape, c3, in);
+    p.notes.push_back("with distributed.zero_stage 3 (and activation checkpointing): peak " + mib(p3.peak_bytes) +
+                      " per rank (" + p3.peak_phase + ")");
+  }
   p.notes.push_back("prompt length " + std::to_string(z.P) + " tokens (--prompt-tokens), responses at "
                     "max_new_tokens " + std::to_string(z.S) + ": every row at full length");
   if (ro.kv_cache_fraction > 0)

@@ -1,12 +1,13 @@
 #include "gspo/train/checkpointing.h"
 
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/core/log.h"
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/checkpoint_check.h"
 #include "gspo/model/policy.h"
@@ -59,13 +60,24 @@ void restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress, 
   log::info("resumed from {} (step {}, optimizer step {})", ckpt, meta.step, meta.optimizer_steps);
 }
 
+namespace {
+
+// Where sharded engines stage their per-rank files before rank 0 moves them into the checkpoint: a .tmp- directory
+// carrying rank 0's process id, so io::remove_leftovers clears it after a crash like rank 0's own temporary one.
+std::string shard_staging(const std::string& run_dir, int64_t step, parallel::Comm& comm) {
+  auto pid = torch::tensor({static_cast<int64_t>(::getpid())}, torch::kLong);
+  comm.broadcast(pid, 0);
+  return run_dir + "/checkpoints/.tmp-shards-step_" + std::to_string(step) + "-" + std::to_string(pid.item<int64_t>());
+}
+
+}  // namespace
+
 std::string save_checkpoint(const config::Config& cfg, const std::string& config_yaml, model::Policy& policy,
-                            UpdateEngine& engine, Progress& progress, dist::Comm& comm) {
-  for (const auto& p : policy.parameters())
-    if (!torch::isfinite(p).all().item<bool>())
-      throw TrainingError("step " + std::to_string(progress.step) + ": the policy has non-finite weights; refusing "
-                          "to write a checkpoint (the previous one is intact)");
-  engine.gather_for_save();
+                            UpdateEngine& engine, Progress& progress, parallel::Comm& comm) {
+  if (!engine.weights_finite())
+    throw TrainingError("step " + std::to_string(progress.step) + ": the policy has non-finite weights; refusing "
+                        "to write a checkpoint (the previous one is intact)");
+  engine.gather_for_save(shard_staging(cfg.train.output_dir, progress.step, comm));
   std::string dir;
   if (comm.is_main()) {
     const io::CheckpointMeta meta{progress.step, progress.optimizer_steps, progress.cursor.epoch(),

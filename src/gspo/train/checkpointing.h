@@ -7,7 +7,7 @@
 
 #include "gspo/config/options.h"
 
-namespace gspo::dist { class Comm; }
+namespace gspo::parallel { class Comm; }
 namespace gspo::model { class Policy; }
 
 namespace gspo::train {
@@ -27,6 +27,6 @@ void restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress, 
 // writes, then all wait for it so no rank runs ahead of a checkpoint that may still fail. Returns the checkpoint
 // directory on rank 0 ("" elsewhere). Throws TrainingError, writing nothing, when a weight is not finite.
 std::string save_checkpoint(const config::Config& cfg, const std::string& config_yaml, model::Policy& policy,
-                            UpdateEngine& engine, Progress& progress, dist::Comm& comm);
+                            UpdateEngine& engine, Progress& progress, parallel::Comm& comm);
 
 }  // namespace gspo::train

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace gspo::dist { class Comm; }
+namespace gspo::parallel { class Comm; }
 
 namespace gspo::train {
 
@@ -285,7 +285,7 @@ struct StepMetrics {
 
 // Collective (every rank calls it): combines the ranks' metrics as each row's Reduce says. Afterwards every rank
 // holds the job's values; kLocal rows and a Rate's seconds stay each rank's own. Nothing to do on one rank.
-void reduce_across_ranks(StepMetrics& m, dist::Comm& comm);
+void reduce_across_ranks(StepMetrics& m, parallel::Comm& comm);
 
 // The metrics.jsonl line (one JSON object, the table's order, optional rows only when shown).
 std::string json_line(StepMetrics& m);

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/train/metrics.h"
 
 namespace gspo::train {
@@ -42,7 +42,7 @@ struct Plan {
 };
 
 // Columns side by side, [n, C], all-gathered into [world * n, C]: rank order is global row order.
-void gather_columns(dist::Comm& comm, const std::vector<Column*>& cols) {
+void gather_columns(parallel::Comm& comm, const std::vector<Column*>& cols) {
   if (cols.empty()) return;
   const int64_t n = static_cast<int64_t>(cols.front()->rows.size());
   const int64_t C = static_cast<int64_t>(cols.size());
@@ -63,7 +63,7 @@ void gather_columns(dist::Comm& comm, const std::vector<Column*>& cols) {
   }
 }
 
-void sum_values(dist::Comm& comm, const std::vector<double*>& sums, const std::vector<int64_t*>& ints) {
+void sum_values(parallel::Comm& comm, const std::vector<double*>& sums, const std::vector<int64_t*>& ints) {
   const size_t n = sums.size() + ints.size();
   if (n == 0) return;
   auto t = torch::empty({static_cast<int64_t>(n)}, torch::kDouble);
@@ -75,18 +75,18 @@ void sum_values(dist::Comm& comm, const std::vector<double*>& sums, const std::v
   for (size_t i = 0; i < ints.size(); ++i) *ints[i] = std::llround(ta[sums.size() + i]);
 }
 
-void max_values(dist::Comm& comm, const std::vector<std::pair<double*, double>>& extrema) {
+void max_values(parallel::Comm& comm, const std::vector<std::pair<double*, double>>& extrema) {
   if (extrema.empty()) return;
   auto t = torch::empty({static_cast<int64_t>(extrema.size())}, torch::kDouble);
   auto ta = t.accessor<double, 1>();
   for (size_t i = 0; i < extrema.size(); ++i) ta[i] = *extrema[i].first * extrema[i].second;
-  comm.all_reduce(t, dist::ReduceOp::kMax);
+  comm.all_reduce(t, parallel::ReduceOp::kMax);
   for (size_t i = 0; i < extrema.size(); ++i) *extrema[i].first = ta[i] * extrema[i].second;
 }
 
 }  // namespace
 
-void reduce_across_ranks(StepMetrics& m, dist::Comm& comm) {
+void reduce_across_ranks(StepMetrics& m, parallel::Comm& comm) {
   if (comm.world_size() == 1) return;
   Plan plan;
   m.visit(plan);

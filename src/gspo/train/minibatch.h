@@ -27,6 +27,7 @@ struct Micro {
   algo::IsWeights is;         // mismatch correction weights (algorithm.is_correction), filled with old_lp
   RouteRecord routes;         // MoE: the experts of the old-log-prob pass (routing replay, moe_routing_change_frac)
   int64_t real_tokens = 0;    // prompt + response tokens (mask sum), for throughput
+  bool idle = false;          // lockstep engines (ZeRO-3): a pass that only keeps this rank in step with the others
   void to(c10::Device device);  // moves every tensor (old_lp/ref_lp are filled on the model's device later)
 };
 

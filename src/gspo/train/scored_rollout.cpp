@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "gspo/core/clock.h"
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/batch_merge.h"
@@ -37,7 +37,7 @@ bool has_signal(const Scored& s, int64_t g, int64_t G) {
 }
 
 // The whole-batch std of one per-row column over every rank (rank order = global row order).
-double global_std(dist::Comm& comm, const std::vector<double>& column, bool sample_std) {
+double global_std(parallel::Comm& comm, const std::vector<double>& column, bool sample_std) {
   auto all = comm.all_gather(torch::tensor(column, torch::kDouble));
   return algo::batch_std_of(all, sample_std);
 }

@@ -6,7 +6,7 @@
 
 #include "gspo/core/resources.h"
 #include "gspo/core/clock.h"
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/noise.h"
@@ -118,7 +118,22 @@ std::vector<MiniBatch> StepRunner::make_plan(const rollout::RolloutBatch& b, con
     }
     plan.push_back(std::move(mb));
   }
+  if (p_.engine.lockstep()) pad_to_lockstep(b, adv, plan);
   return plan;
+}
+
+// ZeRO-3 gathers each layer's weights and reduce-scatters its gradients inside every pass, so every rank runs as
+// many micro-batches per mini-batch as the rank with the most: the others add idle ones (row 0 of their batch, loss
+// weight 0, no statistics).
+void StepRunner::pad_to_lockstep(const rollout::RolloutBatch& b, const at::Tensor& adv, std::vector<MiniBatch>& plan) {
+  for (auto& mb : plan) {
+    const auto most = static_cast<size_t>(p_.comm.max(static_cast<double>(mb.micros.size())));
+    while (mb.micros.size() < most) {
+      mb.micros.push_back(slice_rows(b, {0}, adv));
+      mb.micros.back().idle = true;
+      mb.micros.back().to(p_.policy.device());
+    }
+  }
 }
 
 // pi_old (recomputed at the step-start weights, or the sampler's), pi_ref, the mismatch between the trainer's and
@@ -140,6 +155,7 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
       else if (routes.record)
         mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P);
       mi.old_lp = recompute ? train_lp : mi.behaviour_lp;
+      if (mi.idle) continue;
       if (p_.reference)
         mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
                                       eval_pass_).logprobs;
@@ -163,7 +179,10 @@ void StepRunner::measure_routing(const std::vector<MiniBatch>& plan, int64_t P, 
   const auto& moe = p_.policy.moe_layers();
   RoutingChange change(moe.size());
   for (const auto& mb : plan)
-    for (const auto& mi : mb.micros) change.add(mi.routes, route_experts(p_.policy, mi.ids, mi.mask, P), moe);
+    for (const auto& mi : mb.micros) {
+      auto now = route_experts(p_.policy, mi.ids, mi.mask, P);
+      if (!mi.idle) change.add(mi.routes, now, moe);
+    }
   const auto L = static_cast<int64_t>(moe.size());
   auto counts = torch::cat({torch::tensor(change.changed, torch::kDouble), torch::tensor(change.tokens, torch::kDouble)});
   p_.comm.all_reduce(counts);
@@ -186,7 +205,9 @@ StepMetrics StepRunner::run(Progress& progress) {
   StepMetrics m;
   const auto device = p_.policy.device();
   PhasePeak rollout_peak(device);
+  p_.engine.hold_whole(true);  // ZeRO-3: the rollout's whole copy of the weights
   auto scored = sample_and_score(progress, m);
+  p_.engine.hold_whole(false);
   m.peak_mb_rollout = rollout_peak.mb();
   const auto& batch = scored.batch;
   m.reward.rows = scored.rewards;

@@ -23,7 +23,7 @@
 #include "gspo/train/logprobs.h"
 #include "gspo/train/metrics.h"
 
-namespace gspo::dist { class Comm; }
+namespace gspo::parallel { class Comm; }
 namespace gspo::model { class Policy; }
 namespace gspo::reward { class Verifier; }
 namespace gspo::tokenizer { class Tokenizer; }
@@ -51,7 +51,7 @@ struct StepParts {
   const reward::Verifier& verifier;
   rollout::Sampler& sampler;       // samples with `policy`, or with `sampling_copy` when there is one
   model::Policy* sampling_copy;    // rollout.dtype bfloat16 with a float32 policy: refreshed before every rollout
-  dist::Comm& comm;
+  parallel::Comm& comm;
   UpdateEngine& engine;
 };
 
@@ -79,6 +79,7 @@ class StepRunner {
   std::vector<MiniBatch> make_plan(const rollout::RolloutBatch& b, const at::Tensor& adv,
                                    const std::vector<int64_t>& rows, int64_t first_row, at::Generator& gen);
   void fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t prompt_len, StepMetrics& m);
+  void pad_to_lockstep(const rollout::RolloutBatch& b, const at::Tensor& adv, std::vector<MiniBatch>& plan);
   void update(std::vector<MiniBatch>& plan, int64_t prompt_len, Progress& progress, StepMetrics& m);
   void measure_routing(const std::vector<MiniBatch>& plan, int64_t prompt_len, StepMetrics& m);
   void finish(StepMetrics& m, const Progress& progress);

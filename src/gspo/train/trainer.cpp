@@ -13,8 +13,8 @@
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
 #include "gspo/data/prompt_fit.h"
-#include "gspo/dist/comm.h"
-#include "gspo/dist/grad_sync.h"
+#include "gspo/parallel/comm.h"
+#include "gspo/parallel/grad_sync.h"
 #include "gspo/eval/eval_sets.h"
 #include "gspo/eval/validation.h"
 #include "gspo/io/checkpoint.h"
@@ -45,11 +45,11 @@ std::vector<data::Example> fit(std::vector<data::Example> rows, const config::Co
 }
 
 // Every rank starts from rank 0's weights; a fingerprint comparison afterwards proves it.
-void sync_initial_weights(model::Policy& policy, dist::Comm& comm, double bucket_bytes) {
+void sync_initial_weights(model::Policy& policy, parallel::Comm& comm, double bucket_bytes) {
   auto params = policy.parameters();
-  dist::broadcast_parameters(comm, params, bucket_bytes);
+  parallel::broadcast_parameters(comm, params, bucket_bytes);
   if (comm.world_size() == 1) return;
-  auto mine = dist::fingerprint(params);
+  auto mine = parallel::fingerprint(params);
   auto all = comm.all_gather(torch::tensor(mine, torch::kDouble)).view({-1, 2});
   for (int64_t r = 0; r < all.size(0); ++r)
     if (all[r][0].item<double>() != mine[0] || all[r][1].item<double>() != mine[1])
@@ -71,7 +71,7 @@ double window_mean(const std::vector<double>& v, bool head) {
 struct Trainer::Impl {
   config::Config cfg;
   std::string config_yaml;  // resolved config, stored with each checkpoint
-  dist::Comm& comm;
+  parallel::Comm& comm;
   std::optional<model::Policy> policy;
   std::optional<model::Policy> reference;  // only when algorithm.kl_coef > 0
   std::optional<model::Policy> sampling_copy;  // rollout.dtype bfloat16 with float32 training
@@ -86,7 +86,7 @@ struct Trainer::Impl {
   std::unique_ptr<io::MetricsLog> validation_log;   // RUN/validation.jsonl (rank 0)
   int64_t dropped_prompts = 0;  // rows left out at load: prompt + max_new_tokens over max_seq_len
 
-  Impl(const config::Config& c, dist::Comm& cm) : cfg(c), config_yaml(config::to_yaml(c)), comm(cm) {}
+  Impl(const config::Config& c, parallel::Comm& cm) : cfg(c), config_yaml(config::to_yaml(c)), comm(cm) {}
   void load_models(const std::optional<std::string>& ckpt, c10::Device device);
   void open_metrics();
   // Runs the validation sets on every rank; rank 0 logs them and appends them to validation.jsonl. Returns the
@@ -161,7 +161,9 @@ void Trainer::Impl::open_metrics() {
 
 nlohmann::ordered_json Trainer::Impl::validate(int64_t step, TrainSummary& sum) {
   const auto t0 = std::chrono::steady_clock::now();
+  engine->hold_whole(true);  // ZeRO-3: sampling needs the whole weights
   auto summaries = validation->run();
+  engine->hold_whole(false);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto fields = eval::Validation::headline(summaries);
   if (comm.is_main()) {
@@ -208,7 +210,8 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
                               at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.train.seed))});
   const double bucket_bytes = cfg.distributed.bucket_mb * 1024 * 1024;
   sync_initial_weights(*s.policy, s.comm, bucket_bytes);
-  s.engine = make_update_engine(*s.policy, {cfg.optimizer, cfg.model.dtype, cfg.distributed.zero_stage, bucket_bytes},
+  s.engine = make_update_engine(*s.policy, {cfg.optimizer, cfg.model.dtype, cfg.distributed.zero_stage, bucket_bytes,
+                                             cfg.distributed.zero3_keep_whole},
                                 s.comm);
   if (s.reference) s.reference->set_param_dtype(s.policy->parameters().front().scalar_type());
   if (ckpt) restore(*ckpt, *s.engine, *s.progress, s.config_yaml);
@@ -278,6 +281,7 @@ TrainSummary Trainer::run() {
   sum.accuracy_end = window_mean(accs, false);
   sum.dropped_prompts = s.dropped_prompts;
   const auto heldout = data::load_heldout(c.data);
+  if (!heldout.empty()) s.engine->hold_whole(true);  // collective: every rank gathers, rank 0 evaluates
   if (!heldout.empty() && s.comm.is_main()) {
     torch::NoGradGuard no_grad;
     const std::vector<data::Example> seen(s.examples.begin(),
@@ -286,6 +290,7 @@ TrainSummary Trainer::run() {
     sum.heldout_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, heldout, c);
     sum.train_greedy_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, seen, c);
   }
+  if (!heldout.empty()) s.engine->hold_whole(false);
   return sum;
 }
 

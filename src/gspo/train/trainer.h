@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gspo/config/options.h"
-#include "gspo/dist/launch_env.h"
+#include "gspo/parallel/launch_env.h"
 
-namespace gspo::dist { class Comm; }
+namespace gspo::parallel { class Comm; }
 
 namespace gspo::train {
 
@@ -40,9 +40,9 @@ std::string summary_text(const TrainSummary& s);
 // Where a training process runs, decided by its caller (cli/train_job.h): the launcher's rank layout, the device of
 // the model, and the process group over the ranks (world size 1: a local group whose collectives are identities).
 struct Placement {
-  dist::LaunchEnv env;
+  parallel::LaunchEnv env;
   c10::Device device = c10::kCPU;
-  dist::Comm* comm = nullptr;  // not owned; outlives the Trainer
+  parallel::Comm* comm = nullptr;  // not owned; outlives the Trainer
 };
 
 // ConfigError naming rollout.prompts_per_step unless it divides into whole groups per rank. Checked before the

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "gspo/core/error.h"
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/model/policy.h"
 #include "gspo/train/logprobs.h"
 #include "gspo/train/minibatch.h"
@@ -49,6 +49,14 @@ at::Tensor high_entropy_tokens(const at::Tensor& entropy, const at::Tensor& resp
 void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progress, StepMetrics& m) {
   const auto& c = p_.cfg;
   Totals t;
+  // Lockstep engines (ZeRO-3): the backward an idle micro-batch, or one after a non-finite loss, still runs on this
+  // rank, so the others' gathers and reduce-scatters find it; its gradients are discarded.
+  auto keep_in_step = [&](const TokenLogprobs& tl) {
+    p_.engine.set_idle(true);
+    (tl.logprobs.sum() * 0.0).backward();
+    p_.engine.after_backward();
+    p_.engine.set_idle(false);
+  };
   for (size_t k = 0; k < plan.size(); ++k) {
     p_.engine.zero_grad();
     const double loss_before = t.loss_sum, entropy_before = t.entropy_sum;
@@ -58,6 +66,10 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
       auto tl = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kCompute,
                                   c.train.logprob_chunk_tokens, train_pass_,
                                   {replay_routes_ ? &mi.routes : nullptr, nullptr});
+      if (mi.idle || bad) {  // reached with `bad` set by lockstep engines only
+        keep_in_step(tl);
+        continue;
+      }
       algo::LossInputs in{tl.logprobs, mi.old_lp, mi.resp_mask, mi.advantages, mi.ref_lp, mi.is, {}};
       if (c.algorithm.top_entropy_quantile < 1)
         in.keep = high_entropy_tokens(tl.entropy, mi.resp_mask, c.algorithm.top_entropy_quantile);
@@ -65,7 +77,9 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
       const double lv = res.loss.item<double>();
       if (!std::isfinite(lv)) {
         bad = "loss (" + std::to_string(lv) + ")";
-        break;
+        if (!p_.engine.lockstep()) break;
+        keep_in_step(tl);
+        continue;
       }
       const double rows = static_cast<double>(mi.rows.size());
       (res.loss * (rows / static_cast<double>(plan[k].global_rows))).backward();

@@ -8,12 +8,13 @@
 
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
-#include "gspo/dist/comm.h"
-#include "gspo/dist/grad_sync.h"
-#include "gspo/dist/sharded_adamw.h"
+#include "gspo/parallel/comm.h"
+#include "gspo/parallel/grad_sync.h"
+#include "gspo/parallel/sharded_adamw.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/policy.h"
 #include "gspo/train/master_weights.h"
+#include "gspo/train/zero3_engine.h"
 
 namespace gspo::train {
 namespace {
@@ -56,6 +57,11 @@ class Weights {
     if (master_) master_->with_float32_policy(f);
     else f();
   }
+  bool finite() const {
+    for (const auto& p : params())
+      if (!torch::isfinite(p).all().item<bool>()) return false;
+    return true;
+  }
 
  private:
   model::Policy& policy_;
@@ -65,16 +71,20 @@ class Weights {
 double max_norm_of(const config::OptimizerOptions& o) { return o.grad_clip > 0 ? o.grad_clip : INFINITY; }
 
 // A checkpoint whose optimizer files are the other engine's.
+}  // namespace
+
 [[noreturn]] void wrong_engine(const std::string& dir, int64_t written) {
   throw ConfigError("checkpoint '" + dir + "' was written with distributed.zero_stage " + std::to_string(written) +
                     "; resume it with zero_stage " + std::to_string(written) +
-                    (written == 1 ? " (any world size)" : " (the sharded optimizer cannot take torch AdamW state)"));
+                    (written == 0 ? " (the sharded optimizers cannot take torch AdamW state)" : " (any world size)"));
 }
+
+namespace {
 
 // Replicated AdamW: gradients all-reduced bucket by bucket, torch::nn::utils::clip_grad_norm_, torch::optim::AdamW.
 class AdamWEngine : public UpdateEngine {
  public:
-  AdamWEngine(model::Policy& policy, const EngineOptions& o, dist::Comm& comm)
+  AdamWEngine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
       : w_(policy, o.dtype), comm_(comm), max_norm_(max_norm_of(o.optimizer)), bucket_bytes_(o.bucket_bytes) {
     const auto& h = o.optimizer;
     torch::optim::AdamWOptions ao(h.lr);
@@ -85,7 +95,7 @@ class AdamWEngine : public UpdateEngine {
   void after_backward() override { w_.after_backward(); }
   double reduce() override {
     auto params = w_.params();
-    dist::all_reduce_gradients(comm_, params, bucket_bytes_);
+    parallel::all_reduce_gradients(comm_, params, bucket_bytes_);
     return torch::nn::utils::clip_grad_norm_(params, max_norm_);
   }
   void step(double lr) override {
@@ -103,16 +113,18 @@ class AdamWEngine : public UpdateEngine {
     return bytes;
   }
   int64_t model_state_bytes() const override { return w_.bytes() + state_bytes(); }
-  void save(const std::string& dir) const override { io::save_optimizer(dir, *opt_); }
+  bool weights_finite() override { return w_.finite(); }  // replicated: the same answer on every rank
+  void save(const std::string& dir) override { io::save_optimizer(dir, *opt_); }
   void load(const std::string& dir) override {
     if (core::exists(dir + "/" + kZeroFile)) wrong_engine(dir, 1);
+    if (written_by_zero3(dir)) wrong_engine(dir, 3);
     io::load_optimizer(dir, *opt_);
   }
   void with_float32_policy(const std::function<void()>& f) override { w_.with_float32_policy(f); }
 
  private:
   Weights w_;
-  dist::Comm& comm_;
+  parallel::Comm& comm_;
   double max_norm_, bucket_bytes_;
   std::unique_ptr<torch::optim::AdamW> opt_;
 };
@@ -120,10 +132,10 @@ class AdamWEngine : public UpdateEngine {
 // ZeRO-1: gradients reduce-scattered, each rank steps its shard of the moments, weights all-gathered.
 class Zero1Engine : public UpdateEngine {
  public:
-  Zero1Engine(model::Policy& policy, const EngineOptions& o, dist::Comm& comm)
+  Zero1Engine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
       : w_(policy, o.dtype), max_norm_(max_norm_of(o.optimizer)) {
     const auto& h = o.optimizer;
-    zero_ = std::make_unique<dist::ShardedAdamW>(w_.params(), dist::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
+    zero_ = std::make_unique<parallel::ShardedAdamW>(w_.params(), parallel::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
                                                  comm);
   }
   void zero_grad() override { w_.zero_grad(); }
@@ -138,13 +150,14 @@ class Zero1Engine : public UpdateEngine {
   int64_t model_state_bytes() const override {
     return w_.bytes() + zero_->state_bytes() + zero_->grad_shard_bytes();
   }
-  void gather_for_save() override { gathered_ = zero_->gather_state(); }
-  void save(const std::string& dir) const override {
+  bool weights_finite() override { return w_.finite(); }
+  void gather_for_save(const std::string&) override { gathered_ = zero_->gather_state(); }
+  void save(const std::string& dir) override {
     io::save_tensors(dir + "/" + kZeroFile, gathered_, "ZeRO-1 optimizer state");
   }
   void load(const std::string& dir) override {
     const std::string file = dir + "/" + kZeroFile;
-    if (!core::exists(file)) wrong_engine(dir, 0);
+    if (!core::exists(file)) wrong_engine(dir, written_by_zero3(dir) ? 3 : 0);
     zero_->load_state(io::load_tensors(file, "ZeRO-1 optimizer state"), file);
   }
   void with_float32_policy(const std::function<void()>& f) override { w_.with_float32_policy(f); }
@@ -153,13 +166,14 @@ class Zero1Engine : public UpdateEngine {
   Weights w_;
   double max_norm_;
   double norm_ = 0;
-  std::unique_ptr<dist::ShardedAdamW> zero_;
+  std::unique_ptr<parallel::ShardedAdamW> zero_;
   std::vector<at::Tensor> gathered_;
 };
 
 }  // namespace
 
-std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, dist::Comm& comm) {
+std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm) {
+  if (opts.zero_stage == 3) return make_zero3_engine(policy, opts, comm);
   if (opts.zero_stage == 1) return std::make_unique<Zero1Engine>(policy, opts, comm);
   return std::make_unique<AdamWEngine>(policy, opts, comm);
 }

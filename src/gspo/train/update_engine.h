@@ -15,7 +15,7 @@
 
 #include "gspo/config/options.h"
 
-namespace gspo::dist { class Comm; }
+namespace gspo::parallel { class Comm; }
 namespace gspo::model { class Policy; }
 
 namespace gspo::train {
@@ -39,12 +39,23 @@ class UpdateEngine {
   // gradients (bf16 training), state_bytes(), and ZeRO-1's gradient shard; read off the tensors as they are now.
   virtual int64_t model_state_bytes() const = 0;
 
-  // Collective: what save() writes is gathered on every rank (ZeRO-1's shards); call before save().
-  virtual void gather_for_save() {}
+  // Collective: every weight finite (before a checkpoint is written).
+  virtual bool weights_finite() = 0;
+  // Collective: what save() writes is gathered (ZeRO-1's moments, ZeRO-3's float32 weights on rank 0) or written by
+  // each rank into `staging` (ZeRO-3's shards; a directory beside the checkpoints that save() empties); call before save().
+  virtual void gather_for_save(const std::string& staging) { (void)staging; }
   // Writes the optimizer's files into a (temporary) checkpoint directory. Rank 0 only, after gather_for_save().
-  virtual void save(const std::string& dir) const = 0;
+  virtual void save(const std::string& dir) = 0;
   // Restores this rank's state from a checkpoint directory; ConfigError when it was written by the other engine.
   virtual void load(const std::string& dir) = 0;
+
+  // Collective with ZeRO-3 (elsewhere nothing): `on` gathers every decoder layer's weights whole, for the passes that
+  // need the whole model (rollout, validation, greedy evaluation); `off` gives them back.
+  virtual void hold_whole(bool on) { (void)on; }
+  // True when every rank must run the same number of forward/backward passes (ZeRO-3 gathers and reduces in them).
+  virtual bool lockstep() const { return false; }
+  // Lockstep engines: the passes that follow only keep this rank in step (their gradients are discarded).
+  virtual void set_idle(bool idle) { (void)idle; }
 
   // Runs `f` while the policy holds the float32 weights the optimizer updates (bf16 training: the masters, so a
   // checkpoint resumes exactly; float32: the policy as it is).
@@ -55,11 +66,12 @@ struct EngineOptions {
   config::OptimizerOptions optimizer;
   config::Dtype dtype = config::Dtype::kFloat32;  // model.dtype
   int64_t zero_stage = 0;                          // distributed.zero_stage
+  bool keep_whole = false;                         // distributed.zero3_keep_whole
   double bucket_bytes = 25.0 * 1024 * 1024;        // gradient all-reduce buckets (plain AdamW)
 };
 
 // Sets requires_grad on the policy's parameters and, for bfloat16, takes float32 masters from its (float32) weights
 // and casts the policy to bf16. The policy and `comm` must outlive the engine.
-std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, dist::Comm& comm);
+std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm);
 
 }  // namespace gspo::train

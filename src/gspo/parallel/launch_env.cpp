@@ -1,11 +1,11 @@
-#include "gspo/dist/launch_env.h"
+#include "gspo/parallel/launch_env.h"
 
 #include <cstdlib>
 
 #include "gspo/core/error.h"
 #include "gspo/core/parse.h"
 
-namespace gspo::dist {
+namespace gspo::parallel {
 namespace {
 
 int64_t to_int(const std::string& name, const std::string& text) {
@@ -107,4 +107,4 @@ std::string first_slurm_host(const std::string& nodelist) {
   return host;
 }
 
-}  // namespace gspo::dist
+}  // namespace gspo::parallel

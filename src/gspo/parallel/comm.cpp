@@ -1,4 +1,4 @@
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -17,7 +17,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 
-namespace gspo::dist {
+namespace gspo::parallel {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -265,6 +265,28 @@ at::Tensor Comm::all_gather(const at::Tensor& t) {
   return torch::cat(outputs[0], 0);
 }
 
+void Comm::all_gather_into(const at::Tensor& shard, at::Tensor& full) {
+  const int64_t n = shard.numel();
+  if (full.numel() != n * world_size() || !full.is_contiguous())
+    throw DistributedError("all_gather_into: output has " + std::to_string(full.numel()) + " elements, expected " +
+                           std::to_string(n * world_size()) + " contiguous");
+  if (!impl_) {
+    full.copy_(shard.reshape(-1));
+    return;
+  }
+  if (backend_ == "nccl" && !shard.is_cuda()) {
+    auto f = full.to(device_);
+    all_gather_into(shard.to(device_), f);
+    full.copy_(f);
+    return;
+  }
+  std::vector<at::Tensor> inputs{shard.contiguous().view({n})};
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int64_t r = 0; r < world_size(); ++r) outputs[0].push_back(full.narrow(0, r * n, n));  // views: no copy
+  run_collective(counters_, *this, "all_gather", nbytes(inputs[0]) * static_cast<double>(world_size()),
+                 [&] { return impl_->all_gather(outputs, inputs); });
+}
+
 void Comm::reduce_scatter(const at::Tensor& full, at::Tensor& shard) {
   const int64_t n = shard.numel();
   if (full.numel() != n * world_size())
@@ -299,4 +321,4 @@ Comm::Counters Comm::take_counters() {
   return c;
 }
 
-}  // namespace gspo::dist
+}  // namespace gspo::parallel

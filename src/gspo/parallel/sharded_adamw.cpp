@@ -1,14 +1,14 @@
-#include "gspo/dist/sharded_adamw.h"
+#include "gspo/parallel/sharded_adamw.h"
 
 #include <torch/torch.h>
 
 #include <cmath>
 
 #include "gspo/core/error.h"
-#include "gspo/dist/comm.h"
-#include "gspo/dist/grad_sync.h"
+#include "gspo/parallel/comm.h"
+#include "gspo/parallel/grad_sync.h"
 
-namespace gspo::dist {
+namespace gspo::parallel {
 
 ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Comm& comm)
     : params_(std::move(params)), h_(hyper), comm_(comm) {
@@ -60,25 +60,29 @@ double ShardedAdamW::reduce_gradients() {
   return std::sqrt(sq.item<double>());
 }
 
+void adamw_shard_step(at::Tensor& p, at::Tensor& exp_avg, at::Tensor& exp_avg_sq, const at::Tensor& grad,
+                      const at::Tensor& active, double lr, int64_t step, const AdamWHyper& h) {
+  torch::NoGradGuard g;
+  auto q = p.clone();
+  // The element-wise sequence of torch::optim::AdamW::step (LibTorch 1.13 and 2.x).
+  q.mul_(1 - lr * h.weight_decay);
+  auto m = exp_avg.clone().mul_(h.beta1).add_(grad, 1 - h.beta1);
+  auto v = exp_avg_sq.clone().mul_(h.beta2).addcmul_(grad, grad, 1 - h.beta2);
+  const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(step));
+  const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(step));
+  auto denom = (v.sqrt() / std::sqrt(bc2)).add_(h.eps);
+  q.addcdiv_(m, denom, -lr / bc1);
+  p.copy_(torch::where(active, q, p));
+  exp_avg.copy_(torch::where(active, m, exp_avg));
+  exp_avg_sq.copy_(torch::where(active, v, exp_avg_sq));
+}
+
 void ShardedAdamW::step(double lr, double grad_scale) {
   torch::NoGradGuard g;
   ++step_;
-  auto full = flat([](const at::Tensor& p) { return p.detach(); });
-  auto before = full.narrow(0, comm_.rank() * shard_, shard_);
-  auto p = before.clone();
-  auto grad = grad_scale == 1.0 ? grad_shard_ : grad_shard_ * grad_scale;
-  // The element-wise sequence of torch::optim::AdamW::step (LibTorch 1.13 and 2.x).
-  p.mul_(1 - lr * h_.weight_decay);
-  auto m = exp_avg_.clone().mul_(h_.beta1).add_(grad, 1 - h_.beta1);
-  auto v = exp_avg_sq_.clone().mul_(h_.beta2).addcmul_(grad, grad, 1 - h_.beta2);
-  const double bc1 = 1 - std::pow(h_.beta1, static_cast<double>(step_));
-  const double bc2 = 1 - std::pow(h_.beta2, static_cast<double>(step_));
-  auto denom = (v.sqrt() / std::sqrt(bc2)).add_(h_.eps);
-  p.addcdiv_(m, denom, -lr / bc1);
-  // Parameters no rank has a gradient for keep their weights and moments.
-  p = torch::where(active_, p, before);
-  exp_avg_ = torch::where(active_, m, exp_avg_);
-  exp_avg_sq_ = torch::where(active_, v, exp_avg_sq_);
+  auto p = flat([](const at::Tensor& t) { return t.detach(); }).narrow(0, comm_.rank() * shard_, shard_).clone();
+  adamw_shard_step(p, exp_avg_, exp_avg_sq_, grad_scale == 1.0 ? grad_shard_ : grad_shard_ * grad_scale, active_, lr,
+                   step_, h_);
   auto gathered = comm_.all_gather(p);
   int64_t off = 0;
   for (auto& param : params_) {
@@ -106,4 +110,4 @@ void ShardedAdamW::load_state(const std::vector<at::Tensor>& full, const std::st
   exp_avg_sq_.narrow(0, 0, n).copy_(full[2].narrow(0, lo, n));
 }
 
-}  // namespace gspo::dist
+}  // namespace gspo::parallel

@@ -10,13 +10,19 @@
 #include <string>
 #include <vector>
 
-namespace gspo::dist {
+namespace gspo::parallel {
 
 class Comm;
 
 struct AdamWHyper {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
 };
+
+// One AdamW step on a flat shard, element for element the sequence of torch::optim::AdamW::step: p, exp_avg and
+// exp_avg_sq are updated in place where `active` (bool, same length) is true and left untouched elsewhere (parameters
+// no rank has a gradient for). `step` counts from 1.
+void adamw_shard_step(at::Tensor& p, at::Tensor& exp_avg, at::Tensor& exp_avg_sq, const at::Tensor& grad,
+                      const at::Tensor& active, double lr, int64_t step, const AdamWHyper& h);
 
 class ShardedAdamW {
  public:
@@ -53,4 +59,4 @@ class ShardedAdamW {
   at::Tensor active_;       // [shard_] true where the parameter is used; the others are left untouched
 };
 
-}  // namespace gspo::dist
+}  // namespace gspo::parallel

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-namespace gspo::dist {
+namespace gspo::parallel {
 
 class Comm;
 
@@ -25,4 +25,4 @@ void broadcast_parameters(Comm& comm, const std::vector<at::Tensor>& params, dou
 // sum over parameters of (sum of the float64 values, sum of squares): equal on every rank when the weights are.
 std::vector<double> fingerprint(const std::vector<at::Tensor>& params);
 
-}  // namespace gspo::dist
+}  // namespace gspo::parallel

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "gspo/config/options.h"
-#include "gspo/dist/launch_env.h"
+#include "gspo/parallel/launch_env.h"
 
-namespace gspo::dist {
+namespace gspo::parallel {
 
 enum class ReduceOp { kSum, kMax, kMin };
 
@@ -39,6 +39,8 @@ class Comm {
   void broadcast(at::Tensor& t, int64_t root = 0);
   // Concatenation along dim 0 of every rank's `t` (same shape on every rank), in rank order.
   at::Tensor all_gather(const at::Tensor& t);
+  // shard [n] of every rank into full [world_size * n], rank r's at [r * n, (r + 1) * n); no concatenation copy.
+  void all_gather_into(const at::Tensor& shard, at::Tensor& full);
   // full: [world_size * n] on every rank; shard <- sum over ranks of full[rank * n, (rank + 1) * n).
   void reduce_scatter(const at::Tensor& full, at::Tensor& shard);
   // `what` names the point in the run for the error message.
@@ -63,4 +65,4 @@ class Comm {
   Counters counters_;
 };
 
-}  // namespace gspo::dist
+}  // namespace gspo::parallel

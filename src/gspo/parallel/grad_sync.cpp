@@ -1,10 +1,10 @@
-#include "gspo/dist/grad_sync.h"
+#include "gspo/parallel/grad_sync.h"
 
 #include <torch/torch.h>
 
-#include "gspo/dist/comm.h"
+#include "gspo/parallel/comm.h"
 
-namespace gspo::dist {
+namespace gspo::parallel {
 namespace {
 // Flattens `tensors` into one buffer, lets `op` transform it in place, and copies the result back.
 template <class Op>
@@ -88,4 +88,4 @@ std::vector<double> fingerprint(const std::vector<at::Tensor>& params) {
   return {sum, sq};
 }
 
-}  // namespace gspo::dist
+}  // namespace gspo::parallel

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace gspo::dist {
+namespace gspo::parallel {
 
 struct LaunchEnv {
   int64_t rank = 0;
@@ -27,4 +27,4 @@ LaunchEnv read_launch_env();  // the process environment
 // First host of a Slurm node list: "gpu[01-04,07],cpu3" -> "gpu01", "a[1-2]-b[5-6]" -> "a1-b5".
 std::string first_slurm_host(const std::string& nodelist);
 
-}  // namespace gspo::dist
+}  // namespace gspo::parallel

@@ -1,0 +1,303 @@
+#include "gspo/parallel/zero3.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "gspo/core/error.h"
+#include "gspo/model/policy.h"
+#include "gspo/parallel/comm.h"
+
+namespace gspo::parallel {
+
+struct Zero3::Unit {
+  std::vector<at::Tensor> params;            // the policy's parameters (their data swapped in and out)
+  std::vector<std::vector<int64_t>> shapes;  // their whole shapes
+  int64_t numel = 0, shard = 0;
+  at::Tensor master, exp_avg, exp_avg_sq, grad;  // float32 [shard]
+  at::Tensor full;                              // the gathered flat buffer (training dtype) while held
+  int64_t holds = 0;                            // acquire()s not yet released, plus the whole-model holds
+  std::vector<char> used;                       // per parameter: had a gradient on some rank (kept)
+  std::vector<char> local;                      // per parameter: had one on this rank since the last reduce
+  at::Tensor active;                            // bool [shard]: elements of used parameters
+};
+
+namespace {
+
+constexpr int64_t kShardFormat = 1;
+
+int64_t shard_of(int64_t numel, int64_t world) { return (numel + world - 1) / world; }
+
+// [lo, hi) of a unit's elements that rank `r` of `world` holds (clipped to the unit: the padding holds none).
+std::pair<int64_t, int64_t> range_of(int64_t numel, int64_t world, int64_t r) {
+  const int64_t s = shard_of(numel, world);
+  return {std::min(numel, r * s), std::min(numel, (r + 1) * s)};
+}
+
+}  // namespace
+
+Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, bool keep_whole, Comm& comm)
+    : policy_(policy), dtype_(dtype), h_(hyper), comm_(comm), keep_whole_(keep_whole) {
+  if (!policy.has_layers())
+    throw ConfigError("distributed.zero_stage 3 shards by decoder layer and needs a model with the per-layer methods "
+                      "(docs/model-contract.md); '" + policy.path() + "' has none: use zero_stage 0 or 1");
+  torch::NoGradGuard g;
+  const int64_t W = comm_.world_size();
+  for (auto& ps : policy.parameter_units()) {
+    Unit u;
+    std::vector<at::Tensor> flat;
+    for (auto& p : ps) {
+      if (p.scalar_type() != torch::kFloat)
+        throw ConfigError("distributed.zero_stage 3 takes a float32 policy to shard (model.dtype casts it); this "
+                          "model has a " + std::string(c10::toString(p.scalar_type())) + " parameter");
+      p.set_requires_grad(true);
+      u.shapes.push_back(p.sizes().vec());
+      u.numel += p.numel();
+      flat.push_back(p.detach().reshape(-1));
+    }
+    u.params = ps;
+    u.shard = shard_of(u.numel, W);
+    const int64_t pad = u.shard * W - u.numel;
+    if (pad > 0) flat.push_back(torch::zeros({pad}, flat.empty() ? torch::TensorOptions(torch::kFloat) : flat[0].options()));
+    u.master = torch::cat(flat).narrow(0, comm_.rank() * u.shard, u.shard).clone();
+    u.exp_avg = torch::zeros_like(u.master);
+    u.exp_avg_sq = torch::zeros_like(u.master);
+    u.grad = torch::zeros_like(u.master);
+    u.used.assign(ps.size(), 0);
+    u.local.assign(ps.size(), 0);
+    u.active = torch::zeros({u.shard}, u.master.options().dtype(torch::kBool));
+    numel_ += u.numel;
+    units_.push_back(std::move(u));
+  }
+  for (auto& p : units_[0].params) p.set_data(p.detach().to(dtype_));  // unit 0 stays whole
+  units_[0].holds = 1;
+  for (size_t i = 1; i < units_.size(); ++i) empty(units_[i]);
+  policy_.set_gate(this);
+  if (keep_whole_) hold_whole(true);
+}
+
+Zero3::~Zero3() { policy_.set_gate(nullptr); }
+
+std::vector<at::Tensor> Zero3::parameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& u : units_) out.insert(out.end(), u.params.begin(), u.params.end());
+  return out;
+}
+
+void Zero3::gather(Unit& u) {
+  torch::NoGradGuard g;
+  auto shard = u.master.to(dtype_);
+  u.full = torch::empty({u.shard * comm_.world_size()}, shard.options());
+  comm_.all_gather_into(shard, u.full);
+  int64_t off = 0;
+  for (size_t i = 0; i < u.params.size(); ++i) {
+    const auto& shape = u.shapes[i];
+    const int64_t n = c10::multiply_integers(shape);
+    u.params[i].set_data(u.full.narrow(0, off, n).view(shape));
+    off += n;
+  }
+}
+
+void Zero3::empty(Unit& u) {
+  torch::NoGradGuard g;
+  for (auto& p : u.params) p.set_data(torch::empty({0}, u.master.options().dtype(dtype_)));
+  u.full = at::Tensor();
+}
+
+Zero3::Unit& Zero3::layer_unit(int64_t layer) {
+  if (layer < 0 || layer + 1 >= static_cast<int64_t>(units_.size()))
+    throw Error("ZeRO-3: no decoder layer " + std::to_string(layer));
+  return units_[layer + 1];
+}
+
+void Zero3::acquire(int64_t layer) {
+  auto& u = layer_unit(layer);
+  if (u.holds++ == 0) gather(u);
+}
+
+void Zero3::release(int64_t layer) {
+  auto& u = layer_unit(layer);
+  if (u.holds > 0 && --u.holds == 0) empty(u);
+}
+
+void Zero3::hold_whole(bool on) {
+  if (on) {
+    ++whole_holds_;
+    for (size_t i = 1; i < units_.size(); ++i) acquire(static_cast<int64_t>(i) - 1);
+  } else if (whole_holds_ > 0) {
+    --whole_holds_;
+    for (size_t i = 1; i < units_.size(); ++i) release(static_cast<int64_t>(i) - 1);
+  }
+}
+
+// The unit's .grad (float32, zeros for parameters without one) reduce-scattered into its gradient shard.
+void Zero3::reduce_unit(Unit& u) {
+  torch::NoGradGuard g;
+  const int64_t W = comm_.world_size();
+  auto flat = torch::zeros({u.shard * W}, u.master.options());
+  int64_t off = 0;
+  for (size_t i = 0; i < u.params.size(); ++i) {
+    auto& p = u.params[i];
+    const int64_t n = c10::multiply_integers(u.shapes[i]);
+    if (p.grad().defined()) {
+      if (!idle_) {
+        flat.narrow(0, off, n).copy_(p.grad().reshape(-1));
+        u.local[i] = 1;
+      }
+      p.mutable_grad() = at::Tensor();
+    }
+    off += n;
+  }
+  auto mine = torch::empty({u.shard}, u.master.options());
+  comm_.reduce_scatter(flat, mine);
+  u.grad.add_(mine);
+}
+
+void Zero3::backward_done(int64_t layer) { reduce_unit(layer_unit(layer)); }
+
+void Zero3::reduce_ends() { reduce_unit(units_[0]); }
+
+void Zero3::zero_grad() {
+  for (auto& u : units_) {
+    u.grad.zero_();
+    for (auto& p : u.params)
+      if (p.grad().defined()) p.mutable_grad() = at::Tensor();
+  }
+}
+
+double Zero3::reduce_gradients() {
+  torch::NoGradGuard g;
+  // One small all-reduce: which parameters had a gradient on any rank since the last reduce.
+  std::vector<double> flags;
+  for (const auto& u : units_) flags.insert(flags.end(), u.local.begin(), u.local.end());
+  auto t = torch::tensor(flags, torch::kDouble);
+  comm_.all_reduce(t, ReduceOp::kMax);
+  auto f = t.accessor<double, 1>();
+  int64_t k = 0;
+  double sq = 0;
+  for (auto& u : units_) {
+    bool changed = false;
+    for (size_t i = 0; i < u.params.size(); ++i, ++k) {
+      u.local[i] = 0;
+      if (f[k] > 0 && !u.used[i]) u.used[i] = changed = true;
+    }
+    if (changed) {  // the elements of used parameters, in this rank's shard
+      auto all = torch::zeros({u.shard * comm_.world_size()}, torch::kBool);
+      int64_t off = 0;
+      for (size_t i = 0; i < u.params.size(); ++i) {
+        const int64_t n = c10::multiply_integers(u.shapes[i]);
+        if (u.used[i]) all.narrow(0, off, n).fill_(true);
+        off += n;
+      }
+      u.active = all.narrow(0, comm_.rank() * u.shard, u.shard).to(u.master.device());
+    }
+    sq += u.grad.to(torch::kDouble).pow(2).sum().item<double>();
+  }
+  auto total = torch::tensor({sq}, torch::kDouble);
+  comm_.all_reduce(total);
+  return std::sqrt(total.item<double>());
+}
+
+void Zero3::step(double lr, double grad_scale) {
+  torch::NoGradGuard g;
+  ++step_;
+  for (auto& u : units_) {
+    adamw_shard_step(u.master, u.exp_avg, u.exp_avg_sq, grad_scale == 1.0 ? u.grad : u.grad * grad_scale, u.active,
+                     lr, step_, h_);
+    if (u.holds > 0) gather(u);  // unit 0, and the layers kept whole
+  }
+}
+
+int64_t Zero3::state_bytes() const {
+  int64_t n = 0;
+  for (const auto& u : units_) n += static_cast<int64_t>(u.exp_avg.nbytes() + u.exp_avg_sq.nbytes());
+  return n;
+}
+
+int64_t Zero3::model_state_bytes() const {
+  int64_t n = state_bytes();
+  for (const auto& u : units_) {
+    n += static_cast<int64_t>(u.master.nbytes() + u.grad.nbytes());
+    for (const auto& p : u.params) {
+      n += static_cast<int64_t>(p.nbytes());
+      if (p.grad().defined()) n += static_cast<int64_t>(p.grad().nbytes());
+    }
+  }
+  return n;
+}
+
+std::vector<at::Tensor> Zero3::shard_state() const {
+  std::vector<int64_t> header{kShardFormat, comm_.world_size(), comm_.rank(), step_,
+                              static_cast<int64_t>(units_.size())};
+  for (const auto& u : units_) header.push_back(u.numel);
+  std::vector<at::Tensor> out{torch::tensor(header, torch::kLong)};
+  for (const auto& u : units_) {
+    out.push_back(u.exp_avg.to(torch::kCPU));
+    out.push_back(u.exp_avg_sq.to(torch::kCPU));
+  }
+  return out;
+}
+
+void Zero3::load_shards(int64_t old_world, const std::function<std::vector<at::Tensor>(int64_t)>& read,
+                        const std::string& from) {
+  torch::NoGradGuard g;
+  const auto U = static_cast<int64_t>(units_.size());
+  auto mismatch = [&](const std::string& why) {
+    return IoError("'" + from + "' does not hold ZeRO-3 optimizer state for this model: " + why);
+  };
+  const int64_t W = comm_.world_size();
+  for (auto& u : units_) {
+    u.exp_avg.zero_();
+    u.exp_avg_sq.zero_();
+  }
+  for (int64_t r = 0; r < old_world; ++r) {
+    const auto state = read(r);
+    if (state.empty() || state[0].numel() != 5 + U || state.size() != static_cast<size_t>(1 + 2 * U))
+      throw mismatch("rank " + std::to_string(r) + "'s file has " + std::to_string(state.size()) + " tensors for " +
+                     std::to_string(U) + " units");
+    auto h = state[0].accessor<int64_t, 1>();
+    if (h[0] != kShardFormat || h[1] != old_world || h[2] != r)
+      throw mismatch("rank " + std::to_string(r) + "'s file says format " + std::to_string(h[0]) + ", rank " +
+                     std::to_string(h[2]) + " of " + std::to_string(h[1]));
+    step_ = h[3];
+    for (int64_t k = 0; k < U; ++k) {
+      auto& u = units_[k];
+      if (h[5 + k] != u.numel)
+        throw mismatch("unit " + std::to_string(k) + " has " + std::to_string(h[5 + k]) + " elements, the model " +
+                       std::to_string(u.numel));
+      // The old rank's elements [olo, ohi) of the unit that fall in this rank's [lo, hi).
+      const auto [olo, ohi] = range_of(u.numel, old_world, r);
+      const auto [lo, hi] = range_of(u.numel, W, comm_.rank());
+      const int64_t a = std::max(olo, lo), b = std::min(ohi, hi);
+      if (a >= b) continue;
+      u.exp_avg.narrow(0, a - lo, b - a).copy_(state[1 + 2 * k].narrow(0, a - olo, b - a));
+      u.exp_avg_sq.narrow(0, a - lo, b - a).copy_(state[2 + 2 * k].narrow(0, a - olo, b - a));
+    }
+  }
+  // Which parameters take part starts afresh, as in one process after a resume (torch's AdamW skips a parameter
+  // until its .grad exists again).
+}
+
+bool Zero3::finite() {
+  bool ok = true;
+  for (const auto& u : units_) ok = ok && torch::isfinite(u.master).all().item<bool>();
+  return !comm_.any(!ok);
+}
+
+std::vector<at::Tensor> Zero3::gather_float32() {
+  torch::NoGradGuard g;
+  std::vector<at::Tensor> out;
+  for (const auto& u : units_) {
+    auto full = torch::empty({u.shard * comm_.world_size()}, u.master.options());
+    comm_.all_gather_into(u.master, full);
+    int64_t off = 0;
+    for (const auto& shape : u.shapes) {
+      const int64_t n = c10::multiply_integers(shape);
+      out.push_back(comm_.is_main() ? full.narrow(0, off, n).view(shape).to(torch::Device(torch::kCPU), torch::kFloat, false, true) : at::Tensor());
+      off += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace gspo::parallel

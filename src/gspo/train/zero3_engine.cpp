@@ -1,0 +1,123 @@
+// The ZeRO-3 update engine: parallel::Zero3 behind the UpdateEngine interface, and its checkpoint files.
+#include "gspo/train/zero3_engine.h"
+
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <regex>
+
+#include "gspo/core/error.h"
+#include "gspo/core/fs.h"
+#include "gspo/io/checkpoint.h"
+#include "gspo/model/policy.h"
+#include "gspo/parallel/comm.h"
+#include "gspo/parallel/zero3.h"
+
+namespace gspo::train {
+namespace {
+
+std::string shard_file(int64_t rank) { return "optimizer_zero3_rank" + std::to_string(rank) + ".pt"; }
+
+// The ranks whose shard files `dir` holds (0 .. n-1 expected).
+std::vector<int64_t> shard_ranks(const std::string& dir) {
+  static const std::regex kName(R"(optimizer_zero3_rank(\d+)\.pt)");
+  std::vector<int64_t> ranks;
+  for (const auto& name : core::list_dir(dir)) {
+    std::smatch m;
+    if (std::regex_match(name, m, kName)) ranks.push_back(std::stoll(m[1].str()));
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+class Zero3Engine : public UpdateEngine {
+ public:
+  Zero3Engine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
+      : comm_(comm), max_norm_(o.optimizer.grad_clip > 0 ? o.optimizer.grad_clip : INFINITY) {
+    const auto& h = o.optimizer;
+    const auto dtype = o.dtype == config::Dtype::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
+    z_ = std::make_unique<parallel::Zero3>(policy, dtype, parallel::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
+                                           o.keep_whole, comm);
+  }
+  void zero_grad() override { z_->zero_grad(); }
+  void after_backward() override { z_->reduce_ends(); }
+  double reduce() override { return norm_ = z_->reduce_gradients(); }
+  void step(double lr) override {
+    const double coef = max_norm_ / (norm_ + 1e-6);  // torch::nn::utils::clip_grad_norm_'s rule
+    z_->step(lr, coef < 1 ? coef : 1.0);
+  }
+  int64_t state_bytes() const override { return z_->state_bytes(); }
+  int64_t model_state_bytes() const override { return z_->model_state_bytes(); }
+  bool weights_finite() override { return z_->finite(); }
+
+  // Every rank writes its moments into `staging`; rank 0 gathers the float32 weights for the consolidated policy.pt.
+  void gather_for_save(const std::string& staging) override {
+    core::ensure_dir(staging);
+    io::save_tensors(staging + "/" + shard_file(comm_.rank()), z_->shard_state(), "ZeRO-3 optimizer shard");
+    full_ = z_->gather_float32();
+    staging_ = staging;
+    comm_.barrier("ZeRO-3 shards of a checkpoint written");
+  }
+  void save(const std::string& dir) override {
+    for (int64_t r = 0; r < comm_.world_size(); ++r) {
+      const std::string from = staging_ + "/" + shard_file(r), to = dir + "/" + shard_file(r);
+      if (std::rename(from.c_str(), to.c_str()) != 0)
+        throw IoError("cannot move the ZeRO-3 shard '" + from + "' into checkpoint '" + dir + "'");
+    }
+    core::remove_all(staging_);
+  }
+  void load(const std::string& dir) override {
+    const auto ranks = shard_ranks(dir);
+    if (ranks.empty()) wrong_engine(dir, core::exists(dir + "/optimizer_zero1.pt") ? 1 : 0);
+    const auto n = static_cast<int64_t>(ranks.size());
+    for (int64_t r = 0; r < n; ++r)
+      if (ranks[r] != r)
+        throw IoError("checkpoint '" + dir + "' lacks " + shard_file(r) + " (it has " + std::to_string(n) +
+                      " ZeRO-3 shard files)");
+    z_->load_shards(n, [&](int64_t r) { return io::load_tensors(dir + "/" + shard_file(r), "ZeRO-3 optimizer shard"); },
+                    dir);
+  }
+  // Rank 0, after gather_for_save(): the policy's parameters hold the float32 values (host memory) while `f` runs.
+  void with_float32_policy(const std::function<void()>& f) override {
+    torch::NoGradGuard g;
+    auto params = z_->parameters();
+    if (full_.size() != params.size()) throw Error("ZeRO-3: the float32 weights were not gathered before saving");
+    std::vector<at::Tensor> before;
+    for (size_t i = 0; i < params.size(); ++i) {
+      before.push_back(params[i].variable_data());
+      params[i].set_data(full_[i]);
+    }
+    auto restore = [&] {
+      for (size_t i = 0; i < params.size(); ++i) params[i].set_data(before[i]);
+      full_.clear();
+    };
+    try {
+      f();
+    } catch (...) {
+      restore();
+      throw;
+    }
+    restore();
+  }
+  void hold_whole(bool on) override { z_->hold_whole(on); }
+  bool lockstep() const override { return true; }
+  void set_idle(bool idle) override { z_->set_idle(idle); }
+
+ private:
+  parallel::Comm& comm_;
+  double max_norm_, norm_ = 0;
+  std::unique_ptr<parallel::Zero3> z_;
+  std::vector<at::Tensor> full_;
+  std::string staging_;
+};
+
+}  // namespace
+
+bool written_by_zero3(const std::string& dir) { return !shard_ranks(dir).empty(); }
+
+std::unique_ptr<UpdateEngine> make_zero3_engine(model::Policy& policy, const EngineOptions& opts,
+                                                parallel::Comm& comm) {
+  return std::make_unique<Zero3Engine>(policy, opts, comm);
+}
+
+}  // namespace gspo::train

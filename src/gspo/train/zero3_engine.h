@@ -1,0 +1,21 @@
+// Private to src/gspo/train (update_engine.cpp, zero3_engine.cpp): the ZeRO-3 update engine, and what the engines
+// share about each other's checkpoint files.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gspo/train/update_engine.h"
+
+namespace gspo::train {
+
+// distributed.zero_stage 3 (parallel/zero3.h). Writes optimizer_zero3_rank<R>.pt per rank (exp_avg and exp_avg_sq
+// shards); the weights resume from the checkpoint's consolidated float32 policy.pt.
+std::unique_ptr<UpdateEngine> make_zero3_engine(model::Policy& policy, const EngineOptions& opts,
+                                                parallel::Comm& comm);
+// Whether checkpoint `dir` holds ZeRO-3 shard files.
+bool written_by_zero3(const std::string& dir);
+// ConfigError: checkpoint `dir` was written by the engine of distributed.zero_stage `written`.
+[[noreturn]] void wrong_engine(const std::string& dir, int64_t written);
+
+}  // namespace gspo::train
