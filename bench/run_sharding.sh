@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Memory per rank and seconds per step of ZeRO-0 (plain data parallelism), ZeRO-1 and ZeRO-3 on 1, 2 and 4 Gloo
-# ranks of this machine, for a model large for it: a random ~0.5B-parameter decoder (scripts/make_tiny_model.py:
-# 10 layers, hidden 2048, 16 heads, MLP 5632; byte vocabulary), bf16 weights with float32 masters, one training step
-# of 4 prompts x 2 samples x 16 tokens. Each configuration runs in a memory cgroup capped at CAP_GB (default 20) when
+# ranks of this machine, for a model large for it: a random ~0.3B-parameter decoder (scripts/make_tiny_model.py:
+# 6 layers, hidden 2048, 16 heads, MLP 5632; byte vocabulary), bf16 weights with float32 masters, one training step
+# of 4 prompts x 2 samples x 16 tokens. Each configuration runs in a memory cgroup capped at CAP_GB (default 14) when
 # the cgroup v1 memory controller is writable (root), so "out of memory" kills only that run; elsewhere the cap is
 # the machine's own memory. Prints a Markdown table (docs/distributed.md quotes it): peak RSS per rank (the largest
 # over ranks, from each rank's metrics line), model_state_mb_per_rank, time_step_s, or how the run ended.
@@ -10,14 +10,14 @@
 set -u
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$SRC/build}"; WORK="${2:-/tmp/gspo_sharding}"
-GSPO="$BUILD/gspo"; CAP_GB="${CAP_GB:-20}"
+GSPO="$BUILD/gspo"; CAP_GB="${CAP_GB:-14}"
 source "$SRC/scripts/pyenv.sh" >/dev/null 2>&1 || true
 PY="${GSPO_PY:-python3}"
 mkdir -p "$WORK"
-MODEL="$WORK/m500.pt"
+MODEL="$WORK/m300.pt"
 if [ ! -f "$MODEL" ]; then
-  echo "making the ~0.5B-parameter model (once) ..."
-  "$PY" "$SRC/scripts/make_tiny_model.py" --out "$MODEL" --layers 10 --hidden 2048 --heads 16 --kv-heads 16 \
+  echo "making the ~0.3B-parameter model (once) ..."
+  "$PY" "$SRC/scripts/make_tiny_model.py" --out "$MODEL" --layers 6 --hidden 2048 --heads 16 --kv-heads 16 \
     --intermediate 5632 --max-seq-len 64 --seed 1 >/dev/null || { echo "make_tiny_model.py failed"; exit 1; }
 fi
 
