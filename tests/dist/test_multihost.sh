@@ -148,7 +148,10 @@ if [ -d "$want" ] && link down; then
     ok "last checkpoint $after in place with its files, no temporary directory left"
   else cut_ok=0; bad "checkpoint after the cut: '$after' (at the cut '$at_cut'), files: $files $(ls -a "$TMP/cut/checkpoints")"; fi
 else
-  bad "the run never reached checkpoint $CUT_AFTER (or the link could not be cut)" "$TMP/cut.rank0.log"; tail -3 "$TMP/cut.rank1.log"
+  for r in 0 1; do wait_host "${P[$r]}" 5; rcs[$r]=$rc; done  # 999: still running 5 s later
+  bad "the run never reached checkpoint $CUT_AFTER, or the link could not be cut (rank 0 exit ${rcs[0]}, rank 1 exit ${rcs[1]})" \
+    "$TMP/cut.rank0.log"
+  tail -5 "$TMP/cut.rank1.log"
 fi
 
 # --- (c) link back, resume on both hosts --------------------------------------------------------------------
