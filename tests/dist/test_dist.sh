@@ -107,6 +107,19 @@ run r2z3 2 "${Z3[@]}" && run r3z3 3 "${Z3[@]}" && {
   same "3 ranks ZeRO-3 = 1 process" r1 r3z3
 }
 run r2z3k 2 "${Z3[@]}" --set distributed.zero3_keep_whole=true && same "2 ranks ZeRO-3 keeping the whole copy = 1 process" r1 r2z3k
+run r2z3b 2 "${Z3[@]}" --set distributed.zero3_overlap=false && same "2 ranks ZeRO-3 with blocking collectives = 1 process" r1 r2z3b
+# Overlap prefetches most layer gathers, blocking none, out of the same number; keeping the whole copy holds every
+# layer between steps (model state at the step's end), the default frees them.
+"$PY" - "$TMP" <<'PY' && ok "ZeRO-3: gathers prefetched with overlap, none blocking; zero3_keep_whole holds the layers" || bad "ZeRO-3 overlap / keep_whole metrics" "$TMP/r2z3.log"
+import json, sys
+t = sys.argv[1]
+runs = {r: [json.loads(l) for l in open(f"{t}/{r}/metrics.jsonl")] for r in ("r2z3", "r2z3b", "r2z3k")}
+for a, b in zip(runs["r2z3"], runs["r2z3b"]):
+    assert a["zero3_gathers"] == b["zero3_gathers"] > 0, (a["zero3_gathers"], b["zero3_gathers"])
+    assert a["zero3_prefetch_frac"] > 0.3 and b["zero3_prefetch_frac"] == 0, (a["zero3_prefetch_frac"], b["zero3_prefetch_frac"])
+held, freed = runs["r2z3k"][-1]["model_state_mb_per_rank"], runs["r2z3"][-1]["model_state_mb_per_rank"]
+assert held > 1.1 * freed, (held, freed)  # + 4 bytes x the decoder layers' parameters
+PY
 run t3z3 3 "${TIED[@]}" "${Z3[@]}" && INITIAL="$MODELS/tiny_qwen3.pt" same "tied embeddings: 3 ranks ZeRO-3 = 1 process" t1 t3z3
 run mr2z3 2 "${MOE[@]}" --set algorithm.routing_replay=old "${Z3[@]}" && \
   INITIAL="$MODELS/qwen3_moe_tiny.pt" same "qwen3_moe with routing replay: 2 ranks ZeRO-3 = 1 process" mr1 mr2z3

@@ -28,12 +28,14 @@ struct Batch {
   int64_t P;
 };
 
-// Four rollout-shaped rows (left-padded prompts, right-padded responses of different lengths).
+// Four rollout-shaped rows (left-padded prompts, right-padded responses of different lengths). Its own generator:
+// the two ranks of run_two_ranks are threads of one process, and seeding the global one from both raced (each rank
+// could draw other rows).
 Batch rows_batch() {
-  torch::manual_seed(3);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
   const int64_t n = 4, P = 5, R = 6;
   const int64_t prompt_len[n] = {5, 2, 4, 3}, resp_len[n] = {6, 3, 1, 5};
-  auto ids = torch::randint(200, {n, P + R}, torch::kLong);
+  auto ids = torch::randint(200, {n, P + R}, gen, torch::kLong);
   auto mask = torch::zeros({n, P + R}, torch::kLong);
   for (int64_t r = 0; r < n; ++r) mask[r].narrow(0, P - prompt_len[r], prompt_len[r] + resp_len[r]).fill_(1);
   return {ids, mask, P};
@@ -51,8 +53,9 @@ void backward_rows(model::Policy& policy, const Batch& b, int64_t first, int64_t
   (-(lp * resp).sum(1) * w).sum().backward();
 }
 
-train::EngineOptions options(config::Dtype dtype, int64_t zero_stage) {
+train::EngineOptions options(config::Dtype dtype, int64_t zero_stage, bool overlap = true) {
   train::EngineOptions o;
+  o.overlap = overlap;
   o.optimizer.lr = 1e-2;
   o.optimizer.weight_decay = 0.1;
   o.optimizer.grad_clip = 0.5;  // clipping is exercised (the gradient norms here are larger)
@@ -112,6 +115,7 @@ double mean_diff(const std::vector<torch::Tensor>& a, const std::vector<torch::T
 struct Result {
   std::vector<torch::Tensor> weights;
   std::vector<double> norms;
+  train::UpdateEngine::GatherCounts gathers;  // over the steps taken
 };
 
 // One process, every row: torch AdamW (zero_stage 0) or ZeRO-3 at world size 1.
@@ -126,15 +130,16 @@ Result one_process(const std::string& model, config::Dtype dtype, int64_t zero_s
 }
 
 // Two Gloo ranks, rows 0-1 on rank 0 and 2-3 on rank 1; rank 0's result.
-Result two_ranks(const std::string& model, config::Dtype dtype, int64_t zero_stage, int steps) {
+Result two_ranks(const std::string& model, config::Dtype dtype, int64_t zero_stage, int steps, bool overlap = true) {
   Result r0;
   const std::string staging = test::fresh_dir("zero3_two_" + model);
   auto errors = test::run_two_ranks([&](parallel::Comm& comm, int rank) {
     auto policy = test::load_tiny(model);
-    auto engine = train::make_update_engine(policy, options(dtype, zero_stage), comm);
+    auto engine = train::make_update_engine(policy, options(dtype, zero_stage, overlap), comm);
     auto norms = take_steps(*engine, policy, rows_batch(), 2 * rank, 2, steps);
+    const auto gathers = engine->take_gather_counts();
     auto w = float32_weights(*engine, policy, comm, staging);
-    if (rank == 0) r0 = {w, norms};
+    if (rank == 0) r0 = {w, norms, gathers};
   });
   REQUIRE(errors.error[0] == "");
   REQUIRE(errors.error[1] == "");
@@ -172,6 +177,27 @@ TEST_CASE("ZeRO-3 on 2 Gloo ranks equals plain data parallelism and one process 
   // matmul may round an element differently and Adam turns that into up to 2 lr on a few weights: the mean holds.
   CHECK(max_diff(bf16_z3.weights, bf16_dp.weights) < 6e-2);
   CHECK(mean_diff(bf16_z3.weights, bf16_dp.weights) < 1e-5);
+}
+
+// distributed.zero3_overlap moves when the collectives complete, not what they compute: the same gathered bytes
+// and the same reduced sums reach the same kernels in the same shapes, so bit for bit. Per step of one forward and
+// one backward over L layers, 2L gathers: only the forward's first layer is not prefetched (the step before freed
+// the layer kept for it, whose masters it changed); the last layer of the forward is kept for its backward.
+TEST_CASE("ZeRO-3 overlap (prefetched gathers, reduce-scatters behind the next backward) takes the blocking steps bit for bit") {
+  for (const std::string model : {"tiny_qwen3.pt", "qwen3_moe_tiny.pt"}) {
+    INFO(model);
+    const int steps = 3;
+    const int64_t L = test::load_tiny(model).num_layers();
+    auto blocking = two_ranks(model, config::Dtype::kFloat32, 3, steps, false);
+    auto overlapped = two_ranks(model, config::Dtype::kFloat32, 3, steps, true);
+    REQUIRE(blocking.weights.size() == overlapped.weights.size());
+    for (size_t i = 0; i < blocking.weights.size(); ++i) CHECK(torch::equal(blocking.weights[i], overlapped.weights[i]));
+    CHECK(blocking.norms == overlapped.norms);
+    CHECK(blocking.gathers.gathers == steps * 2 * L);
+    CHECK(blocking.gathers.prefetched == 0);
+    CHECK(overlapped.gathers.gathers == steps * 2 * L);
+    CHECK(overlapped.gathers.prefetched == steps * (2 * L - 1));
+  }
 }
 
 TEST_CASE("ZeRO-3 shards written by 2 ranks resume re-cut in 1 process: the next step is the uninterrupted run's") {

@@ -362,6 +362,7 @@ struct DistributedOptions {
   double bucket_mb = 25;          // gradient all-reduce bucket size (float32 megabytes)
   int64_t zero_stage = 0;         // 0 = replicated AdamW state; 1 = AdamW moments sharded (ZeRO-1); 3 = everything
   bool zero3_keep_whole = false;  // ZeRO-3: keep the rollout's whole copy of the weights between rollouts
+  bool zero3_overlap = true;      // ZeRO-3: prefetch the next layer's gather, reduce-scatter behind the next backward
 
   template <class V>
   void visit(V&& v) {
@@ -376,6 +377,10 @@ struct DistributedOptions {
     v("zero3_keep_whole", zero3_keep_whole, "zero_stage 3: keep the whole weights gathered for the rollout between "
       "rollouts too (training-dtype bytes x parameters more per rank; the layers then need no gathers, and the "
       "copy is refreshed after every optimizer step); false = gathered for each rollout and freed after it", any());
+    v("zero3_overlap", zero3_overlap, "zero_stage 3: overlap the collectives with compute: the next decoder layer's "
+      "all-gather starts while the current one runs, and a layer's gradient reduce-scatter completes during the "
+      "next layer's backward (one more gathered layer and one more float32 layer gradient per rank); false = every "
+      "collective blocks", any());
   }
 };
 

@@ -18,6 +18,10 @@ class ParamGate {
   virtual void release(int64_t layer) = 0;
   // Decoder layer `layer`'s backward is done: its parameters' .grad hold this backward's gradients.
   virtual void backward_done(int64_t layer) = 0;
+  // A hint, given while a layer is held: `layer` is likely the next one acquired (the layer held now: it will be
+  // acquired again after its release, as the last layer of a forward is in its backward). The gate may start
+  // fetching it now to overlap with the current layer's compute; a wrong hint costs only the fetch.
+  virtual void prefetch(int64_t layer) { (void)layer; }
   // Whether every parameter holds its full values now (what the whole-model methods, e.g. prefill, need).
   virtual bool whole() const = 0;
 };

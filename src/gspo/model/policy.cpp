@@ -139,6 +139,13 @@ void Policy::set_param_dtype(c10::ScalarType dtype) {
     if (p.is_floating_point() && p.scalar_type() != dtype) p.set_data(p.detach().to(dtype));
 }
 
+void Policy::move_to(c10::Device device) {
+  torch::NoGradGuard g;
+  impl_->module.to(device);
+  const auto params = impl_->module.parameters();
+  impl_->device = params.size() > 0 ? (*params.begin()).device() : device;
+}
+
 int64_t Policy::num_parameters() const {
   int64_t n = 0;
   for (const auto& p : unique_parameters(impl_->module)) n += p.numel();

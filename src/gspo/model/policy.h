@@ -118,6 +118,8 @@ class Policy {
   void set_gate(ParamGate* gate);
   // Casts every floating parameter in place to `dtype` (buffers such as rotary tables keep their precision).
   void set_param_dtype(c10::ScalarType dtype);
+  // Moves the buffers, and the parameters not there yet, to `device` (each keeps its dtype); device() follows.
+  void move_to(c10::Device device);
   int64_t num_parameters() const;
   // Writes the policy (current weights, manifest, tokenizer) as TorchScript to `path`.
   void save(const std::string& path) const;

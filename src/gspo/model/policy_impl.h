@@ -47,11 +47,14 @@ void probe_routing(Policy::Impl& impl);
 // The model's routed_layer(index, x, cos, sin, mask, routes): (output, experts); undefined mask/routes pass as None.
 Policy::Routed run_routed(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
                           const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes);
-// Decoder layer `index`'s weights held through `gate` for a scope (nothing without a gate). release() only frees.
+// Decoder layer `index`'s weights held through `gate` for a scope (nothing without a gate), with the layer expected
+// next (`next`, -1: none) passed on as ParamGate::prefetch. release() only frees.
 class GateHold {
  public:
-  GateHold(ParamGate* gate, int64_t index) : gate_(gate), index_(index) {
-    if (gate_) gate_->acquire(index_);
+  GateHold(ParamGate* gate, int64_t index, int64_t next = -1) : gate_(gate), index_(index) {
+    if (!gate_) return;
+    gate_->acquire(index_);
+    if (next >= 0) gate_->prefetch(next);
   }
   ~GateHold() {
     if (gate_) gate_->release(index_);

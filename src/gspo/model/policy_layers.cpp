@@ -49,7 +49,7 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
     const int64_t index = ctx->saved_data["index"].toInt();
     auto* gate = reinterpret_cast<ParamGate*>(static_cast<intptr_t>(ctx->saved_data["gate"].toInt()));
     auto x = saved[0].detach().requires_grad_(true);
-    GateHold hold(gate, index);
+    GateHold hold(gate, index, index > 0 ? index - 1 : 0);  // backward runs down; then the next forward from 0
     at::Tensor y;
     {
       torch::AutoGradMode on(true);
@@ -121,7 +121,10 @@ at::Tensor Policy::layer(int64_t index, const at::Tensor& x, const LayerContext&
   if (impl_->gate && grad && !checkpoint)  // the graph would keep gathered weights the gate frees
     throw Error("decoder layer " + std::to_string(index) + ": sharded weights (distributed.zero_stage 3) train "
                 "with activation checkpointing only (train.activation_checkpointing: true)");
-  GateHold hold(impl_->gate, index);
+  // Expected next: the layer above; after the last one, this layer again in its backward (training) or the first
+  // layer of the next pass.
+  const int64_t last = impl_->num_layers - 1;
+  GateHold hold(impl_->gate, index, index < last ? index + 1 : checkpoint && grad ? index : 0);
   if (checkpoint && grad)
     return CheckpointedLayer::apply(x, impl_->module, index, c.cos, c.sin, opt(c.mask), opt(routes),
                                     static_cast<int64_t>(reinterpret_cast<intptr_t>(impl_->gate)));

@@ -28,7 +28,7 @@ bool Policy::has_routing() const { return impl_->route_api > 0; }
 const std::vector<int64_t>& Policy::moe_layers() const { return impl_->moe_layers; }
 
 Policy::Routed Policy::routed_layer(int64_t index, const at::Tensor& x, const LayerContext& c) {
-  GateHold hold(impl_->gate, index);
+  GateHold hold(impl_->gate, index, index + 1 < impl_->num_layers ? index + 1 : 0);
   return run_routed(impl_->module, index, x, c.cos, c.sin, c.mask, at::Tensor());
 }
 

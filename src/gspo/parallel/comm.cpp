@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "gspo/core/error.h"
@@ -207,6 +208,14 @@ Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Devic
 Comm::~Comm() = default;
 
 namespace {
+[[noreturn]] void collective_failed(const Comm& comm, const char* what, Clock::time_point t0, const std::exception& e) {
+  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  throw DistributedError("rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.world_size()) + ": " +
+                         what + " failed after " + seconds_text(std::round(waited * 10) / 10) + " s: another rank "
+                         "died, hung past distributed.timeout_s, or left the job early; see its log. (" + reason(e) +
+                         ")");
+}
+
 template <class F>
 void run_collective(Comm::Counters& c, const Comm& comm, const char* what, double bytes, F&& launch) {
   const auto t0 = Clock::now();
@@ -214,10 +223,7 @@ void run_collective(Comm::Counters& c, const Comm& comm, const char* what, doubl
     auto work = launch();
     work->wait();
   } catch (const std::exception& e) {
-    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
-    throw DistributedError("rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.world_size()) +
-                           ": " + what + " failed after " + seconds_text(std::round(waited * 10) / 10) + " s: another rank died, hung "
-                           "past distributed.timeout_s, or left the job early; see its log. (" + reason(e) + ")");
+    collective_failed(comm, what, t0, e);
   }
   c.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   c.bytes += bytes;
@@ -226,6 +232,30 @@ void run_collective(Comm::Counters& c, const Comm& comm, const char* what, doubl
 
 double nbytes(const at::Tensor& t) { return static_cast<double>(t.numel() * t.element_size()); }
 }  // namespace
+
+struct Comm::Pending::State {
+  Comm* comm = nullptr;
+  const char* what = "";
+  double bytes = 0;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  std::function<void()> finish;  // after the works: copies a result into place
+};
+
+void Comm::Pending::wait() {
+  if (!state_) return;
+  auto st = std::move(state_);
+  const auto t0 = Clock::now();
+  try {
+    for (auto& w : st->works) w->wait();
+  } catch (const std::exception& e) {
+    collective_failed(*st->comm, st->what, t0, e);
+  }
+  if (st->finish) st->finish();
+  auto& c = st->comm->counters_;
+  c.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  c.bytes += st->bytes;
+  ++c.calls;
+}
 
 // NCCL takes CUDA tensors only: small host tensors (flags, metrics) are staged through the rank's GPU.
 at::Tensor Comm::staged(const at::Tensor& t) const {
@@ -265,48 +295,70 @@ at::Tensor Comm::all_gather(const at::Tensor& t) {
   return torch::cat(outputs[0], 0);
 }
 
-void Comm::all_gather_into(const at::Tensor& shard, at::Tensor& full) {
+void Comm::all_gather_into(const at::Tensor& shard, at::Tensor& full) { all_gather_into_async(shard, full).wait(); }
+
+Comm::Pending Comm::all_gather_into_async(const at::Tensor& shard, at::Tensor& full) {
   const int64_t n = shard.numel();
   if (full.numel() != n * world_size() || !full.is_contiguous())
     throw DistributedError("all_gather_into: output has " + std::to_string(full.numel()) + " elements, expected " +
                            std::to_string(n * world_size()) + " contiguous");
+  Pending p;
   if (!impl_) {
     full.copy_(shard.reshape(-1));
-    return;
+    return p;
   }
-  if (backend_ == "nccl" && !shard.is_cuda()) {
+  if (backend_ == "nccl" && !shard.is_cuda()) {  // host tensors: staged through the GPU, blocking
     auto f = full.to(device_);
     all_gather_into(shard.to(device_), f);
     full.copy_(f);
-    return;
+    return p;
   }
   std::vector<at::Tensor> inputs{shard.contiguous().view({n})};
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int64_t r = 0; r < world_size(); ++r) outputs[0].push_back(full.narrow(0, r * n, n));  // views: no copy
-  run_collective(counters_, *this, "all_gather", nbytes(inputs[0]) * static_cast<double>(world_size()),
-                 [&] { return impl_->all_gather(outputs, inputs); });
+  p.state_ = std::make_shared<Pending::State>();
+  *p.state_ = {this, "all_gather", nbytes(inputs[0]) * static_cast<double>(world_size()), {}, nullptr};
+  try {
+    p.state_->works.push_back(impl_->all_gather(outputs, inputs));
+  } catch (const std::exception& e) {
+    collective_failed(*this, "all_gather", Clock::now(), e);
+  }
+  return p;
 }
 
-void Comm::reduce_scatter(const at::Tensor& full, at::Tensor& shard) {
+void Comm::reduce_scatter(at::Tensor full, at::Tensor& shard) { reduce_scatter_async(std::move(full), shard).wait(); }
+
+Comm::Pending Comm::reduce_scatter_async(at::Tensor full, at::Tensor& shard) {
   const int64_t n = shard.numel();
   if (full.numel() != n * world_size())
     throw DistributedError("reduce_scatter: input has " + std::to_string(full.numel()) + " elements, expected " +
                            std::to_string(n * world_size()));
+  Pending p;
   if (!impl_) {
     shard.copy_(full.view_as(shard));
-    return;
+    return p;
   }
-  if (impl_->native_reduce_scatter()) {
-    auto in = staged(full);
-    run_collective(counters_, *this, "reduce_scatter", nbytes(in), [&] { return impl_->reduce_scatter(shard, in); });
-    return;
+  p.state_ = std::make_shared<Pending::State>();
+  *p.state_ = {this, "reduce_scatter", nbytes(full), {}, nullptr};
+  try {
+    if (impl_->native_reduce_scatter()) {
+      auto in = staged(full);
+      p.state_->works.push_back(impl_->reduce_scatter(shard, in));
+      return p;
+    }
+    // Gloo in LibTorch 1.13 has no reduce_scatter: one reduce per owner, in place on `full`'s chunks, moves the same
+    // bytes; the owner's chunk holds the sum.
+    full = full.contiguous().view({-1});
+    for (int64_t r = 0; r < world_size(); ++r) {
+      std::vector<at::Tensor> v{full.narrow(0, r * n, n)};
+      p.state_->works.push_back(impl_->reduce(v, r));
+    }
+  } catch (const std::exception& e) {
+    collective_failed(*this, "reduce_scatter", Clock::now(), e);
   }
-  // Gloo in LibTorch 1.13 has no reduce_scatter: one reduce per owner moves the same bytes.
-  for (int64_t r = 0; r < world_size(); ++r) {
-    std::vector<at::Tensor> v{full.narrow(0, r * n, n).clone()};
-    run_collective(counters_, *this, "reduce_scatter", nbytes(v[0]), [&] { return impl_->reduce(v, r); });
-    if (r == rank()) shard.copy_(v[0]);
-  }
+  const int64_t me = rank();
+  p.state_->finish = [full, shard, n, me] { shard.copy_(full.narrow(0, me * n, n)); };
+  return p;
 }
 
 void Comm::barrier(const std::string& what) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gspo/config/options.h"
 #include "gspo/parallel/launch_env.h"
@@ -41,8 +42,28 @@ class Comm {
   at::Tensor all_gather(const at::Tensor& t);
   // shard [n] of every rank into full [world_size * n], rank r's at [r * n, (r + 1) * n); no concatenation copy.
   void all_gather_into(const at::Tensor& shard, at::Tensor& full);
-  // full: [world_size * n] on every rank; shard <- sum over ranks of full[rank * n, (rank + 1) * n).
-  void reduce_scatter(const at::Tensor& full, at::Tensor& shard);
+  // full: [world_size * n] on every rank; shard <- sum over ranks of full[rank * n, (rank + 1) * n). `full` is used
+  // as scratch (Gloo reduces in place): its values are lost.
+  void reduce_scatter(at::Tensor full, at::Tensor& shard);
+
+  // A collective started by an *_async call. wait() blocks until it is done (a DistributedError as the blocking
+  // calls'); its output is valid only after that. The counters take the seconds wait() blocked: the part of the
+  // collective the caller did not overlap with its own work. Dropping one without wait() leaves it to complete on
+  // its own (c10d's work keeps its tensors alive). Every rank must start the same collectives in the same order.
+  class Pending {
+   public:
+    bool active() const { return state_ != nullptr; }
+    void wait();
+    struct State;
+
+   private:
+    friend class Comm;
+    std::shared_ptr<State> state_;
+  };
+  // all_gather_into, returning before the data has arrived (world size 1: done at once).
+  Pending all_gather_into_async(const at::Tensor& shard, at::Tensor& full);
+  // reduce_scatter, returning before the sum has arrived in `shard`.
+  Pending reduce_scatter_async(at::Tensor full, at::Tensor& shard);
   // `what` names the point in the run for the error message.
   void barrier(const std::string& what);
 

@@ -36,8 +36,9 @@ std::pair<int64_t, int64_t> range_of(int64_t numel, int64_t world, int64_t r) {
 
 }  // namespace
 
-Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, bool keep_whole, Comm& comm)
-    : policy_(policy), dtype_(dtype), h_(hyper), comm_(comm), keep_whole_(keep_whole) {
+Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, bool keep_whole, bool overlap,
+             c10::Device device, Comm& comm)
+    : policy_(policy), dtype_(dtype), h_(hyper), comm_(comm), keep_whole_(keep_whole), overlap_(overlap) {
   if (!policy.has_layers())
     throw ConfigError("distributed.zero_stage 3 shards by decoder layer and needs a model with the per-layer methods "
                       "(docs/model-contract.md); '" + policy.path() + "' has none: use zero_stage 0 or 1");
@@ -59,7 +60,7 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
     u.shard = shard_of(u.numel, W);
     const int64_t pad = u.shard * W - u.numel;
     if (pad > 0) flat.push_back(torch::zeros({pad}, flat.empty() ? torch::TensorOptions(torch::kFloat) : flat[0].options()));
-    u.master = torch::cat(flat).narrow(0, comm_.rank() * u.shard, u.shard).clone();
+    u.master = torch::cat(flat).narrow(0, comm_.rank() * u.shard, u.shard).to(device, torch::kFloat, false, true);
     u.exp_avg = torch::zeros_like(u.master);
     u.exp_avg_sq = torch::zeros_like(u.master);
     u.grad = torch::zeros_like(u.master);
@@ -69,9 +70,10 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
     numel_ += u.numel;
     units_.push_back(std::move(u));
   }
-  for (auto& p : units_[0].params) p.set_data(p.detach().to(dtype_));  // unit 0 stays whole
+  for (auto& p : units_[0].params) p.set_data(p.detach().to(device, dtype_));  // unit 0 stays whole
   units_[0].holds = 1;
   for (size_t i = 1; i < units_.size(); ++i) empty(units_[i]);
+  policy_.move_to(device);  // buffers (rotary tables); every parameter is there already
   policy_.set_gate(this);
   if (keep_whole_) hold_whole(true);
 }
@@ -84,11 +86,14 @@ std::vector<at::Tensor> Zero3::parameters() const {
   return out;
 }
 
-void Zero3::gather(Unit& u) {
+void Zero3::gather(Unit& u) { start_gather(u).wait(); }
+
+// The parameters view the flat buffer at once; its values are there once the returned collective is waited for.
+Comm::Pending Zero3::start_gather(Unit& u) {
   torch::NoGradGuard g;
   auto shard = u.master.to(dtype_);
   u.full = torch::empty({u.shard * comm_.world_size()}, shard.options());
-  comm_.all_gather_into(shard, u.full);
+  auto pending = comm_.all_gather_into_async(shard, u.full);
   int64_t off = 0;
   for (size_t i = 0; i < u.params.size(); ++i) {
     const auto& shape = u.shapes[i];
@@ -96,6 +101,7 @@ void Zero3::gather(Unit& u) {
     u.params[i].set_data(u.full.narrow(0, off, n).view(shape));
     off += n;
   }
+  return pending;
 }
 
 void Zero3::empty(Unit& u) {
@@ -112,12 +118,39 @@ Zero3::Unit& Zero3::layer_unit(int64_t layer) {
 
 void Zero3::acquire(int64_t layer) {
   auto& u = layer_unit(layer);
-  if (u.holds++ == 0) gather(u);
+  if (u.holds++ > 0) return;
+  ++stats_.gathers;
+  if (ahead_ == layer) {  // prefetched (the wait is a no-op once arrived) or kept since its release
+    ahead_ = -1;
+    ahead_fetch_.wait();
+    ++stats_.prefetched;
+    return;
+  }
+  drop_ahead();  // a wrong guess: freed before this layer's gather adds another
+  gather(u);
 }
 
 void Zero3::release(int64_t layer) {
   auto& u = layer_unit(layer);
-  if (u.holds > 0 && --u.holds == 0) empty(u);
+  if (u.holds > 0 && --u.holds == 0 && ahead_ != layer) empty(u);
+}
+
+void Zero3::prefetch(int64_t layer) {
+  if (!overlap_ || whole_holds_ > 0 || ahead_ == layer || layer < 0 ||
+      layer + 1 >= static_cast<int64_t>(units_.size()))
+    return;
+  drop_ahead();
+  ahead_ = layer;
+  auto& u = layer_unit(layer);
+  if (u.holds == 0) ahead_fetch_ = start_gather(u);  // else held now: kept at its release
+}
+
+void Zero3::drop_ahead() {
+  if (ahead_ < 0) return;
+  auto& u = layer_unit(ahead_);
+  ahead_ = -1;
+  ahead_fetch_.wait();  // every rank started it: it completes before the buffer goes
+  if (u.holds == 0) empty(u);
 }
 
 void Zero3::hold_whole(bool on) {
@@ -130,9 +163,11 @@ void Zero3::hold_whole(bool on) {
   }
 }
 
-// The unit's .grad (float32, zeros for parameters without one) reduce-scattered into its gradient shard.
+// The unit's .grad (float32, zeros for parameters without one) reduce-scattered into its gradient shard; with
+// overlap, completed by the next settle_grads() (the next unit's reduce, or anything that reads the shards).
 void Zero3::reduce_unit(Unit& u) {
   torch::NoGradGuard g;
+  settle_grads();
   const int64_t W = comm_.world_size();
   auto flat = torch::zeros({u.shard * W}, u.master.options());
   int64_t off = 0;
@@ -149,8 +184,17 @@ void Zero3::reduce_unit(Unit& u) {
     off += n;
   }
   auto mine = torch::empty({u.shard}, u.master.options());
-  comm_.reduce_scatter(flat, mine);
-  u.grad.add_(mine);
+  rs_ = {comm_.reduce_scatter_async(std::move(flat), mine), &u, mine};
+  if (!overlap_) settle_grads();
+}
+
+void Zero3::settle_grads() {
+  if (!rs_.unit) return;
+  Unit* u = rs_.unit;
+  rs_.unit = nullptr;
+  rs_.pending.wait();
+  u->grad.add_(rs_.shard);
+  rs_.shard = at::Tensor();
 }
 
 void Zero3::backward_done(int64_t layer) { reduce_unit(layer_unit(layer)); }
@@ -158,6 +202,7 @@ void Zero3::backward_done(int64_t layer) { reduce_unit(layer_unit(layer)); }
 void Zero3::reduce_ends() { reduce_unit(units_[0]); }
 
 void Zero3::zero_grad() {
+  settle_grads();
   for (auto& u : units_) {
     u.grad.zero_();
     for (auto& p : u.params)
@@ -167,6 +212,7 @@ void Zero3::zero_grad() {
 
 double Zero3::reduce_gradients() {
   torch::NoGradGuard g;
+  settle_grads();
   // One small all-reduce: which parameters had a gradient on any rank since the last reduce.
   std::vector<double> flags;
   for (const auto& u : units_) flags.insert(flags.end(), u.local.begin(), u.local.end());
@@ -200,6 +246,8 @@ double Zero3::reduce_gradients() {
 
 void Zero3::step(double lr, double grad_scale) {
   torch::NoGradGuard g;
+  settle_grads();
+  drop_ahead();  // gathered from the masters this step changes
   ++step_;
   for (auto& u : units_) {
     adamw_shard_step(u.master, u.exp_avg, u.exp_avg_sq, grad_scale == 1.0 ? u.grad : u.grad * grad_scale, u.active,

@@ -11,6 +11,12 @@
 // whole-model passes; with keep_whole the layers stay gathered between steps (refreshed after each optimizer step).
 // The optimizer is AdamW on the shards, element for element torch::optim::AdamW (adamw_shard_step).
 //
+// With `overlap`, the collectives run behind compute: prefetch() (the policy's hint of the next layer) starts that
+// layer's all-gather while the current one runs, and a layer's gradient reduce-scatter is waited for only when the
+// next one starts (or before anything reads the gradient shards). At most one layer is gathered ahead (or kept after
+// its release, when the hint names the layer held: the last layer of a forward, needed again first in the backward)
+// and one reduce-scatter is in flight: one more layer in the training dtype and one float32 flat layer per rank.
+//
 // Every rank must run the same gathers and reduce-scatters in the same order: the same number of micro-batches and
 // passes (UpdateEngine::lockstep()).
 #pragma once
@@ -22,20 +28,22 @@
 #include <vector>
 
 #include "gspo/model/param_gate.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/parallel/sharded_adamw.h"
 
 namespace gspo::model { class Policy; }
 
 namespace gspo::parallel {
 
-class Comm;
-
 class Zero3 final : public model::ParamGate {
  public:
-  // Takes the policy's float32 weights (identical on every rank), keeps this rank's shards and sets itself as the
-  // policy's gate: the decoder layers' parameters are emptied, unit 0's cast to `dtype` (the training dtype). Throws
-  // ConfigError when the policy has no per-layer methods.
-  Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, bool keep_whole, Comm& comm);
+  // Takes the policy's float32 weights (identical on every rank; on the CPU or on `device`), keeps this rank's shards
+  // on `device` and sets itself as the policy's gate: the decoder layers' parameters are emptied, unit 0's cast to
+  // `dtype` (the training dtype), and the policy moved to `device`. A policy loaded on the CPU thus never has its
+  // whole float32 weights on the device (host memory: one unit's flat copy more while it is cut). Throws ConfigError
+  // when the policy has no per-layer methods.
+  Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, bool keep_whole, bool overlap,
+        c10::Device device, Comm& comm);
   ~Zero3() override;
   Zero3(const Zero3&) = delete;
   Zero3& operator=(const Zero3&) = delete;
@@ -43,7 +51,14 @@ class Zero3 final : public model::ParamGate {
   void acquire(int64_t layer) override;
   void release(int64_t layer) override;
   void backward_done(int64_t layer) override;
+  void prefetch(int64_t layer) override;
   bool whole() const override { return whole_holds_ > 0; }
+
+  // Layer gathers since construction: all of them, and those a prefetch() had started or kept before the acquire.
+  struct GatherStats {
+    int64_t gathers = 0, prefetched = 0;
+  };
+  GatherStats gather_stats() const { return stats_; }
 
   // Collective: every decoder layer gathered (on) until the matching hold_whole(false).
   void hold_whole(bool on);
@@ -87,16 +102,27 @@ class Zero3 final : public model::ParamGate {
 
  private:
   void gather(Unit& u);
+  Comm::Pending start_gather(Unit& u);
   void empty(Unit& u);
   Unit& layer_unit(int64_t layer);
   void reduce_unit(Unit& u);
+  void drop_ahead();     // the layer gathered ahead (if any and not held) waited for and freed
+  void settle_grads();   // the reduce-scatter in flight (if any) waited for and added into its gradient shard
   model::Policy& policy_;
   c10::ScalarType dtype_;
   AdamWHyper h_;
   Comm& comm_;
   std::vector<Unit> units_;
   int64_t numel_ = 0, step_ = 0, whole_holds_ = 0;
-  bool keep_whole_ = false, idle_ = false;
+  bool keep_whole_ = false, overlap_ = true, idle_ = false;
+  int64_t ahead_ = -1;        // the layer gathered (or gathering) ahead of its acquire, or kept at its release
+  Comm::Pending ahead_fetch_;  // its all-gather, while in flight
+  struct GradFlight {
+    Comm::Pending pending;
+    Unit* unit = nullptr;
+    at::Tensor shard;  // this rank's sum, once pending is done
+  } rs_;
+  GatherStats stats_;
 };
 
 }  // namespace gspo::parallel

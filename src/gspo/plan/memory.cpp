@@ -203,7 +203,11 @@ std::vector<Term> logprobs_terms(const Sizes& z) {
   std::vector<Term> t{{"layer forward", z.Tm * widest, num(z.Tm) + " tokens x " + num(widest) + " B"},
                       {"head", z.head_tokens * z.shape.vocab_size * (z.b + 8), z.head_what + " x vocab x (" + z.bs +
                        " + 8) B (logits, float32 copy and log-softmax)"}};
-  if (z.zero3) t.push_back({"ZeRO-3 gathered layer", z.Nl * z.b, num(z.Nl) + " x " + z.bs + " B (the largest)"});
+  if (z.zero3) {
+    const double layers = z.cfg.distributed.zero3_overlap ? 2 : 1;
+    t.push_back({"ZeRO-3 gathered layer", layers * z.Nl * z.b, num(z.Nl) + " x " + z.bs + " B (the largest)" +
+                 std::string(layers > 1 ? " x 2: the next one prefetched (distributed.zero3_overlap)" : "")});
+  }
   return t;
 }
 
@@ -236,6 +240,9 @@ std::vector<Term> backward_terms(const Sizes& z) {
   if (z.zero3) {  // a layer gathered, its gradients and their float32 flat buffer; unit 0's gradients whole
     t.push_back({"ZeRO-3 gathered layer and its gradients", z.Nl * (2 * z.b + 4), num(z.Nl) + " x (2 x " + z.bs +
                  " + 4) B (weights, gradients, float32 reduce-scatter buffer)"});
+    if (z.cfg.distributed.zero3_overlap)
+      t.push_back({"ZeRO-3 overlap", z.Nl * (z.b + 4), num(z.Nl) + " x (" + z.bs + " + 4) B (the next layer "
+                   "prefetched, the previous layer's reduce-scatter in flight: distributed.zero3_overlap)"});
     t.push_back({"embedding and head gradients", z.N0 * z.b, num(z.N0) + " x " + z.bs +
                  " B (reduce-scattered after each micro-batch)"});
   } else if (z.bf16) {
@@ -274,6 +281,12 @@ void add_not_built(const Sizes& z, MemoryPlan& p) {
   if (z.shape.moe_layers.empty()) return;
   const double expert = static_cast<double>(z.shape.moe_layers.size()) * z.shape.num_experts * 3 *
                         z.shape.hidden_size * z.shape.moe_intermediate_size;
+  if (z.zero3) {  // the state is sharded already; the rollout's whole copy of the experts is what remains
+    p.not_built.push_back({"expert parallelism over " + W + " ranks (not available)", expert * b * (1 - 1.0 / z.W),
+                           "saves in the rollout: " + num(expert) + " expert params x " + z.bs + " B x (1 - 1/" + W +
+                           ") of the gathered copy (the sampler would run experts on their owners)"});
+    return;
+  }
   const double per_param = b + 4 + (z.bf16 ? 4 : 0) + (z.zero1 ? 8.0 / z.W : 8.0);
   p.not_built.push_back({"expert parallelism over " + W + " ranks (not available)",
                          expert * per_param * (1 - 1.0 / z.W),

@@ -45,6 +45,7 @@ const char* name_of(Shown s) {
     case Shown::kDynamic: return "dynamic_sampling";
     case Shown::kOverlong: return "overlong_buffer > 0";
     case Shown::kPolicyMask: return "top_entropy_quantile < 1 or mis";
+    case Shown::kZero3: return "zero_stage 3";
   }
   return "?";
 }
@@ -61,6 +62,7 @@ bool StepMetrics::shown(Shown s) const {
     case Shown::kDynamic: return dynamic_on;
     case Shown::kOverlong: return overlong_on;
     case Shown::kPolicyMask: return policy_mask_on;
+    case Shown::kZero3: return zero3_on;
   }
   return false;
 }

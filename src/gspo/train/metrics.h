@@ -46,6 +46,7 @@ enum class Shown {
   kOverlong,   // reward.overlong_buffer > 0
   kPolicyMask, // tokens can be left out of the policy term (top_entropy_quantile < 1, is_correction mis)
   kRouting,    // an MoE policy with the routing methods and algorithm.routing_metrics
+  kZero3,      // distributed.zero_stage 3
 };
 
 const char* name_of(Reduce r);
@@ -89,7 +90,7 @@ inline double written(double v) { return std::isfinite(v) ? v : 0.0; }
 struct StepMetrics {
   // Which optional rows are written.
   bool kl_on = false, on_cuda = false, multi_rank = false, mismatch_on = false, dynamic_on = false,
-       overlong_on = false, policy_mask_on = false, routing_on = false;
+       overlong_on = false, policy_mask_on = false, routing_on = false, zero3_on = false;
   bool shown(Shown s) const;
 
   int64_t step = 0, epoch = 0;
@@ -124,6 +125,8 @@ struct StepMetrics {
   int64_t comm_calls = 0;
   double optimizer_state_mb_per_rank = 0;
   double model_state_mb_per_rank = 0;  // weights + gradients + masters + moments held for training
+  int64_t zero3_gathers = 0;           // ZeRO-3 decoder-layer gathers this step (rank 0)
+  double zero3_prefetch_frac = 0;      // of them, the share a prefetch had started before the layer was needed
   std::vector<double> moe_load_imbalance;  // per MoE layer; empty for dense models
   double moe_load_imbalance_max = 0;
   double moe_routing_change_frac = 0;          // (token, MoE layer) pairs whose experts changed, over all ranks
@@ -266,6 +269,11 @@ struct StepMetrics {
       "MB of training state this rank holds at the step's end, read off the tensors: weights (training dtype), "
       "their gradients, float32 masters and their gradients (model.dtype bfloat16), AdamW moments and ZeRO-1's "
       "gradient shard; not the rollout's copy (gspo plan predicts it)");
+    v("zero3_gathers", zero3_gathers, Reduce::kLocal, Match::kNone, Shown::kZero3,
+      "decoder-layer weight gathers this step (forward passes, checkpoint recomputes, the rollout's whole copy)");
+    v("zero3_prefetch_frac", zero3_prefetch_frac, Reduce::kLocal, Match::kNone, Shown::kZero3,
+      "share of zero3_gathers already started (or the layer kept) before the layer was needed "
+      "(distributed.zero3_overlap); the rest waited for their all-gather");
     v("moe_load_imbalance", moe_load_imbalance, Reduce::kLocal, Match::kNone, Shown::kMoe,
       "per MoE layer: the largest expert's share of routing slots times the number of experts in the last "
       "training forward (1 = balanced; padding tokens included)");

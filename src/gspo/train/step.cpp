@@ -270,6 +270,10 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   if (m.on_cuda) m.peak_gpu_mb = static_cast<double>(core::peak_device_bytes(p_.policy.device())) / kMiB;
   m.optimizer_state_mb_per_rank = static_cast<double>(p_.engine.state_bytes()) / kMiB;
   m.model_state_mb_per_rank = static_cast<double>(p_.engine.model_state_bytes()) / kMiB;
+  const auto gathers = p_.engine.take_gather_counts();
+  m.zero3_on = p_.cfg.distributed.zero_stage == 3;
+  m.zero3_gathers = gathers.gathers;
+  m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
   record_expert_load(p_.policy, m);
   reduce_across_ranks(m, p_.comm);
   const auto counters = p_.comm.take_counters();

@@ -45,16 +45,19 @@ std::vector<data::Example> fit(std::vector<data::Example> rows, const config::Co
 }
 
 // Every rank starts from rank 0's weights; a fingerprint comparison afterwards proves it.
-void sync_initial_weights(model::Policy& policy, parallel::Comm& comm, double bucket_bytes) {
+// `broadcast` false (ZeRO-3: every rank read the same file, and 4 bytes x parameters from rank 0 to every rank
+// would be start-up's largest cost at scale): only the check that they agree.
+void sync_initial_weights(model::Policy& policy, parallel::Comm& comm, double bucket_bytes, bool broadcast) {
   auto params = policy.parameters();
-  parallel::broadcast_parameters(comm, params, bucket_bytes);
+  if (broadcast) parallel::broadcast_parameters(comm, params, bucket_bytes);
   if (comm.world_size() == 1) return;
   auto mine = parallel::fingerprint(params);
   auto all = comm.all_gather(torch::tensor(mine, torch::kDouble)).view({-1, 2});
   for (int64_t r = 0; r < all.size(0); ++r)
     if (all[r][0].item<double>() != mine[0] || all[r][1].item<double>() != mine[1])
       throw DistributedError("rank " + std::to_string(comm.rank()) + ": the weights differ from rank " +
-                             std::to_string(r) + "'s after the initial broadcast");
+                             std::to_string(r) + "'s " + (broadcast ? "after the initial broadcast" :
+                             "as loaded: every rank must read the same model file"));
   log::info("{} ranks start from identical weights (fingerprint {:.17g}, {:.17g})", all.size(0), mine[0], mine[1]);
 }
 
@@ -88,6 +91,7 @@ struct Trainer::Impl {
 
   Impl(const config::Config& c, parallel::Comm& cm) : cfg(c), config_yaml(config::to_yaml(c)), comm(cm) {}
   void load_models(const std::optional<std::string>& ckpt, c10::Device device);
+  void make_sampler();
   void open_metrics();
   // Runs the validation sets on every rank; rank 0 logs them and appends them to validation.jsonl. Returns the
   // metrics-line fields.
@@ -122,7 +126,8 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   if (c.model.path.empty())
     throw ConfigError("model.path is empty: set it to a TorchScript policy (make one with scripts/make_tiny_model.py)");
   const std::string file = ckpt ? io::policy_file(*ckpt) : c.model.path;
-  policy.emplace(model::Policy::load(file, device));
+  // ZeRO-3 cuts the weights on the host and moves only this rank's shards to the device (Zero3's constructor).
+  policy.emplace(model::Policy::load(file, c.distributed.zero_stage == 3 ? c10::Device(c10::kCPU) : device));
   model::check_contract(*policy);
   check_routing_replay(c, *policy);
   if (c.rollout.dtype == config::RolloutDtype::kBFloat16) {  // config validation: only with a float32 policy
@@ -137,8 +142,12 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   }
   tok = c.tokenizer.path.empty() ? tokenizer::from_spec(policy->tokenizer_json(), c.model.path)
                                  : tokenizer::from_file(c.tokenizer.path);
-  auto sp = eval::rollout_sampling(c);
-  sp.progress = c.logging.progress;
+}
+
+// After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
+void Trainer::Impl::make_sampler() {
+  auto sp = eval::rollout_sampling(cfg);
+  sp.progress = cfg.logging.progress;
   sampler = std::make_unique<rollout::Sampler>(sampling_copy ? *sampling_copy : *policy, *tok, sp);
 }
 
@@ -209,10 +218,17 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
                                            static_cast<uint64_t>(cfg.data.seed)),
                               at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.train.seed))});
   const double bucket_bytes = cfg.distributed.bucket_mb * 1024 * 1024;
-  sync_initial_weights(*s.policy, s.comm, bucket_bytes);
-  s.engine = make_update_engine(*s.policy, {cfg.optimizer, cfg.model.dtype, cfg.distributed.zero_stage, bucket_bytes,
-                                             cfg.distributed.zero3_keep_whole},
-                                s.comm);
+  sync_initial_weights(*s.policy, s.comm, bucket_bytes, cfg.distributed.zero_stage != 3);
+  EngineOptions eo;  // named fields: a positional list once put bucket_bytes into keep_whole
+  eo.optimizer = cfg.optimizer;
+  eo.dtype = cfg.model.dtype;
+  eo.zero_stage = cfg.distributed.zero_stage;
+  eo.keep_whole = cfg.distributed.zero3_keep_whole;
+  eo.overlap = cfg.distributed.zero3_overlap;
+  eo.bucket_bytes = bucket_bytes;
+  eo.device = where.device;
+  s.engine = make_update_engine(*s.policy, eo, s.comm);
+  s.make_sampler();
   if (s.reference) s.reference->set_param_dtype(s.policy->parameters().front().scalar_type());
   if (ckpt) restore(*ckpt, *s.engine, *s.progress, s.config_yaml);
   if (cfg.eval.every > 0)

@@ -56,6 +56,11 @@ class UpdateEngine {
   virtual bool lockstep() const { return false; }
   // Lockstep engines: the passes that follow only keep this rank in step (their gradients are discarded).
   virtual void set_idle(bool idle) { (void)idle; }
+  // ZeRO-3: decoder-layer gathers since the last call, and how many of them a prefetch had started; else zeros.
+  struct GatherCounts {
+    int64_t gathers = 0, prefetched = 0;
+  };
+  virtual GatherCounts take_gather_counts() { return {}; }
 
   // Runs `f` while the policy holds the float32 weights the optimizer updates (bf16 training: the masters, so a
   // checkpoint resumes exactly; float32: the policy as it is).
@@ -67,6 +72,8 @@ struct EngineOptions {
   config::Dtype dtype = config::Dtype::kFloat32;  // model.dtype
   int64_t zero_stage = 0;                          // distributed.zero_stage
   bool keep_whole = false;                         // distributed.zero3_keep_whole
+  bool overlap = true;                             // distributed.zero3_overlap
+  c10::Device device = c10::kCPU;                  // ZeRO-3: where the shards go (the policy may arrive on the CPU)
   double bucket_bytes = 25.0 * 1024 * 1024;        // gradient all-reduce buckets (plain AdamW)
 };
 

@@ -37,7 +37,7 @@ class Zero3Engine : public UpdateEngine {
     const auto& h = o.optimizer;
     const auto dtype = o.dtype == config::Dtype::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
     z_ = std::make_unique<parallel::Zero3>(policy, dtype, parallel::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
-                                           o.keep_whole, comm);
+                                           o.keep_whole, o.overlap, o.device, comm);
   }
   void zero_grad() override { z_->zero_grad(); }
   void after_backward() override { z_->reduce_ends(); }
@@ -102,6 +102,12 @@ class Zero3Engine : public UpdateEngine {
   void hold_whole(bool on) override { z_->hold_whole(on); }
   bool lockstep() const override { return true; }
   void set_idle(bool idle) override { z_->set_idle(idle); }
+  GatherCounts take_gather_counts() override {
+    const auto now = z_->gather_stats();
+    GatherCounts c{now.gathers - taken_.gathers, now.prefetched - taken_.prefetched};
+    taken_ = now;
+    return c;
+  }
 
  private:
   parallel::Comm& comm_;
@@ -109,6 +115,7 @@ class Zero3Engine : public UpdateEngine {
   std::unique_ptr<parallel::Zero3> z_;
   std::vector<at::Tensor> full_;
   std::string staging_;
+  parallel::Zero3::GatherStats taken_;
 };
 
 }  // namespace
