@@ -3,7 +3,8 @@
 # scripts/make_tiny_model.py: 8 layers, hidden 512, 8 heads, 4 KV heads, intermediate 2048) in configurations where
 # the model state and the activations dominate the process's baseline, and `gspo plan --json` must predict the
 # update's peak (peak_mb_update) and the process's peak (peak_rss_mb) of the last step within +-25%. The baseline
-# itself (plan::kRuntimeMb) is checked against the peak RSS of a 0.16M-parameter run. About 2.5 minutes on 2 quiet cores.
+# itself (plan::kRuntimeMb) is checked against the peak RSS of a 0.16M-parameter run; ZeRO-3 on 2 ranks too. About 3
+# minutes on 2 quiet cores.
 # usage: test_plan_measured.sh GSPO_BINARY SOURCE_DIR PYTHON WORK_DIR
 # Prints one line per configuration: predicted and measured MB per phase (docs/distributed.md quotes them).
 set -u
@@ -14,6 +15,9 @@ fail=0
 "$PY" "$SRC/scripts/make_tiny_model.py" --out "$WORK/m33.pt" --layers 8 --hidden 512 --heads 8 --kv-heads 4 \
   --max-seq-len 512 --seed 1 >/dev/null || { echo "FAIL: make_tiny_model.py"; exit 1; }
 "$PY" "$SRC/scripts/make_tiny_model.py" --out "$WORK/small.pt" >/dev/null || { echo "FAIL: make_tiny_model.py"; exit 1; }
+# 70M parameters (hidden 768) for ZeRO-3 on 2 ranks: its half of the state outweighs the process's baseline as m33's does.
+"$PY" "$SRC/scripts/make_tiny_model.py" --out "$WORK/m70.pt" --layers 8 --hidden 768 --heads 12 --kv-heads 4 \
+  --max-seq-len 512 --seed 1 >/dev/null || { echo "FAIL: make_tiny_model.py"; exit 1; }
 
 # The same settings for train and plan: 4 rows (2 prompts x 2) of exactly 192 response tokens, one mini-batch, no
 # greedy holdout evaluation at the end.
@@ -21,16 +25,19 @@ COMMON=(--set rollout.prompts_per_step=2 --set rollout.group_size=2 --set rollou
         --set rollout.min_new_tokens=192 --set algorithm.num_minibatches=1 --set train.max_steps=2
         --set train.threads=2 --set logging.progress=false --set data.holdout=0)
 
-# run NAME MODEL [--set ...]: trains, then plans; prints and checks the figures.
+# run NAME MODEL [--set ...]: trains (RANKS processes over Gloo, default 1), then plans; prints and checks the figures.
 run() {
   local name="$1" model="$2"; shift 2
-  local out="$WORK/$name"
-  if ! "$GSPO" train -c "$SRC/configs/tiny.yaml" --set "model.path=$model" --set "train.output_dir=$out" \
+  local out="$WORK/$name" n="${RANKS:-1}" launch=()
+  if [ "$n" -gt 1 ]; then
+    launch=("$SRC/scripts/launch_local.sh" -n "$n" --port "$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')")
+  fi
+  if ! "${launch[@]}" "$GSPO" train -c "$SRC/configs/tiny.yaml" --set "model.path=$model" --set "train.output_dir=$out" \
       "${COMMON[@]}" "$@" >"$WORK/$name.log" 2>&1; then
     echo "FAIL $name: gspo train failed"; tail -5 "$WORK/$name.log"; fail=$((fail+1)); return
   fi
   if ! "$GSPO" plan -c "$SRC/configs/tiny.yaml" --set "model.path=$model" "${COMMON[@]}" "$@" --prompt-tokens 8 \
-      --json >"$WORK/$name.plan.json" 2>"$WORK/$name.plan.err"; then
+      -n "$n" --json >"$WORK/$name.plan.json" 2>"$WORK/$name.plan.err"; then
     echo "FAIL $name: gspo plan failed"; cat "$WORK/$name.plan.err"; fail=$((fail+1)); return
   fi
   "$PY" - "$name" "$out/metrics.jsonl" "$WORK/$name.plan.json" "${CHECK:-1}" <<'PY' || fail=$((fail+1))
@@ -75,5 +82,8 @@ run f32_ckpt "$WORK/m33.pt"
 # bf16 forward/backward runs ~30x slower than float32 on this CPU: 64-token responses keep the test near 2 minutes.
 run bf16_nockpt "$WORK/m33.pt" --set model.dtype=bfloat16 --set train.activation_checkpointing=false \
   --set rollout.max_new_tokens=64 --set rollout.min_new_tokens=64
+# ZeRO-3 on 2 ranks (1 thread each): shards, the whole model cut at start-up, the rollout's gathered copy, one
+# layer gathered and one prefetched (zero3_overlap), the process peak over ranks.
+RANKS=2 run z3_2ranks "$WORK/m70.pt" --set distributed.zero_stage=3 --set train.threads=1
 echo "$fail failed"
 [ "$fail" -eq 0 ]

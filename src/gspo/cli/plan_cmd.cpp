@@ -75,7 +75,8 @@ void print_table(const plan::MemoryPlan& p, const PlanArgs& a, const config::Con
   std::cout << "resident (every phase)" << std::string(10, ' ') << fmt_mb(p.resident_bytes) << " MiB\n";
   print_terms(p.resident);
   for (const auto& ph : p.phases) {
-    std::cout << "\nphase " << ph.name << ": peak " << fmt_mb(ph.peak_bytes) << " MiB = resident +\n";
+    std::cout << "\nphase " << ph.name << ": peak " << fmt_mb(ph.peak_bytes) << " MiB = "
+              << (ph.on_resident ? "resident" : "runtime") << " +\n";
     print_terms(ph.terms);
   }
   const double device = a.device_gb * 1024 * kMiB;

@@ -9,6 +9,10 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -117,6 +121,12 @@ int64_t available_device_bytes(c10::Device device) {
 #endif
   (void)device;
   return 0;
+}
+
+void release_free_host_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace gspo::core

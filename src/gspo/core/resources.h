@@ -34,6 +34,11 @@ bool reset_phase_peaks(c10::Device device);
 // it is a CUDA device, else this process's resident bytes.
 int64_t phase_peak_bytes(c10::Device device);
 
+// Hands the C allocator's free heap pages back to the kernel (glibc malloc_trim), so memory a phase freed (a
+// gathered copy of the weights, the model as loaded) stops counting as this process's resident memory and other
+// processes on the host can use it. Cost: a walk of the allocator's free lists, milliseconds. No-op elsewhere.
+void release_free_host_memory();
+
 // Bytes a CUDA device can still give this process: the driver's free memory plus what LibTorch's caching allocator
 // holds reserved but unused (it hands those out first). 0 for a CPU device or a build without CUDA.
 int64_t available_device_bytes(c10::Device device);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gspo/core/error.h"
+#include "gspo/core/resources.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 
@@ -44,9 +45,10 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
                       "(docs/model-contract.md); '" + policy.path() + "' has none: use zero_stage 0 or 1");
   torch::NoGradGuard g;
   const int64_t W = comm_.world_size();
+  // Unit by unit: this rank's shard copied out of the whole parameters, which are then freed (a decoder layer) or
+  // cast and moved (unit 0), so the whole model and the shards never coexist beyond one unit.
   for (auto& ps : policy.parameter_units()) {
     Unit u;
-    std::vector<at::Tensor> flat;
     for (auto& p : ps) {
       if (p.scalar_type() != torch::kFloat)
         throw ConfigError("distributed.zero_stage 3 takes a float32 policy to shard (model.dtype casts it); this "
@@ -54,13 +56,17 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
       p.set_requires_grad(true);
       u.shapes.push_back(p.sizes().vec());
       u.numel += p.numel();
-      flat.push_back(p.detach().reshape(-1));
     }
     u.params = ps;
     u.shard = shard_of(u.numel, W);
-    const int64_t pad = u.shard * W - u.numel;
-    if (pad > 0) flat.push_back(torch::zeros({pad}, flat.empty() ? torch::TensorOptions(torch::kFloat) : flat[0].options()));
-    u.master = torch::cat(flat).narrow(0, comm_.rank() * u.shard, u.shard).to(device, torch::kFloat, false, true);
+    u.master = torch::zeros({u.shard}, torch::TensorOptions(device).dtype(torch::kFloat));  // padding stays 0
+    const auto [lo, hi] = range_of(u.numel, W, comm_.rank());
+    int64_t off = 0;
+    for (auto& p : ps) {  // the part of each parameter in [lo, hi)
+      const int64_t n = p.numel(), a = std::max(off, lo), b = std::min(off + n, hi);
+      if (a < b) u.master.narrow(0, a - lo, b - a).copy_(p.detach().reshape(-1).narrow(0, a - off, b - a));
+      off += n;
+    }
     u.exp_avg = torch::zeros_like(u.master);
     u.exp_avg_sq = torch::zeros_like(u.master);
     u.grad = torch::zeros_like(u.master);
@@ -69,10 +75,15 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
     u.active = torch::zeros({u.shard}, u.master.options().dtype(torch::kBool));
     numel_ += u.numel;
     units_.push_back(std::move(u));
+    auto& done = units_.back();
+    if (units_.size() == 1) {  // unit 0 stays whole, in the training dtype
+      for (auto& p : done.params) p.set_data(p.detach().to(device, dtype_));
+      done.holds = 1;
+    } else {
+      empty(done);
+    }
   }
-  for (auto& p : units_[0].params) p.set_data(p.detach().to(device, dtype_));  // unit 0 stays whole
-  units_[0].holds = 1;
-  for (size_t i = 1; i < units_.size(); ++i) empty(units_[i]);
+  core::release_free_host_memory();  // the whole model as loaded (host memory: freed, often not yet returned)
   policy_.move_to(device);  // buffers (rotary tables); every parameter is there already
   policy_.set_gate(this);
   if (keep_whole_) hold_whole(true);
@@ -155,11 +166,13 @@ void Zero3::drop_ahead() {
 
 void Zero3::hold_whole(bool on) {
   if (on) {
+    core::release_free_host_memory();  // what the update freed, before the whole copy is gathered (CPU runs)
     ++whole_holds_;
     for (size_t i = 1; i < units_.size(); ++i) acquire(static_cast<int64_t>(i) - 1);
   } else if (whole_holds_ > 0) {
     --whole_holds_;
     for (size_t i = 1; i < units_.size(); ++i) release(static_cast<int64_t>(i) - 1);
+    core::release_free_host_memory();  // the gathered copy's pages (CPU runs)
   }
 }
 

@@ -293,6 +293,22 @@ void add_not_built(const Sizes& z, MemoryPlan& p) {
                          "saves: " + num(expert) + " expert params x " + num(per_param) + " B x (1 - 1/" + W + ")"});
 }
 
+// ZeRO-3's start-up: every rank reads the whole float32 model into host memory and cuts it unit by unit (unit 0,
+// then each decoder layer), each unit's whole parameters freed (unit 0: cast) once its shard is out; the peak is the
+// largest sum of what is still whole and the shards so far.
+Term load_term(const Sizes& z) {
+  const double L = static_cast<double>(z.shape.num_layers), layer = (z.N - z.N0) / L;
+  double whole = 4 * z.N, shards = 0, peak = 0;
+  for (int64_t k = 0; k <= z.shape.num_layers; ++k) {
+    const double unit = k == 0 ? z.N0 : layer;
+    shards += 16 * std::ceil(unit / z.W);
+    peak = std::max(peak, whole + shards);
+    whole -= (4 - (k == 0 ? z.b : 0)) * unit;
+  }
+  return {"whole float32 model, cut into shards", peak, num(z.N) + " x 4 B as read, replaced unit by unit by 16 B / " +
+          std::to_string(z.W) + " a parameter of shards (the largest sum over the units)"};
+}
+
 PhasePlan phase(const std::string& name, std::vector<Term> terms, double resident) {
   PhasePlan ph{name, std::move(terms), 0};
   ph.peak_bytes = resident + sum(ph.terms);
@@ -327,6 +343,16 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   const bool step_wins = sum(step) > sum(backward);
   p.phases.push_back(phase("update", step_wins ? step : backward, p.resident_bytes));
   if (step_wins) p.notes.push_back("the update's peak is the optimizer step, not the backward");
+  if (z.zero3) {  // start-up on the host: the device's memory only on the CPU
+    const double runtime = in.runtime_mb * kMiB;
+    auto load = phase("load", {load_term(z)}, runtime);
+    load.on_resident = false;
+    if (cfg.model.device == "cpu")
+      p.phases.insert(p.phases.begin(), load);
+    else
+      p.notes.push_back("host memory while loading: " + mib(load.peak_bytes) + " a rank (the whole float32 model "
+                        "is read, then cut; the device receives only the shards)");
+  }
   for (const auto& ph : p.phases)
     if (ph.peak_bytes > p.peak_bytes) {
       p.peak_bytes = ph.peak_bytes;

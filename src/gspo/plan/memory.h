@@ -33,9 +33,10 @@ struct Term {
 };
 
 struct PhasePlan {
-  std::string name;          // rollout, logprobs, update
-  std::vector<Term> terms;   // what this phase adds to the resident state
-  double peak_bytes = 0;     // resident + the phase's terms
+  std::string name;          // load (ZeRO-3 on the CPU), rollout, logprobs, update
+  std::vector<Term> terms;   // what this phase adds to the resident state (load: to the runtime alone)
+  double peak_bytes = 0;     // resident (load: runtime) + the phase's terms
+  bool on_resident = true;   // false for load: before the resident state exists
 };
 
 struct MemoryPlan {
