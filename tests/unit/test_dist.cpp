@@ -1,6 +1,6 @@
 // Distributed pieces that run in one process: launcher environment parsing, Slurm node lists, the world-size-1
-// communicator, and the sharded AdamW's arithmetic against torch::optim::AdamW (the multi-process behaviour is
-// tests/dist/test_dist.sh).
+// communicator, asynchronous collectives on 2 Gloo ranks (threads), and the sharded AdamW's arithmetic against
+// torch::optim::AdamW (the multi-process behaviour is tests/dist/test_dist.sh).
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
@@ -10,6 +10,7 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/launch_env.h"
 #include "gspo/parallel/sharded_adamw.h"
+#include "two_ranks.h"
 
 using namespace gspo;
 
@@ -89,6 +90,38 @@ TEST_CASE("world size 1: collectives are the identity and open nothing", "[dist]
   CHECK(shard.equal(t));
   comm.barrier("test");
   CHECK(comm.take_counters().calls == 0);
+}
+
+// Small integers in float32: every sum is exact, so the results compare bitwise.
+TEST_CASE("asynchronous all-gathers and reduce-scatters in flight together complete with the blocking results", "[dist]") {
+  auto errors = test::run_two_ranks([](parallel::Comm& comm, int rank) {
+    const int64_t n = 5;
+    auto shard = torch::arange(n, torch::kFloat) + 10.0 * rank;  // rank r: 10r .. 10r + 4
+    auto full = torch::empty({2 * n});
+    auto to_reduce = torch::arange(2 * n, torch::kFloat) * (rank + 1);
+    auto mine = torch::empty({n});
+    auto shard2 = shard * 2, full2 = torch::empty({2 * n});
+    auto g1 = comm.all_gather_into_async(shard, full);
+    auto rs = comm.reduce_scatter_async(to_reduce.clone(), mine);
+    auto g2 = comm.all_gather_into_async(shard2, full2);
+    CHECK(g1.active());
+    CHECK(rs.active());
+    g2.wait();  // out of order
+    rs.wait();
+    g1.wait();
+    CHECK_FALSE(g1.active());
+    auto expect_full = torch::cat({torch::arange(n, torch::kFloat), torch::arange(n, torch::kFloat) + 10.0});
+    CHECK(torch::equal(full, expect_full));
+    CHECK(torch::equal(full2, expect_full * 2));
+    // sum over ranks of arange(10) x (r + 1) = 3 x arange(10); rank r keeps elements [5r, 5r + 5).
+    CHECK(torch::equal(mine, torch::arange(n, torch::kFloat).add(n * rank) * 3));
+    auto blocking = torch::empty({n});
+    comm.reduce_scatter(to_reduce.clone(), blocking);
+    CHECK(torch::equal(blocking, mine));
+    CHECK(comm.take_counters().calls == 4);
+  });
+  CHECK(errors.error[0] == "");
+  CHECK(errors.error[1] == "");
 }
 
 TEST_CASE("sharded AdamW (1 shard) follows torch::optim::AdamW step for step", "[dist][optim]") {
