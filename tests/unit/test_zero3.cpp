@@ -115,7 +115,7 @@ double mean_diff(const std::vector<torch::Tensor>& a, const std::vector<torch::T
 struct Result {
   std::vector<torch::Tensor> weights;
   std::vector<double> norms;
-  train::UpdateEngine::GatherCounts gathers;  // over the steps taken
+  model::GateStats gathers;  // over the steps taken
 };
 
 // One process, every row: torch AdamW (zero_stage 0) or ZeRO-3 at world size 1.

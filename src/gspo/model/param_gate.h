@@ -10,6 +10,12 @@
 
 namespace gspo::model {
 
+// A gate's layer fetches over some span: how many an acquire() had to make whole, and how many of those a prefetch()
+// had started (or kept) before it.
+struct GateStats {
+  int64_t gathers = 0, prefetched = 0;
+};
+
 class ParamGate {
  public:
   virtual ~ParamGate() = default;

@@ -216,6 +216,12 @@ namespace {
                          ")");
 }
 
+void count(Comm::Counters& c, Clock::time_point t0, double bytes) {
+  c.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  c.bytes += bytes;
+  ++c.calls;
+}
+
 template <class F>
 void run_collective(Comm::Counters& c, const Comm& comm, const char* what, double bytes, F&& launch) {
   const auto t0 = Clock::now();
@@ -225,9 +231,7 @@ void run_collective(Comm::Counters& c, const Comm& comm, const char* what, doubl
   } catch (const std::exception& e) {
     collective_failed(comm, what, t0, e);
   }
-  c.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-  c.bytes += bytes;
-  ++c.calls;
+  count(c, t0, bytes);
 }
 
 double nbytes(const at::Tensor& t) { return static_cast<double>(t.numel() * t.element_size()); }
@@ -251,10 +255,7 @@ void Comm::Pending::wait() {
     collective_failed(*st->comm, st->what, t0, e);
   }
   if (st->finish) st->finish();
-  auto& c = st->comm->counters_;
-  c.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-  c.bytes += st->bytes;
-  ++c.calls;
+  count(st->comm->counters_, t0, st->bytes);
 }
 
 // NCCL takes CUDA tensors only: small host tensors (flags, metrics) are staged through the rank's GPU.

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gspo/model/param_gate.h"
@@ -54,11 +55,8 @@ class Zero3 final : public model::ParamGate {
   void prefetch(int64_t layer) override;
   bool whole() const override { return whole_holds_ > 0; }
 
-  // Layer gathers since construction: all of them, and those a prefetch() had started or kept before the acquire.
-  struct GatherStats {
-    int64_t gathers = 0, prefetched = 0;
-  };
-  GatherStats gather_stats() const { return stats_; }
+  // Layer gathers since the last call: all of them, and those a prefetch() had started or kept before the acquire.
+  model::GateStats take_gather_stats() { return std::exchange(stats_, {}); }
 
   // Collective: every decoder layer gathered (on) until the matching hold_whole(false).
   void hold_whole(bool on);
@@ -122,7 +120,7 @@ class Zero3 final : public model::ParamGate {
     Unit* unit = nullptr;
     at::Tensor shard;  // this rank's sum, once pending is done
   } rs_;
-  GatherStats stats_;
+  model::GateStats stats_;
 };
 
 }  // namespace gspo::parallel

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "gspo/config/options.h"
+#include "gspo/model/param_gate.h"
 
 namespace gspo::parallel { class Comm; }
 namespace gspo::model { class Policy; }
@@ -57,10 +58,7 @@ class UpdateEngine {
   // Lockstep engines: the passes that follow only keep this rank in step (their gradients are discarded).
   virtual void set_idle(bool idle) { (void)idle; }
   // ZeRO-3: decoder-layer gathers since the last call, and how many of them a prefetch had started; else zeros.
-  struct GatherCounts {
-    int64_t gathers = 0, prefetched = 0;
-  };
-  virtual GatherCounts take_gather_counts() { return {}; }
+  virtual model::GateStats take_gather_counts() { return {}; }
 
   // Runs `f` while the policy holds the float32 weights the optimizer updates (bf16 training: the masters, so a
   // checkpoint resumes exactly; float32: the policy as it is).

@@ -102,12 +102,7 @@ class Zero3Engine : public UpdateEngine {
   void hold_whole(bool on) override { z_->hold_whole(on); }
   bool lockstep() const override { return true; }
   void set_idle(bool idle) override { z_->set_idle(idle); }
-  GatherCounts take_gather_counts() override {
-    const auto now = z_->gather_stats();
-    GatherCounts c{now.gathers - taken_.gathers, now.prefetched - taken_.prefetched};
-    taken_ = now;
-    return c;
-  }
+  model::GateStats take_gather_counts() override { return z_->take_gather_stats(); }
 
  private:
   parallel::Comm& comm_;
@@ -115,7 +110,6 @@ class Zero3Engine : public UpdateEngine {
   std::unique_ptr<parallel::Zero3> z_;
   std::vector<at::Tensor> full_;
   std::string staging_;
-  parallel::Zero3::GatherStats taken_;
 };
 
 }  // namespace
