@@ -54,6 +54,11 @@ const std::vector<Choice<OldLogprobs>>& choices(OldLogprobs) {
                                                   {"sampler", OldLogprobs::kSampler}};
   return c;
 }
+const std::vector<Choice<MathGold>>& choices(MathGold) {
+  static const std::vector<Choice<MathGold>> c{
+      {"auto", MathGold::kAuto}, {"answer", MathGold::kAnswer}, {"extract", MathGold::kExtract}};
+  return c;
+}
 const std::vector<Choice<RoutingReplay>>& choices(RoutingReplay) {
   static const std::vector<Choice<RoutingReplay>> c{{"none", RoutingReplay::kNone}, {"old", RoutingReplay::kOld}};
   return c;

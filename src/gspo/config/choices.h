@@ -41,6 +41,7 @@ enum class RewardScale { kGroup, kBatch, kNone };  // the std that group_norm ad
 enum class ComponentNorm { kAfterSum, kBeforeSum };  // reward.components: normalised after or before summing
 enum class RolloutDtype { kSame, kBFloat16 };  // weights the sampler runs with
 enum class RoutingReplay { kNone, kOld };  // MoE: the update's experts are its own, or the old-log-prob pass's
+enum class MathGold { kAuto, kAnswer, kExtract };  // math: the reference is the answer field, or extracted from it
 
 // The names of each enum's values, in documentation order (found by argument-dependent lookup).
 const std::vector<Choice<Dtype>>& choices(Dtype);
@@ -63,6 +64,7 @@ const std::vector<Choice<RewardScale>>& choices(RewardScale);
 const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm);
 const std::vector<Choice<RolloutDtype>>& choices(RolloutDtype);
 const std::vector<Choice<RoutingReplay>>& choices(RoutingReplay);
+const std::vector<Choice<MathGold>>& choices(MathGold);
 
 template <class E>
 struct IsChoice : std::false_type {};
@@ -71,7 +73,7 @@ GSPO_CHOICE(Dtype); GSPO_CHOICE(Task); GSPO_CHOICE(ChatTemplate); GSPO_CHOICE(Ov
 GSPO_CHOICE(LossKind); GSPO_CHOICE(AdvantageKind); GSPO_CHOICE(StdKind); GSPO_CHOICE(KlEstimator);
 GSPO_CHOICE(OldLogprobs); GSPO_CHOICE(Schedule); GSPO_CHOICE(OnNonfinite); GSPO_CHOICE(Backend); GSPO_CHOICE(LogLevel);
 GSPO_CHOICE(IsCorrection); GSPO_CHOICE(IsLevel); GSPO_CHOICE(RewardScale); GSPO_CHOICE(ComponentNorm);
-GSPO_CHOICE(RolloutDtype); GSPO_CHOICE(RoutingReplay);
+GSPO_CHOICE(RolloutDtype); GSPO_CHOICE(RoutingReplay); GSPO_CHOICE(MathGold);
 #undef GSPO_CHOICE
 
 // The name of a value ("bfloat16").

@@ -153,6 +153,7 @@ struct RewardOptions {
   bool math_answer_is = true;                // math: fall back to "the answer is X"
   bool math_last_number = true;              // math: fall back to the last number in the response
   double math_rel_tol = 1e-6;                // math: relative tolerance of numeric equality
+  MathGold math_gold = MathGold::kAuto;      // math: the reference is the answer field, or extracted from it
   bool code_partial = false;                 // code: reward = fraction of tests passed (else all-or-nothing)
   double code_timeout_s = 5.0;               // code: CPU seconds per test (wall clock: 2x + 1)
   int64_t code_memory_mb = 1024;             // code: address-space limit per test
@@ -173,9 +174,15 @@ struct RewardOptions {
     v("regex", regex, "regex verifier: reward 1 when the response matches; {answer} is replaced by the escaped answer", any());
     v("external_command", external_command, "external verifier: a command started once that reads JSON lines "
       "{prompt, response, answer, row} and writes one number per line", any());
-    v("math_answer_is", math_answer_is, "math: when there is no \\boxed{}, use \"the answer is X\"", any());
-    v("math_last_number", math_last_number, "math: as a last resort, use the last number in the response", any());
+    v("math_answer_is", math_answer_is, "math: when there is no \\boxed{}, use the math or number after "
+      "\"answer\" (\"The answer is 18.\", \"**Answer:** $x=5$\")", any());
+    v("math_last_number", math_last_number, "math: as a last resort, use the last math span ($...$, \\(...\\), "
+      "\\[...\\]) or the last number of the response", any());
     v("math_rel_tol", math_rel_tol, "math: relative tolerance of numeric equality", between(0, 0.1));
+    v("math_gold", math_gold, "math: the reference answer: answer (the answer field as it is, after a GSM8K "
+      "'####'), extract (found in the field as in a response: a whole solution's last \\boxed{}, $...$, 'The "
+      "answer is ...'), auto (extract when the field holds \\boxed, $, \\( or \\[, or 'answer is'; else as it is)",
+      choice_rule(math_gold));
     v("code_partial", code_partial, "code: reward = fraction of tests passed; false = 1 only when all pass", any());
     v("code_timeout_s", code_timeout_s, "code: CPU seconds per test run (wall clock limit: 2x + 1 s)", greater_than(0));
     v("code_memory_mb", code_memory_mb, "code: address-space limit per test run in MiB", at_least(64));

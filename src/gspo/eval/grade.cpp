@@ -11,6 +11,7 @@ Grader::Grader(const config::Config& cfg_in, const std::vector<data::Example>& r
   cfg.data.task = config::Task::kJsonl;
   verifier = reward::make_verifier(cfg, rows);
   math = verifier->name() == "math" || verifier->name().rfind("math:", 0) == 0;
+  if (math) math_options = reward::math_options(cfg);
   workers = cfg.reward.workers;
 }
 
@@ -44,11 +45,12 @@ std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>
 
 void Grader::vote(ProblemResult& p, const std::vector<std::string>& responses, const data::Example& problem) const {
   if (!math) return;
-  reward::MathVerifier voter;
+  reward::MathVerifier voter(math_options);
   p.votes.clear();
   for (const auto& r : responses) p.votes.push_back(voter.voting_key(r));
   const std::string winner = majority_vote(p.votes);
-  p.majority_correct = !winner.empty() && reward::answers_equivalent(winner, reward::reference_answer(problem.answer));
+  const auto gold = reward::reference_answer(problem.answer, math_options.gold);
+  p.majority_correct = !winner.empty() && gold && reward::answers_equivalent(winner, *gold, math_options.rel_tol);
 }
 
 }  // namespace gspo::eval

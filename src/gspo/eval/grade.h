@@ -6,6 +6,7 @@
 
 #include "gspo/data/example.h"
 #include "gspo/eval/summary.h"
+#include "gspo/reward/math.h"
 #include "gspo/reward/verifier.h"
 
 namespace gspo::config { struct Config; }
@@ -15,6 +16,7 @@ namespace gspo::eval {
 struct Grader {
   std::unique_ptr<reward::Verifier> verifier;
   bool math = false;   // majority voting applies
+  reward::MathOptions math_options;  // the math verifier's, for voting
   int64_t workers = 0;
 
   // `cfg` with its dataset's rows decides the verifier (reward.kind auto: code when rows carry tests).

@@ -1,5 +1,7 @@
 #include "gspo/eval/summary.h"
 
+#include "gspo/reward/math.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -88,8 +90,10 @@ nlohmann::ordered_json summarize(const std::string& name, const std::vector<Prob
   double reward = 0;
   int64_t tokens = 0, max_tokens = 0;
   std::map<std::string, int64_t> failures;
+  int64_t no_reference = 0;  // problems whose reference held no answer (reward.math_gold extract/auto)
   for (const auto& p : problems) {
     all.push_back(&p);
+    no_reference += p.failures.count(reward::kNoReferenceAnswer) ? 1 : 0;
     if (!p.difficulty.empty()) by_level[p.difficulty].push_back(&p);
     reward += p.reward_sum;
     tokens += p.tokens_sum;
@@ -103,6 +107,7 @@ nlohmann::ordered_json summarize(const std::string& name, const std::vector<Prob
   j["response_tokens_max"] = max_tokens;
   j["response_tokens_total"] = tokens;
   j["failures"] = failures;
+  if (no_reference > 0) j["references_without_answer"] = no_reference;
   if (!by_level.empty()) {
     // easy, medium, hard (LiveCodeBench's levels) in that order, any other level after them by name
     auto rank = [](const std::string& l) { return l == "easy" ? 0 : l == "medium" ? 1 : l == "hard" ? 2 : 3; };
@@ -164,6 +169,9 @@ std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
         out += " " + why + " " + std::to_string(n.get<int64_t>()) + ",";
       out.back() = '\n';
     }
+    if (s.contains("references_without_answer"))
+      out += "  references without an extractable answer: " +
+             count(s["references_without_answer"].get<int64_t>(), "problem") + " (graded wrong; reward.math_gold)\n";
     if (s.contains("skipped_prompts") && s["skipped_prompts"].get<int64_t>() > 0)
       out += "  skipped (prompt too long): " + count(s["skipped_prompts"].get<int64_t>(), "problem") + "\n";
     if (s.contains("problems_without_responses") && s["problems_without_responses"].get<int64_t>() > 0) {

@@ -89,7 +89,7 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
     case RewardKind::kExact: return std::make_unique<ExactMatch>();
     case RewardKind::kLeadingInteger: return std::make_unique<LeadingInteger>();
     case RewardKind::kMath:
-      return std::make_unique<MathVerifier>(MathOptions{r.math_answer_is, r.math_last_number, r.math_rel_tol});
+      return std::make_unique<MathVerifier>(math_options(cfg));
     case RewardKind::kFormat: return std::make_unique<BoxedFormat>();
     case RewardKind::kRegex: return std::make_unique<RegexVerifier>(r.regex);
     case RewardKind::kExternal: return std::make_unique<ExternalVerifier>(r.external_command, r.external_timeout_s);
@@ -152,6 +152,14 @@ std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& 
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
   return out;
+}
+
+MathOptions math_options(const config::Config& cfg) {
+  const auto& r = cfg.reward;
+  const GoldMode gold = r.math_gold == config::MathGold::kExtract  ? GoldMode::kExtract
+                        : r.math_gold == config::MathGold::kAnswer ? GoldMode::kAnswer
+                                                                   : GoldMode::kAuto;
+  return {r.math_answer_is, r.math_last_number, r.math_rel_tol, gold};
 }
 
 }  // namespace gspo::reward

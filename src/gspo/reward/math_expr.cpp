@@ -15,6 +15,31 @@ bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0;
 const char* const kGreek[] = {"\\alpha", "\\beta",  "\\gamma", "\\delta", "\\epsilon", "\\theta", "\\lambda",
                               "\\mu",    "\\sigma", "\\phi",   "\\omega", "\\rho",     "\\tau",   "\\psi"};
 
+struct FunctionDef {
+  const char* name;
+  double (*f)(double);
+  bool log;  // takes a base: \\log_2 8
+};
+// Longer names first where one is a prefix of another (\\sinh before \\sin). \\log without a base is the common
+// logarithm (base 10), as Math-Verify reads it; \\ln is natural.
+const FunctionDef kFunctions[] = {
+    {"\\arcsin", [](double x) { return std::asin(x); }, false},
+    {"\\arccos", [](double x) { return std::acos(x); }, false},
+    {"\\arctan", [](double x) { return std::atan(x); }, false},
+    {"\\sinh", [](double x) { return std::sinh(x); }, false},
+    {"\\cosh", [](double x) { return std::cosh(x); }, false},
+    {"\\tanh", [](double x) { return std::tanh(x); }, false},
+    {"\\sin", [](double x) { return std::sin(x); }, false},
+    {"\\cos", [](double x) { return std::cos(x); }, false},
+    {"\\tan", [](double x) { return std::tan(x); }, false},
+    {"\\sec", [](double x) { return 1 / std::cos(x); }, false},
+    {"\\csc", [](double x) { return 1 / std::sin(x); }, false},
+    {"\\cot", [](double x) { return std::cos(x) / std::sin(x); }, false},
+    {"\\exp", [](double x) { return std::exp(x); }, false},
+    {"\\ln", [](double x) { return std::log(x); }, false},
+    {"\\log", [](double x) { return std::log10(x); }, true},
+};
+
 // C(n, k): exact product for integers, Gamma functions otherwise.
 double binomial(double n, double k) {
   if (n == std::floor(n) && k == std::floor(k) && n >= 0) {
@@ -108,6 +133,11 @@ class Parser {
   }
   std::optional<double> power() {
     auto base = atom();
+    while (base && i_ < s_.size() && s_[i_] == '!' && (i_ + 1 >= s_.size() || s_[i_ + 1] != '=')) {
+      ++i_;  // factorial: 5! = 120 (Gamma for non-integers)
+      if (*base < 0 || *base > 170) return std::nullopt;
+      base = std::tgamma(*base + 1);
+    }
     if (base && eat("^")) {
       auto e = unary();  // right-associative: 2^3^2 = 2^9; 2^-1 = 0.5
       if (!e) return std::nullopt;
@@ -189,6 +219,9 @@ class Parser {
       if (!x) return std::nullopt;
       return n == 3 ? std::cbrt(*x) : std::pow(*x, 1.0 / n);
     }
+    bool named = false;
+    if (auto f = function(named)) return f;
+    if (named) return std::nullopt;  // a function whose argument did not parse
     if (eat("\\pi")) return M_PI;
     if (eat("\\infty")) return INFINITY;
     if (with_vars())
@@ -200,6 +233,51 @@ class Parser {
         }
     return std::nullopt;
   }
+  // \\sin x, \\sin(x), \\sin^2 x, \\log_2 8, \\ln(e^2): the argument is a parenthesised or braced group, or a
+  // product of atoms up to the next operator or function (\\sin 2x = sin(2x); \\sin x\\cos x = sin(x)cos(x)).
+  // `named` is set when a function name matched (then nullopt means its argument did not parse).
+  std::optional<double> function(bool& named) {
+    const FunctionDef* def = nullptr;
+    for (const auto& f : kFunctions) {
+      const size_t n = std::char_traits<char>::length(f.name);
+      if (s_.compare(i_, n, f.name) == 0 && !(i_ + n < s_.size() && is_alpha(s_[i_ + n]))) {
+        def = &f;
+        i_ += n;
+        break;
+      }
+    }
+    if (!def) return std::nullopt;
+    named = true;
+    std::optional<double> base;
+    if (def->log && eat("_")) base = braced();
+    std::optional<double> exponent;
+    if (eat("^")) {
+      if (!(exponent = braced())) return std::nullopt;
+    }
+    if (def->log && !base && eat("_")) base = braced();  // \\log^2_3 x
+    skip();
+    std::optional<double> arg;
+    if (i_ < s_.size() && (s_[i_] == '(' || s_[i_] == '{')) {
+      arg = power();
+    } else {
+      arg = power();
+      while (arg && at_atom_start() && !is_digit(s_[i_]) && !at_function()) {
+        auto r = power();
+        if (!r) return std::nullopt;
+        *arg *= *r;
+      }
+    }
+    if (!arg) return std::nullopt;
+    double v = def->f(*arg);
+    if (base) v = std::log(*arg) / std::log(*base);
+    if (exponent) v = std::pow(v, *exponent);
+    return v;
+  }
+  bool at_function() const {
+    for (const auto& f : kFunctions)
+      if (s_.compare(i_, std::char_traits<char>::length(f.name), f.name) == 0) return true;
+    return false;
+  }
   std::optional<double> atom() {
     skip();
     if (i_ >= s_.size()) return std::nullopt;
@@ -208,6 +286,11 @@ class Parser {
     if (c == '{') return group('}');
     if (is_digit(c) || c == '.') return number();
     if (c == '\\') return command();
+    if (c == '|') return group('|');  // |x|
+    if (c == 'e' && !(i_ + 1 < s_.size() && is_alpha(s_[i_ + 1]))) {
+      ++i_;  // Euler's number, as Math-Verify reads a lone e
+      return M_E;
+    }
     if (with_vars() && is_alpha(c)) return variable(std::string(1, s_[i_++]));
     return std::nullopt;
   }

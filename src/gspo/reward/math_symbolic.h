@@ -14,4 +14,13 @@ namespace gspo::reward {
 // defined on both sides, and the values agree within rel_tol (absolute 1e-9) at each of them.
 bool symbolic_equal(const std::string& a, const std::string& b, double rel_tol);
 
+// Whether a = c * b for one constant c != 0 at every point where both are defined (the same random points, the same
+// variable set, non-empty; at least 4 points where both sides are non-zero, and neither side zero where the other is
+// not). sign > 0 requires c > 0, sign < 0 c < 0, sign 0 any; exact_unit additionally requires |c| = 1.
+// The test of relations and equations: "2x + 4y - 3" and "y - (-x/2 + 3/4)" (c = 4); "x(2x+4y-3)" is no multiple.
+bool proportional(const std::string& a, const std::string& b, int sign, bool exact_unit, double rel_tol);
+
+// Whether some run of letters outside a \command is longer than 3 (a word such as "yes", not a product y*e*s).
+bool has_word(const std::string& s);
+
 }  // namespace gspo::reward

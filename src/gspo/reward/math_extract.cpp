@@ -1,0 +1,332 @@
+#include "gspo/reward/math_extract.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+#include <vector>
+
+#include "gspo/reward/math_normalize.h"
+#include "gspo/reward/math_structure.h"
+#include "gspo/reward/verifier.h"
+
+namespace gspo::reward {
+namespace {
+
+constexpr size_t kMaxAnswerChars = 1000;  // longer extracted answers are none (the regexes recurse per character)
+constexpr size_t kMaxJoined = 6;          // math spans joined by and/or/, into one list at most
+
+bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// One place in the text that may hold the answer: [begin, end) and the answer text it gives.
+struct Span {
+  size_t begin = 0, end = 0;
+  std::string text;
+};
+
+// Every \boxed{...} / \fbox{...} group, left to right (unbalanced ones run to the end of the text).
+std::vector<Span> boxes(const std::string& r) {
+  std::vector<Span> out;
+  size_t pos = 0;
+  while (true) {
+    const size_t b = r.find("\\boxed", pos), f = r.find("\\fbox", pos);
+    const size_t at = std::min(b, f);
+    if (at == std::string::npos) break;
+    size_t open = at + (at == b ? 6 : 5);
+    while (open < r.size() && r[open] == ' ') ++open;
+    if (open < r.size() && r[open] == '{') {
+      size_t end = 0;
+      if (auto inner = brace_group(r, open, &end)) {
+        out.push_back({at, end, trim(*inner)});
+        pos = end;
+        continue;
+      }
+      out.push_back({at, r.size(), trim(r.substr(open + 1))});
+      break;
+    }
+    if (open > at + (at == b ? 6 : 5) && open < r.size()) {  // \boxed 5
+      size_t stop = r.find_first_of(" $\n", open);
+      if (stop == std::string::npos) stop = r.size();
+      out.push_back({at, stop, r.substr(open, stop - open)});
+    }
+    pos = open;
+  }
+  return out;
+}
+
+// Math spans of the text, left to right: $$...$$, $...$ (one line; not opened right after a digit or a backslash),
+// \(...\), \[...\], and a bare \frac{a}{b} of two numbers outside them.
+std::vector<Span> math_spans(const std::string& r) {
+  std::vector<Span> out;
+  size_t i = 0;
+  auto close = [&](size_t from, const std::string& c, bool one_line) -> size_t {
+    for (size_t k = from; k < r.size(); ++k) {
+      if (one_line && r[k] == '\n') return std::string::npos;
+      if (r.compare(k, c.size(), c) == 0 && (k == 0 || r[k - 1] != '\\')) return k;
+    }
+    return std::string::npos;
+  };
+  static const std::regex kFrac(R"(^-?\\frac\{-?\d+(?:[.,]\d+)?\}\{-?\d+(?:[.,]\d+)?\})");
+  while (i < r.size()) {
+    const bool escaped = i > 0 && r[i - 1] == '\\';
+    std::string open, shut;
+    bool one_line = false;
+    if (r.compare(i, 2, "$$") == 0 && !escaped) {
+      open = shut = "$$";
+    } else if (r[i] == '$' && !escaped && !(i > 0 && is_digit(r[i - 1]))) {
+      open = shut = "$";
+      one_line = true;
+    } else if (r.compare(i, 2, "\\(") == 0 && !escaped) {
+      open = "\\(", shut = "\\)";
+    } else if (r.compare(i, 2, "\\[") == 0 && !escaped) {
+      open = "\\[", shut = "\\]";
+    } else if (r.compare(i, 5, "\\frac") == 0 || (r[i] == '-' && r.compare(i + 1, 5, "\\frac") == 0)) {
+      std::smatch m;
+      const std::string window = r.substr(i, 64);
+      if (std::regex_search(window, m, kFrac)) {
+        out.push_back({i, i + static_cast<size_t>(m.length(0)), m.str(0)});
+        i += static_cast<size_t>(m.length(0));
+        continue;
+      }
+      ++i;
+      continue;
+    } else {
+      ++i;
+      continue;
+    }
+    const size_t end = close(i + open.size(), shut, one_line);
+    if (end == std::string::npos || end == i + open.size()) {
+      i += open.size();
+      continue;
+    }
+    out.push_back({i, end + shut.size(), trim(r.substr(i + open.size(), end - i - open.size()))});
+    i = end + shut.size();
+  }
+  return out;
+}
+
+// Numbers standing alone: not after a letter, digit, '^', '_' or '\' (so "XDY2K" and "x^2" hold none); thousands
+// written "1,234,567" or "1 234 567"; decimals ("3.5", ".5"); a fraction "3/4"; a following "%" kept.
+std::vector<Span> numbers(const std::string& r) {
+  std::vector<Span> out;
+  static const std::regex kNumber(
+      R"(-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?!\d)(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:/\d+)?(?:\s*%)?)");
+  // std::regex recurses per matched character: searched in the 2000 characters that end at the last digit.
+  const size_t last_digit = r.find_last_of("0123456789");
+  if (last_digit == std::string::npos) return out;
+  const size_t base = last_digit + 1 > 2000 ? last_digit + 1 - 2000 : 0;
+  const std::string window = r.substr(base, last_digit + 1 - base + 20);
+  for (auto it = std::sregex_iterator(window.begin(), window.end(), kNumber); it != std::sregex_iterator(); ++it) {
+    const size_t at = base + static_cast<size_t>(it->position());
+    size_t first = r[at] == '-' ? at + 1 : at;  // the character before the digits decides
+    std::string sign;
+    if (first == at && first >= 3 && r.compare(first - 3, 3, "−") == 0) {  // U+2212 minus sign
+      sign = "-";
+      first -= 3;
+    }
+    if (first > 0) {
+      const char p = r[first - 1];
+      if (is_alpha(p) || is_digit(p) || p == '^' || p == '_' || p == '\\' || (p == '.' && r[first] != '.')) continue;
+    }
+    std::string text = sign + it->str();
+    if (!text.empty() && text.back() == '.') text.pop_back();
+    out.push_back({first, at + static_cast<size_t>(it->length()), text});
+  }
+  return out;
+}
+
+// Whether only a list separator (",", "and", "or", ", and") lies between two spans.
+bool joined(const std::string& between) {
+  static const std::regex kSep(R"(^\s*(?:,?\s*(?:and|or)|,)\s*$)");
+  return between.size() < 16 && std::regex_match(between, kSep);
+}
+
+// The last math span of `spans` (ending at or before `limit`) that reads as math, joined with the spans before it
+// that only a separator divides from it.
+std::optional<Span> last_math(const std::string& r, const std::vector<Span>& spans, size_t from, size_t limit) {
+  for (size_t k = spans.size(); k-- > 0;) {
+    const Span& s = spans[k];
+    if (s.begin < from || s.end > limit) continue;
+    if (!reads_as_math(normalize_answer(s.text))) continue;
+    Span out = s;
+    size_t n = 1;
+    for (size_t j = k; j > 0 && n < kMaxJoined; --j, ++n) {
+      const Span& prev = spans[j - 1];
+      if (prev.begin < from || prev.end > spans[j].begin) break;
+      if (!joined(r.substr(prev.end, spans[j].begin - prev.end))) break;
+      if (!reads_as_math(normalize_answer(prev.text))) break;
+      out.text = prev.text + "," + out.text;
+      out.begin = prev.begin;
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+// Spans and numbers merged, ordered by where they start (a number inside a math span is not a candidate itself).
+std::vector<Span> plain_candidates(const std::string& r) {
+  std::vector<Span> spans = math_spans(r);
+  std::vector<Span> all = spans;
+  for (const auto& n : numbers(r)) {
+    bool inside = false;
+    for (const auto& s : spans)
+      if (n.begin < s.end && n.end > s.begin) inside = true;
+    if (!inside) all.push_back(n);
+  }
+  std::sort(all.begin(), all.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  return all;
+}
+
+// The boxes inside [begin, end), their contents joined by ',' (equal neighbours once).
+std::string boxes_within(const std::vector<Span>& all, size_t begin, size_t end) {
+  std::string out, last;
+  for (const auto& b : all)
+    if (b.begin >= begin && b.end <= end && b.text != last) {
+      out += (out.empty() ? "" : ",") + b.text;
+      last = b.text;
+    }
+  return out;
+}
+
+// Kind 1. When the last box sits in a math span ("$\\boxed{12}$"), that span's boxes, with the spans holding boxes
+// just before it that "and" / "or" / "," divides from it ("$\\boxed{2}$ and $\\boxed{3}$"); a box in an earlier
+// sentence is a draft, not part of the answer. A bare box: the boxes just before it with fewer than 10 characters
+// or only a separator between ("\\boxed{2}, \\boxed{3}"); Math-Verify also joins boxes up to 70 characters apart
+// when a comma or "and" lies between, so "First \\boxed{3}, then correcting: \\boxed{5}" would answer "3, 5": we
+// take the correction (docs/verifiers.md, kept differences). Equal neighbouring boxes count once.
+std::optional<Span> boxed_answer(const std::string& r, const std::vector<Span>& spans) {
+  const auto all = boxes(r);
+  if (all.empty()) return std::nullopt;
+  for (size_t k = spans.size(); k-- > 0;) {
+    const Span& s = spans[k];
+    if (!(s.begin <= all.back().begin && all.back().end <= s.end)) continue;
+    Span out{s.begin, s.end, boxes_within(all, s.begin, s.end)};
+    for (size_t j = k, n = 1; j > 0 && n < kMaxJoined; --j, ++n) {
+      const Span& prev = spans[j - 1];
+      const std::string inside = boxes_within(all, prev.begin, prev.end);
+      if (inside.empty() || !joined(r.substr(prev.end, spans[j].begin - prev.end))) break;
+      out.text = inside + "," + out.text;
+      out.begin = prev.begin;
+    }
+    return out;
+  }
+  Span out = all.back();
+  std::vector<std::string> parts{all.back().text};
+  for (size_t k = all.size() - 1; k > 0; --k) {
+    const Span& prev = all[k - 1];
+    const std::string between = r.substr(prev.end, all[k].begin - prev.end);
+    if (between.size() >= 10 && !joined(between)) break;
+    if (prev.text != parts.back()) parts.push_back(prev.text);
+    out.begin = prev.begin;
+  }
+  std::reverse(parts.begin(), parts.end());
+  out.text.clear();
+  for (const auto& p : parts) out.text += (out.text.empty() ? "" : ",") + p;
+  return out;
+}
+
+// Kind 1 too: the math after "final answer ... is" (the phrase within 100 characters), the last such place.
+std::optional<Span> final_answer_is(const std::string& r, const std::string& low,
+                                    const std::vector<Span>& candidates) {
+  std::optional<Span> best;
+  size_t pos = 0;
+  while ((pos = low.find("final answer", pos)) != std::string::npos) {
+    const size_t is = low.find(" is", pos + 12);
+    pos += 12;
+    if (is == std::string::npos || is > pos + 100) continue;
+    size_t at = is + 3;
+    while (at < r.size() && (r[at] == ':' || is_space(r[at]))) ++at;
+    for (const auto& c : candidates)
+      if (c.begin == at && reads_as_math(normalize_answer(c.text))) {
+        if (!best || c.end > best->end) best = c;
+        break;
+      }
+  }
+  return best;
+}
+
+// Kind 2: after each "answer" (any case), the first candidate within 50 characters, or the number after the last
+// '=' within 100 characters; the answer of the last such place.
+std::optional<Span> after_answer_word(const std::string& r, const std::string& low,
+                                      const std::vector<Span>& candidates) {
+  std::optional<Span> best;
+  size_t pos = 0;
+  while ((pos = low.find("answer", pos)) != std::string::npos) {
+    pos += 6;
+    const size_t eq = r.substr(pos, 100).rfind('=');
+    const size_t start = eq == std::string::npos ? pos : pos + eq + 1;
+    for (const auto& c : candidates) {
+      if (c.begin < start) continue;
+      if (c.begin > start + 50) break;
+      const std::string after = trim(r.substr(c.end, 3));
+      if (!after.empty() && after[0] == '=') continue;  // "answer: 2 + 3 = 5": not 2 + 3
+      if (!reads_as_math(normalize_answer(c.text))) continue;
+      if (!best || c.end > best->end) best = c;
+      break;
+    }
+  }
+  return best;
+}
+
+// The rest of the sentence after the last "the (final) answer is", when it holds words rather than math ("The
+// answer is (C)."): up to ". " or the end of the line, '$' and a final '.' removed.
+std::optional<std::string> answer_is_sentence(const std::string& r) {
+  static const std::regex kAnswerIs(R"([Tt]he (?:final )?answer is[:\s]*)");
+  size_t at = std::string::npos;
+  for (auto it = std::sregex_iterator(r.begin(), r.end(), kAnswerIs); it != std::sregex_iterator(); ++it)
+    at = static_cast<size_t>(it->position() + it->length());
+  if (at == std::string::npos) return std::nullopt;
+  const size_t eol = r.find('\n', at);
+  std::string rest = r.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
+  if (size_t stop = rest.find(". "); stop != std::string::npos) rest = rest.substr(0, stop);
+  rest.erase(std::remove(rest.begin(), rest.end(), '$'), rest.end());
+  rest = trim(rest);
+  while (!rest.empty() && rest.back() == '.') rest.pop_back();
+  rest = trim(rest);
+  if (rest.empty()) return std::nullopt;
+  return rest;
+}
+
+}  // namespace
+
+std::optional<std::string> brace_group(const std::string& s, size_t open, size_t* end) {
+  int depth = 0;
+  for (size_t i = open; i < s.size(); ++i) {
+    if (s[i] == '{') ++depth;
+    if (s[i] == '}' && --depth == 0) {
+      if (end) *end = i + 1;
+      return s.substr(open + 1, i - open - 1);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> last_boxed(const std::string& text) {
+  const auto all = boxes(text);
+  if (all.empty()) return std::nullopt;
+  return all.back().text;
+}
+
+std::optional<std::string> extract_final_answer(const std::string& r, const ExtractOptions& opts) {
+  const std::string low = lower(r);
+  const std::vector<Span> candidates = plain_candidates(r);
+  std::optional<Span> got = boxed_answer(r, math_spans(r));
+  if (auto fa = final_answer_is(r, low, candidates); fa && (!got || fa->end > got->end)) got = fa;
+  if (!got && opts.answer_phrase) got = after_answer_word(r, low, candidates);
+  std::optional<std::string> text;
+  if (got) text = got->text;
+  if (!text && opts.plain) {
+    if (auto m = last_math(r, candidates, 0, r.size())) text = m->text;
+  }
+  if (!text && opts.answer_phrase) text = answer_is_sentence(r);
+  if (text && text->size() > kMaxAnswerChars) return std::nullopt;  // not an answer (and would exhaust std::regex)
+  return text;
+}
+
+}  // namespace gspo::reward
