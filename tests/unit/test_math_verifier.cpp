@@ -1,6 +1,8 @@
 // The math verifier's rules (docs/verifiers.md) as a table: extraction, normalisation, equivalence.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "gspo/reward/math.h"
 #include "gspo/reward/math_expr.h"
 #include "gspo/reward/math_symbolic.h"
@@ -215,4 +217,134 @@ TEST_CASE("degenerate responses: long runs and deep nesting are scored, not a cr
   nested += std::string(400, ')');
   CHECK_FALSE(reward::answers_equivalent(nested, "1"));  // deeper than 50 brackets: not an answer
   CHECK(v.score("The sum is 1" + std::string(100000, ' ') + "then 5", ex).correct);
+}
+
+namespace {
+// Issue #34's kinds: each new rule with true cases and the false near misses a looser rule would let through.
+const Case kRuleCases[] = {
+    // relations: spellings, mirrored sides, negated differences
+    {"\\boxed{x >= 5}", "x \\geq 5", true},
+    {"\\boxed{x \\ge 5}", "x \\geqslant 5", true},
+    {"\\boxed{x < 3}", "x \\lt 3", true},
+    {"\\boxed{x != 3}", "x \\neq 3", true},
+    {"\\boxed{x \\leq 5}", "5 \\geq x", true},
+    {"\\boxed{x < 1}", "-x > -1", true},
+    {"\\boxed{1 < x \\le 3}", "1 < x \\leq 3", true},
+    {"\\boxed{[5, \\infty)}", "x \\geq 5", true},    // a relation reference accepts its interval
+    {"\\boxed{x > 5}", "x \\geq 5", false},          // strict against non-strict
+    {"\\boxed{x \\leq 5}", "x \\geq 5", false},      // direction
+    {"\\boxed{x \\geq 6}", "x \\geq 5", false},      // bound
+    {"\\boxed{(5, \\infty)}", "x \\geq 5", false},   // the interval's bracket
+    {"\\boxed{x \\geq 5}", "[5, \\infty)", false},   // not the other way round (Math-Verify's rule)
+    {"\\boxed{2x > 4}", "x > 2", false},             // inequalities: differences equal, not scaled (Math-Verify)
+    {"\\boxed{3 > x > 1}", "1 < x < 3", false},      // chains pair by pair, in order
+    // equations
+    {"$y=-\\frac{1}{2}x+\\frac{3}{4}$", "2x+4y-3=0", true},
+    {"\\boxed{34x+45y-20z+100=0}", "-34x-45y+20z-100=0", true},
+    {"\\boxed{x(2x+4y-3)=0}", "2x+4y-3=0", false},   // scaled by a variable
+    {"\\boxed{2x+4y-5=0}", "2x+4y-3=0", false},
+    {"\\boxed{2x+4z-3=0}", "2x+4y-3=0", false},      // another variable
+    {"So $x = 5+5+1 = 11$.", "11", true},            // a chain's last side answers a plain reference
+    {"So $x = 5+5+1 = 11$.", "10", false},
+    {"\\boxed{x \\approx 11}", "11", true},
+    {"\\boxed{y = 5}", "x = 5", false},              // both equations: names matter
+    // matrices
+    {"$\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}$", "\\left[\\begin{array}{cc}1&2\\\\3&4\\end{array}\\right]", true},
+    {"\\boxed{\\begin{bmatrix} 0.5 & 0 \\\\ 0 & \\frac{1}{2} \\end{bmatrix}}", "\\frac{1}{2}\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}", true},
+    {"\\boxed{\\begin{pmatrix} 1 & 2 \\\\ 3 & 5 \\end{pmatrix}}", "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", false},
+    {"\\boxed{\\begin{pmatrix} 1 & 3 \\\\ 2 & 4 \\end{pmatrix}}", "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", false},
+    {"\\boxed{\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}}", "(1, 2)", false},  // a column vector is no tuple
+    {"\\boxed{\\begin{pmatrix} 1 & 2 \\end{pmatrix}}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}", false},  // shape
+    // LaTeX forms and units
+    {"\\boxed{\\cfrac{10}{9}}", "\\frac{10}{9}", true},
+    {"\\boxed{125\\textnormal{ miles}}", "125", true},
+    {"\\boxed{125\\textnormal{ miles}}", "126", false},
+    {"\\boxed{124\\text{ km/h}}", "124", true},
+    {"\\boxed{\\left( 3, 4 \\right)}", "(3,4)", true},
+    {"\\boxed{\\\\frac{1}{2}}", "0.5", true},        // doubled backslashes (JSON-escaped text)
+    {"\\boxed{\\tan^2(y)+1}", "\\sec^2(y)", true},
+    {"\\boxed{\\tan^2(y)-1}", "\\sec^2(y)", false},
+    {"\\boxed{\\sin^2 x + \\cos^2 x}", "1", true},
+    {"\\boxed{2\\sin x\\cos x}", "\\sin 2x", true},
+    {"\\boxed{\\sin x\\cos x}", "\\sin 2x", false},
+    {"\\boxed{\\log_2 8}", "3", true},
+    {"\\boxed{\\log 100}", "2", true},               // \log is base 10, as Math-Verify reads it
+    {"\\boxed{\\ln(e^2)}", "2", true},
+    {"\\boxed{5!}", "120", true},
+    {"\\boxed{(-\\infty, \\infty)}", "\\mathbb{R}", true},
+    // extraction from prose
+    {"Solving the system, the ordered pair is $(7, 6)$.", "(7, 6)", true},
+    {"Solving the system, the ordered pair is $(7, 6)$.", "(6, 7)", false},
+    {"The answer is $12$, which is the number of marbles.", "12", true},
+    {"**Answer:** $x = 5$", "5", true},
+    {"So the solutions are $\\boxed{2}$ and $\\boxed{3}$.", "2, 3", true},
+    {"So the solutions are $\\boxed{2}$ and $\\boxed{3}$.", "2", false},
+    {"The ratio is \\frac{10}{9}.", "\\frac{10}{9}", true},
+    {"It is sold as model XDY2K.", "2", false},      // a digit inside a word is no answer
+    {"The final answer is −5.", "5", false},         // a Unicode minus sign
+    {"The final answer is −5.", "-5", true},
+    // conventions
+    {"\\boxed{7,425,000}", "7425000", true},
+    {"The total is 1 000 people.", "1000", true},
+    {"\\boxed{.4}", "0.4", true},
+    {"\\boxed{.4}", "\\frac{2}{5}", true},
+    {"\\boxed{.4}", "4", false},
+};
+}  // namespace
+
+TEST_CASE("math verifier: issue #34's rules, each with its near misses", "[reward][math]") {
+  reward::MathVerifier v;
+  int n_true = 0, n_false = 0;
+  for (const auto& c : kRuleCases) {
+    INFO("response: " << c.response << "\nreference: " << c.reference);
+    CHECK(v.score(c.response, data::Example{"t", "", c.reference, "", "", ""}).correct == c.equal);
+    (c.equal ? n_true : n_false)++;
+  }
+  CHECK(n_true >= 25);
+  CHECK(n_false >= 20);
+}
+
+TEST_CASE("reference answers: as they are, or extracted like a response", "[reward][math]") {
+  using reward::GoldMode;
+  const std::string solution = "We have $a = 3$ and $b = 4$, so $c^2 = 9 + 16 = 25$ and $c = \\boxed{5}$.";
+  CHECK(*reward::reference_answer(solution, GoldMode::kAuto) == "5");
+  CHECK(*reward::reference_answer(solution, GoldMode::kExtract) == "5");
+  CHECK(*reward::reference_answer(solution, GoldMode::kAnswer) == solution);
+  CHECK(*reward::reference_answer("The answer is $\\frac{3}{4}$.", GoldMode::kAuto) == "\\frac{3}{4}");
+  CHECK(*reward::reference_answer("$x=5$", GoldMode::kAuto) == "x=5");
+  CHECK(*reward::reference_answer("x \\geq 5", GoldMode::kAuto) == "x \\geq 5");  // no marks: as it is
+  CHECK(*reward::reference_answer("Natalia sold 48/2 = 24 clips.\n#### 72", GoldMode::kAuto) == "72");
+  CHECK_FALSE(reward::reference_answer("We could not solve it.", GoldMode::kExtract).has_value());
+  // A reference without an answer grades every response wrong, with a reason that gspo score / eval count.
+  reward::MathOptions o;
+  o.gold = GoldMode::kExtract;
+  const auto s = reward::MathVerifier(o).score("\\boxed{5}", data::Example{"t", "", "No solution given.", "", "", ""});
+  CHECK_FALSE(s.correct);
+  CHECK(s.failure == reward::kNoReferenceAnswer);
+  CHECK(reward::MathVerifier().score("\\boxed{5}", data::Example{"t", "", solution, "", "", ""}).correct);
+}
+
+TEST_CASE("expression evaluation: functions, e, factorial, absolute value", "[reward][math]") {
+  CHECK(*reward::evaluate_math("\\sin\\frac{\\pi}{6}") == Approx(0.5));
+  CHECK(*reward::evaluate_math("\\cos^2(0)") == Approx(1));
+  CHECK(*reward::evaluate_math("\\log_{2}(8)") == Approx(3));
+  CHECK(*reward::evaluate_math("\\log 1000") == Approx(3));
+  CHECK(*reward::evaluate_math("\\ln e") == Approx(1));
+  CHECK(*reward::evaluate_math("e^2") == Approx(7.3890561));
+  CHECK(*reward::evaluate_math("4!") == Approx(24));
+  CHECK(*reward::evaluate_math("|-3|") == Approx(3));
+  CHECK(*reward::evaluate_math("\\arctan 1") == Approx(0.7853982));
+  CHECK_FALSE(reward::evaluate_math("\\sin").has_value());  // a function without an argument
+  const reward::MathVars vars{{"x", 0.7}};
+  CHECK(*reward::evaluate_with_vars("\\sin 2x", vars) == Approx(std::sin(1.4)));
+  CHECK(*reward::evaluate_with_vars("\\sin x\\cos x", vars) == Approx(std::sin(0.7) * std::cos(0.7)));
+}
+
+TEST_CASE("proportional differences: the test behind relations", "[reward][math]") {
+  CHECK(reward::proportional("2x+4y-3", "(y)-(-\\frac{1}{2}x+\\frac{3}{4})", 0, false, 1e-6));  // c = 4
+  CHECK(reward::proportional("x-5", "5-x", -1, true, 1e-6));
+  CHECK_FALSE(reward::proportional("x-5", "5-x", 1, false, 1e-6));            // the sign is required
+  CHECK_FALSE(reward::proportional("2x-4", "x-2", 1, true, 1e-6));            // exact_unit: c = 2 refused
+  CHECK_FALSE(reward::proportional("x(2x+4y-3)", "2x+4y-3", 0, false, 1e-6));  // a variable factor
+  CHECK_FALSE(reward::proportional("x-5", "y-5", 0, false, 1e-6));            // other variables
 }

@@ -286,7 +286,10 @@ class Parser {
     if (c == '{') return group('}');
     if (is_digit(c) || c == '.') return number();
     if (c == '\\') return command();
-    if (c == '|') return group('|');  // |x|
+    if (c == '|') {  // |x|
+      auto v = group('|');
+      return v ? std::optional<double>(std::abs(*v)) : std::nullopt;
+    }
     if (c == 'e' && !(i_ + 1 < s_.size() && is_alpha(s_[i_ + 1]))) {
       ++i_;  // Euler's number, as Math-Verify reads a lone e
       return M_E;
