@@ -13,16 +13,22 @@ using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
   const int64_t workers = argc > 1 ? std::atoll(argv[1]) : std::max(2u, std::thread::hardware_concurrency());
-  // Math: a mix of boxed, "answer is" and last-number responses against varied references.
+  // Math: a mix of boxed, "answer is" and last-number responses against varied references, then the kinds of
+  // issue #34 (relations, equations, matrices, functions, units in text, answers in prose).
   const char* responses[] = {"so \\boxed{\\frac{3}{4}}", "The answer is 1,000.", "we get (1, -2) as the point",
-                             "\\boxed{2\\sqrt{3}}", "The final answer is $50\\%$.", "\\boxed{[1, 2) \\cup (3, \\infty)}"};
-  const char* refs[] = {"0.75", "1000", "(1,-2)", "\\sqrt{12}", "0.5", "(3,\\infty)\\cup[1,2)"};
+                             "\\boxed{2\\sqrt{3}}", "The final answer is $50\\%$.", "\\boxed{[1, 2) \\cup (3, \\infty)}",
+                             "Therefore \\boxed{x \\geq 5}.", "The line is $y=-\\frac{1}{2}x+\\frac{3}{4}$.",
+                             "\\boxed{\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}}", "\\boxed{\\tan^2(y)+1}",
+                             "The trip is $\\boxed{125\\textnormal{ miles}}$.", "Solving, the ordered pair is $(7, 6)$."};
+  const char* refs[] = {"0.75", "1000", "(1,-2)", "\\sqrt{12}", "0.5", "(3,\\infty)\\cup[1,2)", "x >= 5", "2x+4y-3=0",
+                        "\\left[\\begin{array}{cc}1&2\\\\3&4\\end{array}\\right]", "\\sec^2(y)", "125", "(7, 6)"};
+  constexpr int kKinds = sizeof(responses) / sizeof(responses[0]);
   reward::MathVerifier mv;
   std::vector<std::string> rs;
   std::vector<data::Example> exs;
   for (int i = 0; i < 6000; ++i) {
-    rs.push_back(responses[i % 6]);
-    exs.push_back({"b", "", refs[i % 6], "", "", ""});
+    rs.push_back(responses[i % kKinds]);
+    exs.push_back({"b", "", refs[i % kKinds], "", "", ""});
   }
   std::vector<const data::Example*> ptrs;
   for (auto& e : exs) ptrs.push_back(&e);

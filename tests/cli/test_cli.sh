@@ -155,6 +155,19 @@ if grep -q '"detail":"[0-9]*/[0-9]* tests passed' "$TMP/sc/scored.jsonl" && grep
   pass=$((pass+1)); else echo "FAIL score-detail: scored.jsonl lacks the failure reason"; head -2 "$TMP/sc/scored.jsonl"; fail=$((fail+1)); fi
 printf '{"answer": "4"}\n{"answer": "9"}\n' > "$TMP/answers_only.jsonl"; printf '{"index": 0, "response": "\\\\boxed{4}"}\n{"index": 1, "response": "8"}\n' > "$TMP/answers_resp.jsonl"
 expect score-no-prompt-field 0 "avg@1 0.500" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl"
+# References that are whole solutions (MATH's `solution`): the answer is extracted from them like a response's
+# (reward.math_gold auto/extract); a reference with none is counted and its samples graded wrong.
+printf '%s\n' '{"problem": "Find c.", "solution": "We have $a = 3$ and $b = 4$, so $c = \\boxed{5}$."}' \
+  '{"problem": "Find x.", "solution": "So $x = \\frac{3}{4}$, and the answer is $\\frac{3}{4}$."}' \
+  '{"problem": "Find y.", "solution": "We could not finish this one."}' > "$TMP/solutions.jsonl"
+printf '%s\n' '{"index": 0, "response": "So c is \\boxed{5}."}' '{"index": 1, "response": "The answer is 0.75."}' \
+  '{"index": 2, "response": "\\boxed{2}"}' > "$TMP/solutions_resp.jsonl"
+expect score-gold-extract 0 "references without an extractable answer: 1 problem" -- "$GSPO" score -d "$TMP/solutions.jsonl" \
+  -r "$TMP/solutions_resp.jsonl" --set data.answer_key=solution --set reward.math_gold=extract
+expect score-gold-auto 0 "avg@1 0.667" -- "$GSPO" score -d "$TMP/solutions.jsonl" -r "$TMP/solutions_resp.jsonl" \
+  --set data.answer_key=solution
+expect score-gold-answer 0 "avg@1 0.000" -- "$GSPO" score -d "$TMP/solutions.jsonl" -r "$TMP/solutions_resp.jsonl" \
+  --set data.answer_key=solution --set reward.math_gold=answer
 expect score-external-garbage 8 "verifier error: reward.external_command 'while read l; do echo yes; done' wrote 'yes'" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" --reward external --set 'reward.external_command=while read l; do echo yes; done'
 expect score-external-exit 8 "reward.external_command 'exit 3'" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl" --reward external --set 'reward.external_command=exit 3'
 # Responses for only some rows: scored, with a note on how many rows had none (it used to say nothing and print

@@ -6,6 +6,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/core/error.h"
+#include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
 #include "gspo/reward/code.h"
 #include "gspo/reward/external.h"
@@ -112,19 +113,42 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
   throw ConfigError(std::string("reward: no verifier for '") + config::name_of(kind) + "'");
 }
 
+// Says at start-up how many math references hold no answer (reward.math_gold extract/auto on solution text): each
+// such row would give every sample reward 0, a group without a learning signal.
+void warn_missing_references(const config::Config& cfg, const std::vector<data::Example>& examples) {
+  const MathOptions o = math_options(cfg);
+  int64_t missing = 0, math_rows = 0;
+  std::string first;
+  for (const auto& ex : examples) {
+    if (data::row_has_code_tests(ex)) continue;
+    ++math_rows;
+    if (reference_answer(ex.answer, o.gold)) continue;
+    if (missing++ == 0) first = ex.id;
+  }
+  if (missing > 0)
+    log::warn("{} of {} math references hold no answer that reward.math_gold={} can extract (first: {}); their "
+              "samples are graded wrong", missing, math_rows, config::name_of(cfg.reward.math_gold), first);
+}
+
 }  // namespace
 
 std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& examples) {
   const auto rows = data::code_test_coverage(examples);
-  if (cfg.reward.components.empty()) return make_one(cfg.reward.kind, cfg, rows);
-  auto w = std::make_unique<Weighted>();
-  for (const auto& c : cfg.reward.components) {
-    const auto colon = c.rfind(':');
-    const auto kind = config::parse_choice<config::RewardKind>(c.substr(0, colon));
-    if (!kind) throw ConfigError("reward.components: unknown verifier in '" + c + "'");  // validate() refuses it first
-    w->add(make_one(*kind, cfg, rows), std::stod(c.substr(colon + 1)));
+  std::unique_ptr<Verifier> v;
+  if (cfg.reward.components.empty()) {
+    v = make_one(cfg.reward.kind, cfg, rows);
+  } else {
+    auto w = std::make_unique<Weighted>();
+    for (const auto& c : cfg.reward.components) {
+      const auto colon = c.rfind(':');
+      const auto kind = config::parse_choice<config::RewardKind>(c.substr(0, colon));
+      if (!kind) throw ConfigError("reward.components: unknown verifier in '" + c + "'");  // validate() refuses it first
+      w->add(make_one(*kind, cfg, rows), std::stod(c.substr(colon + 1)));
+    }
+    v = std::move(w);
   }
-  return w;
+  if (v->name().find("math") != std::string::npos) warn_missing_references(cfg, examples);
+  return v;
 }
 
 std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
