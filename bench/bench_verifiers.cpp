@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "gspo/reward/code.h"
 #include "gspo/reward/math.h"
@@ -42,6 +44,23 @@ int main(int argc, char** argv) {
   double sn = std::chrono::duration<double>(Clock::now() - t0).count();
   std::printf("math verifier: %zu answers (%d judged correct)\n  1 worker   %10.0f answers/s\n  %lld workers %9.0f answers/s (x%.2f)\n",
               rs.size(), correct, rs.size() / s1, static_cast<long long>(workers), rs.size() / sn, s1 / sn);
+
+  // Long responses (a 62 KB chain of thought of 800 steps with math spans, ~15k tokens): answer boxed at the end,
+  // in prose at the end, and none; each graded 50 times.
+  std::string steps;
+  for (int i = 0; i < 800; ++i)
+    steps += "Step " + std::to_string(i) + ": we have $x_" + std::to_string(i) + " = \\frac{" + std::to_string(i) +
+             "}{7}$, so the total is 1,234 and y = " + std::to_string(i * 3) + ".\n";
+  const data::Example long_ex{"l", "", "42", "", "", ""};
+  std::printf("math verifier, long responses (%zu bytes):\n", steps.size());
+  for (const auto& [what, text] : {std::pair<const char*, std::string>{"boxed", steps + "So $\\boxed{42}$."},
+                                   {"prose", steps + "Therefore the answer is 42."}, {"none", steps}}) {
+    t0 = Clock::now();
+    int ok = 0;
+    for (int k = 0; k < 50; ++k) ok += mv.score(text, long_ex).correct;
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::printf("  %-6s %8.3f ms per response (%d/50 correct)\n", what, 1e3 * s / 50, ok);
+  }
 
   // Code: 32 stdio programs (3 tests each, all-or-nothing) in the sandbox.
   const std::string row = R"({"tests": {"type": "stdio", "cases": [{"input": "1 2", "output": "3"},

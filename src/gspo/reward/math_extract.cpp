@@ -1,6 +1,7 @@
 #include "gspo/reward/math_extract.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cctype>
 #include <regex>
 #include <vector>
@@ -60,20 +61,40 @@ std::vector<Span> boxes(const std::string& r) {
   return out;
 }
 
+// The length of "\\frac{a}{b}" (or "-\\frac...") at r[i] with a and b plain numbers ("-?digits", one '.' or ','
+// inside), 0 when there is none.
+size_t bare_fraction(const std::string& r, size_t i) {
+  size_t k = i + (r[i] == '-' ? 6 : 5);
+  for (int part = 0; part < 2; ++part) {
+    if (k >= r.size() || r[k] != '{') return 0;
+    ++k;
+    if (k < r.size() && r[k] == '-') ++k;
+    const size_t digits = k;
+    bool point = false;
+    while (k < r.size() && (is_digit(r[k]) || (!point && (r[k] == '.' || r[k] == ',') && k > digits &&
+                                               k + 1 < r.size() && is_digit(r[k + 1])))) {
+      point = point || !is_digit(r[k]);
+      ++k;
+    }
+    if (k == digits || k >= r.size() || r[k] != '}') return 0;
+    ++k;
+  }
+  return k - i;
+}
+
 // Math spans of the text, left to right: $$...$$, $...$ (one line; not opened right after a digit or a backslash),
 // \(...\), \[...\], and a bare \frac{a}{b} of two numbers outside them.
 std::vector<Span> math_spans(const std::string& r) {
   std::vector<Span> out;
   size_t i = 0;
   auto close = [&](size_t from, const std::string& c, bool one_line) -> size_t {
-    for (size_t k = from; k < r.size(); ++k) {
-      if (one_line && r[k] == '\n') return std::string::npos;
-      if (r.compare(k, c.size(), c) == 0 && (k == 0 || r[k - 1] != '\\')) return k;
-    }
-    return std::string::npos;
+    size_t k = from;
+    while ((k = r.find(c, k)) != std::string::npos && r[k - 1] == '\\') ++k;  // \$ does not close
+    if (k == std::string::npos) return k;
+    if (one_line && r.find('\n', from) < k) return std::string::npos;
+    return k;
   };
-  static const std::regex kFrac(R"(^-?\\frac\{-?\d+(?:[.,]\d+)?\}\{-?\d+(?:[.,]\d+)?\})");
-  while (i < r.size()) {
+  while ((i = r.find_first_of("$\\-", i)) != std::string::npos) {
     const bool escaped = i > 0 && r[i - 1] == '\\';
     std::string open, shut;
     bool one_line = false;
@@ -87,11 +108,9 @@ std::vector<Span> math_spans(const std::string& r) {
     } else if (r.compare(i, 2, "\\[") == 0 && !escaped) {
       open = "\\[", shut = "\\]";
     } else if (r.compare(i, 5, "\\frac") == 0 || (r[i] == '-' && r.compare(i + 1, 5, "\\frac") == 0)) {
-      std::smatch m;
-      const std::string window = r.substr(i, 64);
-      if (std::regex_search(window, m, kFrac)) {
-        out.push_back({i, i + static_cast<size_t>(m.length(0)), m.str(0)});
-        i += static_cast<size_t>(m.length(0));
+      if (const size_t n = bare_fraction(r, i)) {
+        out.push_back({i, i + n, r.substr(i, n)});
+        i += n;
         continue;
       }
       ++i;
@@ -111,32 +130,73 @@ std::vector<Span> math_spans(const std::string& r) {
   return out;
 }
 
-// Numbers standing alone: not after a letter, digit, '^', '_' or '\' (so "XDY2K" and "x^2" hold none); thousands
-// written "1,234,567" or "1 234 567"; decimals ("3.5", ".5"); a fraction "3/4"; a following "%" kept.
+// The end of the number starting at r[i] ("-"? then "1,234,567" or "1 234 567" with an optional decimal part,
+// "3.5", ".5", "12"; then "/4" and "%" when they follow), or i when none starts there. Groups of a thousands
+// separator hold exactly 3 digits ("1,23" is 1; "1 000" is a thousand, "3 4" is 3).
+size_t scan_number(const std::string& r, size_t i) {
+  const size_t n = r.size();
+  auto digits = [&](size_t k) {
+    while (k < n && is_digit(r[k])) ++k;
+    return k;
+  };
+  auto decimal = [&](size_t k) { return k + 1 < n && r[k] == '.' && is_digit(r[k + 1]) ? digits(k + 1) : k; };
+  size_t k = i < n && r[i] == '-' ? i + 1 : i;
+  if (k + 1 < n && r[k] == '.' && is_digit(r[k + 1])) {
+    k = digits(k + 1);
+  } else if (k < n && is_digit(r[k])) {
+    const size_t start = k;
+    k = digits(k);
+    bool grouped = false;
+    if (k - start <= 3) {
+      for (const char sep : {',', ' '}) {
+        size_t g = k;
+        while (g + 3 < n + 0 && r[g] == sep && is_digit(r[g + 1]) && is_digit(r[g + 2]) && is_digit(r[g + 3]) &&
+               (sep == ',' || g + 4 >= n || !is_digit(r[g + 4])))
+          g += 4;
+        if (g > k) {
+          k = g;
+          grouped = true;
+          break;
+        }
+      }
+    }
+    k = decimal(k);
+    (void)grouped;
+  } else {
+    return i;
+  }
+  if (k + 1 < n && r[k] == '/' && is_digit(r[k + 1])) k = digits(k + 1);
+  size_t p = k;
+  while (p < n && (r[p] == ' ' || r[p] == '\t')) ++p;
+  if (p < n && r[p] == '%') k = p + 1;
+  return k;
+}
+
+// Numbers standing alone: not after a letter, digit, '^', '_' or '\\' (so "XDY2K" and "x^2" hold none), in a
+// left-to-right scan (a minus sign, also U+2212, belongs to the number).
 std::vector<Span> numbers(const std::string& r) {
   std::vector<Span> out;
-  static const std::regex kNumber(
-      R"(-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3})+(?!\d)(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:/\d+)?(?:\s*%)?)");
-  // std::regex recurses per matched character: searched in the 2000 characters that end at the last digit.
-  const size_t last_digit = r.find_last_of("0123456789");
-  if (last_digit == std::string::npos) return out;
-  const size_t base = last_digit + 1 > 2000 ? last_digit + 1 - 2000 : 0;
-  const std::string window = r.substr(base, last_digit + 1 - base + 20);
-  for (auto it = std::sregex_iterator(window.begin(), window.end(), kNumber); it != std::sregex_iterator(); ++it) {
-    const size_t at = base + static_cast<size_t>(it->position());
-    size_t first = r[at] == '-' ? at + 1 : at;  // the character before the digits decides
-    std::string sign;
-    if (first == at && first >= 3 && r.compare(first - 3, 3, "−") == 0) {  // U+2212 minus sign
+  for (size_t i = 0; i < r.size();) {
+    const size_t end = scan_number(r, i);
+    if (end == i) {
+      ++i;
+      continue;
+    }
+    size_t first = r[i] == '-' ? i + 1 : i;  // the character before the digits decides
+    size_t begin = i;
+    std::string sign = r[i] == '-' ? "-" : "";
+    if (first == i && first >= 3 && r.compare(first - 3, 3, "−") == 0) {  // U+2212 minus sign
       sign = "-";
-      first -= 3;
+      begin = first - 3;
     }
-    if (first > 0) {
-      const char p = r[first - 1];
-      if (is_alpha(p) || is_digit(p) || p == '^' || p == '_' || p == '\\' || (p == '.' && r[first] != '.')) continue;
+    const size_t before = begin == first ? first : begin;
+    bool alone = true;
+    if (before > 0) {
+      const char p = r[before - 1];
+      alone = !(is_alpha(p) || is_digit(p) || p == '^' || p == '_' || p == '\\' || p == '.');
     }
-    std::string text = sign + it->str();
-    if (!text.empty() && text.back() == '.') text.pop_back();
-    out.push_back({first, at + static_cast<size_t>(it->length()), text});
+    if (alone) out.push_back({begin, end, sign + r.substr(first, end - first)});
+    i = end;
   }
   return out;
 }
@@ -170,16 +230,18 @@ std::optional<Span> last_math(const std::string& r, const std::vector<Span>& spa
 }
 
 // Spans and numbers merged, ordered by where they start (a number inside a math span is not a candidate itself).
-std::vector<Span> plain_candidates(const std::string& r) {
-  std::vector<Span> spans = math_spans(r);
-  std::vector<Span> all = spans;
-  for (const auto& n : numbers(r)) {
-    bool inside = false;
-    for (const auto& s : spans)
-      if (n.begin < s.end && n.end > s.begin) inside = true;
-    if (!inside) all.push_back(n);
+std::vector<Span> plain_candidates(const std::string& r, const std::vector<Span>& spans) {
+  std::vector<Span> numbers_alone;
+  size_t s = 0;  // both lists are ordered by position: one pass
+  for (auto& n : numbers(r)) {
+    while (s < spans.size() && spans[s].end <= n.begin) ++s;
+    if (s < spans.size() && spans[s].begin < n.end) continue;  // inside a math span
+    numbers_alone.push_back(std::move(n));
   }
-  std::sort(all.begin(), all.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  std::vector<Span> all;
+  all.reserve(spans.size() + numbers_alone.size());
+  std::merge(spans.begin(), spans.end(), numbers_alone.begin(), numbers_alone.end(), std::back_inserter(all),
+             [](const Span& a, const Span& b) { return a.begin < b.begin; });
   return all;
 }
 
@@ -314,9 +376,17 @@ std::optional<std::string> last_boxed(const std::string& text) {
 }
 
 std::optional<std::string> extract_final_answer(const std::string& r, const ExtractOptions& opts) {
+  const std::vector<Span> spans = math_spans(r);
+  std::optional<Span> got = boxed_answer(r, spans);
+  // The rest needs every candidate and a lower-case copy: computed only when a box does not settle it (a
+  // "final answer" phrase after the box may).
+  if (got) {
+    const std::string tail = lower(r.substr(got->end));
+    if (tail.find("final answer") == std::string::npos)
+      return got->text.size() > kMaxAnswerChars ? std::nullopt : std::optional(got->text);
+  }
   const std::string low = lower(r);
-  const std::vector<Span> candidates = plain_candidates(r);
-  std::optional<Span> got = boxed_answer(r, math_spans(r));
+  const std::vector<Span> candidates = plain_candidates(r, spans);
   if (auto fa = final_answer_is(r, low, candidates); fa && (!got || fa->end > got->end)) got = fa;
   if (!got && opts.answer_phrase) got = after_answer_word(r, low, candidates);
   std::optional<std::string> text;
