@@ -209,7 +209,12 @@ TEST_CASE("degenerate responses: long runs and deep nesting are scored, not a cr
   data::Example ex{"t", "", "5", "", "", ""};
   for (const std::string& r : {"The sum is " + std::string(1000000, '1'), "\\boxed{" + std::string(200000, '1') + "}",
                                "The answer is " + std::string(200000, 'a') + " cm\n",
-                               "\\boxed{" + std::string(100000, '(') + "5" + std::string(100000, ')') + "}"}) {
+                               "\\boxed{" + std::string(100000, '(') + "5" + std::string(100000, ')') + "}",
+                               std::string(200000, '$'), "$1" + std::string(200000, '$'), std::string(100000, '-') + "5",
+                               [] { std::string s; for (int i = 0; i < 50000; ++i) s += "\\( x"; return s; }(),
+                               [] { std::string s; for (int i = 0; i < 50000; ++i) s += "\\frac{1}{"; return s; }(),
+                               [] { std::string s; for (int i = 0; i < 20000; ++i) s += "the answer is "; return s; }(),
+                               [] { std::string s; for (int i = 0; i < 20000; ++i) s += "\\boxed{1} "; return s; }()}) {
     CHECK_FALSE(v.score(r, ex).correct);
   }
   std::string nested;

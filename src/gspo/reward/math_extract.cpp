@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <cctype>
 #include <regex>
 #include <vector>
@@ -25,6 +26,12 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Whether a candidate's text reads as math; over kMaxAnswerChars it is no answer (and is never normalised: the
+// normaliser's regexes recurse per character).
+bool reads_math(const std::string& text) {
+  return text.size() <= kMaxAnswerChars && reads_as_math(normalize_answer(text));
+}
+
 // One place in the text that may hold the answer: [begin, end) and the answer text it gives.
 struct Span {
   size_t begin = 0, end = 0;
@@ -34,9 +41,10 @@ struct Span {
 // Every \boxed{...} / \fbox{...} group, left to right (unbalanced ones run to the end of the text).
 std::vector<Span> boxes(const std::string& r) {
   std::vector<Span> out;
-  size_t pos = 0;
+  size_t pos = 0, b = r.find("\\boxed"), f = r.find("\\fbox");
   while (true) {
-    const size_t b = r.find("\\boxed", pos), f = r.find("\\fbox", pos);
+    if (b != std::string::npos && b < pos) b = r.find("\\boxed", pos);  // searches move forward only: linear
+    if (f != std::string::npos && f < pos) f = r.find("\\fbox", pos);
     const size_t at = std::min(b, f);
     if (at == std::string::npos) break;
     size_t open = at + (at == b ? 6 : 5);
@@ -87,11 +95,22 @@ size_t bare_fraction(const std::string& r, size_t i) {
 std::vector<Span> math_spans(const std::string& r) {
   std::vector<Span> out;
   size_t i = 0;
+  // Searches only move forward, and a closer not found from one place is not found from a later one: the scan stays
+  // linear on hostile text (100k unclosed "\\(" or '$' signs on one line).
+  size_t next_newline = 0;
+  std::map<std::string, bool> none_left;
   auto close = [&](size_t from, const std::string& c, bool one_line) -> size_t {
+    if (none_left[c]) return std::string::npos;
     size_t k = from;
     while ((k = r.find(c, k)) != std::string::npos && r[k - 1] == '\\') ++k;  // \$ does not close
-    if (k == std::string::npos) return k;
-    if (one_line && r.find('\n', from) < k) return std::string::npos;
+    if (k == std::string::npos) {
+      none_left[c] = true;
+      return k;
+    }
+    if (one_line) {
+      if (next_newline != std::string::npos && next_newline < from) next_newline = r.find('\n', from);
+      if (next_newline < k) return std::string::npos;
+    }
     return k;
   };
   while ((i = r.find_first_of("$\\-", i)) != std::string::npos) {
@@ -213,14 +232,14 @@ std::optional<Span> last_math(const std::string& r, const std::vector<Span>& spa
   for (size_t k = spans.size(); k-- > 0;) {
     const Span& s = spans[k];
     if (s.begin < from || s.end > limit) continue;
-    if (!reads_as_math(normalize_answer(s.text))) continue;
+    if (!reads_math(s.text)) continue;
     Span out = s;
     size_t n = 1;
     for (size_t j = k; j > 0 && n < kMaxJoined; --j, ++n) {
       const Span& prev = spans[j - 1];
       if (prev.begin < from || prev.end > spans[j].begin) break;
       if (!joined(r.substr(prev.end, spans[j].begin - prev.end))) break;
-      if (!reads_as_math(normalize_answer(prev.text))) break;
+      if (!reads_math(prev.text)) break;
       out.text = prev.text + "," + out.text;
       out.begin = prev.begin;
     }
@@ -293,6 +312,12 @@ std::optional<Span> boxed_answer(const std::string& r, const std::vector<Span>& 
   return out;
 }
 
+// The first candidate starting at or after `pos` (candidates are ordered by where they start).
+std::vector<Span>::const_iterator first_from(const std::vector<Span>& candidates, size_t pos) {
+  return std::lower_bound(candidates.begin(), candidates.end(), pos,
+                          [](const Span& c, size_t p) { return c.begin < p; });
+}
+
 // Kind 1 too: the math after "final answer ... is" (the phrase within 100 characters), the last such place.
 std::optional<Span> final_answer_is(const std::string& r, const std::string& low,
                                     const std::vector<Span>& candidates) {
@@ -304,11 +329,8 @@ std::optional<Span> final_answer_is(const std::string& r, const std::string& low
     if (is == std::string::npos || is > pos + 100) continue;
     size_t at = is + 3;
     while (at < r.size() && (r[at] == ':' || is_space(r[at]))) ++at;
-    for (const auto& c : candidates)
-      if (c.begin == at && reads_as_math(normalize_answer(c.text))) {
-        if (!best || c.end > best->end) best = c;
-        break;
-      }
+    const auto c = first_from(candidates, at);
+    if (c != candidates.end() && c->begin == at && reads_math(c->text) && (!best || c->end > best->end)) best = *c;
   }
   return best;
 }
@@ -323,12 +345,12 @@ std::optional<Span> after_answer_word(const std::string& r, const std::string& l
     pos += 6;
     const size_t eq = r.substr(pos, 100).rfind('=');
     const size_t start = eq == std::string::npos ? pos : pos + eq + 1;
-    for (const auto& c : candidates) {
-      if (c.begin < start) continue;
+    for (auto it = first_from(candidates, start); it != candidates.end(); ++it) {
+      const Span& c = *it;
       if (c.begin > start + 50) break;
       const std::string after = trim(r.substr(c.end, 3));
       if (!after.empty() && after[0] == '=') continue;  // "answer: 2 + 3 = 5": not 2 + 3
-      if (!reads_as_math(normalize_answer(c.text))) continue;
+      if (!reads_math(c.text)) continue;
       if (!best || c.end > best->end) best = c;
       break;
     }
