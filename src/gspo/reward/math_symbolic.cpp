@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <set>
 
 #include "gspo/reward/math_expr.h"
 
@@ -48,23 +49,41 @@ double point_value(int point, int var) {
 
 }  // namespace
 
+namespace {
+
+bool close(double u, double v, double rel_tol) {
+  return std::abs(u - v) <= std::max(1e-9, rel_tol * std::max(std::abs(u), std::abs(v)));
+}
+
+// Evaluates `a` and `b` with `names` bound at each of the points; visit(x, y) sees the points where both are defined
+// and finite and returns false to stop early (then so does this). The count of points visited goes to *defined.
+template <class Visit>
+bool at_points(const std::string& a, const std::string& b, const std::set<std::string>& names, int* defined,
+               Visit visit) {
+  *defined = 0;
+  for (int p = 0; p < kPoints; ++p) {
+    MathVars vars;
+    int k = 0;
+    for (const auto& name : names) vars[name] = point_value(p, k++);
+    auto x = evaluate_with_vars(a, vars), y = evaluate_with_vars(b, vars);
+    if (!x || !y || !std::isfinite(*x) || !std::isfinite(*y)) continue;
+    if (!visit(*x, *y)) return false;
+    ++*defined;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool symbolic_equal(const std::string& a, const std::string& b, double rel_tol) {
   if (has_word(a) || has_word(b)) return false;
   auto va = math_variables(a), vb = math_variables(b);
   // The same variables; or one side constant ("\\sin^2 x + \\cos^2 x" and 1: an identity).
   if (!va || !vb || (va->empty() && vb->empty()) || (*va != *vb && !va->empty() && !vb->empty())) return false;
-  if (va->empty()) va = vb;
   int defined = 0;
-  for (int p = 0; p < kPoints; ++p) {
-    MathVars vars;
-    int k = 0;
-    for (const auto& name : *va) vars[name] = point_value(p, k++);
-    auto x = evaluate_with_vars(a, vars), y = evaluate_with_vars(b, vars);
-    if (!x || !y || !std::isfinite(*x) || !std::isfinite(*y)) continue;
-    if (std::abs(*x - *y) > std::max(1e-9, rel_tol * std::max(std::abs(*x), std::abs(*y)))) return false;
-    ++defined;
-  }
-  return defined >= kMinDefined;
+  return at_points(a, b, va->empty() ? *vb : *va, &defined,
+                   [&](double x, double y) { return close(x, y, rel_tol); }) &&
+         defined >= kMinDefined;
 }
 
 bool proportional(const std::string& a, const std::string& b, int sign, bool exact_unit, double rel_tol) {
@@ -72,24 +91,17 @@ bool proportional(const std::string& a, const std::string& b, int sign, bool exa
   auto va = math_variables(a), vb = math_variables(b);
   if (!va || !vb || va->empty() || *va != *vb) return false;
   std::optional<double> ratio;
-  int defined = 0;
-  for (int p = 0; p < kPoints; ++p) {
-    MathVars vars;
-    int k = 0;
-    for (const auto& name : *va) vars[name] = point_value(p, k++);
-    auto x = evaluate_with_vars(a, vars), y = evaluate_with_vars(b, vars);
-    if (!x || !y || !std::isfinite(*x) || !std::isfinite(*y)) continue;
-    const bool zx = std::abs(*x) <= 1e-9, zy = std::abs(*y) <= 1e-9;
-    if (zx != zy) return false;
-    if (zx) continue;
-    const double c = *x / *y;
-    if (!ratio) ratio = c;
-    if (std::abs(c - *ratio) > std::max(1e-9, rel_tol * std::max(std::abs(c), std::abs(*ratio)))) return false;
-    ++defined;
-  }
-  if (defined < kMinDefined || !ratio) return false;
+  int defined = 0, nonzero = 0;
+  const bool agree = at_points(a, b, *va, &defined, [&](double x, double y) {
+    const bool zx = std::abs(x) <= 1e-9, zy = std::abs(y) <= 1e-9;
+    if (zx || zy) return zx == zy;  // zero on one side only: no constant multiple
+    if (!ratio) ratio = x / y;
+    ++nonzero;
+    return close(x / y, *ratio, rel_tol);
+  });
+  if (!agree || nonzero < kMinDefined) return false;
   if ((sign > 0 && *ratio <= 0) || (sign < 0 && *ratio >= 0)) return false;
-  return !exact_unit || std::abs(std::abs(*ratio) - 1) <= std::max(1e-9, rel_tol);
+  return !exact_unit || close(std::abs(*ratio), 1, rel_tol);
 }
 
 }  // namespace gspo::reward
