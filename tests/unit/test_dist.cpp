@@ -79,7 +79,7 @@ TEST_CASE("first host of a Slurm node list", "[dist]") {
 
 TEST_CASE("world size 1: collectives are the identity and open nothing", "[dist]") {
   parallel::Comm comm(parallel::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
-  CHECK(comm.backend() == "none");
+  CHECK(std::string(comm.backend()) == "none");
   auto t = torch::tensor({1.0, 2.0});
   // No arithmetic happens at world size 1, so bitwise.
   comm.all_reduce(t);
@@ -90,6 +90,45 @@ TEST_CASE("world size 1: collectives are the identity and open nothing", "[dist]
   CHECK(shard.equal(t));
   comm.barrier("test");
   CHECK(comm.take_counters().calls == 0);
+}
+
+// Expert parallelism's exchange: rank r sends (r + q + 1) % 3 rows (some ranks 0 rows) to rank q, each row tagged
+// with (sender, receiver, index, a value in its second column); every receiver finds exactly its rows, in sender
+// order. Integers in float32: bitwise.
+TEST_CASE("all_to_all with uneven splits exchanges exactly the rows each rank addressed, on 2 and 3 ranks", "[dist]") {
+  for (int W : {2, 3}) {
+    INFO(W << " ranks");
+    auto count = [W](int from, int to) { return static_cast<int64_t>((from * 2 + to + 1) % (W + 1)); };  // 0 .. W
+    const auto errors = test::run_ranks(W, [&](parallel::Comm& comm, int rank) {
+      std::vector<int64_t> send(W), recv(W);
+      std::vector<float> rows;
+      for (int q = 0; q < W; ++q) {
+        send[q] = count(rank, q);
+        recv[q] = count(q, rank);
+        for (int64_t i = 0; i < send[q]; ++i) rows.insert(rows.end(), {float(rank), float(q), float(i), float(7 * i)});
+      }
+      const auto input = torch::tensor(rows).view({-1, 4});
+      const auto got = comm.all_to_all(input, send, recv);
+      std::vector<float> expect;
+      for (int q = 0; q < W; ++q)
+        for (int64_t i = 0; i < recv[q]; ++i) expect.insert(expect.end(), {float(q), float(rank), float(i), float(7 * i)});
+      CHECK(torch::equal(got, torch::tensor(expect).view({-1, 4})));
+      CHECK(comm.take_counters().calls == 1);
+      // Counts that do not add up to the input are refused before anything is sent, naming the rank.
+      CHECK_THROWS_WITH(comm.all_to_all(input, std::vector<int64_t>(W, 0), recv),
+                        Catch::Contains("all_to_all: rank " + std::to_string(rank)));
+    });
+    for (int r = 0; r < W; ++r) CHECK(errors[r] == "");
+  }
+}
+
+TEST_CASE("world size 1: all_to_all is a copy", "[dist]") {
+  parallel::Comm comm(parallel::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+  auto t = torch::arange(6, torch::kFloat).view({3, 2});
+  auto got = comm.all_to_all(t, {3}, {3});
+  CHECK(torch::equal(got, t));
+  CHECK_FALSE(got.data_ptr() == t.data_ptr());
+  CHECK_THROWS(comm.all_to_all(t, {2}, {2}));
 }
 
 // Small integers in float32: every sum is exact, so the results compare bitwise.

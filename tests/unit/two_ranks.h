@@ -1,5 +1,5 @@
-// Two ranks of a process group on loopback (Gloo), as two threads of the test process: for tests of what the
-// ranks exchange (metrics reductions, sharded evaluation).
+// Ranks of a process group on loopback (Gloo), as threads of the test process: for tests of what the ranks
+// exchange (metrics reductions, sharded evaluation, collectives).
 #pragma once
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gspo/config/options.h"
 #include "gspo/parallel/comm.h"
@@ -31,19 +32,16 @@ inline int free_port() {
   return ntohs(addr.sin_port);
 }
 
-// Runs work(comm, rank) for ranks 0 and 1 of a 2-rank Gloo group, each in its own thread; returns each rank's
+// Runs work(comm, rank) for ranks 0 .. n - 1 of an n-rank Gloo group, each in its own thread; returns each rank's
 // exception message ("" when it finished).
-struct TwoRankErrors {
-  std::string error[2];
-};
-inline TwoRankErrors run_two_ranks(const std::function<void(parallel::Comm&, int)>& work) {
+inline std::vector<std::string> run_ranks(int n, const std::function<void(parallel::Comm&, int)>& work) {
   const int port = free_port();
-  TwoRankErrors out;
+  std::vector<std::string> errors(static_cast<size_t>(n));
   auto rank_main = [&](int rank) {
     try {
       parallel::LaunchEnv env;
       env.rank = rank;
-      env.world_size = 2;
+      env.world_size = n;
       env.master_port = port;
       env.source = "test";
       config::DistributedOptions o;
@@ -52,13 +50,22 @@ inline TwoRankErrors run_two_ranks(const std::function<void(parallel::Comm&, int
       parallel::Comm comm(env, o, c10::kCPU);
       work(comm, rank);
     } catch (const std::exception& e) {
-      out.error[rank] = e.what();
+      errors[static_cast<size_t>(rank)] = e.what();
     }
   };
-  std::thread t0(rank_main, 0), t1(rank_main, 1);
-  t0.join();
-  t1.join();
-  return out;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back(rank_main, r);
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+// Runs work(comm, rank) for ranks 0 and 1 of a 2-rank Gloo group (run_ranks with n = 2).
+struct TwoRankErrors {
+  std::string error[2];
+};
+inline TwoRankErrors run_two_ranks(const std::function<void(parallel::Comm&, int)>& work) {
+  const auto e = run_ranks(2, work);
+  return {{e[0], e[1]}};
 }
 
 }  // namespace gspo::test

@@ -8,6 +8,7 @@
 #endif
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -61,6 +62,9 @@ struct Comm::Impl {
   virtual c10::intrusive_ptr<c10d::Work> barrier() = 0;
   virtual bool native_reduce_scatter() const = 0;
   virtual c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) = 0;
+  // c10d moves the count vectors it is given: they are the caller's copies.
+  virtual c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in, std::vector<int64_t> out_counts,
+                                                    std::vector<int64_t> in_counts) = 0;
   c10::intrusive_ptr<c10d::Store> store;
 };
 
@@ -93,6 +97,10 @@ struct GroupImpl : Comm::Impl {
   bool native_reduce_scatter() const override { return nccl; }
   c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) override {
     return pg->_reduce_scatter_base(out, in);
+  }
+  c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in, std::vector<int64_t> out_counts,
+                                            std::vector<int64_t> in_counts) override {
+    return pg->alltoall_base(out, in, out_counts, in_counts);
   }
 };
 
@@ -185,27 +193,30 @@ std::unique_ptr<Comm::Impl> make_nccl(const LaunchEnv& env, const config::Distri
 
 Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Device device) : env_(env), device_(device) {
   if (env.world_size == 1) return;
-  backend_ = o.backend != config::Backend::kAuto ? config::name_of(o.backend) : device.is_cuda() ? "nccl" : "gloo";
-  if (backend_ == "nccl" && !device.is_cuda())
+  using config::Backend;
+  backend_ = o.backend != Backend::kAuto ? o.backend : device.is_cuda() ? Backend::kNccl : Backend::kGloo;
+  if (backend_ == Backend::kNccl && !device.is_cuda())
     throw ConfigError("distributed.backend is nccl but model.device is " + device.str() + "; NCCL needs CUDA");
-  if (backend_ == "gloo" && device.is_cuda())
+  if (backend_ == Backend::kGloo && device.is_cuda())
     log::warn("distributed.backend gloo with CUDA tensors: every collective copies through the host");
   log::info("rank {}/{} ({}): rendezvous at {}:{} over {}", env.rank, env.world_size, env.source, env.master_addr,
-            env.master_port, backend_);
+            env.master_port, config::name_of(backend_));
   auto store = rendezvous(env, o);
   wait_for_all(*store, env, o);
   try {
-    impl_ = backend_ == "nccl" ? make_nccl(env, o, store) : make_gloo(env, o, store);
+    impl_ = backend_ == Backend::kNccl ? make_nccl(env, o, store) : make_gloo(env, o, store);
   } catch (const gspo::Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw DistributedError("rank " + std::to_string(env.rank) + ": cannot create the " + backend_ +
-                           " process group: " + reason(e));
+    throw DistributedError("rank " + std::to_string(env.rank) + ": cannot create the " +
+                           config::name_of(backend_) + " process group: " + reason(e));
   }
   impl_->store = store;
 }
 
 Comm::~Comm() = default;
+
+const char* Comm::backend() const { return impl_ ? config::name_of(backend_) : "none"; }
 
 namespace {
 [[noreturn]] void collective_failed(const Comm& comm, const char* what, Clock::time_point t0, const std::exception& e) {
@@ -260,7 +271,7 @@ void Comm::Pending::wait() {
 
 // NCCL takes CUDA tensors only: small host tensors (flags, metrics) are staged through the rank's GPU.
 at::Tensor Comm::staged(const at::Tensor& t) const {
-  return backend_ == "nccl" && !t.is_cuda() ? t.to(device_) : t.contiguous();
+  return backend_ == config::Backend::kNccl && !t.is_cuda() ? t.to(device_) : t.contiguous();
 }
 
 void Comm::all_reduce(at::Tensor& t, ReduceOp op) {
@@ -286,7 +297,7 @@ void Comm::broadcast(at::Tensor& t, int64_t root) {
 
 at::Tensor Comm::all_gather(const at::Tensor& t) {
   if (!impl_) return t.clone();
-  if (backend_ == "nccl" && !t.is_cuda()) return all_gather(t.to(device_)).to(t.device());
+  if (backend_ == config::Backend::kNccl && !t.is_cuda()) return all_gather(t.to(device_)).to(t.device());
   auto in = t.contiguous();
   std::vector<at::Tensor> inputs{in};
   std::vector<std::vector<at::Tensor>> outputs(1);
@@ -308,7 +319,7 @@ Comm::Pending Comm::all_gather_into_async(const at::Tensor& shard, at::Tensor& f
     full.copy_(shard.reshape(-1));
     return p;
   }
-  if (backend_ == "nccl" && !shard.is_cuda()) {  // host tensors: staged through the GPU, blocking
+  if (backend_ == config::Backend::kNccl && !shard.is_cuda()) {  // host tensors: staged through the GPU, blocking
     auto f = full.to(device_);
     all_gather_into(shard.to(device_), f);
     full.copy_(f);
@@ -360,6 +371,29 @@ Comm::Pending Comm::reduce_scatter_async(at::Tensor full, at::Tensor& shard) {
   const int64_t me = rank();
   p.state_->finish = [full, shard, n, me] { shard.copy_(full.narrow(0, me * n, n)); };
   return p;
+}
+
+at::Tensor Comm::all_to_all(const at::Tensor& input, const std::vector<int64_t>& send_counts,
+                            const std::vector<int64_t>& recv_counts) {
+  const auto W = static_cast<size_t>(world_size());
+  int64_t sent = 0, received = 0;
+  for (auto c : send_counts) sent += c;
+  for (auto c : recv_counts) received += c;
+  const bool negative = std::any_of(send_counts.begin(), send_counts.end(), [](int64_t c) { return c < 0; }) ||
+                        std::any_of(recv_counts.begin(), recv_counts.end(), [](int64_t c) { return c < 0; });
+  if (send_counts.size() != W || recv_counts.size() != W || negative || input.dim() == 0 || sent != input.size(0))
+    throw DistributedError("all_to_all: rank " + std::to_string(rank()) + " has " + std::to_string(send_counts.size()) +
+                           " send and " + std::to_string(recv_counts.size()) + " receive counts for " +
+                           std::to_string(W) + " ranks, sending " + std::to_string(sent) + " rows of an input of " +
+                           std::to_string(input.dim() ? input.size(0) : 0) + " (counts must be >= 0)");
+  if (!impl_) return input.clone();
+  auto shape = input.sizes().vec();
+  shape[0] = received;
+  auto in = staged(input);
+  auto out = torch::empty(shape, in.options());
+  run_collective(counters_, *this, "all_to_all", nbytes(in) + nbytes(out),
+                 [&] { return impl_->all_to_all(out, in, recv_counts, send_counts); });
+  return out.device() == input.device() ? out : out.to(input.device());
 }
 
 void Comm::barrier(const std::string& what) {

@@ -29,7 +29,7 @@ class Comm {
   int64_t rank() const { return env_.rank; }
   int64_t world_size() const { return env_.world_size; }
   bool is_main() const { return env_.rank == 0; }
-  const std::string& backend() const { return backend_; }  // "none", "gloo" or "nccl"
+  const char* backend() const;  // "none" (world size 1), "gloo" or "nccl"
   const LaunchEnv& env() const { return env_; }
 
   // In place, on every rank.
@@ -45,6 +45,15 @@ class Comm {
   // full: [world_size * n] on every rank; shard <- sum over ranks of full[rank * n, (rank + 1) * n). `full` is used
   // as scratch (Gloo reduces in place): its values are lost.
   void reduce_scatter(at::Tensor full, at::Tensor& shard);
+
+  // Uneven exchange along dim 0 (expert parallelism's token dispatch): this rank sends rows
+  // [sum(send_counts[0, q)), + send_counts[q]) of `input` to rank q, and receives recv_counts[q] rows from rank q;
+  // the result holds them in rank order ([sum(recv_counts), ...] with input's other dimensions). Both count lists
+  // have world_size entries; send_counts sum to input.size(0); what rank q sends here must be what recv_counts[q]
+  // says (agree on the counts first, e.g. with a fixed-size all_to_all of the counts themselves). Counts may be 0.
+  // World size 1: a copy of input.
+  at::Tensor all_to_all(const at::Tensor& input, const std::vector<int64_t>& send_counts,
+                        const std::vector<int64_t>& recv_counts);
 
   // A collective started by an *_async call. wait() blocks until it is done (a DistributedError as the blocking
   // calls'); its output is valid only after that. The counters take the seconds wait() blocked: the part of the
@@ -81,7 +90,7 @@ class Comm {
   at::Tensor staged(const at::Tensor& t) const;
   LaunchEnv env_;
   c10::Device device_;
-  std::string backend_ = "none";
+  config::Backend backend_ = config::Backend::kAuto;  // resolved to gloo or nccl when a group is opened
   std::unique_ptr<Impl> impl_;
   Counters counters_;
 };
