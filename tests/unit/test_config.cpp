@@ -43,7 +43,11 @@ TEST_CASE("wrong types and out-of-range values name key, rule, value and line", 
   CHECK(error_of("\nrollout:\n  group_size: many\n") ==
         "invalid config:\n  run.yaml:3: rollout.group_size must be an integer (got 'many')");
   CHECK(error_of("rollout:\n  group_size: 1\n") == "invalid config:\n  run.yaml:2: rollout.group_size must be >= 2 (got 1)");
-  CHECK_THAT(error_of("rollout:\n  top_p: 1.5\n"), Catch::Contains("run.yaml:2: rollout.top_p must be in [0, 1] (got 1.5)"));
+  CHECK_THAT(error_of("rollout:\n  top_p: 1.5\n"), Catch::Contains("run.yaml:2: rollout.top_p must be in (0, 1] (got 1.5)"));
+  CHECK_THAT(error_of("rollout:\n  top_p: 0\n"), Catch::Contains("run.yaml:2: rollout.top_p must be in (0, 1] (got 0)"));
+  // Exclusive upper bounds: the key that is wrong, with its value (beta2 = 1 used to be blamed on beta1).
+  CHECK(error_of("optimizer:\n  beta2: 1\n") == "invalid config:\n  run.yaml:2: optimizer.beta2 must be in [0, 1) (got 1)");
+  CHECK(error_of("optimizer:\n  beta1: 0\n  beta2: 0.999999\n") == "<no error>");
   CHECK_THAT(error_of("rollout:\n  temperature: [1, 2]\n"), Catch::Contains("rollout.temperature must be a number (got a list)"));
   CHECK_THAT(error_of("data:\n  shuffle: maybe\n"), Catch::Contains("data.shuffle must be true or false (got 'maybe')"));
   CHECK_THAT(error_of("algorithm:\n  loss: gpso\n"),

@@ -114,7 +114,7 @@ struct RolloutOptions {
       "= max_new_tokens gives every response exactly that length; 0 = off; at most max_new_tokens", at_least(0));
     v("temperature", temperature, "sampling temperature; 0 = greedy argmax", between(0, 100));
     v("top_p", top_p, "nucleus sampling: smallest set of tokens with this probability mass; 1 disables",
-      Rule{0.0, 1.0, true, {}});
+      above_up_to(0, 1));
     v("top_k", top_k, "sample among the k most likely tokens; 0 disables", at_least(0));
     v("stop", stop, "stop strings: a response ends with the token that completes one of them", any());
     v("seed", seed, "sampler seed (same seed, same samples)", at_least(0));
@@ -271,12 +271,12 @@ struct AlgorithmOptions {
       "exp(mean_t log w_t) or sequence_product exp(sum_t log w_t)", choice_rule(is_level));
     v("is_cap", is_cap, "upper threshold of the importance weight (tis: truncation, mis: rejection)",
       greater_than(1));
-    v("is_floor", is_floor, "mis: lower threshold of the importance weight", Rule{0.0, 1.0, true, {}});
+    v("is_floor", is_floor, "mis: lower threshold of the importance weight", above_up_to(0, 1));
     v("mismatch_metrics", mismatch_metrics, "log the sampler-vs-trainer log-prob difference and importance weight "
       "statistics every step (with old_logprobs sampler this costs one extra forward pass per step)", any());
     v("top_entropy_quantile", top_entropy_quantile, "policy gradient only on tokens whose entropy is in the top "
       "fraction of each micro-batch's response tokens (0.2 = the 20% highest-entropy tokens); 1 = every token",
-      Rule{0.0, 1.0, true, {}});
+      above_up_to(0, 1));
     v("routing_replay", routing_replay, "MoE policies (GSPO paper, Routing Replay; verl's R2): none, or old: the "
       "old-log-prob pass records each token's top-k experts per MoE layer and the update's forward uses them (gating "
       "weights from the current router over those experts), so token ratios compare the same sub-networks. Costs "
@@ -304,8 +304,8 @@ struct OptimizerOptions {
   void visit(V&& v) {
     v("lr", lr, "peak learning rate", greater_than(0));
     v("weight_decay", weight_decay, "AdamW decoupled weight decay", at_least(0));
-    v("beta1", beta1, "AdamW beta1", Rule{0.0, 1.0, false, {}});
-    v("beta2", beta2, "AdamW beta2", Rule{0.0, 1.0, false, {}});
+    v("beta1", beta1, "AdamW beta1", from_below(0, 1));
+    v("beta2", beta2, "AdamW beta2", from_below(0, 1));
     v("eps", eps, "AdamW eps", greater_than(0));
     v("grad_clip", grad_clip, "clip the global gradient L2 norm to this; 0 disables", at_least(0));
     v("warmup_steps", warmup_steps, "optimizer steps of linear LR warmup", at_least(0));

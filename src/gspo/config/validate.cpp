@@ -152,9 +152,6 @@ std::vector<std::string> validate(const Config& c) {
   for (const auto& s : c.rollout.stop) {
     if (s.empty()) e.push_back(at(c, "rollout.stop") + ": rollout.stop must not contain an empty string");
   }
-  if (c.optimizer.beta1 >= 1.0 || c.optimizer.beta2 >= 1.0) {
-    e.push_back(at(c, "optimizer.beta1") + ": optimizer.beta1 and optimizer.beta2 must be < 1");
-  }
   validate_reward(c, e);
   validate_eval(c, e);
   validate_sharding(c, e);
