@@ -205,9 +205,10 @@ StepMetrics StepRunner::run(Progress& progress) {
   StepMetrics m;
   const auto device = p_.policy.device();
   PhasePeak rollout_peak(device);
-  p_.engine.hold_whole(true);  // ZeRO-3: the rollout's whole copy of the weights
-  auto scored = sample_and_score(progress, m);
-  p_.engine.hold_whole(false);
+  auto scored = [&] {
+    const WholeWeights whole(p_.engine);  // ZeRO-3: the rollout's whole copy of the weights
+    return sample_and_score(progress, m);
+  }();
   m.peak_mb_rollout = rollout_peak.mb();
   const auto& batch = scored.batch;
   m.reward.rows = scored.rewards;

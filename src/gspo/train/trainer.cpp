@@ -170,9 +170,10 @@ void Trainer::Impl::open_metrics() {
 
 nlohmann::ordered_json Trainer::Impl::validate(int64_t step, TrainSummary& sum) {
   const auto t0 = std::chrono::steady_clock::now();
-  engine->hold_whole(true);  // ZeRO-3: sampling needs the whole weights
-  auto summaries = validation->run();
-  engine->hold_whole(false);
+  auto summaries = [&] {
+    const WholeWeights whole(*engine);  // ZeRO-3: sampling needs the whole weights
+    return validation->run();
+  }();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto fields = eval::Validation::headline(summaries);
   if (comm.is_main()) {
@@ -297,7 +298,7 @@ TrainSummary Trainer::run() {
   sum.accuracy_end = window_mean(accs, false);
   sum.dropped_prompts = s.dropped_prompts;
   const auto heldout = data::load_heldout(c.data);
-  if (!heldout.empty()) s.engine->hold_whole(true);  // collective: every rank gathers, rank 0 evaluates
+  const WholeWeights whole(*s.engine, !heldout.empty());  // collective: every rank gathers, rank 0 evaluates
   if (!heldout.empty() && s.comm.is_main()) {
     torch::NoGradGuard no_grad;
     const std::vector<data::Example> seen(s.examples.begin(),
@@ -306,7 +307,6 @@ TrainSummary Trainer::run() {
     sum.heldout_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, heldout, c);
     sum.train_greedy_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, seen, c);
   }
-  if (!heldout.empty()) s.engine->hold_whole(false);
   return sum;
 }
 

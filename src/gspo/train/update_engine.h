@@ -65,6 +65,28 @@ class UpdateEngine {
   virtual void with_float32_policy(const std::function<void()>& f) = 0;
 };
 
+// The whole weights held for a scope (ZeRO-3; elsewhere nothing): hold_whole(true) when made (collective), and
+// hold_whole(false) when the scope ends, by a return or an exception alike. `hold` false: a guard that does nothing
+// (a pass only some runs make, such as the held-out evaluation).
+class WholeWeights {
+ public:
+  explicit WholeWeights(UpdateEngine& engine, bool hold = true) : engine_(hold ? &engine : nullptr) {
+    if (engine_) engine_->hold_whole(true);
+  }
+  ~WholeWeights() {
+    if (!engine_) return;
+    try {
+      engine_->hold_whole(false);  // gives local copies back: no collective, nothing another rank waits for
+    } catch (...) {
+    }
+  }
+  WholeWeights(const WholeWeights&) = delete;
+  WholeWeights& operator=(const WholeWeights&) = delete;
+
+ private:
+  UpdateEngine* engine_;
+};
+
 struct EngineOptions {
   config::OptimizerOptions optimizer;
   config::Dtype dtype = config::Dtype::kFloat32;  // model.dtype
