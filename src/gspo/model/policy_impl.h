@@ -1,5 +1,6 @@
-// Private to src/gspo/model: the state behind a Policy, shared by policy.cpp (the contract's methods) and
-// policy_layers.cpp (the optional per-layer methods and activation checkpointing).
+// Private to src/gspo/model: the state behind a Policy, shared by policy.cpp (the contract's methods),
+// policy_layers.cpp (the optional per-layer methods and activation checkpointing), policy_slots.cpp (the slot
+// methods of continuous batching) and policy_routing.cpp (MoE routing and Routing Replay).
 #pragma once
 #include <torch/script.h>
 

@@ -52,7 +52,7 @@ struct MemoryPlan {
   std::vector<PhasePlan> phases;   // rollout, logprobs, update
   std::string peak_phase;
   double peak_bytes = 0;
-  std::vector<Term> not_built;     // what ZeRO-3 / expert parallelism would save (not available in gspo)
+  std::vector<Term> not_built;     // what expert parallelism would save (not built yet; ZeRO-3 is, and is planned above)
   std::vector<std::string> notes;  // assumptions the figures rest on
 };
 

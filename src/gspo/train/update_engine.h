@@ -1,8 +1,9 @@
-// The optimizer side of training behind one interface: plain AdamW (every rank keeps the whole state, gradients
-// all-reduced in buckets) or ZeRO-1 (AdamW moments sharded over the ranks, dist/sharded_adamw.h), each with float32
-// weights or bf16 weights carrying forward/backward and float32 master weights that the optimizer updates
-// (model.dtype, master_weights.h). Every branch on the optimizer or the precision lives behind this interface, and so
-// do the engine's checkpoint files.
+// The optimizer side of training behind one interface, three engines: plain AdamW (every rank keeps the whole
+// state, gradients all-reduced in buckets), ZeRO-1 (AdamW moments sharded over the ranks, parallel/sharded_adamw.h)
+// and ZeRO-3 (weights, masters, gradients and moments sharded per decoder layer, parallel/zero3.h; zero3_engine.cpp),
+// each with float32 weights or bf16 weights carrying forward/backward and float32 master weights that the optimizer
+// updates (model.dtype, master_weights.h). Every branch on the optimizer, the sharding or the precision lives behind
+// this interface, and so do the engine's checkpoint files.
 //
 // One optimizer step per mini-batch:  zero_grad, (forward, backward, after_backward) per micro-batch, reduce, step.
 #pragma once
