@@ -1,5 +1,5 @@
-// Who owns a policy's decoder-layer weights between uses (distributed.zero_stage 3). With a gate set
-// (Policy::set_gate), a decoder layer's parameters hold their values only between acquire() and release(): the
+// Who owns a policy's decoder-layer weights between uses (distributed.zero_stage 3; a low-rank adapter that merges
+// into them). With a gate added (Policy::add_gate), a decoder layer's parameters hold their values only between acquire() and release(): the
 // policy calls acquire before the layer runs (forward, a checkpointed layer's recompute in backward, a routing pass)
 // and release after it; backward_done() once that layer's backward has left its gradients in .grad. The gate decides
 // where the values come from (ZeRO-3: an all-gather of every rank's shard) and where gradients go (a reduce-scatter
@@ -7,6 +7,7 @@
 // head) is the gate's business too, but the policy does not ask for it (parallel/zero3.h keeps it whole).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace gspo::model {
 
@@ -30,6 +31,47 @@ class ParamGate {
   virtual void prefetch(int64_t layer) { (void)layer; }
   // Whether every parameter holds its full values now (what the whole-model methods, e.g. prefill, need).
   virtual bool whole() const = 0;
+};
+
+// Gates in a chain, in the order they were added: acquire() runs them first to last (ZeRO-3's gather makes the layer
+// whole, then a later gate may transform the whole weights, e.g. merge an adapter), release() and backward_done()
+// last to first (the later gate sees the layer's gradient first and gives the weights back as it found them);
+// prefetch() goes to every gate; whole() when every gate is. Holds no gate it does not own: each must outlive its
+// place in the chain.
+class GateChain : public ParamGate {
+ public:
+  void add(ParamGate* gate) { gates_.push_back(gate); }
+  // Removes `gate` (nothing when it is not in the chain).
+  void remove(ParamGate* gate) {
+    for (auto it = gates_.begin(); it != gates_.end(); ++it)
+      if (*it == gate) {
+        gates_.erase(it);
+        return;
+      }
+  }
+  bool empty() const { return gates_.empty(); }
+  size_t size() const { return gates_.size(); }
+
+  void acquire(int64_t layer) override {
+    for (auto* g : gates_) g->acquire(layer);
+  }
+  void release(int64_t layer) override {
+    for (auto it = gates_.rbegin(); it != gates_.rend(); ++it) (*it)->release(layer);
+  }
+  void backward_done(int64_t layer) override {
+    for (auto it = gates_.rbegin(); it != gates_.rend(); ++it) (*it)->backward_done(layer);
+  }
+  void prefetch(int64_t layer) override {
+    for (auto* g : gates_) g->prefetch(layer);
+  }
+  bool whole() const override {
+    for (auto* g : gates_)
+      if (!g->whole()) return false;
+    return true;
+  }
+
+ private:
+  std::vector<ParamGate*> gates_;
 };
 
 }  // namespace gspo::model

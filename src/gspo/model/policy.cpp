@@ -69,7 +69,15 @@ void require_whole(const Policy::Impl& impl, const char* method) {
                 "sharded (distributed.zero_stage 3) and not gathered now");
 }
 
-void Policy::set_gate(ParamGate* gate) { impl_->gate = gate; }
+void Policy::add_gate(ParamGate* gate) {
+  impl_->gates.add(gate);
+  impl_->gate = &impl_->gates;
+}
+
+void Policy::remove_gate(ParamGate* gate) {
+  impl_->gates.remove(gate);
+  if (impl_->gates.empty()) impl_->gate = nullptr;
+}
 
 at::Tensor Policy::logits(const at::Tensor& ids, const at::Tensor& mask) {
   require_whole(*impl_, "logits");

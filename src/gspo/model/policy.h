@@ -112,10 +112,12 @@ class Policy {
   // "layers.<i>." (docs/model-contract.md, "Per-layer methods"). Throws ModelContractError when the names do not
   // give num_layers() layers. Needs has_layers().
   std::vector<std::vector<at::Tensor>> parameter_units() const;
-  // distributed.zero_stage 3 (model/param_gate.h): layer() and routed_layer() acquire and release their layer's
-  // weights through `gate`, and the whole-model methods (logits, prefill, ...) refuse to run unless gate->whole().
-  // nullptr: none. The gate must outlive its use.
-  void set_gate(ParamGate* gate);
+  // Gates (model/param_gate.h): layer() and routed_layer() acquire and release their layer's weights through every
+  // gate added, in a chain (GateChain: ZeRO-3's gather first, then a gate that transforms the whole weights), and the
+  // whole-model methods (logits, prefill, ...) refuse to run unless every gate is whole(). A gate must outlive its
+  // place in the chain: remove_gate() it before it goes.
+  void add_gate(ParamGate* gate);
+  void remove_gate(ParamGate* gate);
   // Casts every floating parameter in place to `dtype` (buffers such as rotary tables keep their precision).
   void set_param_dtype(c10::ScalarType dtype);
   // Moves the buffers, and the parameters not there yet, to `device` (each keeps its dtype); device() follows.

@@ -26,7 +26,8 @@ struct Policy::Impl {
   int64_t slot_api = 0;          // version of the slot methods (0 = none), probed once at load
   int64_t route_api = 0;         // version of the routing methods (0 = none), probed once at load
   std::vector<int64_t> moe_layers;  // decoder layers that route tokens to experts, when route_api > 0
-  ParamGate* gate = nullptr;        // distributed.zero_stage 3: who holds the layers' weights (set_gate)
+  GateChain gates;                  // who holds the layers' weights (add_gate): ZeRO-3, adapters
+  ParamGate* gate = nullptr;        // &gates while it holds any, else nullptr (no gate: nothing to ask)
 };
 
 // Sets impl.layer_api and impl.num_layers from the model's layer_api() and num_decoder_layers() (0 when it has no

@@ -85,11 +85,11 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
   }
   core::release_free_host_memory();  // the whole model as loaded (host memory: freed, often not yet returned)
   policy_.move_to(device);  // buffers (rotary tables); every parameter is there already
-  policy_.set_gate(this);
+  policy_.add_gate(this);
   if (keep_whole_) hold_whole(true);
 }
 
-Zero3::~Zero3() { policy_.set_gate(nullptr); }
+Zero3::~Zero3() { policy_.remove_gate(this); }
 
 std::vector<at::Tensor> Zero3::parameters() const {
   std::vector<at::Tensor> out;
