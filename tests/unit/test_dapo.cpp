@@ -46,6 +46,7 @@ rollout::RolloutBatch toy_batch(int64_t P, int64_t R, int64_t first_token) {
   b.input_ids = torch::arange(first_token, first_token + 4 * (P + R), torch::kLong).view({4, P + R});
   b.attention_mask = torch::ones({4, P + R}, torch::kLong);
   b.response_mask = torch::ones({4, R});
+  b.loss_mask = torch::ones({4, R});
   b.behaviour_logprobs = -torch::ones({4, R});
   for (int64_t r = 0; r < 4; ++r) {
     b.response_lengths.push_back(R);

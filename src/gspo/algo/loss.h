@@ -27,7 +27,8 @@ struct LossOptions {
 struct LossInputs {
   at::Tensor logprobs;      // [N, T] float32 log pi_theta of the response tokens (carries the graph)
   at::Tensor old_logprobs;  // [N, T] float32 log pi_old (no gradient)
-  at::Tensor mask;          // [N, T] float32, 1 on response tokens, 0 on padding; every row has >= 1 token
+  at::Tensor mask;          // [N, T] float32, 1 on the tokens trained on (RolloutBatch::loss_mask: the policy's own
+                            // response tokens), 0 on padding and inserted tokens; every row has >= 1 token
   at::Tensor advantages;    // [N] float32 (or [N, T] per-token, GSPO-token and GRPO only)
   at::Tensor ref_logprobs;  // [N, T] float32 log pi_ref, needed only when kl_coef > 0
   IsWeights is;             // mismatch correction (mismatch.h); empty = none

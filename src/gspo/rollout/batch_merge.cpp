@@ -23,6 +23,7 @@ RolloutBatch merge_groups(const std::vector<const RolloutBatch*>& batches, const
   out.input_ids = torch::full({N, P + R}, pad_id, torch::kLong);
   out.attention_mask = torch::zeros({N, P + R}, torch::kLong);
   out.response_mask = torch::zeros({N, R}, torch::kFloat);
+  out.loss_mask = torch::zeros({N, R}, torch::kFloat);
   out.behaviour_logprobs = torch::zeros({N, R}, torch::kFloat);
   int64_t row = 0;
   for (const auto& g : groups) {
@@ -36,6 +37,7 @@ RolloutBatch merge_groups(const std::vector<const RolloutBatch*>& batches, const
       out.input_ids[row].narrow(0, P, Rb).copy_(b.input_ids[r].narrow(0, Pb, Rb));
       out.attention_mask[row].narrow(0, P, Rb).copy_(b.attention_mask[r].narrow(0, Pb, Rb));
       out.response_mask[row].narrow(0, 0, Rb).copy_(b.response_mask[r]);
+      out.loss_mask[row].narrow(0, 0, Rb).copy_(b.loss_mask[r]);
       out.behaviour_logprobs[row].narrow(0, 0, Rb).copy_(b.behaviour_logprobs[r]);
       out.response_lengths.push_back(b.response_lengths[r]);
       out.finish.push_back(b.finish[r]);

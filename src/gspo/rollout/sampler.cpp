@@ -27,6 +27,11 @@ const char* finish_name(Finish f) {
   return "?";
 }
 
+std::vector<int64_t> RolloutBatch::trained_tokens() const {
+  auto sums = loss_mask.sum(1).to(torch::kLong).contiguous();
+  return {sums.data_ptr<int64_t>(), sums.data_ptr<int64_t>() + sums.numel()};
+}
+
 int64_t RolloutBatch::generated_tokens() const {
   int64_t n = 0;
   for (auto l : response_lengths) n += l;
@@ -120,6 +125,7 @@ void fill_layout(RolloutBatch& out, const at::Tensor& pids, const at::Tensor& pm
       ba[r][t] = logps[r][t];
     }
   }
+  out.loss_mask = out.response_mask.clone();  // every response token is the model's own (no tool writes yet)
 }
 
 }  // namespace

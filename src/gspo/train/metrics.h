@@ -158,7 +158,7 @@ struct StepMetrics {
     v("update_sequences", update_sequences, Reduce::kSame, Match::kExact, A,
       "responses left for the update after the filters");
     v("response_len_mean", ColumnStat{&response_len, Stat::kMean}, Reduce::kGather, Match::kExact, A,
-      "mean response length in tokens");
+      "mean response length in tokens the policy wrote (rollout loss_mask: a tool's inserted output not counted)");
     v("response_len_min", ColumnStat{&response_len, Stat::kMin}, Reduce::kGather, Match::kExact, A,
       "shortest response");
     v("response_len_max", ColumnStat{&response_len, Stat::kMax}, Reduce::kGather, Match::kExact, A,

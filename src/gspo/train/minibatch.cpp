@@ -18,7 +18,7 @@ Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& row
   const int64_t P = b.prompt_len;
   m.ids = b.input_ids.index_select(0, idx).narrow(1, 0, P + r).contiguous();
   m.mask = b.attention_mask.index_select(0, idx).narrow(1, 0, P + r).contiguous();
-  m.resp_mask = b.response_mask.index_select(0, idx).narrow(1, 0, r).contiguous();
+  m.loss_mask = b.loss_mask.index_select(0, idx).narrow(1, 0, r).contiguous();
   m.behaviour_lp = b.behaviour_logprobs.index_select(0, idx).narrow(1, 0, r).contiguous();
   m.advantages = advantages.index_select(0, idx);
   m.real_tokens = m.mask.sum().item<int64_t>();
@@ -28,7 +28,7 @@ Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& row
 void Micro::to(c10::Device d) {
   ids = ids.to(d);
   mask = mask.to(d);
-  resp_mask = resp_mask.to(d);
+  loss_mask = loss_mask.to(d);
   behaviour_lp = behaviour_lp.to(d);
   advantages = advantages.to(d);
 }

@@ -19,7 +19,7 @@ namespace gspo::train {
 struct Micro {
   std::vector<int64_t> rows;  // indices into the RolloutBatch
   at::Tensor ids, mask;       // [n, P + r] int64
-  at::Tensor resp_mask;       // [n, r] float32
+  at::Tensor loss_mask;       // [n, r] float32: the trained tokens (RolloutBatch::loss_mask); what every loss counts
   at::Tensor behaviour_lp;    // [n, r] float32
   at::Tensor advantages;      // [n] float32
   at::Tensor old_lp;          // [n, r] float32 log pi_old (recomputed or = behaviour_lp)

@@ -83,8 +83,9 @@ Scored StepRunner::sample_round(Progress& progress, int64_t round, StepMetrics& 
   }
   // DAPO's soft overlong penalty: 0 up to max_new_tokens - buffer, then linear down to -overlong_penalty.
   const int64_t L_max = c.rollout.max_new_tokens, buffer = c.reward.overlong_buffer;
+  const auto trained = s.batch.trained_tokens();  // max_new_tokens caps the model's own tokens
   for (int64_t r = 0; r < s.batch.num_rows(); ++r) {
-    const int64_t L = s.batch.response_lengths[r];
+    const int64_t L = trained[r];
     const double pen = buffer > 0 && L > L_max - buffer
                            ? c.reward.overlong_penalty * static_cast<double>(L_max - buffer - L) / static_cast<double>(buffer)
                            : 0.0;

@@ -27,8 +27,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 void record_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv, StepMetrics& m) {
   auto a = adv.values.to(torch::kDouble).contiguous();
   m.advantage.rows.assign(a.data_ptr<double>(), a.data_ptr<double>() + a.numel());
+  const auto trained = b.trained_tokens();  // the policy's own tokens: what the length metrics count
   for (int64_t r = 0; r < b.num_rows(); ++r) {
-    m.response_len.rows.push_back(static_cast<double>(b.response_lengths[r]));
+    m.response_len.rows.push_back(static_cast<double>(trained[r]));
     m.truncated.rows.push_back(b.finish[r] == rollout::Finish::kLength ? 1.0 : 0.0);
   }
   m.zero_variance.sum = static_cast<double>(adv.num_zero_variance);
@@ -160,8 +161,8 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
         mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
                                       eval_pass_).logprobs;
       if (!measure) continue;
-      mm.add(algo::mismatch_stats(train_lp, mi.behaviour_lp, mi.resp_mask, is_opts_));
-      mi.is = algo::importance_weights(train_lp, mi.behaviour_lp, mi.resp_mask, is_opts_);
+      mm.add(algo::mismatch_stats(train_lp, mi.behaviour_lp, mi.loss_mask, is_opts_));
+      mi.is = algo::importance_weights(train_lp, mi.behaviour_lp, mi.loss_mask, is_opts_);
     }
   if (!measure) return;
   m.mismatch_diff = {mm.diff_sum, mm.tokens};

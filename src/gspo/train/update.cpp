@@ -30,8 +30,8 @@ struct Totals {
 };
 
 // top_entropy_quantile: the response tokens whose entropy is at least the (1 - q) quantile of the micro-batch's.
-at::Tensor high_entropy_tokens(const at::Tensor& entropy, const at::Tensor& resp_mask, double q) {
-  const auto valid = resp_mask > 0;
+at::Tensor high_entropy_tokens(const at::Tensor& entropy, const at::Tensor& loss_mask, double q) {
+  const auto valid = loss_mask > 0;
   auto values = entropy.masked_select(valid);
   if (values.numel() == 0) return valid;
   const double threshold = torch::quantile(values.to(torch::kDouble), 1.0 - q).item<double>();
@@ -70,9 +70,9 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
         keep_in_step(tl);
         continue;
       }
-      algo::LossInputs in{tl.logprobs, mi.old_lp, mi.resp_mask, mi.advantages, mi.ref_lp, mi.is, {}};
+      algo::LossInputs in{tl.logprobs, mi.old_lp, mi.loss_mask, mi.advantages, mi.ref_lp, mi.is, {}};
       if (c.algorithm.top_entropy_quantile < 1)
-        in.keep = high_entropy_tokens(tl.entropy, mi.resp_mask, c.algorithm.top_entropy_quantile);
+        in.keep = high_entropy_tokens(tl.entropy, mi.loss_mask, c.algorithm.top_entropy_quantile);
       auto res = algo::policy_loss(in, loss_opts_);
       const double lv = res.loss.item<double>();
       if (!std::isfinite(lv)) {
@@ -86,7 +86,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
       p_.engine.after_backward();
       mb_stats.add(res.stats);
       t.loss_sum += lv * rows;
-      t.entropy_sum += (tl.entropy * mi.resp_mask).sum().item<double>();
+      t.entropy_sum += (tl.entropy * mi.loss_mask).sum().item<double>();
       t.train_tokens += static_cast<double>(mi.real_tokens);
       t.slots += static_cast<double>(mi.ids.numel());
     }
