@@ -1,6 +1,6 @@
-// A step's scored rollout: prompts from the cursor, sampling (with the policy or its bf16 copy), scoring, DAPO's soft
-// overlong penalty, DAPO's dynamic sampling (extra rounds until enough groups carry a learning signal), and the
-// group advantages (reward scaling, reward components normalised after or before summing).
+// A step's scored rollout: rounds pulled from the RolloutSource (rollout_source.h), DAPO's dynamic sampling (extra
+// rounds until enough groups carry a learning signal), and the group advantages (reward scaling, reward components
+// normalised after or before summing).
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -20,14 +20,6 @@ namespace {
 
 using core::Clock;
 
-// The sampling copy takes the policy's current weights (cast to its dtype).
-void refresh(model::Policy& copy, model::Policy& policy) {
-  torch::NoGradGuard g;
-  auto dst = copy.parameters();
-  auto src = policy.parameters();
-  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
-}
-
 // Whether group g of `s` has rewards that are not all equal (a learning signal; algo::group_advantages calls the
 // others zero-variance).
 bool has_signal(const Scored& s, int64_t g, int64_t G) {
@@ -43,58 +35,6 @@ double global_std(parallel::Comm& comm, const std::vector<double>& column, bool 
 }
 
 }  // namespace
-
-// One generation round: this rank's share of prompts_per_step prompts from the cursor, sampled and scored. Round k
-// of a step draws its noise from global rows k * B * G + first_row + r, so every round of every rank has its own.
-Scored StepRunner::sample_round(Progress& progress, int64_t round, StepMetrics& m) {
-  const auto& c = p_.cfg;
-  const int64_t W = p_.comm.world_size(), B = c.rollout.prompts_per_step, G = c.rollout.group_size;
-  const int64_t local_prompts = B / W;
-  const int64_t first_row = p_.comm.rank() * local_prompts * G;
-  std::vector<const data::Example*> exs;
-  std::vector<std::vector<int64_t>> prompts;
-  const auto global = progress.cursor.next(B);
-  for (int64_t j = 0; j < local_prompts; ++j) {
-    const auto& ex = p_.examples[global[p_.comm.rank() * local_prompts + j]];
-    exs.push_back(&ex);
-    prompts.push_back(p_.tok.encode_prompt(data::format_prompt(c.data, ex.prompt)));
-  }
-  auto t = Clock::now();
-  const rollout::NoiseKey noise{
-      rollout::mix_seed(static_cast<uint64_t>(c.rollout.seed), static_cast<uint64_t>(progress.step)),
-      round * B * G + first_row};
-  Scored s{p_.sampler.generate(prompts, G, noise), {}, {}, {}, {}};
-  m.time_sample_s += core::seconds_since(t);
-  const auto& st = p_.sampler.last_stats();
-  m.sample_graph_captures += st.graph_captures;
-  m.kv_cache_mb = std::max(m.kv_cache_mb, st.kv_bytes / 1048576.0);
-  m.rollout_slots = std::max(m.rollout_slots, st.slots);
-  m.rollout_slot_util.sum += static_cast<double>(st.busy_slot_steps);
-  m.rollout_slot_util.count += static_cast<double>(st.slot_steps);
-  m.prefill_tokens += st.prefill_tokens;
-
-  t = Clock::now();
-  std::vector<const data::Example*> per_row;
-  for (int64_t r = 0; r < s.batch.num_rows(); ++r) per_row.push_back(exs[r / G]);
-  for (auto& sc : reward::score_all(p_.verifier, s.batch.response_text, per_row, c.reward.workers)) {
-    s.rewards.push_back(sc.reward);
-    s.correct.push_back(sc.correct ? 1.0 : 0.0);
-    s.components.push_back(std::move(sc.components));
-  }
-  // DAPO's soft overlong penalty: 0 up to max_new_tokens - buffer, then linear down to -overlong_penalty.
-  const int64_t L_max = c.rollout.max_new_tokens, buffer = c.reward.overlong_buffer;
-  const auto trained = s.batch.trained_tokens();  // max_new_tokens caps the model's own tokens
-  for (int64_t r = 0; r < s.batch.num_rows(); ++r) {
-    const int64_t L = trained[r];
-    const double pen = buffer > 0 && L > L_max - buffer
-                           ? c.reward.overlong_penalty * static_cast<double>(L_max - buffer - L) / static_cast<double>(buffer)
-                           : 0.0;
-    s.penalty.push_back(pen);
-    s.rewards[r] += pen;
-  }
-  m.time_reward_s += core::seconds_since(t);
-  return s;
-}
 
 // The groups with a learning signal, in round order, up to this rank's share of the batch; a batch still short is
 // filled with the first rounds' groups without one (their advantages are 0), so every rank keeps whole, equal shares.
@@ -125,13 +65,10 @@ Scored StepRunner::keep_signal_groups(std::vector<Scored>& rounds) {
 Scored StepRunner::sample_and_score(Progress& progress, StepMetrics& m) {
   const auto& c = p_.cfg;
   const int64_t G = c.rollout.group_size, quota = c.rollout.prompts_per_step / p_.comm.world_size();
-  if (p_.sampling_copy) {  // the policy's weights of this step, for every round
-    const auto t = Clock::now();
-    refresh(*p_.sampling_copy, p_.policy);
-    m.time_sample_s += core::seconds_since(t);
-  }
+  // A synchronous run samples with the weights of this step: version = the steps completed.
+  auto round = [&](int64_t k) { return p_.source.next_round(progress.cursor, {progress.step, k}, m); };
   std::vector<Scored> rounds;
-  rounds.push_back(sample_round(progress, 0, m));
+  rounds.push_back(round(0));
   m.dynamic_prompts = c.rollout.prompts_per_step;
   if (!c.rollout.dynamic_sampling) return std::move(rounds.front());
   int64_t signal = 0;  // groups with a signal over the rounds so far
@@ -142,7 +79,7 @@ Scored StepRunner::sample_and_score(Progress& progress, StepMetrics& m) {
   // Every rank takes part in every round (the cursor is shared), until none is short or the rounds run out.
   while (m.dynamic_rounds < c.rollout.dynamic_max_rounds && p_.comm.any(signal < quota)) {
     ++m.dynamic_rounds;
-    rounds.push_back(sample_round(progress, m.dynamic_rounds, m));
+    rounds.push_back(round(m.dynamic_rounds));
     count(rounds.back());
     m.dynamic_prompts += c.rollout.prompts_per_step;
   }

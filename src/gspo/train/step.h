@@ -22,6 +22,7 @@
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/logprobs.h"
 #include "gspo/train/metrics.h"
+#include "gspo/train/rollout_source.h"
 
 namespace gspo::parallel { class Comm; }
 namespace gspo::model { class Policy; }
@@ -38,7 +39,7 @@ struct Progress {
   int64_t step = 0;             // rollout steps completed
   int64_t optimizer_steps = 0;  // optimizer steps taken (drives the LR schedule)
   data::Cursor cursor;          // position in the prompts
-  at::Generator shuffle_gen;    // mini-batch shuffling (sampling noise is keyed by step, rollout/noise.h)
+  at::Generator shuffle_gen;    // mini-batch shuffling (sampling noise is keyed by rollout round, rollout_source.h)
 };
 
 // The parts a step works with, owned by the Trainer.
@@ -46,21 +47,10 @@ struct StepParts {
   const config::Config& cfg;
   model::Policy& policy;
   model::Policy* reference;  // only when algorithm.kl_coef > 0
-  const tokenizer::Tokenizer& tok;
-  const std::vector<data::Example>& examples;
-  const reward::Verifier& verifier;
-  rollout::Sampler& sampler;       // samples with `policy`, or with `sampling_copy` when there is one
-  model::Policy* sampling_copy;    // rollout.dtype bfloat16 with a float32 policy: refreshed before every rollout
+  const reward::Verifier& verifier;  // its component weights (reward.components)
+  RolloutSource& source;             // the scored rounds the step trains on
   parallel::Comm& comm;
   UpdateEngine& engine;
-};
-
-// This rank's rows of a step's rollout with their scores (after dynamic sampling and reward shaping).
-struct Scored {
-  rollout::RolloutBatch batch;
-  std::vector<double> rewards, correct;
-  std::vector<double> penalty;                  // soft overlong penalty per row (included in rewards)
-  std::vector<std::vector<double>> components;  // reward.components: per row, each component's reward
 };
 
 class StepRunner {
@@ -72,7 +62,6 @@ class StepRunner {
 
  private:
   Scored sample_and_score(Progress& progress, StepMetrics& m);  // scored_rollout.cpp
-  Scored sample_round(Progress& progress, int64_t round, StepMetrics& m);
   Scored keep_signal_groups(std::vector<Scored>& rounds);
   algo::Advantages advantages(const Scored& s);
   std::vector<int64_t> select_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv);

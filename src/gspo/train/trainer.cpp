@@ -82,6 +82,7 @@ struct Trainer::Impl {
   std::vector<data::Example> examples;
   std::unique_ptr<reward::Verifier> verifier;
   std::unique_ptr<rollout::Sampler> sampler;
+  std::unique_ptr<RolloutSource> source;  // the step's rounds: the in-process sampler (step_runner())
   std::unique_ptr<UpdateEngine> engine;
   std::optional<Progress> progress;
   std::unique_ptr<io::MetricsLog> metrics;
@@ -97,8 +98,9 @@ struct Trainer::Impl {
   // metrics-line fields.
   nlohmann::ordered_json validate(int64_t step, TrainSummary& sum);
   StepRunner step_runner() {
-    return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *tok, examples, *verifier, *sampler,
-                       sampling_copy ? &*sampling_copy : nullptr, comm, *engine});
+    source = std::make_unique<InProcessSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok, examples,
+                                               *verifier, *sampler, comm);
+    return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *verifier, *source, comm, *engine});
   }
 };
 

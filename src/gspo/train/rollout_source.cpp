@@ -1,0 +1,95 @@
+#include "gspo/train/rollout_source.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "gspo/core/clock.h"
+#include "gspo/model/policy.h"
+#include "gspo/parallel/comm.h"
+#include "gspo/reward/verifier.h"
+#include "gspo/tokenizer/tokenizer.h"
+
+namespace gspo::train {
+namespace {
+
+using core::Clock;
+
+// The sampling copy takes the policy's current weights (cast to its dtype).
+void refresh(model::Policy& copy, model::Policy& policy) {
+  torch::NoGradGuard g;
+  auto dst = copy.parameters();
+  auto src = policy.parameters();
+  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
+}
+
+}  // namespace
+
+rollout::NoiseKey rollout_noise(const config::Config& c, const RolloutId& id, int64_t first_row) {
+  const int64_t rows_per_round = c.rollout.prompts_per_step * c.rollout.group_size;
+  return {rollout::mix_seed(static_cast<uint64_t>(c.rollout.seed), static_cast<uint64_t>(id.version)),
+          id.round * rows_per_round + first_row};
+}
+
+InProcessSource::InProcessSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+                                 const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
+                                 const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm)
+    : cfg_(cfg), policy_(policy), sampling_copy_(sampling_copy), tok_(tok), examples_(examples), verifier_(verifier),
+      sampler_(sampler), comm_(comm), stale_copy_(sampling_copy != nullptr) {}
+
+// Every round of every rank draws its own noise rows: rank r's rows of round k start at global row
+// k * B * G + r * (B / W) * G (rollout_noise).
+Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) {
+  const auto& c = cfg_;
+  const int64_t W = comm_.world_size(), B = c.rollout.prompts_per_step, G = c.rollout.group_size;
+  const int64_t local_prompts = B / W;
+  const int64_t first_row = comm_.rank() * local_prompts * G;
+  if (stale_copy_) {  // the policy's weights, for every round until they change again
+    const auto t = Clock::now();
+    refresh(*sampling_copy_, policy_);
+    stale_copy_ = false;
+    m.time_sample_s += core::seconds_since(t);
+  }
+  std::vector<const data::Example*> exs;
+  std::vector<std::vector<int64_t>> prompts;
+  const auto global = cursor.next(B);
+  for (int64_t j = 0; j < local_prompts; ++j) {
+    const auto& ex = examples_[global[comm_.rank() * local_prompts + j]];
+    exs.push_back(&ex);
+    prompts.push_back(tok_.encode_prompt(data::format_prompt(c.data, ex.prompt)));
+  }
+  auto t = Clock::now();
+  Scored s{sampler_.generate(prompts, G, rollout_noise(c, id, first_row)), {}, {}, {}, {}};
+  m.time_sample_s += core::seconds_since(t);
+  const auto& st = sampler_.last_stats();
+  m.sample_graph_captures += st.graph_captures;
+  m.kv_cache_mb = std::max(m.kv_cache_mb, st.kv_bytes / 1048576.0);
+  m.rollout_slots = std::max(m.rollout_slots, st.slots);
+  m.rollout_slot_util.sum += static_cast<double>(st.busy_slot_steps);
+  m.rollout_slot_util.count += static_cast<double>(st.slot_steps);
+  m.prefill_tokens += st.prefill_tokens;
+
+  t = Clock::now();
+  std::vector<const data::Example*> per_row;
+  for (int64_t r = 0; r < s.batch.num_rows(); ++r) per_row.push_back(exs[r / G]);
+  for (auto& sc : reward::score_all(verifier_, s.batch.response_text, per_row, c.reward.workers)) {
+    s.rewards.push_back(sc.reward);
+    s.correct.push_back(sc.correct ? 1.0 : 0.0);
+    s.components.push_back(std::move(sc.components));
+  }
+  // DAPO's soft overlong penalty: 0 up to max_new_tokens - buffer, then linear down to -overlong_penalty.
+  const int64_t L_max = c.rollout.max_new_tokens, buffer = c.reward.overlong_buffer;
+  const auto trained = s.batch.trained_tokens();  // max_new_tokens caps the model's own tokens
+  for (int64_t r = 0; r < s.batch.num_rows(); ++r) {
+    const int64_t L = trained[r];
+    const double pen = buffer > 0 && L > L_max - buffer
+                           ? c.reward.overlong_penalty * static_cast<double>(L_max - buffer - L) / static_cast<double>(buffer)
+                           : 0.0;
+    s.penalty.push_back(pen);
+    s.rewards[r] += pen;
+  }
+  m.time_reward_s += core::seconds_since(t);
+  return s;
+}
+
+}  // namespace gspo::train

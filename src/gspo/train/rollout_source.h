@@ -1,0 +1,80 @@
+// Where a step's scored rollout comes from. The step pulls generation rounds from a RolloutSource (dynamic sampling
+// may pull several) and trains on them; it does not sample itself. Today's one source samples in-process with the
+// policy (or its bf16 copy) and scores with the verifier; an asynchronous source (rollout workers a few policy
+// versions behind, partial rollouts carried between steps) is another implementation of the same interface.
+//
+// Noise is keyed by the round's RolloutId, not by the step that trains on it: the policy version whose weights
+// sample the round and the round's number among that version's rounds. In a synchronous run the version is the
+// step, so the noise (and every sample) is what it was when it was keyed by the step; a round sampled ahead by an
+// older version keeps its tokens whichever step consumes it.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "gspo/config/options.h"
+#include "gspo/data/cursor.h"
+#include "gspo/data/example.h"
+#include "gspo/rollout/noise.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/train/metrics.h"
+
+namespace gspo::parallel { class Comm; }
+namespace gspo::model { class Policy; }
+namespace gspo::reward { class Verifier; }
+namespace gspo::tokenizer { class Tokenizer; }
+
+namespace gspo::train {
+
+// This rank's rows of a rollout with their scores (after dynamic sampling and reward shaping, for a step's batch).
+struct Scored {
+  rollout::RolloutBatch batch;
+  std::vector<double> rewards, correct;
+  std::vector<double> penalty;                  // soft overlong penalty per row (included in rewards)
+  std::vector<std::vector<double>> components;  // reward.components: per row, each component's reward
+};
+
+// Names one generation round: the policy version that samples it (rollout steps completed when its weights were
+// taken) and its number among that version's rounds (0, then dynamic sampling's extra rounds).
+struct RolloutId {
+  int64_t version = 0;
+  int64_t round = 0;
+};
+
+// The noise of round `id` for the rank whose rows start at global row `first_row` of a round: seed
+// mix(rollout.seed, version), rows offset by round x prompts_per_step x group_size (rollout/noise.h).
+rollout::NoiseKey rollout_noise(const config::Config& cfg, const RolloutId& id, int64_t first_row);
+
+class RolloutSource {
+ public:
+  virtual ~RolloutSource() = default;
+  // Collective. This rank's share of round `id`: rollout.prompts_per_step / world_size prompts taken from `cursor`
+  // (advanced identically on every rank), group_size samples each, scored, the soft overlong penalty applied.
+  virtual Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) = 0;
+  // The trained policy's weights changed (an optimizer step): a source sampling with its own copy of them takes
+  // the new ones before its next round.
+  virtual void weights_changed() {}
+};
+
+// Samples with `sampler` (over the policy, or over `sampling_copy` when rollout.dtype differs: refreshed from the
+// policy before the first round after each weights_changed()) and scores with `verifier` on reward.workers threads.
+class InProcessSource : public RolloutSource {
+ public:
+  InProcessSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+                  const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
+                  const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm);
+  Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) override;
+  void weights_changed() override { stale_copy_ = sampling_copy_ != nullptr; }
+
+ private:
+  const config::Config& cfg_;
+  model::Policy& policy_;
+  model::Policy* sampling_copy_;
+  const tokenizer::Tokenizer& tok_;
+  const std::vector<data::Example>& examples_;
+  const reward::Verifier& verifier_;
+  rollout::Sampler& sampler_;
+  parallel::Comm& comm_;
+  bool stale_copy_;  // the sampling copy has not taken the policy's current weights
+};
+
+}  // namespace gspo::train
