@@ -62,7 +62,6 @@ at::Tensor kept_tokens(const LossInputs& in, const at::Tensor& valid) {
 
 LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
   const auto valid = in.mask > 0;
-  TORCH_CHECK((in.mask.sum(1) > 0).all().item<bool>(), "policy_loss: every sequence needs at least one response token");
   const auto kept = kept_tokens(in, valid);
   const auto len = kept.to(in.mask.scalar_type()).sum(1);  // kept tokens per sequence (= mask sums without rejection)
   const auto has = len > 0;
@@ -131,9 +130,11 @@ LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
   auto d = [](const at::Tensor& t) { return t.to(torch::kDouble); };
   auto v = torch::stack({d(len.sum()), d(seq_ratio.sum()), d(seq_ratio.min()), d(seq_ratio.max()), d(seq_low.sum()),
                          d(seq_high.sum()), d(tok_low.sum()), d(tok_high.sum()), d(kl_sum), d(-per_seq.detach().sum()),
-                         d(kl_seq_sum), d(in.mask.sum())})
-               .to(torch::kCPU);
+                         d(kl_seq_sum), d(in.mask.sum()), d(in.mask.sum(1).min()), d(loss.detach())});
+  if (in.extra.defined()) v = torch::cat({v, d(in.extra.detach().reshape({-1}))});
+  v = v.to(torch::kCPU);
   auto a = v.accessor<double, 1>();
+  TORCH_CHECK(a[12] > 0, "policy_loss: every sequence needs at least one response token");
   st.sequences = static_cast<double>(N);
   st.tokens = a[0];
   st.seq_ratio_sum = a[1];
@@ -147,7 +148,9 @@ LossResult policy_loss(const LossInputs& in, const LossOptions& o) {
   st.policy_loss_sum = a[9];
   st.kl_seq_sum = a[10];
   st.response_tokens = a[11];
-  return {loss, st};
+  std::vector<double> extra;
+  for (int64_t i = 14; i < v.numel(); ++i) extra.push_back(a[i]);
+  return {loss, a[13], st, std::move(extra)};
 }
 
 }  // namespace gspo::algo

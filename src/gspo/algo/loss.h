@@ -7,6 +7,8 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <vector>
+
 #include "gspo/algo/mismatch.h"
 #include "gspo/config/choices.h"
 
@@ -33,6 +35,8 @@ struct LossInputs {
   at::Tensor ref_logprobs;  // [N, T] float32 log pi_ref, needed only when kl_coef > 0
   IsWeights is;             // mismatch correction (mismatch.h); empty = none
   at::Tensor keep;          // [N, T] bool: tokens in the policy term (top_entropy_quantile); undefined = all
+  at::Tensor extra;         // [k] figures of the caller's (e.g. an entropy sum) fetched in the statistics' one
+                            // device-to-host copy; LossResult::extra holds them. Undefined = none
 };
 
 // The policy term of a sequence covers its kept tokens: response tokens that `keep` and a token-level mis keep (a
@@ -59,9 +63,14 @@ struct LossStats {
 };
 
 struct LossResult {
-  at::Tensor loss;   // scalar: mean over the N sequences of (-policy term + kl_coef * KL)
+  at::Tensor loss;            // scalar: mean over the N sequences of (-policy term + kl_coef * KL)
+  double loss_value = 0;      // loss's value, read in the same copy as the statistics
   LossStats stats;
+  std::vector<double> extra;  // LossInputs::extra's values
 };
+
+// policy_loss reads the device once: the statistics, the loss value, the caller's extra figures and the check that
+// every sequence has a response token come back in one copy (a read per figure would stall a GPU each time).
 
 LossResult policy_loss(const LossInputs& in, const LossOptions& opts);
 

@@ -155,7 +155,7 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   auto row = rc.select(1, 0), j = rc.select(1, 1);
   auto pred_col = a.starts.index_select(0, row) + j - 1;
   auto hidden = x.reshape({n * W, x.size(2)}).index_select(0, row * W + pred_col);  // [N, H]
-  auto targets = ids.narrow(1, P, R).index({real});                         // [N], same order as rc
+  auto targets = ids.narrow(1, P, R).reshape({-1}).index_select(0, row * R + j);  // [N], same order as rc
   hidden = policy.final_norm(hidden);
   HeadLogprobs head;
   if (pass.chunked_head) {
@@ -167,6 +167,7 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   }
   auto zeros = torch::zeros({n, R}, x.options().dtype(at::kFloat));
   TokenLogprobs out;
+  out.host_reads = 2;  // right_align's width, nonzero's count (the shapes of what follows)
   out.logprobs = zeros.masked_scatter(real, head.logprobs);
   if (entropy == Entropy::kCompute) out.entropy = zeros.masked_scatter(real, head.entropy);
   return out;

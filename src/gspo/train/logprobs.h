@@ -14,8 +14,9 @@ namespace gspo::train {
 enum class Entropy { kSkip, kCompute };
 
 struct TokenLogprobs {
-  at::Tensor logprobs;  // [n, R] float32, differentiable when grad mode is on
-  at::Tensor entropy;   // [n, R] float32, detached; undefined unless Entropy::kCompute
+  at::Tensor logprobs;    // [n, R] float32, differentiable when grad mode is on
+  at::Tensor entropy;     // [n, R] float32, detached; undefined unless Entropy::kCompute
+  int64_t host_reads = 0;  // device-to-host reads the pass made (the per-layer pass: its width and token count)
 };
 
 // How response_logprobs runs a model. Models without the per-layer methods always take the forward path.

@@ -116,6 +116,7 @@ struct StepMetrics {
   int64_t rollout_slots = 0;          // rows of KV cache (rank 0)
   Mean rollout_slot_util;             // busy slot-steps over all slot-steps
   int64_t prefill_tokens = 0;         // prompt columns through prefill, every rank
+  double train_host_reads = 0;        // device-to-host reads per update micro-batch (rank 0)
   Rate sample_tokens_per_s, train_tokens_per_s;
   Mean pad_frac;                          // padded tokens over rows x columns of the update's micro-batches
   double peak_rss_mb = 0, peak_gpu_mb = 0;
@@ -257,6 +258,10 @@ struct StepMetrics {
     v("prefill_tokens", prefill_tokens, Reduce::kSum, Match::kNone, A,
       "prompt columns run through prefill, padding included, every rank (each prompt once per rollout: its G "
       "samples share the prefill)");
+    v("train_host_reads", train_host_reads, Reduce::kLocal, Match::kNone, A,
+      "device-to-host reads per update micro-batch on rank 0 (each stalls a GPU until its stream drains): the "
+      "per-layer pass's width and token count, and the loss statistics with the loss value and the entropy sum in "
+      "one copy; two more with top_entropy_quantile < 1. The CPU-measurable proxy of a GPU's host round trips");
     v("world_size", world_size, Reduce::kSame, Match::kNone, A, "ranks");
     v("time_comm_s", time_comm_s, Reduce::kLocal, Match::kNone, Shown::kMultiRank,
       "seconds in collectives this step (waits for slower ranks included)");

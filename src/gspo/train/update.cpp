@@ -27,6 +27,7 @@ struct Totals {
   double slots = 0;         // rows x columns of those micro-batches (train_tokens plus padding)
   double grad_norm_sum = 0, grad_norm_max = 0, lr = 0, first_mb_ratio_dev = 0;
   int64_t updates = 0, skipped = 0;
+  int64_t host_reads = 0, micros = 0;  // device-to-host reads of the micro-batches' passes, and those passes
 };
 
 // top_entropy_quantile: the response tokens whose entropy is at least the (1 - q) quantile of the micro-batch's.
@@ -71,10 +72,16 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
         continue;
       }
       algo::LossInputs in{tl.logprobs, mi.old_lp, mi.loss_mask, mi.advantages, mi.ref_lp, mi.is, {}};
-      if (c.algorithm.top_entropy_quantile < 1)
+      ++t.micros;
+      t.host_reads += tl.host_reads;
+      if (c.algorithm.top_entropy_quantile < 1) {
         in.keep = high_entropy_tokens(tl.entropy, mi.loss_mask, c.algorithm.top_entropy_quantile);
+        t.host_reads += 2;  // the token count of masked_select, the quantile
+      }
+      in.extra = (tl.entropy * mi.loss_mask).sum().reshape({1});  // comes back with the loss statistics
       auto res = algo::policy_loss(in, loss_opts_);
-      const double lv = res.loss.item<double>();
+      ++t.host_reads;
+      const double lv = res.loss_value;
       if (!std::isfinite(lv)) {
         bad = "loss (" + std::to_string(lv) + ")";
         if (!p_.engine.lockstep()) break;
@@ -86,7 +93,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
       p_.engine.after_backward();
       mb_stats.add(res.stats);
       t.loss_sum += lv * rows;
-      t.entropy_sum += (tl.entropy * mi.loss_mask).sum().item<double>();
+      t.entropy_sum += res.extra.at(0);
       t.train_tokens += static_cast<double>(mi.real_tokens);
       t.slots += static_cast<double>(mi.ids.numel());
     }
@@ -139,6 +146,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
   m.skipped_updates = t.skipped;
   m.train_tokens_per_s.amount = t.train_tokens;
   m.pad_frac = {t.slots - t.train_tokens, t.slots};
+  m.train_host_reads = t.micros > 0 ? static_cast<double>(t.host_reads) / static_cast<double>(t.micros) : 0.0;
 }
 
 }  // namespace gspo::train
