@@ -178,3 +178,31 @@ TEST_CASE("per-row noise positions give the fixed-position values, on the host a
     CHECK(dev[i].item<double>() == one);
   }
 }
+
+// The slot state (rows, positions, columns) lives on the device and the steps advance it there: between refills a
+// decode step costs at most the read of the finished flags at the sync interval (on a CPU, every step), nothing
+// per token. The counts are the CPU's proxy for what a GPU would wait on (it used to upload 3 vectors every token).
+TEST_CASE("continuous batching transfers only at the sync interval and at refills", "[rollout][kv]") {
+  Fixture f;
+  for (int64_t every : {1, 4}) {
+    for (bool stops : {false, true}) {
+      INFO("host_sync_every " << every << (stops ? ", with stop strings" : ""));
+      auto p = f.params;
+      p.kv_cache_bytes = 5 * f.row_bytes();
+      p.host_sync_every = every;
+      if (stops) p.stop = {"a"};
+      rollout::SamplerStats st;
+      f.run(p, &st);
+      REQUIRE(st.slots == 5);
+      REQUIRE(st.decode_steps > 20);
+      CHECK(st.refill_transfers > 0);
+      const int64_t loop = st.host_transfers - st.refill_transfers;
+      if (!stops) {
+        CHECK(loop == st.host_syncs);  // one read per sync: flags and the progress figure together
+        CHECK(st.host_syncs <= st.decode_steps / every + 2);
+      } else {
+        CHECK(loop <= 4 * (st.decode_steps + 1));  // stop strings: the sampled tokens come to the host each step
+      }
+    }
+  }
+}

@@ -145,8 +145,9 @@ constexpr int64_t kHostSyncEveryGpu = 8;  // GPU: steps between host reads of th
 }  // namespace
 
 // Drops finished rows from the cache once they are a quarter of it (each drop copies the cache once). Returns the
-// number of rows still running. Reads `done` on the host: the one synchronisation of the loop.
+// number of rows still running. Reads `done` on the host: the loop's read at the sync interval.
 int64_t Sampler::sync_and_compact(at::Tensor& cache, Live& live) {
+  ++stats_.host_transfers;
   auto done = live.done.to(torch::kCPU);
   const auto* d = done.data_ptr<bool>();
   const int64_t L = done.numel();
@@ -159,6 +160,8 @@ int64_t Sampler::sync_and_compact(at::Tensor& cache, Live& live) {
       rows.push_back(live.rows_host[i]);
     }
   auto idx = torch::tensor(keep, torch::kLong).to(policy_.device());
+  ++stats_.host_transfers;
+  ++stats_.refill_transfers;  // a compaction's
   cache = policy_.reorder_cache(cache, idx);
   live.mask = live.mask.index_select(0, idx);
   live.rows = live.rows.index_select(0, idx);
@@ -190,6 +193,7 @@ void Sampler::record(const Draw& draw, Live& live, Written& out, StopMatcher& st
     for (auto r : live.rows_host) texts.push_back(&text[r]);
     const std::vector<bool> check(texts.size(), step + 1 >= params_.min_new_tokens);
     auto stopped = stops.advance(draw.tokens, active, m.eos_token_id, texts, check).to(live.done.device());
+    stats_.host_transfers += 3;  // tokens and flags to the host, the stop flags back
     finish = torch::where(stopped, static_cast<int64_t>(Finish::kStop), finish);
     ended = ended.logical_or(stopped);
   }
@@ -299,7 +303,10 @@ void Sampler::run_static(const std::vector<std::vector<int64_t>>& prompts, int64
     if ((step + 1) % host_sync_every == 0 && step + 1 < R) {
       ++stats_.host_syncs;
       const int64_t running = sync_and_compact(cache, live);
-      if (progress.active()) progress.update(first + N - running, out.length.sum().item<int64_t>());
+      if (progress.active()) {
+        ++stats_.host_transfers;
+        progress.update(first + N - running, out.length.sum().item<int64_t>());
+      }
       if (running == 0) break;
     }
   }

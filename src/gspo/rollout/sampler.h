@@ -47,7 +47,11 @@ struct SamplerStats {
   double seconds = 0;        // wall time of generate()
   int64_t decode_steps = 0;  // decode calls
   int64_t row_steps = 0;     // sum over decode calls of the rows computed (compute actually spent)
-  int64_t host_syncs = 0;    // device-to-host reads of the finished flags (the loop's only synchronisations)
+  int64_t host_syncs = 0;    // device-to-host reads of the finished flags (at the sync interval)
+  int64_t host_transfers = 0;    // every host<->device transfer of the decode loop: flag reads, stop-string token
+                                 // reads and flag writes, slot-state uploads; on a CPU the count is the proxy of
+                                 // what a GPU would wait for
+  int64_t refill_transfers = 0;  // of those, the ones of refills and compactions (new rows' prompts, slots, state)
   int64_t graph_captures = 0;  // CUDA graphs captured for decode (rollout.cuda_graphs; one per cache layout)
   int64_t kv_bytes = 0;        // KV cache allocated (the largest at once)
   int64_t slots = 0;           // rows of KV cache: the pool under a budget, else every row of the call

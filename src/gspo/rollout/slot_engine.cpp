@@ -34,7 +34,7 @@ class SlotRun {
   int64_t release();
   void compact();
   void decode();
-  at::Tensor upload(const std::vector<int64_t>& v) const;
+  at::Tensor upload(const std::vector<int64_t>& v);  // one host-to-device transfer, counted
 
   model::Policy& policy_;
   const SamplingParams& params_;
@@ -51,6 +51,11 @@ class SlotRun {
   at::Tensor logits_;  // [S, V] float32: what each slot samples from next
   at::Tensor done_;    // [S] bool: the slot samples nothing (free, or its row has ended)
   at::Tensor next_;    // [S, 1] int64: the token each slot's next decode writes
+  // Slot state on the device, advanced by the steps themselves; written from the host only at refill and compaction.
+  at::Tensor rows_t_;   // [S] int64: batch row of each slot (N_, the discard row, for a free slot)
+  at::Tensor steps_t_;  // [S] int64: response position each slot samples next
+  at::Tensor cols_t_;   // [S] int64: cache column each running slot's next decode writes
+  // Host mirrors of the same state, kept by the same arithmetic (no transfer): admission, width, compaction.
   std::vector<int64_t> row_;     // batch row in each slot, kFree when none
   std::vector<int64_t> step_;    // the response position each slot samples next
   std::vector<int64_t> col_;     // the cache column each slot's next decode writes
@@ -60,6 +65,8 @@ class SlotRun {
   std::map<int64_t, at::Tensor> first_logits_;  // prompt -> [V] logits of its last token, while rows of it wait
   int64_t queued_ = 0;                          // the next row to get a slot
   int64_t finished_ = 0;
+  int64_t free_col_;   // the column a slot without a running row writes: past every prompt, 0 once none waits
+  bool refilling_ = false;  // transfers now count as the refill's
 };
 
 SlotRun::SlotRun(model::Policy& policy, const tokenizer::Tokenizer& tok, const SamplingParams& params,
@@ -71,17 +78,22 @@ SlotRun::SlotRun(model::Policy& policy, const tokenizer::Tokenizer& tok, const S
       N_(static_cast<int64_t>(prompts.size()) * G), R_(params.max_new_tokens), C_(columns),
       pad_(policy.manifest().pad_token_id), eos_(policy.manifest().eos_token_id), dev_(policy.device()),
       stops_(params.stop, tok), row_(slots, kFree), step_(slots, 0), col_(slots, columns - 1), prefix_(slots, -1),
-      written_(N_ + 1, R_, pad_, dev_), text_(N_) {
+      written_(N_ + 1, R_, pad_, dev_), text_(N_), free_col_(columns - 1) {
   auto on = torch::TensorOptions().device(dev_);
   cache_ = policy_.init_cache(slots, columns);
   stats_.kv_bytes = std::max<int64_t>(stats_.kv_bytes, cache_.nbytes());
   logits_ = torch::zeros({slots, policy_.manifest().vocab_size}, on.dtype(torch::kFloat));
   done_ = torch::ones({slots}, on.dtype(torch::kBool));
   next_ = torch::full({slots, 1}, pad_, on.dtype(torch::kLong));
+  rows_t_ = torch::full({slots}, N_, on.dtype(torch::kLong));
+  steps_t_ = torch::zeros({slots}, on.dtype(torch::kLong));
+  cols_t_ = torch::full({slots}, columns - 1, on.dtype(torch::kLong));
   if (graph_) graph_->reset();
 }
 
-at::Tensor SlotRun::upload(const std::vector<int64_t>& v) const {
+at::Tensor SlotRun::upload(const std::vector<int64_t>& v) {
+  ++stats_.host_transfers;
+  if (refilling_) ++stats_.refill_transfers;
   return torch::tensor(v, torch::kLong).to(dev_);
 }
 
@@ -93,6 +105,7 @@ void SlotRun::refill() {
   for (int64_t s = 0; s < static_cast<int64_t>(row_.size()) && queued_ < N_; ++s)
     if (row_[s] == kFree) admits.push_back({s, queued_, queued_ / G_}), ++queued_;
   if (admits.empty()) return;
+  refilling_ = true;
 
   std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<int64_t>>> copies;  // prompt -> (from, to) slots
   std::vector<int64_t> fill_prompts, fill_slots, fill_source;
@@ -136,9 +149,19 @@ void SlotRun::refill() {
     col_[a.slot] = static_cast<int64_t>(prompts_[a.prompt].size());
     prefix_[a.slot] = a.prompt;
   }
-  auto idx = upload(slots);
+  // The admitted slots' state in one upload: slots, rows, columns.
+  std::vector<int64_t> state = slots;
+  for (const auto& a : admits) state.push_back(a.row);
+  for (const auto& a : admits) state.push_back(col_[a.slot]);
+  const int64_t k = static_cast<int64_t>(admits.size());
+  auto st = upload(state);
+  auto idx = st.narrow(0, 0, k);
+  rows_t_.index_copy_(0, idx, st.narrow(0, k, k));
+  cols_t_.index_copy_(0, idx, st.narrow(0, 2 * k, k));
+  steps_t_.index_fill_(0, idx, 0);
   logits_.index_copy_(0, idx, torch::stack(first));
   done_.index_fill_(0, idx, false);
+  refilling_ = false;
   // A prompt whose rows all have slots needs its first logits no more.
   for (auto it = first_logits_.begin(); it != first_logits_.end();)
     it = (it->first + 1) * G_ <= queued_ ? first_logits_.erase(it) : std::next(it);
@@ -153,7 +176,8 @@ void SlotRun::sample() {
     rows[s] = row_[s] == kFree ? N_ : row_[s];
     steps[s] = std::min(step_[s], R_ - 1);
   }
-  auto rows_t = upload(rows), steps_t = upload(steps);
+  // The step reads its state where it lives: the device tensors (the host vectors only key a CPU's noise).
+  auto rows_t = rows_t_, steps_t = steps_t_.clamp_max(R_ - 1);
   auto u = dev_.is_cpu() ? row_uniforms(noise_, rows, steps) : row_uniforms(noise_, rows_t, steps_t);
   const bool ban = p.min_new_tokens > 0;
   auto draw = sample_next(logits_, p, u, ban ? eos_ : -1, ban ? steps_t < p.min_new_tokens : at::Tensor());
@@ -173,6 +197,7 @@ void SlotRun::sample() {
       check[s] = step_[s] + 1 >= p.min_new_tokens;
     }
     special = special.logical_or(stops_.advance(draw.tokens, active, eos_, texts, check).to(dev_));
+    stats_.host_transfers += 3;  // tokens and flags to the host, the stop flags back
   }
   auto finish = torch::where(eos, static_cast<int64_t>(Finish::kEos), static_cast<int64_t>(Finish::kStop));
   written_.finish.index_put_({torch::where(special, row_w, N_)}, finish);
@@ -180,12 +205,14 @@ void SlotRun::sample() {
   next_ = torch::where(done_, pad_, draw.tokens).unsqueeze(1);
 }
 
-// Frees the slots whose rows have ended (reads the finished flags: the loop's one synchronisation). Returns the
-// number of slots still running a row.
+// Frees the slots whose rows have ended: reads the finished flags (with the progress figure, in one copy), the loop's
+// one read between refills unless stop strings need the tokens each step. Returns the number of slots still running
+// a row.
 int64_t SlotRun::release() {
   ++stats_.host_syncs;
-  auto done = done_.to(torch::kCPU);
-  const bool* d = done.data_ptr<bool>();
+  ++stats_.host_transfers;  // the flags and (for the progress line) the tokens written so far, in one read
+  auto both = torch::cat({done_.to(torch::kLong), written_.length.narrow(0, 0, N_).sum().unsqueeze(0)}).to(torch::kCPU);
+  const int64_t* d = both.data_ptr<int64_t>();
   int64_t running = 0;
   for (size_t s = 0; s < row_.size(); ++s) {
     if (row_[s] == kFree) continue;
@@ -194,10 +221,10 @@ int64_t SlotRun::release() {
       continue;
     }
     row_[s] = kFree;
-    col_[s] = C_ - 1;  // a free slot's decode writes past every prompt, so its prompt columns stay intact
+    col_[s] = free_col_;  // a free slot's decode writes past every prompt, so its prompt columns stay intact
     ++finished_;
   }
-  if (progress_.active()) progress_.update(finished_, written_.length.narrow(0, 0, N_).sum().item<int64_t>());
+  if (progress_.active()) progress_.update(finished_, d[row_.size()]);
   return running;
 }
 
@@ -230,6 +257,9 @@ void SlotRun::compact() {
   logits_ = logits_.index_select(0, idx);
   done_ = done_.index_select(0, idx);
   next_ = next_.index_select(0, idx);
+  rows_t_ = rows_t_.index_select(0, idx);
+  steps_t_ = steps_t_.index_select(0, idx);
+  cols_t_ = cols_t_.index_select(0, idx);
   if (graph_) graph_->reset();  // captured for the larger pool
   auto pick = [&](std::vector<int64_t>& v) {
     std::vector<int64_t> out(n);
@@ -243,7 +273,8 @@ void SlotRun::decode() {
   int64_t width = 1;
   for (size_t s = 0; s < row_.size(); ++s)
     if (row_[s] != kFree) width = std::max(width, col_[s] + 1);
-  auto cols = upload(col_);
+  // A slot without a running row (free, or ended since the last sync) writes at free_col_, as its host mirror says.
+  auto cols = torch::where(done_, free_col_, cols_t_);
   if (graph_ && !graph_->ready()) {
     if (graph_->capture_slots(policy_, cache_, next_, cols, C_)) {
       stats_.graph_captures++;
@@ -256,6 +287,8 @@ void SlotRun::decode() {
   logits_ = graph_ ? graph_->replay_slots(next_, cols) : policy_.decode_slots(next_, cache_, cols, std::min(width, C_));
   stats_.decode_steps++;
   stats_.row_steps += static_cast<int64_t>(row_.size());
+  steps_t_ += 1;
+  cols_t_ = (cols_t_ + 1).clamp_max(C_ - 1);
   for (size_t s = 0; s < row_.size(); ++s) {
     ++step_[s];
     col_[s] = std::min(col_[s] + 1, C_ - 1);
@@ -280,9 +313,12 @@ void SlotRun::run(SampledRows& out) {
       refill();
       if (queued_ == N_) {
         // No row will need a prompt's columns again: free slots decode at column 0 (they attend over one column).
+        free_col_ = 0;
         for (size_t s = 0; s < row_.size(); ++s)
           if (row_[s] == kFree) col_[s] = 0, prefix_[s] = -1;
+        refilling_ = true;
         compact();
+        refilling_ = false;
       }
     }
   }

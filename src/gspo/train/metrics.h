@@ -117,6 +117,8 @@ struct StepMetrics {
   Mean rollout_slot_util;             // busy slot-steps over all slot-steps
   int64_t prefill_tokens = 0;         // prompt columns through prefill, every rank
   double train_host_reads = 0;        // device-to-host reads per update micro-batch (rank 0)
+  int64_t sample_host_transfers = 0;  // host<->device transfers of the decode loops (rank 0)
+  int64_t sample_decode_steps = 0;    // decode steps of the sampler (rank 0)
   Rate sample_tokens_per_s, train_tokens_per_s;
   Mean pad_frac;                          // padded tokens over rows x columns of the update's micro-batches
   double peak_rss_mb = 0, peak_gpu_mb = 0;
@@ -258,6 +260,11 @@ struct StepMetrics {
     v("prefill_tokens", prefill_tokens, Reduce::kSum, Match::kNone, A,
       "prompt columns run through prefill, padding included, every rank (each prompt once per rollout: its G "
       "samples share the prefill)");
+    v("sample_host_transfers", sample_host_transfers, Reduce::kLocal, Match::kNone, A,
+      "host<->device transfers of rank 0's decode loops this step: finished-flag reads at the sync interval, "
+      "stop-string token reads, and the uploads of refills and compactions (slot state lives on the device)");
+    v("sample_decode_steps", sample_decode_steps, Reduce::kLocal, Match::kNone, A,
+      "decode steps of rank 0's sampler this step (transfers per decode step: sample_host_transfers / this)");
     v("train_host_reads", train_host_reads, Reduce::kLocal, Match::kNone, A,
       "device-to-host reads per update micro-batch on rank 0 (each stalls a GPU until its stream drains): the "
       "per-layer pass's width and token count, and the loss statistics with the loss value and the entropy sum in "

@@ -68,6 +68,8 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   m.rollout_slot_util.sum += static_cast<double>(st.busy_slot_steps);
   m.rollout_slot_util.count += static_cast<double>(st.slot_steps);
   m.prefill_tokens += st.prefill_tokens;
+  m.sample_host_transfers += st.host_transfers;
+  m.sample_decode_steps += st.decode_steps;
 
   t = Clock::now();
   std::vector<const data::Example*> per_row;
