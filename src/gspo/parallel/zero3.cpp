@@ -233,7 +233,7 @@ double Zero3::reduce_gradients() {
   comm_.all_reduce(t, ReduceOp::kMax);
   auto f = t.accessor<double, 1>();
   int64_t k = 0;
-  double sq = 0;
+  std::vector<at::Tensor> sq;  // each unit's sum of squares, where its gradient lives: read once, summed below
   for (auto& u : units_) {
     bool changed = false;
     for (size_t i = 0; i < u.params.size(); ++i, ++k) {
@@ -250,9 +250,14 @@ double Zero3::reduce_gradients() {
       }
       u.active = all.narrow(0, comm_.rank() * u.shard, u.shard).to(u.master.device());
     }
-    sq += u.grad.to(torch::kDouble).pow(2).sum().item<double>();
+    sq.push_back(u.grad.to(torch::kDouble).pow(2).sum());
   }
-  auto total = torch::tensor({sq}, torch::kDouble);
+  // One copy for every unit (a read per unit would stall a GPU once per decoder layer), summed on the host in unit
+  // order as before, then the all-reduce.
+  const auto each = torch::stack(sq).to(torch::kCPU);
+  double local = 0;
+  for (int64_t i = 0; i < each.numel(); ++i) local += each.data_ptr<double>()[i];
+  auto total = torch::tensor({local}, torch::kDouble);
   comm_.all_reduce(total);
   return std::sqrt(total.item<double>());
 }
@@ -340,8 +345,9 @@ void Zero3::load_shards(int64_t old_world, const std::function<std::vector<at::T
 }
 
 bool Zero3::finite() {
-  bool ok = true;
-  for (const auto& u : units_) ok = ok && torch::isfinite(u.master).all().item<bool>();
+  std::vector<at::Tensor> each;  // one flag per unit, read in one copy
+  for (const auto& u : units_) each.push_back(torch::isfinite(u.master).all());
+  const bool ok = torch::stack(each).all().item<bool>();
   return !comm_.any(!ok);
 }
 
