@@ -1,6 +1,7 @@
 // Typed options, one struct per YAML section. Each struct's visit() is the single table that drives YAML
 // parsing, --set overrides, per-field validation, `gspo config` printing and docs/config.md: a field added
-// here exists everywhere at once. Every field has a default and a one-line doc.
+// here exists everywhere at once. Every field has a default (its declaration) and one doc, its table row: the
+// fields carry no comment of their own, so the two cannot drift (they had: logging.progress).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -13,9 +14,9 @@
 namespace gspo::config {
 
 struct ModelOptions {
-  std::string path = "";            // TorchScript policy (.pt) meeting docs/model-contract.md
-  std::string device = "cpu";       // cpu, cuda, cuda:N, or auto (cuda when available)
-  Dtype dtype = Dtype::kFloat32;    // weights for forward/backward: float32, or bfloat16 with float32 master weights
+  std::string path = "";
+  std::string device = "cpu";
+  Dtype dtype = Dtype::kFloat32;
 
   template <class V>
   void visit(V&& v) {
@@ -27,7 +28,7 @@ struct ModelOptions {
 };
 
 struct TokenizerOptions {
-  std::string path = "";            // "" = the tokenizer embedded in the model file
+  std::string path = "";
   template <class V>
   void visit(V&& v) {
     v("path", path, "tokenizer spec file; empty = the tokenizer embedded in the model file", any());
@@ -35,21 +36,21 @@ struct TokenizerOptions {
 };
 
 struct DataOptions {
-  Task task = Task::kArithmetic;                   // built-in synthetic task or a JSONL file
-  std::string path = "";                           // JSONL dataset when task = jsonl
-  std::string prompt_key = "auto";                 // JSONL field holding the prompt; auto = prompt/problem/question/description
-  std::string answer_key = "answer";               // JSONL field holding the reference answer
-  std::string prompt_template = "{prompt}";        // text around the prompt; {prompt} is replaced
-  ChatTemplate chat_template = ChatTemplate::kNone; // none (raw text), chatml (Qwen3), qwen2.5, deepseek_r1
-  std::string system_prompt = "";                  // chat formats: system message; "" = none (qwen2.5: its default)
-  bool enable_thinking = true;                     // chatml: false appends an empty <think></think> (Qwen3)
-  bool shuffle = true;                             // reshuffle the prompt order every epoch
-  int64_t seed = 1234;                             // seed of the shuffling and of the synthetic task
-  int64_t max_operand = 9;                         // arithmetic: operands drawn from [0, max_operand]
-  std::string operators = "+";                     // arithmetic: operators to draw from (subset of +-*)
-  int64_t num_prompts = 0;                         // arithmetic: distinct training problems; 0 = all of them
-  int64_t holdout = 0;                             // arithmetic: distinct problems kept out of training
-  Overlong overlong_prompts = Overlong::kSkip;     // prompts that leave no room for max_new_tokens: skip or error
+  Task task = Task::kArithmetic;
+  std::string path = "";
+  std::string prompt_key = "auto";
+  std::string answer_key = "answer";
+  std::string prompt_template = "{prompt}";
+  ChatTemplate chat_template = ChatTemplate::kNone;
+  std::string system_prompt = "";
+  bool enable_thinking = true;
+  bool shuffle = true;
+  int64_t seed = 1234;
+  int64_t max_operand = 9;
+  std::string operators = "+";
+  int64_t num_prompts = 0;
+  int64_t holdout = 0;
+  Overlong overlong_prompts = Overlong::kSkip;
 
   template <class V>
   void visit(V&& v) {
@@ -85,22 +86,22 @@ struct DataOptions {
 };
 
 struct RolloutOptions {
-  int64_t prompts_per_step = 16;       // B prompts per rollout batch
-  int64_t group_size = 8;              // G responses per prompt
-  int64_t max_new_tokens = 16;         // response length cap; a response hitting it is "truncated"
-  int64_t min_new_tokens = 0;          // EOS and stop strings suppressed until a response has this many tokens; 0 = off
-  double temperature = 1.0;            // 0 = greedy
-  double top_p = 1.0;                  // nucleus mass kept; 1 disables
-  int64_t top_k = 0;                   // keep the k most likely tokens; 0 disables
-  std::vector<std::string> stop = {};  // stop strings; the response ends after the token completing one
-  int64_t seed = 0;                    // sampler seed
-  bool cuda_graphs = false;            // CUDA: replay decode steps as CUDA graphs (models with decode_static)
-  int64_t kv_cache_mb = 0;             // KV-cache budget of the sampler; 0 = every row at once, at full length
-  double kv_cache_fraction = 0;        // CUDA: the budget as this fraction of the device memory free at each rollout
-  bool continuous_batching = true;     // under a budget: refill finished rows' slots (models with slot methods)
-  RolloutDtype dtype = RolloutDtype::kSame;  // sampler weights: the policy's, or a bf16 copy refreshed every step
-  bool dynamic_sampling = false;       // DAPO: extra rounds until the batch holds enough groups with a signal
-  int64_t dynamic_max_rounds = 3;      // dynamic sampling: extra generation rounds at most per step
+  int64_t prompts_per_step = 16;
+  int64_t group_size = 8;
+  int64_t max_new_tokens = 16;
+  int64_t min_new_tokens = 0;
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int64_t top_k = 0;
+  std::vector<std::string> stop = {};
+  int64_t seed = 0;
+  bool cuda_graphs = false;
+  int64_t kv_cache_mb = 0;
+  double kv_cache_fraction = 0;
+  bool continuous_batching = true;
+  RolloutDtype dtype = RolloutDtype::kSame;
+  bool dynamic_sampling = false;
+  int64_t dynamic_max_rounds = 3;
 
   template <class V>
   void visit(V&& v) {
@@ -146,23 +147,23 @@ struct RolloutOptions {
 };
 
 struct RewardOptions {
-  RewardKind kind = RewardKind::kAuto;       // the verifier when `components` is empty
-  std::vector<std::string> components = {};  // weighted sum "name:weight"; empty = kind:1
-  std::string regex = "";                    // regex verifier: pattern; {answer} = the escaped reference answer
-  std::string external_command = "";         // external verifier: command reading/writing JSON lines
-  bool math_answer_is = true;                // math: fall back to "the answer is X"
-  bool math_last_number = true;              // math: fall back to the last number in the response
-  double math_rel_tol = 1e-6;                // math: relative tolerance of numeric equality
-  MathGold math_gold = MathGold::kAuto;      // math: the reference is the answer field, or extracted from it
-  bool code_partial = false;                 // code: reward = fraction of tests passed (else all-or-nothing)
-  double code_timeout_s = 5.0;               // code: CPU seconds per test (wall clock: 2x + 1)
-  int64_t code_memory_mb = 1024;             // code: address-space limit per test
-  std::string code_python = "/usr/bin/python3";  // code: interpreter for candidate programs
-  double lcb_timeout_s = 6.0;                // LiveCodeBench rows: wall-clock seconds per test
-  int64_t workers = 0;                       // parallel scoring threads; 0 = hardware threads
-  double external_timeout_s = 60;            // external: seconds to wait for each answer
-  int64_t overlong_buffer = 0;               // DAPO soft overlong penalty: last N tokens before max_new_tokens; 0 = off
-  double overlong_penalty = 1.0;             // penalty at max_new_tokens (linear from 0 at the buffer's start)
+  RewardKind kind = RewardKind::kAuto;
+  std::vector<std::string> components = {};
+  std::string regex = "";
+  std::string external_command = "";
+  bool math_answer_is = true;
+  bool math_last_number = true;
+  double math_rel_tol = 1e-6;
+  MathGold math_gold = MathGold::kAuto;
+  bool code_partial = false;
+  double code_timeout_s = 5.0;
+  int64_t code_memory_mb = 1024;
+  std::string code_python = "/usr/bin/python3";
+  double lcb_timeout_s = 6.0;
+  int64_t workers = 0;
+  double external_timeout_s = 60;
+  int64_t overlong_buffer = 0;
+  double overlong_penalty = 1.0;
 
   template <class V>
   void visit(V&& v) {
@@ -201,32 +202,32 @@ struct RewardOptions {
 };
 
 struct AlgorithmOptions {
-  LossKind loss = LossKind::kGspo;         // gspo, gspo_token or grpo
-  double clip_low = -1;                    // eps_low; < 0 = the loss's default (default_clip in choices.h)
-  double clip_high = -1;                   // eps_high; < 0 = the loss's default
-  double log_ratio_clamp = 10.0;           // upper clamp on the (sequence) log-ratio before exp(); 0 disables
-  AdvantageKind advantage = AdvantageKind::kGroupNorm;  // group_norm, no_std (Dr. GRPO) or leave_one_out
-  StdKind std_kind = StdKind::kPopulation; // population (divide by G) or sample (G - 1)
-  double adv_eps = 1e-6;                   // added to the std in the advantage denominator
-  double kl_coef = 0.0;                    // KL penalty to the reference model; 0 = no reference model loaded
-  KlEstimator kl_estimator = KlEstimator::kK3;  // k1 (logp - ref) or k3 (exp(ref - logp) - (ref - logp) - 1)
-  std::string reference_model = "";        // "" = the initial policy (model.path)
-  OldLogprobs old_logprobs = OldLogprobs::kRecompute;  // recompute (exact, step-start weights) or sampler
-  int64_t num_minibatches = 4;             // optimizer steps per rollout batch
-  int64_t micro_batch_size = 0;            // sequences per forward/backward; 0 = the whole mini-batch
-  int64_t micro_batch_tokens = 0;          // padded tokens per forward/backward (rows sorted by length); 0 = off
-  bool filter_zero_variance = false;       // drop groups whose rewards are all equal before the update
-  bool filter_truncated = false;           // drop responses that hit max_new_tokens before the update
-  RewardScale scale_rewards = RewardScale::kGroup;  // group_norm: divide by the group's std, the batch's, or none
-  ComponentNorm component_norm = ComponentNorm::kAfterSum;  // reward.components: advantage of the sum, or sum of advantages
-  IsCorrection is_correction = IsCorrection::kNone;  // sampler/trainer mismatch: none, tis or mis
-  IsLevel is_level = IsLevel::kToken;      // importance weights per token, or per sequence
-  double is_cap = 2.0;                     // tis: truncation; mis: rejection above
-  double is_floor = 0.5;                   // mis: rejection below
-  bool mismatch_metrics = true;            // log the sampler/trainer log-prob mismatch every step
-  double top_entropy_quantile = 1.0;       // policy gradient on the highest-entropy fraction of tokens; 1 = all
-  RoutingReplay routing_replay = RoutingReplay::kNone;  // MoE: replay the old-log-prob pass's experts in the update
-  bool routing_metrics = true;             // MoE: measure moe_routing_change_frac every step
+  LossKind loss = LossKind::kGspo;
+  double clip_low = -1;
+  double clip_high = -1;
+  double log_ratio_clamp = 10.0;
+  AdvantageKind advantage = AdvantageKind::kGroupNorm;
+  StdKind std_kind = StdKind::kPopulation;
+  double adv_eps = 1e-6;
+  double kl_coef = 0.0;
+  KlEstimator kl_estimator = KlEstimator::kK3;
+  std::string reference_model = "";
+  OldLogprobs old_logprobs = OldLogprobs::kRecompute;
+  int64_t num_minibatches = 4;
+  int64_t micro_batch_size = 0;
+  int64_t micro_batch_tokens = 0;
+  bool filter_zero_variance = false;
+  bool filter_truncated = false;
+  RewardScale scale_rewards = RewardScale::kGroup;
+  ComponentNorm component_norm = ComponentNorm::kAfterSum;
+  IsCorrection is_correction = IsCorrection::kNone;
+  IsLevel is_level = IsLevel::kToken;
+  double is_cap = 2.0;
+  double is_floor = 0.5;
+  bool mismatch_metrics = true;
+  double top_entropy_quantile = 1.0;
+  RoutingReplay routing_replay = RoutingReplay::kNone;
+  bool routing_metrics = true;
 
   template <class V>
   void visit(V&& v) {
@@ -290,15 +291,15 @@ struct AlgorithmOptions {
 };
 
 struct OptimizerOptions {
-  double lr = 1e-5;                    // peak learning rate
-  double weight_decay = 0.0;           // AdamW decoupled weight decay
-  double beta1 = 0.9;                  // AdamW beta1
-  double beta2 = 0.999;                // AdamW beta2
-  double eps = 1e-8;                   // AdamW eps
-  double grad_clip = 1.0;              // max global gradient L2 norm; 0 disables
-  int64_t warmup_steps = 0;            // optimizer steps of linear warmup from 0
-  Schedule schedule = Schedule::kConstant;  // constant or cosine after warmup
-  double min_lr_ratio = 0.0;           // cosine: final lr as a fraction of lr
+  double lr = 1e-5;
+  double weight_decay = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double grad_clip = 1.0;
+  int64_t warmup_steps = 0;
+  Schedule schedule = Schedule::kConstant;
+  double min_lr_ratio = 0.0;
 
   template <class V>
   void visit(V&& v) {
@@ -316,14 +317,14 @@ struct OptimizerOptions {
 };
 
 struct TrainOptions {
-  int64_t max_steps = 100;             // rollout steps (each = num_minibatches optimizer steps)
-  int64_t seed = 0;                    // seed of everything not seeded elsewhere
-  std::string output_dir = "runs/gspo";  // run directory: metrics.jsonl, checkpoints/, config.yaml
-  OnNonfinite on_nonfinite = OnNonfinite::kStop;  // stop (raise naming the step) or skip (drop that update)
-  int64_t threads = 0;                 // intra-op CPU threads; 0 = LibTorch's default
-  int64_t logprob_chunk_tokens = 1024; // positions per chunk of the LM head / float32 log-softmax; 0 = all at once
-  bool activation_checkpointing = true;  // keep only each decoder layer's input through the forward (per-layer models)
-  bool chunked_head = true;            // per-layer models: log-probs from hidden states in chunks, never [T, V] logits
+  int64_t max_steps = 100;
+  int64_t seed = 0;
+  std::string output_dir = "runs/gspo";
+  OnNonfinite on_nonfinite = OnNonfinite::kStop;
+  int64_t threads = 0;
+  int64_t logprob_chunk_tokens = 1024;
+  bool activation_checkpointing = true;
+  bool chunked_head = true;
 
   template <class V>
   void visit(V&& v) {
@@ -349,8 +350,8 @@ struct TrainOptions {
 };
 
 struct CheckpointOptions {
-  int64_t every = 0;        // save every N rollout steps; 0 = only at the end
-  int64_t keep_last = 3;    // keep the newest K checkpoints
+  int64_t every = 0;
+  int64_t keep_last = 3;
 
   template <class V>
   void visit(V&& v) {
@@ -363,13 +364,13 @@ struct CheckpointOptions {
 // environment (torchrun: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; Slurm: SLURM_PROCID/...); a single
 // process needs none of it.
 struct DistributedOptions {
-  Backend backend = Backend::kAuto;  // auto (nccl on CUDA, gloo on CPU), gloo or nccl
-  double init_timeout_s = 300;    // rendezvous: how long rank 0 waits for the others (and they for rank 0)
-  double timeout_s = 600;         // a collective that takes longer fails on every rank still alive
-  double bucket_mb = 25;          // gradient all-reduce bucket size (float32 megabytes)
-  int64_t zero_stage = 0;         // 0 = replicated AdamW state; 1 = AdamW moments sharded (ZeRO-1); 3 = everything
-  bool zero3_keep_whole = false;  // ZeRO-3: keep the rollout's whole copy of the weights between rollouts
-  bool zero3_overlap = true;      // ZeRO-3: prefetch the next layer's gather, reduce-scatter behind the next backward
+  Backend backend = Backend::kAuto;
+  double init_timeout_s = 300;
+  double timeout_s = 600;
+  double bucket_mb = 25;
+  int64_t zero_stage = 0;
+  bool zero3_keep_whole = false;
+  bool zero3_overlap = true;
 
   template <class V>
   void visit(V&& v) {
@@ -394,19 +395,19 @@ struct DistributedOptions {
 // Evaluation: `gspo eval`'s defaults, and validation during `gspo train` (every > 0). Sampling settings left at
 // their "inherit" value take rollout's.
 struct EvalOptions {
-  std::vector<std::string> datasets = {};  // JSONL problem sets
-  int64_t samples = 4;                     // K responses per problem
-  int64_t every = 0;                       // gspo train: validate every N steps (and after the last); 0 = off
-  bool before_training = true;             // gspo train: also validate before the first step (a fresh run)
-  int64_t max_problems = 0;                // the first N problems of each set (after the date filter); 0 = all
-  std::string since = "";                  // rows with a contest_date before this (YYYY-MM-DD) are left out
-  std::string until = "";                  // rows with a contest_date after this (YYYY-MM-DD) are left out
-  double temperature = -1;                 // < 0 = rollout.temperature
-  double top_p = -1;                       // < 0 = rollout.top_p
-  int64_t top_k = -1;                      // < 0 = rollout.top_k
-  int64_t max_new_tokens = 0;              // 0 = rollout.max_new_tokens
-  int64_t min_new_tokens = -1;             // < 0 = rollout.min_new_tokens
-  int64_t kv_cache_mb = -1;                // < 0 = rollout.kv_cache_mb
+  std::vector<std::string> datasets = {};
+  int64_t samples = 4;
+  int64_t every = 0;
+  bool before_training = true;
+  int64_t max_problems = 0;
+  std::string since = "";
+  std::string until = "";
+  double temperature = -1;
+  double top_p = -1;
+  int64_t top_k = -1;
+  int64_t max_new_tokens = 0;
+  int64_t min_new_tokens = -1;
+  int64_t kv_cache_mb = -1;
 
   template <class V>
   void visit(V&& v) {
@@ -436,13 +437,14 @@ struct EvalOptions {
 };
 
 struct LoggingOptions {
-  LogLevel level = LogLevel::kInfo;  // trace, debug, info, warn, error, off
-  bool progress = true;         // one console line per step
+  LogLevel level = LogLevel::kInfo;
+  bool progress = true;
 
   template <class V>
   void visit(V&& v) {
     v("level", level, "log level", choice_rule(level));
-    v("progress", progress, "print a progress line per training step", any());
+    v("progress", progress, "print a progress line per training step, and (on a terminal) the rollout's live "
+      "line of finished rows and tokens", any());
   }
 };
 
