@@ -193,7 +193,7 @@ void Sampler::record(const Draw& draw, Live& live, Written& out, StopMatcher& st
     for (auto r : live.rows_host) texts.push_back(&text[r]);
     const std::vector<bool> check(texts.size(), step + 1 >= params_.min_new_tokens);
     auto stopped = stops.advance(draw.tokens, active, m.eos_token_id, texts, check).to(live.done.device());
-    stats_.host_transfers += 3;  // tokens and flags to the host, the stop flags back
+    stats_.host_transfers += 2;  // the tokens (inactive rows marked) to the host, the stop flags back
     finish = torch::where(stopped, static_cast<int64_t>(Finish::kStop), finish);
     ended = ended.logical_or(stopped);
   }

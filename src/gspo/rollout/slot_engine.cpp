@@ -197,7 +197,7 @@ void SlotRun::sample() {
       check[s] = step_[s] + 1 >= p.min_new_tokens;
     }
     special = special.logical_or(stops_.advance(draw.tokens, active, eos_, texts, check).to(dev_));
-    stats_.host_transfers += 3;  // tokens and flags to the host, the stop flags back
+    stats_.host_transfers += 2;  // the tokens (inactive rows marked) to the host, the stop flags back
   }
   auto finish = torch::where(eos, static_cast<int64_t>(Finish::kEos), static_cast<int64_t>(Finish::kStop));
   written_.finish.index_put_({torch::where(special, row_w, N_)}, finish);

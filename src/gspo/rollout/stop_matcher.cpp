@@ -24,12 +24,13 @@ bool StopMatcher::append_and_match(std::string& text, int64_t id) const {
 
 at::Tensor StopMatcher::advance(const at::Tensor& tokens, const at::Tensor& active, int64_t eos_id,
                                 const std::vector<std::string*>& texts, const std::vector<bool>& check) const {
-  auto tok = tokens.to(torch::kCPU);
-  auto act = active.to(torch::kCPU);
-  auto stopped = torch::zeros({tok.numel()}, torch::kBool);
-  for (int64_t i = 0; i < tok.numel(); ++i) {
+  // Tokens and flags in one read: an inactive row's token is -1 there.
+  auto tok = torch::where(active, tokens, -1).to(torch::kCPU);
+  const int64_t n = tok.numel();
+  auto stopped = torch::zeros({n}, torch::kBool);
+  for (int64_t i = 0; i < n; ++i) {
     const int64_t id = tok.data_ptr<int64_t>()[i];
-    if (!act.data_ptr<bool>()[i] || id == eos_id) continue;
+    if (id < 0 || id == eos_id) continue;
     if (check[i])
       stopped.data_ptr<bool>()[i] = append_and_match(*texts[i], id);
     else
