@@ -15,17 +15,6 @@
 namespace gspo::reward {
 namespace {
 
-constexpr size_t kMaxAnswerChars = 1000;  // longer answers are none (the regexes recurse per character)
-constexpr int kMaxNesting = 50;           // bracket depth beyond which a text is not an answer
-
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  size_t pos = 0;
-  while ((pos = s.find(from, pos)) != std::string::npos) {
-    s.replace(pos, from.size(), to);
-    pos += to.size();
-  }
-}
-
 bool scalar_equal(const std::string& a, const std::string& b, double tol) {
   if (a == b) return true;
   auto pct = [](const std::string& s) { return !s.empty() && s.back() == '%'; };

@@ -14,7 +14,6 @@
 namespace gspo::reward {
 namespace {
 
-constexpr size_t kMaxAnswerChars = 1000;  // longer extracted answers are none (the regexes recurse per character)
 constexpr size_t kMaxJoined = 6;          // math spans joined by and/or/, into one list at most
 
 bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
@@ -397,26 +396,29 @@ std::optional<std::string> last_boxed(const std::string& text) {
   return all.back().text;
 }
 
-std::optional<std::string> extract_final_answer(const std::string& r, const ExtractOptions& opts) {
+namespace {
+
+// The candidate that answers, before the length limit.
+std::optional<std::string> choose(const std::string& r, const ExtractOptions& opts) {
   const std::vector<Span> spans = math_spans(r);
   std::optional<Span> got = boxed_answer(r, spans);
   // The rest needs every candidate and a lower-case copy: computed only when a box does not settle it (a
   // "final answer" phrase after the box may).
-  if (got) {
-    const std::string tail = lower(r.substr(got->end));
-    if (tail.find("final answer") == std::string::npos)
-      return got->text.size() > kMaxAnswerChars ? std::nullopt : std::optional(got->text);
-  }
+  if (got && lower(r.substr(got->end)).find("final answer") == std::string::npos) return got->text;
   const std::string low = lower(r);
   const std::vector<Span> candidates = plain_candidates(r, spans);
   if (auto fa = final_answer_is(r, low, candidates); fa && (!got || fa->end > got->end)) got = fa;
   if (!got && opts.answer_phrase) got = after_answer_word(r, low, candidates);
-  std::optional<std::string> text;
-  if (got) text = got->text;
-  if (!text && opts.plain) {
-    if (auto m = last_math(r, candidates, 0, r.size())) text = m->text;
-  }
-  if (!text && opts.answer_phrase) text = answer_is_sentence(r);
+  if (!got && opts.plain) got = last_math(r, candidates, 0, r.size());
+  if (got) return got->text;
+  if (opts.answer_phrase) return answer_is_sentence(r);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> extract_final_answer(const std::string& r, const ExtractOptions& opts) {
+  auto text = choose(r, opts);
   if (text && text->size() > kMaxAnswerChars) return std::nullopt;  // not an answer (and would exhaust std::regex)
   return text;
 }

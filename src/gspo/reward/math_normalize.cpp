@@ -13,15 +13,6 @@ namespace {
 bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  if (from.empty()) return;
-  size_t pos = 0;
-  while ((pos = s.find(from, pos)) != std::string::npos) {
-    s.replace(pos, from.size(), to);
-    pos += to.size();
-  }
-}
-
 // Replaces the command `cmd` (not followed by a letter: "\le" is not "\left") by `to`.
 void replace_command(std::string& s, const std::string& cmd, const std::string& to) {
   size_t pos = 0;
@@ -151,6 +142,15 @@ std::string drop_spaces(const std::string& s) {
 }
 
 }  // namespace
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  size_t pos = 0;
+  while ((pos = s.find(from, pos)) != std::string::npos) {
+    s.replace(pos, from.size(), to);
+    pos += to.size();
+  }
+}
 
 std::string normalize_answer(const std::string& in) {
   std::string s = trim(in);

@@ -6,10 +6,18 @@
 // bare function names given their backslash (sin(x) -> \sin(x)), spaces removed (one kept between a command and a
 // following letter: "\sin x").
 #pragma once
+#include <cstddef>
 #include <string>
 
 namespace gspo::reward {
 
+// An answer longer than this is none: extracted or given, it is never normalised (the normaliser's regexes recurse
+// per character).
+inline constexpr size_t kMaxAnswerChars = 1000;
+
 std::string normalize_answer(const std::string& answer);
+
+// Every occurrence of `from` in `s` replaced by `to`, left to right.
+void replace_all(std::string& s, const std::string& from, const std::string& to);
 
 }  // namespace gspo::reward

@@ -5,12 +5,11 @@
 #include <regex>
 
 #include "gspo/reward/math_expr.h"
+#include "gspo/reward/math_normalize.h"
 #include "gspo/reward/math_symbolic.h"
 
 namespace gspo::reward {
 namespace {
-
-constexpr int kMaxNesting = 50;  // bracket depth beyond which a text is not an answer
 
 bool opens(char c) { return c == '(' || c == '[' || c == '{'; }
 bool closes(char c) { return c == ')' || c == ']' || c == '}'; }
@@ -124,7 +123,7 @@ std::optional<Matrix> parse_matrix(const std::string& in) {
 }
 
 bool reads_as_math(const std::string& in) {
-  if (in.empty() || in.size() > 1000 || bracket_depth(in) > kMaxNesting) return false;
+  if (in.empty() || in.size() > kMaxAnswerChars || bracket_depth(in) > kMaxNesting) return false;
   if (auto m = parse_matrix(in)) {
     for (const auto& row : *m)
       for (const auto& e : row)
@@ -132,9 +131,7 @@ bool reads_as_math(const std::string& in) {
     return true;
   }
   std::string s = in;
-  for (const char* drop : {"\\cup", "\\pm", "\\mp"}) {
-    for (size_t at; (at = s.find(drop)) != std::string::npos;) s.replace(at, std::string(drop).size(), ",");
-  }
+  for (const char* drop : {"\\cup", "\\pm", "\\mp"}) replace_all(s, drop, ",");
   if (auto parts = split_top(s); parts.size() > 1) {
     return std::all_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty() || reads_as_math(p); });
   }

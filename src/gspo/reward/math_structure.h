@@ -8,6 +8,9 @@
 
 namespace gspo::reward {
 
+// Bracket depth beyond which a text is not an answer (lists and relations recurse per level).
+inline constexpr int kMaxNesting = 50;
+
 // Splits on `sep` at bracket depth 0 ("(1,2),3" -> "(1,2)", "3").
 std::vector<std::string> split_top(const std::string& s, char sep = ',');
 // The deepest bracket nesting of `s`.

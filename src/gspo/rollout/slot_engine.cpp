@@ -171,14 +171,20 @@ void SlotRun::refill() {
 // record() does, with each slot at its own response position.
 void SlotRun::sample() {
   const auto& p = params_;
-  std::vector<int64_t> rows(row_.size()), steps(row_.size());
-  for (size_t s = 0; s < row_.size(); ++s) {
-    rows[s] = row_[s] == kFree ? N_ : row_[s];
-    steps[s] = std::min(step_[s], R_ - 1);
+  // The step reads its state where it lives: the device tensors; a CPU keys its noise from the host mirrors.
+  const auto& rows_t = rows_t_;
+  const auto steps_t = steps_t_.clamp_max(R_ - 1);
+  at::Tensor u;
+  if (dev_.is_cpu()) {
+    std::vector<int64_t> rows(row_.size()), steps(row_.size());
+    for (size_t s = 0; s < row_.size(); ++s) {
+      rows[s] = row_[s] == kFree ? N_ : row_[s];
+      steps[s] = std::min(step_[s], R_ - 1);
+    }
+    u = row_uniforms(noise_, rows, steps);
+  } else {
+    u = row_uniforms(noise_, rows_t, steps_t);
   }
-  // The step reads its state where it lives: the device tensors (the host vectors only key a CPU's noise).
-  auto rows_t = rows_t_, steps_t = steps_t_.clamp_max(R_ - 1);
-  auto u = dev_.is_cpu() ? row_uniforms(noise_, rows, steps) : row_uniforms(noise_, rows_t, steps_t);
   const bool ban = p.min_new_tokens > 0;
   auto draw = sample_next(logits_, p, u, ban ? eos_ : -1, ban ? steps_t < p.min_new_tokens : at::Tensor());
 

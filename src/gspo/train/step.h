@@ -16,18 +16,8 @@
 #include "gspo/algo/advantage.h"
 #include "gspo/algo/loss.h"
 #include "gspo/algo/mismatch.h"
-#include "gspo/config/options.h"
-#include "gspo/data/cursor.h"
-#include "gspo/data/example.h"
-#include "gspo/rollout/sampler.h"
 #include "gspo/train/logprobs.h"
-#include "gspo/train/metrics.h"
-#include "gspo/train/rollout_source.h"
-
-namespace gspo::parallel { class Comm; }
-namespace gspo::model { class Policy; }
-namespace gspo::reward { class Verifier; }
-namespace gspo::tokenizer { class Tokenizer; }
+#include "gspo/train/rollout_source.h"  // Scored, the source; with it the config, cursor, batch and metrics
 
 namespace gspo::train {
 
