@@ -101,13 +101,15 @@ class Attention(nn.Module):
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], kv: Optional[Tensor], start: int,
                 position: Optional[Tensor], slots: Optional[Tensor] = None,
-                source: Optional[Tensor] = None) -> Tensor:
+                source: Optional[Tensor] = None, columns: Optional[Tensor] = None) -> Tensor:
         # x [B, T, H]; cos/sin [B, 1, T, D]; mask: bool [B, 1, T, S] (True = may attend) or None = causal over T = S
         # columns; kv [2, B, Hkv, S_max, D] or None. position (int64 [1], T = 1): write the new column there and
         # attend over all S_max columns (static shapes). Slot methods: with `source`, attention is over the T local
         # columns and input row source[m]'s keys/values go to cache row slots[m], columns [0, T) (prefill_slots);
-        # with `slots` alone (T = 1), row b's new column goes to cache column slots[b] of cache row b (of the first B
-        # cache rows) and attention is over the first `start` cache columns (decode_slots).
+        # with `columns` ([B, T]), input row b's tokens go to cache row slots[b] at columns[b] and attention is over
+        # that row's first `start` columns under `mask` (append_slots); with `slots` alone (T = 1), row b's new column
+        # goes to cache column slots[b] of cache row b (of the first B cache rows) and attention is over the first
+        # `start` cache columns (decode_slots).
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
@@ -120,7 +122,13 @@ class Attention(nn.Module):
         v = v.transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        if kv is not None and source is not None and slots is not None:
+        if kv is not None and columns is not None and slots is not None:
+            rows = slots.view(b, 1).expand(b, t)
+            kv[0].permute(0, 2, 1, 3).index_put_([rows, columns], k.transpose(1, 2))
+            kv[1].permute(0, 2, 1, 3).index_put_([rows, columns], v.transpose(1, 2))
+            k = kv[0].index_select(0, slots).narrow(2, 0, start)
+            v = kv[1].index_select(0, slots).narrow(2, 0, start)
+        elif kv is not None and source is not None and slots is not None:
             kv[0].narrow(2, 0, t).index_copy_(0, slots, k.index_select(0, source))
             kv[1].narrow(2, 0, t).index_copy_(0, slots, v.index_select(0, source))
         elif kv is not None and slots is not None:
@@ -142,7 +150,7 @@ class Attention(nn.Module):
             k = kv[0, :, :, :start + t]
             v = kv[1, :, :, :start + t]
         # [B, heads, T, D]; the query heads of one KV head share it (enable_gqa), no repeat_interleave copies.
-        if kv is not None and slots is not None and source is None and not x.is_cuda and b > 1:
+        if kv is not None and slots is not None and source is None and columns is None and not x.is_cuda and b > 1:
             out = self._attend_each(q, kv[0], kv[1], slots, start)
         else:
             out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
@@ -240,8 +248,8 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], kv: Optional[Tensor], start: int,
                 position: Optional[Tensor], slots: Optional[Tensor] = None,
-                source: Optional[Tensor] = None) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start, position, slots, source)
+                source: Optional[Tensor] = None, columns: Optional[Tensor] = None) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start, position, slots, source, columns)
         return x + self.mlp(self.post_attention_layernorm(x))
 
     def routed(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor],
@@ -368,8 +376,8 @@ class CausalLM(nn.Module):
 
     @torch.jit.export
     def slot_api(self) -> int:
-        """Version of the slot methods below (docs/model-contract.md)."""
-        return 1  # SLOT_API_VERSION
+        """Version of the slot methods below (docs/model-contract.md): 2 = 1 and append_slots."""
+        return 2  # SLOT_API_VERSION
 
     @torch.jit.export
     def prefill_slots(self, input_ids: Tensor, lengths: Tensor, cache: Tensor, slots: Tensor,
@@ -407,6 +415,33 @@ class CausalLM(nn.Module):
             x = layer(x, cos, sin, mask, cache[i], width, None, columns, None)
             i += 1
         return self.lm_head(self.norm(x)).squeeze(1).float()
+
+    @torch.jit.export
+    def append_slots(self, input_ids: Tensor, lengths: Tensor, cache: Tensor, slots: Tensor, columns: Tensor,
+                     width: int) -> Tensor:
+        """Appends tokens to M slots at their current columns (text written into a running sequence, e.g. a tool's
+        output): row m's first lengths[m] tokens of input_ids [M, K] (right-padded) go to cache row slots[m], columns
+        [columns[m], columns[m] + lengths[m]) (their positions), each attending over that row's columns up to its own.
+        Needs columns[m] + K <= the cache's columns (padding is written past the real tokens, where nothing reads it
+        before it is overwritten) and width >= max(columns + lengths). Returns [M, V] float32 logits of each row's
+        last appended token."""
+        return self._append(input_ids, lengths, cache, slots, columns, width)
+
+    def _append(self, input_ids: Tensor, lengths: Tensor, cache: Tensor, slots: Tensor, columns: Tensor,
+                width: int) -> Tensor:
+        m, t = input_ids.shape
+        cols = columns.view(m, 1) + torch.arange(t, device=input_ids.device).view(1, t)
+        x = self.embed_tokens(input_ids)
+        cos = self.cos_table.index_select(0, cols.reshape(-1)).to(x.dtype).view(m, 1, t, self.head_dim)
+        sin = self.sin_table.index_select(0, cols.reshape(-1)).to(x.dtype).view(m, 1, t, self.head_dim)
+        k_idx = torch.arange(0, width, device=input_ids.device).view(1, 1, 1, width)
+        mask = k_idx <= cols.view(m, 1, t, 1)
+        i = 0
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask, cache[i], width, None, slots, None, cols)
+            i += 1
+        last = (lengths - 1).view(m, 1, 1).expand(m, 1, x.shape[2])
+        return self.lm_head(self.norm(x.gather(1, last))).squeeze(1).float()
 
     @torch.jit.export
     def copy_slots(self, cache: Tensor, src: Tensor, dst: Tensor, columns: int):

@@ -88,7 +88,24 @@ class FutureSlotApi(gspo_model.CausalLM):
 
     @torch.jit.export
     def slot_api(self) -> int:
-        return 2
+        return 3
+
+
+class SlotApiOne(gspo_model.CausalLM):
+    """An export from before append_slots: slot_api 1 (continuous batching, no appending)."""
+
+    @torch.jit.export
+    def slot_api(self) -> int:
+        return 1
+
+
+class BadAppend(gspo_model.CausalLM):
+    """append_slots returns the right logits but writes nothing into the cache: the next decode attends to noise."""
+
+    @torch.jit.export
+    def append_slots(self, input_ids: Tensor, lengths: Tensor, cache: Tensor, slots: Tensor, columns: Tensor,
+                     width: int) -> Tensor:
+        return self._append(input_ids, lengths, cache.clone(), slots, columns, width)
 
 
 class BadSlots(gspo_model.CausalLM):
@@ -294,6 +311,8 @@ def main() -> None:
     gspo_model.save_scripted(BadLayer(cfg), cfg, tok, "float32", f"{out}/broken_layer.pt")
     gspo_model.save_scripted(FutureSlotApi(cfg), cfg, tok, "float32", f"{out}/broken_slot_api.pt")
     gspo_model.save_scripted(BadSlots(cfg), cfg, tok, "float32", f"{out}/broken_slots.pt")
+    gspo_model.save_scripted(BadAppend(cfg), cfg, tok, "float32", f"{out}/broken_append.pt")
+    gspo_model.save_scripted(SlotApiOne(cfg), cfg, tok, "float32", f"{out}/slot_api1.pt")
     moe_cfg = dict(cfg, moe_layers=[0], num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16)
     gspo_model.save_scripted(BadRoutes(moe_cfg), moe_cfg, tok, "float32", f"{out}/broken_routes.pt")
     # tiny.pt's weights behind the required methods alone (no per-layer methods): the forward path of training.

@@ -157,13 +157,20 @@ TEST_CASE("a KV budget below one row is a config error naming the key and the ro
 
 TEST_CASE("gspo inspect checks the slot methods against forward", "[rollout][kv][contract]") {
   const auto rejects = test::check_contract_rejects;
-  rejects("broken_slot_api.pt", "slot_api() is 2, this gspo knows version 1");
+  rejects("broken_slot_api.pt", "slot_api() is 3, this gspo knows versions 1 to 2");
   rejects("broken_slots.pt", "the slot methods (prefill_slots, copy_slots, decode_slots) disagree with forward");
+  // append_slots whose logits are right but whose cache writes are lost: the decode after it gives it away.
+  rejects("broken_append.pt", "append_slots (then decode_slots) disagrees with forward");
   for (const char* name : {"tiny.pt", "tiny_qwen3.pt", "qwen3_moe_tiny.pt"}) {
     auto ok = test::load_tiny(name);
     CHECK(ok.has_slots());
+    CHECK(ok.has_append());
     CHECK(model::check_contract(ok) < 1e-3);
   }
+  auto one = test::load_tiny("slot_api1.pt");  // exported before append_slots: continuous batching still runs
+  CHECK(one.has_slots());
+  CHECK_FALSE(one.has_append());
+  CHECK(model::check_contract(one) < 1e-3);
 }
 
 // Bitwise is legitimate: integer hashing, then an exact scaling (as the fixed-position form's test).

@@ -104,6 +104,46 @@ void check_slots(Policy& policy, const at::Tensor& ids, const at::Tensor& full, 
                              " (tolerance " + std::to_string(tol) + ")");
 }
 
+// append_slots (slot_api 2) on a pool of 2 slots full of noise: the first two tokens of each row prefilled (row 0's
+// real ones), then T - 2 tokens appended to slot 1 (row 1's next) and T - 4 to slot 0 (row 0's, right-padded), in
+// the order slot 1, slot 0, and one decode step after: the appended tokens' last logits and the step's must be
+// forward's (so the append wrote the right cache columns at the right positions).
+void check_append(Policy& policy, const at::Tensor& ids, const at::Tensor& full, int64_t pad, bool low_precision) {
+  const std::string& file = policy.path();
+  const int64_t T = ids.size(1) - 2, V = full.size(2);
+  if (T < 4) return;  // a model too short to append after a two-token prompt
+  auto opts = ids.options();
+  auto cache = call("init_cache(2, T + 2)", file, [&] { return policy.init_cache(2, T + 2); });
+  if (cache.is_floating_point()) cache.normal_();
+  double worst = 0;
+  auto compare = [&](const at::Tensor& got, const at::Tensor& want) {
+    worst = std::max(worst, (got.to(at::kFloat) - want).abs().max().item<double>());
+  };
+  call("append_slots", file, [&] {
+    auto prompts = torch::stack({ids[0].narrow(0, 2, 2), ids[1].narrow(0, 0, 2)});
+    policy.prefill_slots(prompts, torch::tensor({2, 2}, opts), cache, torch::tensor({0, 1}, opts),
+                         torch::tensor({0, 1}, opts));
+    auto more = torch::full({2, T - 2}, pad, opts);
+    more[0].copy_(ids[1].narrow(0, 2, T - 2));
+    more[1].narrow(0, 0, T - 4).copy_(ids[0].narrow(0, 4, T - 4));
+    auto last = policy.append_slots(more, torch::tensor({T - 2, T - 4}, opts), cache, torch::tensor({1, 0}, opts),
+                                    torch::tensor({2, 2}, opts), T);
+    expect_shape(last, {2, V}, "append_slots(input_ids [2, " + std::to_string(T - 2) + "])", file);
+    compare(last[0], full[1][T - 1]);
+    compare(last[1], full[0][T - 1]);
+    auto tok = torch::stack({ids[0][T], ids[1][T]}).view({2, 1});
+    auto step = policy.decode_slots(tok, cache, torch::tensor({T - 2, T}, opts), T + 1);
+    compare(step[0], full[0][T]);
+    compare(step[1], full[1][T]);
+    return at::Tensor();
+  });
+  const double scale = std::max(1.0, full.abs().max().item<double>());
+  const double tol = (low_precision ? 5e-2 : 1e-4) * scale;
+  if (!(worst <= tol))
+    throw ModelContractError(file + ": append_slots (then decode_slots) disagrees with forward by " +
+                             std::to_string(worst) + " (tolerance " + std::to_string(tol) + ")");
+}
+
 // The routing methods (route_api 1), layer by layer on the same batch: routed_layer without routes is layer; an MoE
 // layer (and only the layers moe_layers() names) reports int64 experts [B, T, top_k], none negative;
 // replaying its own experts gives its output back, and replaying other experts (each token given its neighbour's)
@@ -181,6 +221,7 @@ double check_contract(Policy& policy) {
 
   if (policy.has_layers()) check_layers(policy, gen, mask, full, low_precision);
   if (policy.has_slots()) check_slots(policy, gen, full, m.pad_token_id, low_precision);
+  if (policy.has_append()) check_append(policy, gen, full, m.pad_token_id, low_precision);
   if (policy.has_routing()) check_routing(policy, gen, mask, low_precision);
 
   auto cache = call("init_cache(2, T)", file, [&] { return policy.init_cache(B, T + 2); });

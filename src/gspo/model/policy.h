@@ -55,7 +55,7 @@ class Policy {
   bool has_static_decode() const;
   at::Tensor decode_static(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache, const at::Tensor& position);
 
-  // ---- Optional slot methods (docs/model-contract.md, "Slot methods", slot_api 1): the cache from init_cache(S, C)
+  // ---- Optional slot methods (docs/model-contract.md, "Slot methods", slot_api 1 or 2): the cache from init_cache(S, C)
   // as S rows ("slots") that each hold one sequence from column 0, at its own length. Call only when has_slots().
   bool has_slots() const;
   // Prefills K prompts, ids [K, T] right-padded to T with lengths [K], once each, and writes prompt source[m]'s keys and
@@ -67,6 +67,13 @@ class Policy {
   at::Tensor decode_slots(const at::Tensor& ids, at::Tensor& cache, const at::Tensor& columns, int64_t width);
   // Copies columns [0, columns) of cache rows src[m] to rows dst[m] (int64 [M] each), in place.
   void copy_slots(at::Tensor& cache, const at::Tensor& src, const at::Tensor& dst, int64_t columns);
+  // slot_api 2: appends row m's first lengths[m] tokens of ids [M, K] (right-padded) to cache row slots[m] at columns
+  // [columns[m], columns[m] + lengths[m]) (their positions), each attending over the row's columns up to its own;
+  // needs columns[m] + K <= the cache's columns and width >= max(columns + lengths). Returns [M, V] float32 logits of
+  // each row's last appended token (text written into a running sequence: a tool's output).
+  bool has_append() const;
+  at::Tensor append_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache, const at::Tensor& slots,
+                          const at::Tensor& columns, int64_t width);
 
   // Optional contract method: per layer, the fraction of routing slots each expert got in the last forward
   // (empty tensors for dense layers). Empty vector when the model has no expert_load method.

@@ -35,12 +35,14 @@ struct Policy::Impl {
 // lacks one of the methods that version promises.
 void probe_layers(Policy::Impl& impl);
 // The version an optional interface's `api_method` reports (0 when the model lacks it). Throws ModelContractError
-// for a version other than `known`, or a model that has it but lacks one of `methods`; `section` names the part of
-// docs/model-contract.md and `kind` the methods ("per-layer method").
+// for a version outside [oldest, known] (oldest <= 0: `known` only), or a model that has it but lacks one of
+// `methods` (those every known version has); `section` names the part of docs/model-contract.md and `kind` the
+// methods ("per-layer method").
 int64_t probe_interface(const Policy::Impl& impl, const char* api_method, int64_t known,
-                        std::initializer_list<const char*> methods, const char* section, const char* kind);
-// Sets impl.slot_api from the model's slot_api() (0 when absent). Throws ModelContractError for an unknown version or a
-// model that has slot_api() but lacks prefill_slots, decode_slots or copy_slots.
+                        std::initializer_list<const char*> methods, const char* section, const char* kind,
+                        int64_t oldest = 0);
+// Sets impl.slot_api from the model's slot_api() (0 when absent; 1, or 2 with append_slots). Throws
+// ModelContractError for an unknown version or a model that lacks a method its version promises.
 void probe_slots(Policy::Impl& impl);
 // Sets impl.route_api and impl.moe_layers from the model's route_api() and moe_layers() (0 / none when absent).
 // Throws ModelContractError for an unknown version, missing routing methods, routing without the per-layer methods

@@ -76,14 +76,19 @@ Policy::Routed run_routed(torch::jit::Module& module, int64_t index, const at::T
 }
 
 int64_t probe_interface(const Policy::Impl& impl, const char* api_method, int64_t known,
-                        std::initializer_list<const char*> methods, const char* section, const char* kind) {
+                        std::initializer_list<const char*> methods, const char* section, const char* kind,
+                        int64_t oldest) {
   auto api = impl.module.find_method(api_method);
   if (!api) return 0;
   const int64_t version = (*api)({}).toInt();
-  if (version != known)
+  if (oldest <= 0) oldest = known;
+  if (version < oldest || version > known)
     throw ModelContractError("'" + impl.path + "': " + api_method + "() is " + std::to_string(version) +
-                             ", this gspo knows version " + std::to_string(known) + " (docs/model-contract.md, " +
-                             section + "); re-export the model with this gspo's scripts/export_hf.py");
+                             ", this gspo knows version" +
+                             (oldest == known ? " " + std::to_string(known)
+                                              : "s " + std::to_string(oldest) + " to " + std::to_string(known)) +
+                             " (docs/model-contract.md, " + section +
+                             "); re-export the model with this gspo's scripts/export_hf.py");
   for (const char* name : methods)
     if (!impl.module.find_method(name))
       throw ModelContractError("'" + impl.path + "' has " + api_method + "() " + std::to_string(version) +

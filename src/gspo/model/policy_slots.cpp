@@ -1,5 +1,5 @@
-// The optional slot methods of a policy (slot_api 1): the KV cache as a pool of rows that each hold one sequence
-// from column 0, for continuous batching (rollout/slot_engine.h).
+// The optional slot methods of a policy (slot_api 1, and 2 with append_slots): the KV cache as a pool of rows that
+// each hold one sequence from column 0, for continuous batching (rollout/slot_layout.cpp).
 #include <torch/torch.h>
 
 #include "gspo/core/error.h"
@@ -8,11 +8,15 @@
 
 namespace gspo::model {
 void probe_slots(Policy::Impl& impl) {
-  impl.slot_api = probe_interface(impl, "slot_api", 1, {"prefill_slots", "decode_slots", "copy_slots"},
-                                  "Slot methods", "slot method");
+  impl.slot_api = probe_interface(impl, "slot_api", 2, {"prefill_slots", "decode_slots", "copy_slots"},
+                                  "Slot methods", "slot method", 1);
+  if (impl.slot_api >= 2 && !impl.module.find_method("append_slots"))
+    throw ModelContractError("'" + impl.path + "' has slot_api() 2 but lacks the slot method 'append_slots' " +
+                             "(docs/model-contract.md)");
 }
 
 bool Policy::has_slots() const { return impl_->slot_api > 0; }
+bool Policy::has_append() const { return impl_->slot_api >= 2; }
 
 at::Tensor Policy::prefill_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache,
                                  const at::Tensor& slots, const at::Tensor& source) {
@@ -22,6 +26,11 @@ at::Tensor Policy::prefill_slots(const at::Tensor& ids, const at::Tensor& length
 
 at::Tensor Policy::decode_slots(const at::Tensor& ids, at::Tensor& cache, const at::Tensor& columns, int64_t width) {
   return impl_->module.get_method("decode_slots")({ids, cache, columns, width}).toTensor();
+}
+
+at::Tensor Policy::append_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache,
+                                const at::Tensor& slots, const at::Tensor& columns, int64_t width) {
+  return impl_->module.get_method("append_slots")({ids, lengths, cache, slots, columns, width}).toTensor();
 }
 
 void Policy::copy_slots(at::Tensor& cache, const at::Tensor& src, const at::Tensor& dst, int64_t columns) {

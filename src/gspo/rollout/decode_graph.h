@@ -36,7 +36,7 @@ class DecodeGraph {
                int64_t position);
   // Copies the inputs into the static buffers and replays; returns [L, V] float32 logits (a fresh tensor).
   at::Tensor replay(const at::Tensor& ids, const at::Tensor& mask, int64_t position);
-  // The same for the slot pool of continuous batching (slot_engine.h): decode_slots over every one of `width` cache
+  // The same for the slot pool of continuous batching (decode_loop.h, the slot layout): decode_slots over every one of `width` cache
   // columns for ids [S, 1] and columns [S], so one capture serves every step until the pool changes size.
   bool capture_slots(model::Policy& policy, at::Tensor cache, const at::Tensor& ids, const at::Tensor& columns,
                      int64_t width);

@@ -11,9 +11,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/rollout/decode_graph.h"
 #include "gspo/rollout/progress.h"
-#include "gspo/rollout/slot_engine.h"
-#include "gspo/rollout/stop_matcher.h"
-#include "gspo/rollout/written.h"
+#include "gspo/rollout/decode_loop.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::rollout {
@@ -56,24 +54,6 @@ Sampler::~Sampler() = default;
 
 namespace {
 
-// Left-pads prompts into [B, P] ids and mask.
-std::pair<at::Tensor, at::Tensor> left_pad(const std::vector<std::vector<int64_t>>& prompts, int64_t P, int64_t pad) {
-  const int64_t B = static_cast<int64_t>(prompts.size());
-  auto ids = torch::full({B, P}, pad, torch::kLong);
-  auto mask = torch::zeros({B, P}, torch::kLong);
-  auto ia = ids.accessor<int64_t, 2>();
-  auto ma = mask.accessor<int64_t, 2>();
-  for (int64_t b = 0; b < B; ++b) {
-    const auto& p = prompts[b];
-    const int64_t off = P - static_cast<int64_t>(p.size());
-    for (size_t j = 0; j < p.size(); ++j) {
-      ia[b][off + j] = p[j];
-      ma[b][off + j] = 1;
-    }
-  }
-  return {ids, mask};
-}
-
 // Bytes as MiB with up to 3 significant decimals ("0.25", "1024").
 std::string mib(int64_t bytes) {
   char buf[32];
@@ -99,8 +79,8 @@ void check_prompts(const std::vector<std::vector<int64_t>>& prompts, int64_t max
 
 // Fills the padded training layout of `out` from its unpadded responses: prompts (left-padded, P columns) then
 // responses right-padded to the longest one.
-void fill_layout(RolloutBatch& out, const at::Tensor& pids, const at::Tensor& pmask,
-                 const std::vector<std::vector<float>>& logps, int64_t pad) {
+void fill_layout(RolloutBatch& out, const at::Tensor& pids, const at::Tensor& pmask, const SampledRows& rows,
+                 int64_t pad) {
   const int64_t N = out.num_rows(), P = out.prompt_len, G = out.group_size;
   int64_t Rmax = 0;
   for (const auto& r : out.response_ids) Rmax = std::max<int64_t>(Rmax, r.size());
@@ -110,10 +90,12 @@ void fill_layout(RolloutBatch& out, const at::Tensor& pids, const at::Tensor& pm
   out.attention_mask.narrow(1, 0, P).copy_(pmask.repeat_interleave(G, 0));
   out.response_mask = torch::zeros({N, Rmax}, torch::kFloat);
   out.behaviour_logprobs = torch::zeros({N, Rmax}, torch::kFloat);
+  out.loss_mask = torch::zeros({N, Rmax}, torch::kFloat);
   auto ia = out.input_ids.accessor<int64_t, 2>();
   auto ma = out.attention_mask.accessor<int64_t, 2>();
   auto ra = out.response_mask.accessor<float, 2>();
   auto ba = out.behaviour_logprobs.accessor<float, 2>();
+  auto la = out.loss_mask.accessor<float, 2>();
   out.response_lengths.resize(N);
   for (int64_t r = 0; r < N; ++r) {
     const auto& ids = out.response_ids[r];
@@ -122,103 +104,13 @@ void fill_layout(RolloutBatch& out, const at::Tensor& pids, const at::Tensor& pm
       ia[r][P + t] = ids[t];
       ma[r][P + t] = 1;
       ra[r][t] = 1.0f;
-      ba[r][t] = logps[r][t];
+      ba[r][t] = rows.logprobs[r][t];
+      la[r][t] = rows.own[r][t] ? 1.0f : 0.0f;  // 0 on tokens a slot hook wrote into the response
     }
   }
-  out.loss_mask = out.response_mask.clone();  // every response token is the model's own (no tool writes yet)
 }
 
 }  // namespace
-
-// The rows still in the KV cache, in cache order. Their per-step state lives on the model's device so a decode
-// step needs no host round trip; `rows_host` mirrors `rows` and changes only when the cache is compacted.
-struct Live {
-  std::vector<int64_t> rows_host;
-  at::Tensor rows;  // [L] int64: batch row of each cache row
-  at::Tensor done;  // [L] bool: finished (its cache row is dead until the next compaction)
-  at::Tensor next;  // [L, 1] int64: the next decode input (pad for finished rows)
-  at::Tensor mask;  // [L, P + R] int64 attention mask
-};
-
-namespace {
-constexpr int64_t kHostSyncEveryGpu = 8;  // GPU: steps between host reads of the finished flags (and compaction)
-}  // namespace
-
-// Drops finished rows from the cache once they are a quarter of it (each drop copies the cache once). Returns the
-// number of rows still running. Reads `done` on the host: the loop's read at the sync interval.
-int64_t Sampler::sync_and_compact(at::Tensor& cache, Live& live) {
-  ++stats_.host_transfers;
-  auto done = live.done.to(torch::kCPU);
-  const auto* d = done.data_ptr<bool>();
-  const int64_t L = done.numel();
-  const int64_t dead = std::count(d, d + L, true);
-  if (dead == 0 || dead == L || dead * 4 < L) return L - dead;
-  std::vector<int64_t> keep, rows;
-  for (int64_t i = 0; i < L; ++i)
-    if (!d[i]) {
-      keep.push_back(i);
-      rows.push_back(live.rows_host[i]);
-    }
-  auto idx = torch::tensor(keep, torch::kLong).to(policy_.device());
-  ++stats_.host_transfers;
-  ++stats_.refill_transfers;  // a compaction's
-  cache = policy_.reorder_cache(cache, idx);
-  live.mask = live.mask.index_select(0, idx);
-  live.rows = live.rows.index_select(0, idx);
-  live.next = live.next.index_select(0, idx);
-  live.done = live.done.index_select(0, idx);
-  live.rows_host = std::move(rows);
-  if (graph_) graph_->reset();  // the graph was captured for the old cache tensor
-  return L - dead;
-}
-
-// Records one sampled column: tokens and log-probs of the running rows, lengths, EOS, the mask column, the next
-// decode input. Stop strings need the text, so with stop strings the tokens come to the host every step. Column
-// `step` makes every running response step + 1 tokens long (all rows advance together), so min_new_tokens is one
-// test per step: stop strings are matched from the token that makes the response min_new_tokens long (vLLM's rule).
-void Sampler::record(const Draw& draw, Live& live, Written& out, StopMatcher& stops, std::vector<std::string>& text,
-                     int64_t col, int64_t step) {
-  const auto& m = policy_.manifest();
-  auto active = live.done.logical_not();
-  out.tokens.select(1, step).index_copy_(0, live.rows, torch::where(active, draw.tokens, m.pad_token_id));
-  out.logprobs.select(1, step).index_copy_(0, live.rows, torch::where(active, draw.logprobs, 0.0));
-  out.length.index_add_(0, live.rows, active.to(torch::kLong));
-  auto eos = active.logical_and(draw.tokens == m.eos_token_id);
-  auto finish = out.finish.index_select(0, live.rows);
-  finish = torch::where(eos, static_cast<int64_t>(Finish::kEos), finish);
-  live.mask.select(1, col).copy_(active.to(torch::kLong));
-  auto ended = eos;
-  if (stops.active()) {
-    std::vector<std::string*> texts;
-    for (auto r : live.rows_host) texts.push_back(&text[r]);
-    const std::vector<bool> check(texts.size(), step + 1 >= params_.min_new_tokens);
-    auto stopped = stops.advance(draw.tokens, active, m.eos_token_id, texts, check).to(live.done.device());
-    stats_.host_transfers += 2;  // the tokens (inactive rows marked) to the host, the stop flags back
-    finish = torch::where(stopped, static_cast<int64_t>(Finish::kStop), finish);
-    ended = ended.logical_or(stopped);
-  }
-  out.finish.index_copy_(0, live.rows, finish);
-  live.done = live.done.logical_or(ended);
-  live.next = torch::where(live.done, m.pad_token_id, draw.tokens).unsqueeze(1);
-}
-
-// One decode step: ids live.next at column `start`. Eager through decode(), or through a CUDA graph of decode_static
-// when one is enabled (captured on first use for the current cache; a failed capture switches the sampler to eager
-// for good, with one warning).
-at::Tensor Sampler::decode_step(const Live& live, at::Tensor& cache, int64_t start) {
-  if (graph_) {
-    if (!graph_->ready()) {
-      if (graph_->capture(policy_, cache, live.next, live.mask, start)) {
-        stats_.graph_captures++;
-      } else {
-        log::warn("rollout.cuda_graphs: capture failed ({}); decoding eagerly", graph_->last_error().substr(0, 300));
-        graph_.reset();
-      }
-    }
-    if (graph_) return graph_->replay(live.next, live.mask, start);
-  }
-  return policy_.decode(live.next, live.mask.narrow(1, 0, start + 1), cache, start);
-}
 
 int64_t Sampler::budget_rows(int64_t rows, int64_t columns) {
   if (params_.kv_cache_bytes <= 0 && params_.kv_cache_fraction <= 0) return rows;
@@ -250,68 +142,16 @@ int64_t Sampler::budget_rows(int64_t rows, int64_t columns) {
 
 void Sampler::run_static(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
                          SampledRows& rows, int64_t first, RolloutProgress& progress) {
-  const auto& m = policy_.manifest();
-  const int64_t R = params_.max_new_tokens;
-  const int64_t B = static_cast<int64_t>(prompts.size());
-  const int64_t N = B * G;
-  int64_t P = 0;
-  for (const auto& p : prompts) P = std::max<int64_t>(P, p.size());
-  const int64_t pad = m.pad_token_id;
-  const auto dev = policy_.device();
+  auto layout = batch_layout(policy_, prompts, G, params_.max_new_tokens);
+  const int64_t n = static_cast<int64_t>(prompts.size()) * G;
+  DecodeLoop({policy_, tok_, params_, stats_, progress, graph_, hook_}, *layout, noise, n, first).run(rows);
+}
 
-  // Prefill each distinct prompt once, then expand the cache to its G samples.
-  auto [pids, pmask] = left_pad(prompts, P, pad);
-  if (graph_) graph_->reset();
-  auto cache = policy_.init_cache(B, P + R);
-  auto logits = policy_.prefill(pids.to(dev), pmask.to(dev), cache);
-  stats_.prefill_tokens += B * P;
-  if (G > 1) {  // one copy of the cache; skipped when there is nothing to fan out
-    auto expand = torch::arange(B, torch::kLong).repeat_interleave(G).to(dev);
-    cache = policy_.reorder_cache(cache, expand);
-    logits = logits.index_select(0, expand);
-  }
-  stats_.kv_bytes = std::max<int64_t>(stats_.kv_bytes, cache.nbytes());
-
-  auto on_dev = torch::TensorOptions().device(dev);
-  Live live;
-  live.rows_host.resize(N);
-  for (int64_t i = 0; i < N; ++i) live.rows_host[i] = i;
-  live.rows = torch::arange(N, on_dev.dtype(torch::kLong));
-  live.done = torch::zeros({N}, on_dev.dtype(torch::kBool));
-  live.mask = torch::zeros({N, P + R}, torch::kLong);
-  live.mask.narrow(1, 0, P).copy_(pmask.repeat_interleave(G, 0));
-  live.mask = live.mask.to(dev);
-  Written out(N, R, pad, dev);
-  StopMatcher stops(params_.stop, tok_);
-  std::vector<std::string> text(N);
-  // On the CPU a host sync costs nothing; with stop strings the tokens come to the host every step anyway.
-  const int64_t host_sync_every = stops.active()                ? 1
-                                  : params_.host_sync_every > 0 ? params_.host_sync_every
-                                  : dev.is_cpu()                ? 1
-                                                                : kHostSyncEveryGpu;
-
-  for (int64_t step = 0; step < R; ++step) {
-    if (step > 0) {
-      logits = decode_step(live, cache, P + step - 1);
-      stats_.decode_steps++;
-      stats_.row_steps += static_cast<int64_t>(live.rows_host.size());
-    }
-    auto u = dev.is_cpu() ? row_uniforms(noise, live.rows_host, step) : row_uniforms(noise, live.rows, step);
-    const int64_t banned = step < params_.min_new_tokens ? m.eos_token_id : -1;  // EOS would end it short
-    record(sample_next(logits, params_, u, banned), live, out, stops, text, P + step, step);
-    stats_.slot_steps += N;  // the rows this cache was allocated for, dropped finished rows included
-    if ((step + 1) % host_sync_every == 0 && step + 1 < R) {
-      ++stats_.host_syncs;
-      const int64_t running = sync_and_compact(cache, live);
-      if (progress.active()) {
-        ++stats_.host_transfers;
-        progress.update(first + N - running, out.length.sum().item<int64_t>());
-      }
-      if (running == 0) break;
-    }
-  }
-  out.collect(N, rows, first);
-  if (progress.active()) progress.batch_done(out.length.sum().item<int64_t>());
+void Sampler::run_slots(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
+                        int64_t slots, int64_t columns, SampledRows& rows, RolloutProgress& progress) {
+  auto layout = slot_layout(policy_, prompts, G, slots, columns);
+  const int64_t n = static_cast<int64_t>(prompts.size()) * G;
+  DecodeLoop({policy_, tok_, params_, stats_, progress, slot_graph_, hook_}, *layout, noise, n, 0).run(rows);
 }
 
 void Sampler::run_batches(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
@@ -338,7 +178,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
   const auto t0 = std::chrono::steady_clock::now();
   stats_ = {};
   const auto& m = policy_.manifest();
-  const int64_t R = params_.max_new_tokens;
+  const int64_t R = params_.max_new_tokens + params_.insert_capacity;  // response positions
   check_prompts(prompts, R, m);
   const int64_t B = static_cast<int64_t>(prompts.size());
   const int64_t N = B * G;
@@ -354,7 +194,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
     if (slots >= N)
       run_static(prompts, G, noise, rows, 0, progress);
     else if (params_.continuous && policy_.has_slots())
-      run_slots(policy_, tok_, params_, stats_, progress, slot_graph_, prompts, G, noise, slots, P + R, rows);
+      run_slots(prompts, G, noise, slots, P + R, rows, progress);
     else
       run_batches(prompts, G, noise, slots, rows, progress);
   }
@@ -371,7 +211,7 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
     batch.response_text[r] = tok_.decode(std::vector<int64_t>(t.begin(), t.end() - (eos_last ? 1 : 0)));
   }
   auto [pids, pmask] = left_pad(prompts, P, pad);
-  fill_layout(batch, pids, pmask, rows.logprobs, pad);
+  fill_layout(batch, pids, pmask, rows, pad);
   stats_.busy_slot_steps = batch.generated_tokens();
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return batch;

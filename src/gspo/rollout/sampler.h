@@ -58,15 +58,15 @@ struct SamplerStats {
   int64_t slot_steps = 0;      // sum over sampling steps of the rows of cache allocated (slots; rows dropped count)
   int64_t busy_slot_steps = 0;  // of those, the ones that sampled a token of a running response
   int64_t prefill_tokens = 0;  // prompt columns run through prefill (padding included); each prompt once per call
+  int64_t inserted_tokens = 0;     // tokens a slot hook wrote into responses (slot_hook.h)
+  int64_t inserted_truncated = 0;  // tokens a hook asked to write past a row's room, dropped
   double slot_util() const { return slot_steps ? static_cast<double>(busy_slot_steps) / slot_steps : 0.0; }
 };
 
 class DecodeGraph;
 class RolloutProgress;
-struct Live;         // sampler.cpp: decoding state of the rows in the cache
-struct Written;      // written.h: what has been sampled, per batch row
 struct SampledRows;  // written.h
-class StopMatcher;
+class SlotHook;      // slot_hook.h
 
 class Sampler {
  public:
@@ -82,27 +82,30 @@ class Sampler {
   // fit in the budget (ConfigError naming params.kv_budget_key when not even one does). When every row fits, the call
   // runs as without a budget. Otherwise rows wait in a queue (prompt by prompt) and, with a model that has the slot
   // methods, take the slot of a finished row in the same decode loop, the prompt's cache prefilled once and shared
-  // by its samples (slot_engine.h); without them (or with params.continuous false) the rows run in static batches of
+  // by its samples (decode_loop.h, the slot layout); without them (or with params.continuous false) the rows run in static batches of
   // as many rows as the budget holds. The responses are the same either way up to near-ties (noise is keyed by row
   // and position, never by schedule).
   RolloutBatch generate(const std::vector<std::vector<int64_t>>& prompts, int64_t group_size, const NoiseKey& noise);
+
+  // A hook called at each synchronisation point of the decode loop (slot_hook.h); null for none. Not owned.
+  void set_hook(SlotHook* hook) { hook_ = hook; }
 
   const SamplerStats& last_stats() const { return stats_; }
   const SamplingParams& params() const { return params_; }
 
  private:
-  // Every row of `prompts` x G at once in one cache (rows left-padded), written to out rows [first, first + n).
+  // Every row of `prompts` x G at once in one cache (the batch layout, decode_loop.h), written to out rows
+  // [first, first + n).
   void run_static(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, SampledRows& out,
                   int64_t first, RolloutProgress& progress);
   // Rows of at most `slots` at a time, whole groups where they fit, then the next batch.
   void run_batches(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
                    SampledRows& out, RolloutProgress& progress);
+  // Continuous batching in `slots` cache rows of `columns` columns (the slot layout).
+  void run_slots(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
+                 int64_t columns, SampledRows& out, RolloutProgress& progress);
   // How many rows of `columns` cache columns fit the budget (`rows` when there is none, at most `rows`).
   int64_t budget_rows(int64_t rows, int64_t columns);
-  int64_t sync_and_compact(at::Tensor& cache, Live& live);
-  at::Tensor decode_step(const Live& live, at::Tensor& cache, int64_t start);
-  void record(const Draw& draw, Live& live, Written& out, StopMatcher& stops,
-              std::vector<std::string>& text, int64_t col, int64_t step);
 
   model::Policy& policy_;
   const tokenizer::Tokenizer& tok_;
@@ -110,6 +113,7 @@ class Sampler {
   SamplerStats stats_;
   std::unique_ptr<DecodeGraph> graph_;  // set when params.cuda_graphs and the policy supports it
   std::unique_ptr<DecodeGraph> slot_graph_;  // the same for continuous batching (decode_slots)
+  SlotHook* hook_ = nullptr;
 };
 
 }  // namespace gspo::rollout

@@ -12,7 +12,7 @@ struct SamplingParams {
   double temperature = 1.0;          // 0 = greedy argmax
   double top_p = 1.0;                // nucleus mass kept; 1 disables
   int64_t top_k = 0;                 // 0 disables
-  int64_t max_new_tokens = 16;       // response length cap
+  int64_t max_new_tokens = 16;       // response length cap (the model's own tokens)
   std::vector<std::string> stop;     // stop strings (matched on the response bytes)
   int64_t min_new_tokens = 0;        // EOS never drawn and stop strings not checked before this many tokens; 0 = off
   int64_t vocab_limit = 0;           // ids >= this are never chosen (a model vocab padded past the tokenizer's); 0 = none
@@ -26,6 +26,8 @@ struct SamplingParams {
   bool continuous = true;
   std::string kv_budget_key = "rollout.kv_cache_mb";  // the config key named in budget errors
   bool progress = false;             // a live line on stderr (finished responses, tokens/s) when it is a terminal
+  int64_t insert_capacity = 0;       // response positions per row a slot hook may fill with tokens it writes (tool
+                                     // output, slot_hook.h), besides max_new_tokens; cache and buffers grow by it
 };
 
 // The temperature the policy's log-probs are taken at: `temperature`, or 1 when greedy. Training computes

@@ -1,0 +1,375 @@
+#include "gspo/rollout/decode_loop.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "gspo/core/log.h"
+#include "gspo/model/policy.h"
+#include "gspo/rollout/decode_graph.h"
+#include "gspo/rollout/progress.h"
+
+namespace gspo::rollout {
+namespace {
+
+constexpr int64_t kHostSyncEveryGpu = 8;  // GPU: steps between host reads of the finished flags
+
+// Steps between synchronisation points: every step on a CPU (a read costs nothing there) or with stop strings (the
+// tokens come to the host each step anyway), else rollout.host_sync_every or kHostSyncEveryGpu.
+int64_t sync_interval(const SamplingParams& p, bool stops, c10::Device dev) {
+  if (stops) return 1;
+  if (p.host_sync_every > 0) return p.host_sync_every;
+  return dev.is_cpu() ? 1 : kHostSyncEveryGpu;
+}
+
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> left_pad(const std::vector<std::vector<int64_t>>& prompts, int64_t P, int64_t pad) {
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  auto ids = torch::full({B, P}, pad, torch::kLong);
+  auto mask = torch::zeros({B, P}, torch::kLong);
+  auto ia = ids.accessor<int64_t, 2>();
+  auto ma = mask.accessor<int64_t, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& p = prompts[b];
+    const int64_t off = P - static_cast<int64_t>(p.size());
+    for (size_t j = 0; j < p.size(); ++j) {
+      ia[b][off + j] = p[j];
+      ma[b][off + j] = 1;
+    }
+  }
+  return {ids, mask};
+}
+
+DecodeLoop::DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey& noise, int64_t n, int64_t first)
+    : ctx_(ctx), layout_(layout), noise_(noise), n_(n), first_(first), R_(ctx.params.max_new_tokens),
+      span_(ctx.params.max_new_tokens + ctx.params.insert_capacity), pad_(ctx.policy.manifest().pad_token_id),
+      eos_(ctx.policy.manifest().eos_token_id), dev_(ctx.policy.device()), pool_(layout.pool()),
+      stops_(ctx.params.stop, ctx.tok), written_(n + 1, span_, pad_, dev_), text_(n) {
+  auto on = torch::TensorOptions().device(dev_);
+  s_.done = torch::ones({pool_}, on.dtype(torch::kBool));
+  s_.paused = torch::zeros({pool_}, on.dtype(torch::kBool));
+  s_.feeding = torch::zeros({pool_}, on.dtype(torch::kBool));
+  s_.next = torch::full({pool_, 1}, pad_, on.dtype(torch::kLong));
+  s_.rows = torch::full({pool_}, n_, on.dtype(torch::kLong));
+  s_.steps = torch::zeros({pool_}, on.dtype(torch::kLong));
+  s_.cols = torch::zeros({pool_}, on.dtype(torch::kLong));
+  s_.inserted = torch::zeros({pool_}, on.dtype(torch::kLong));
+  s_.row.assign(pool_, kFree);
+  s_.step.assign(pool_, 0);
+  s_.col.assign(pool_, 0);
+  s_.held.assign(pool_, false);
+  s_.ins.assign(pool_, 0);
+}
+
+at::Tensor DecodeLoop::upload(const std::vector<int64_t>& v) {
+  ++ctx_.stats.host_transfers;
+  ++ctx_.stats.refill_transfers;
+  return torch::tensor(v, torch::kLong).to(dev_);
+}
+
+void DecodeLoop::admit(const std::vector<Admit>& admits, const at::Tensor& first_logits) {
+  const int64_t k = static_cast<int64_t>(admits.size());
+  if (k == 0) return;
+  std::vector<int64_t> state;  // slots, rows, columns
+  for (const auto& a : admits) state.push_back(a.slot);
+  for (const auto& a : admits) state.push_back(a.row);
+  for (const auto& a : admits) state.push_back(a.column);
+  for (const auto& a : admits) {
+    s_.row[a.slot] = a.row;
+    s_.step[a.slot] = 0;
+    s_.col[a.slot] = a.column;
+    s_.ins[a.slot] = 0;
+    s_.held[a.slot] = false;  // (a slot is freed only unpaused: its row sampled its end)
+  }
+  auto st = upload(state);
+  auto idx = st.narrow(0, 0, k);
+  s_.rows.index_copy_(0, idx, st.narrow(0, k, k));
+  s_.cols.index_copy_(0, idx, st.narrow(0, 2 * k, k));
+  s_.steps.index_fill_(0, idx, 0);
+  s_.inserted.index_fill_(0, idx, 0);
+  s_.done.index_fill_(0, idx, false);
+  s_.feeding.index_fill_(0, idx, false);
+  if (k == pool_ && !s_.logits.defined())  // the whole pool at once (a static batch): no copy of the logits
+    s_.logits = first_logits;
+  else {
+    if (!s_.logits.defined()) s_.logits = torch::zeros({pool_, first_logits.size(1)}, first_logits.options());
+    s_.logits.index_copy_(0, idx, first_logits);
+  }
+}
+
+void DecodeLoop::running_slot(int64_t slot, const char* what) const {
+  if (slot < 0 || slot >= s_.size() || !s_.running(slot))
+    throw std::logic_error(std::string(what) + ": slot " + std::to_string(slot) + " has no running row");
+}
+
+void DecodeLoop::pause(int64_t slot) {
+  if (!layout_.can_pause())
+    throw std::logic_error("pausing a row needs a model with the slot methods (a static batch shares one column)");
+  running_slot(slot, "pause");
+  if (!s_.held[slot]) s_.held[slot] = true, held_dirty_ = true;
+}
+
+void DecodeLoop::resume(int64_t slot) {
+  running_slot(slot, "resume");
+  if (s_.held[slot]) s_.held[slot] = false, held_dirty_ = true;
+}
+
+int64_t DecodeLoop::append(int64_t slot, const std::vector<int64_t>& tokens) {
+  if (!layout_.can_append())
+    throw std::logic_error("writing tokens into a response needs a model with append_slots (slot_api 2)");
+  running_slot(slot, "append");
+  auto queued = std::find_if(appends_.begin(), appends_.end(), [&](const auto& a) { return a.first == slot; });
+  const int64_t already = queued == appends_.end() ? 0 : static_cast<int64_t>(queued->second.size());
+  // Positions: the row's last sampled token at step, these after it, and one left for the model's next token.
+  const int64_t room = std::max<int64_t>(0, span_ - 2 - s_.step[slot] - already);
+  const int64_t take = std::min<int64_t>(room, static_cast<int64_t>(tokens.size()));
+  ctx_.stats.inserted_tokens += take;
+  ctx_.stats.inserted_truncated += static_cast<int64_t>(tokens.size()) - take;
+  if (take == 0) return 0;
+  if (queued == appends_.end()) queued = appends_.insert(appends_.end(), {slot, {}});
+  queued->second.insert(queued->second.end(), tokens.begin(), tokens.begin() + take);
+  return take;
+}
+
+// The hook's appends, in one upload and one append_slots call: each row's pending token (sampled, not yet in the
+// cache) and all but the last of its new tokens go into the cache; the last becomes the token its next decode writes.
+void DecodeLoop::apply_appends() {
+  if (appends_.empty()) return;
+  const int64_t M = static_cast<int64_t>(appends_.size());
+  int64_t K = 0, total = 0, width = 1;
+  for (const auto& [slot, t] : appends_) {
+    K = std::max<int64_t>(K, t.size());
+    total += static_cast<int64_t>(t.size());
+    width = std::max<int64_t>(width, s_.col[slot] + static_cast<int64_t>(t.size()));
+  }
+  // slots, lengths, columns, rows, tokens [M, K] right-padded, then each token's Written (row, position, id)
+  std::vector<int64_t> up;
+  for (const auto& a : appends_) up.push_back(a.first);
+  for (const auto& a : appends_) up.push_back(static_cast<int64_t>(a.second.size()));
+  for (const auto& a : appends_) up.push_back(s_.col[a.first]);
+  for (const auto& a : appends_) up.push_back(s_.row[a.first]);
+  for (const auto& a : appends_) {
+    up.insert(up.end(), a.second.begin(), a.second.end());
+    up.insert(up.end(), K - a.second.size(), pad_);
+  }
+  for (int part = 0; part < 3; ++part)
+    for (const auto& [slot, t] : appends_)
+      for (size_t j = 0; j < t.size(); ++j)
+        up.push_back(part == 0 ? s_.row[slot] : part == 1 ? s_.step[slot] + 1 + static_cast<int64_t>(j) : t[j]);
+  auto u = upload(up);
+  auto slots = u.narrow(0, 0, M), lengths = u.narrow(0, M, M), cols = u.narrow(0, 2 * M, M);
+  auto rows = u.narrow(0, 3 * M, M), toks = u.narrow(0, 4 * M, M * K).view({M, K});
+  const int64_t w = 4 * M + M * K;
+  auto wr = u.narrow(0, w, total), wp = u.narrow(0, w + total, total), wt = u.narrow(0, w + 2 * total, total);
+
+  auto ids = torch::cat({s_.next.index_select(0, slots), toks}, 1).narrow(1, 0, K);
+  layout_.append(ids, lengths, slots, cols, width);
+  s_.next.index_copy_(0, slots, toks.gather(1, (lengths - 1).unsqueeze(1)));
+  written_.tokens.index_put_({wr, wp}, wt);
+  written_.inserted.index_put_({wr, wp}, torch::ones({total}, u.options().dtype(torch::kBool)));
+  written_.length.index_add_(0, rows, lengths);
+  s_.steps.index_add_(0, slots, lengths);
+  s_.cols.index_add_(0, slots, lengths);
+  s_.inserted.index_add_(0, slots, lengths);
+  for (const auto& [slot, t] : appends_) {
+    const int64_t k = static_cast<int64_t>(t.size());
+    s_.step[slot] += k, s_.col[slot] += k, s_.ins[slot] += k;
+    if (stops_.active())
+      for (auto id : t) stops_.append(text_[s_.row[slot]], id);
+  }
+  any_ins_ = true;
+  appends_.clear();
+}
+
+// Samples one token in every slot with a running, unpaused row and records it (token, log-prob, end), each slot at
+// its own response position: what the row samples depends on its row and position, never on its slot or step.
+void DecodeLoop::sample() {
+  const auto& p = ctx_.params;
+  const int64_t S = s_.size();
+  bool any_held = false, ban = false;
+  for (int64_t s = 0; s < S; ++s) {
+    if (!s_.running(s)) continue;
+    any_held = any_held || s_.held[s];
+    ban = ban || (!s_.held[s] && s_.step[s] - s_.ins[s] < p.min_new_tokens);  // EOS would end it short
+  }
+  const auto steps_t = s_.steps.clamp_max(span_ - 1);
+  const auto own_t = any_ins_ ? steps_t - s_.inserted : steps_t;  // the model's tokens before this one
+  at::Tensor u;
+  if (dev_.is_cpu()) {  // the host mirrors key the noise: no tensor arithmetic per row
+    std::vector<int64_t> rows(S), steps(S);
+    for (int64_t s = 0; s < S; ++s) {
+      rows[s] = s_.running(s) ? s_.row[s] : n_;
+      steps[s] = std::min(s_.step[s], span_ - 1);
+    }
+    u = row_uniforms(noise_, rows, steps);
+  } else {
+    u = row_uniforms(noise_, s_.rows, steps_t);
+  }
+  auto draw = sample_next(s_.logits, p, u, ban ? eos_ : -1, ban ? own_t < p.min_new_tokens : at::Tensor());
+
+  auto active = s_.done.logical_not();
+  if (any_held) active = active.logical_and(s_.paused.logical_not());
+  auto row_w = torch::where(active, s_.rows, n_);
+  written_.tokens.index_put_({row_w, steps_t}, torch::where(active, draw.tokens, pad_));
+  written_.logprobs.index_put_({row_w, steps_t}, torch::where(active, draw.logprobs, 0.0));
+  written_.length.index_add_(0, row_w, active.to(torch::kLong));
+  auto eos = active.logical_and(draw.tokens == eos_);
+  auto special = eos;  // ends that are not the length cap
+  if (stops_.active()) {
+    std::vector<std::string*> texts(S, nullptr);  // slots that sample nothing are inactive: never read
+    std::vector<bool> check(S);
+    for (int64_t s = 0; s < S; ++s) {
+      if (s_.running(s)) texts[s] = &text_[s_.row[s]];
+      check[s] = s_.step[s] - s_.ins[s] + 1 >= p.min_new_tokens;  // vLLM's rule: from the min_new_tokens-th token
+    }
+    special = special.logical_or(stops_.advance(draw.tokens, active, eos_, texts, check).to(dev_));
+    ctx_.stats.host_transfers += 2;  // the tokens (inactive rows marked) to the host, the stop flags back
+  }
+  auto finish = torch::where(eos, static_cast<int64_t>(Finish::kEos), static_cast<int64_t>(Finish::kStop));
+  written_.finish.index_put_({torch::where(special, row_w, n_)}, finish);
+  auto capped = any_ins_ ? (own_t >= R_ - 1).logical_or(steps_t >= span_ - 1) : steps_t >= R_ - 1;
+  auto ended = special.logical_or(active.logical_and(capped));
+  auto next = torch::where(ended, pad_, draw.tokens).unsqueeze(1);
+  if (any_held) {  // a paused slot keeps the token it sampled last, to write when it resumes
+    s_.next = torch::where(s_.paused.unsqueeze(1), s_.next, next);
+    s_.feeding = torch::where(s_.paused, s_.feeding, active);
+  } else {
+    s_.next = next;
+    s_.feeding = active;
+  }
+  s_.done = s_.done.logical_or(ended);
+}
+
+bool DecodeLoop::all_capped() const {
+  for (int64_t s = 0; s < s_.size(); ++s)
+    if (s_.running(s) && !s_.held[s] && s_.step[s] - s_.ins[s] < R_ - 1 && s_.step[s] < span_ - 1) return false;
+  return true;
+}
+
+// Frees the slots whose rows have ended. With `read`, reads the finished flags (and, for the progress line, the
+// tokens written so far) in one copy; without, frees the rows the host knows ended at the length cap. Returns the
+// number of slots still running a row.
+int64_t DecodeLoop::release(bool read) {
+  at::Tensor both;
+  if (read) {
+    ++ctx_.stats.host_syncs;
+    ++ctx_.stats.host_transfers;
+    both = torch::cat({s_.done.to(torch::kLong), written_.length.narrow(0, 0, n_).sum().unsqueeze(0)}).to(torch::kCPU);
+  }
+  const int64_t* d = read ? both.data_ptr<int64_t>() : nullptr;
+  int64_t running = 0;
+  for (int64_t s = 0; s < s_.size(); ++s) {
+    if (!s_.running(s)) continue;
+    const bool ended = read ? d[s] != 0 : !s_.held[s];  // unread: every unpaused running slot hit the cap
+    if (!ended) {
+      ++running;
+      continue;
+    }
+    s_.row[s] = kFree;
+    ++finished_;
+  }
+  if (read && ctx_.progress.active()) ctx_.progress.update(first_ + finished_, d[s_.size()]);
+  return running;
+}
+
+void DecodeLoop::call_hook(int64_t running) {
+  if (!ctx_.hook || running == 0) return;
+  ctx_.hook->at_sync(*this);
+  apply_appends();
+  if (held_dirty_) {
+    held_dirty_ = false;
+    std::vector<int64_t> held(s_.held.begin(), s_.held.end());
+    s_.paused = upload(held).to(torch::kBool);
+  }
+  for (int64_t s = 0; s < s_.size(); ++s)
+    if (s_.running(s) && !s_.held[s]) return;
+  if (!layout_.waiting() || running == s_.size())
+    throw std::logic_error("every running row is paused, no waiting row can take a slot, and the slot hook resumed "
+                           "none: nothing could ever resume them");
+}
+
+// Once no row waits and a quarter of the slots are free, the running rows move to the front (in the order the layout
+// chooses) and only they decode from then on: the tail of long responses costs what its rows cost.
+void DecodeLoop::compact() {
+  const int64_t L = s_.size();
+  int64_t n = 0;
+  for (int64_t s = 0; s < L; ++s) n += s_.running(s);
+  if (n == 0 || (L - n) * 4 < L) return;
+  const auto order = layout_.order(s_);
+  auto idx = upload(order);
+  layout_.compact(*this, order, idx);
+  for (auto* t : {&s_.logits, &s_.done, &s_.paused, &s_.feeding, &s_.next, &s_.rows, &s_.steps, &s_.cols, &s_.inserted})
+    *t = t->index_select(0, idx);
+  auto pick = [&](auto& v) {
+    std::remove_reference_t<decltype(v)> out(n);
+    for (int64_t i = 0; i < n; ++i) out[i] = v[order[i]];
+    v = std::move(out);
+  };
+  pick(s_.row), pick(s_.step), pick(s_.col), pick(s_.held), pick(s_.ins);
+  if (ctx_.graph) ctx_.graph->reset();  // captured for the larger pool
+}
+
+// One decode: every slot writes its `next` (a paused slot writes pad, its token kept for its resume) at its column.
+// Eager, or through a CUDA graph captured on first use for the current pool (a failed capture switches the sampler to
+// eager for good, with one warning).
+void DecodeLoop::decode() {
+  const bool any_held = std::find(s_.held.begin(), s_.held.end(), true) != s_.held.end();
+  auto ids = any_held ? torch::where(s_.paused.unsqueeze(1), pad_, s_.next) : s_.next;
+  auto wrote = any_held ? s_.feeding.logical_and(s_.paused.logical_not()) : s_.feeding;
+  layout_.stage(s_, ids, wrote);
+  auto& graph = ctx_.graph;
+  if (graph && !graph->ready()) {
+    if (layout_.capture(*graph)) {
+      ctx_.stats.graph_captures++;
+    } else {
+      log::warn("rollout.cuda_graphs: capture failed ({}); decoding eagerly", graph->last_error().substr(0, 300));
+      graph.reset();
+    }
+  }
+  s_.logits = graph ? layout_.replay(*graph) : layout_.decode();
+  ctx_.stats.decode_steps++;
+  ctx_.stats.row_steps += s_.size();
+  if (any_held) {
+    auto moving = s_.paused.logical_not().to(torch::kLong);
+    s_.steps += moving;
+    s_.cols += moving;
+  } else {
+    s_.steps += 1;
+    s_.cols += 1;
+  }
+  for (int64_t s = 0; s < s_.size(); ++s)
+    if (!s_.held[s]) ++s_.step[s], ++s_.col[s];
+}
+
+void DecodeLoop::run(SampledRows& out) {
+  const int64_t sync_every = sync_interval(ctx_.params, stops_.active(), dev_);
+  if (ctx_.graph) ctx_.graph->reset();
+  layout_.refill(*this);
+  for (int64_t steps = 1;; ++steps) {
+    sample();
+    ctx_.stats.slot_steps += pool_;  // the cache allocated, dropped slots included
+    const bool capped = all_capped();
+    const bool at_sync = capped || steps % sync_every == 0;
+    int64_t running = 1;  // unknown between synchronisation points
+    if (at_sync) {
+      running = release(!capped);
+      call_hook(running);
+      if (running == 0 && !layout_.waiting()) break;
+      if (!layout_.waiting()) compact();
+    }
+    // The sampled tokens go into the cache, then free slots take waiting rows (their logits come from the prefill).
+    if (running > 0) decode();
+    if (at_sync) layout_.refill(*this);
+  }
+  written_.collect(n_, out, first_);
+  if (ctx_.progress.active()) {
+    int64_t tokens = 0;
+    for (int64_t r = 0; r < n_; ++r) tokens += static_cast<int64_t>(out.ids[first_ + r].size());
+    ctx_.progress.batch_done(tokens);
+  }
+  if (ctx_.graph) ctx_.graph->reset();
+}
+
+}  // namespace gspo::rollout

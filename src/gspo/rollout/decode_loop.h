@@ -1,0 +1,151 @@
+// The sampler's one decode loop (private to src/gspo/rollout). Whatever the schedule, a call's rows decode in a pool
+// of KV-cache rows ("slots"); a KvLayout says how the cache is laid out and how rows get into it:
+//   batch layout (batch_layout.cpp): every row of a call, or of one static batch, admitted at once, the prompts
+//     left-padded to one width and every slot at the same cache column under an attention mask; the pool shrinks by
+//     reordering the cache. Any model; no refill.
+//   slot layout (slot_layout.cpp): continuous batching for models with the slot methods: each slot at its own
+//     column, the slot of an ended row taking the next waiting row (refill), the pool compacted in place.
+// The loop is written once for both: the sample/record step, the synchronisation rule, compaction of the slot
+// state, the CUDA-graph capture path, pause/resume (slot_hook.h) and the transfer counts.
+//
+// Slot state lives on the model's device and the steps advance it there; the host keeps mirrors by the same
+// arithmetic. The host reads the device only at a synchronisation point (the finished flags, with the progress
+// figure, in one copy; and the sampled tokens every step when stop strings must be matched) and writes it only when
+// rows are admitted, the pool is compacted or a hook pauses or resumes rows.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gspo/rollout/noise.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/rollout/slot_hook.h"
+#include "gspo/rollout/stop_matcher.h"
+#include "gspo/rollout/written.h"
+
+namespace gspo::rollout {
+
+class DecodeGraph;
+class DecodeLoop;
+class RolloutProgress;
+
+struct SlotState {
+  // On the model's device.
+  at::Tensor logits;   // [S, V] float32: what each slot samples from next
+  at::Tensor done;     // [S] bool: samples nothing: free, or its row ended (known to the host at the next sync)
+  at::Tensor paused;   // [S] bool: running, but neither samples nor advances
+  at::Tensor feeding;  // [S] bool: the slot's `next` is a token of its row that its next decode writes
+  at::Tensor next;     // [S, 1] int64: the token each slot's next decode writes (pad when none)
+  at::Tensor rows;     // [S] int64: call row of each slot (the discard row n when free)
+  at::Tensor steps;    // [S] int64: response position each slot samples next
+  at::Tensor cols;     // [S] int64: cache column each slot's next decode writes (slot layout)
+  at::Tensor inserted;  // [S] int64: tokens a hook wrote into the slot's response (steps - inserted: the model's)
+  // Host mirrors.
+  std::vector<int64_t> row;   // call row, SlotControl::kFree when none
+  std::vector<int64_t> step;  // as steps
+  std::vector<int64_t> col;   // as cols
+  std::vector<bool> held;     // as paused
+  std::vector<int64_t> ins;   // as inserted
+  int64_t size() const { return static_cast<int64_t>(row.size()); }
+  bool running(int64_t s) const { return row[s] != SlotControl::kFree; }
+};
+
+struct Admit {
+  int64_t slot, row, column;  // column: the cache column the row's first decode writes
+};
+
+class KvLayout {
+ public:
+  virtual ~KvLayout() = default;
+  virtual int64_t pool() const = 0;      // slots
+  virtual bool waiting() const = 0;      // rows not yet admitted
+  virtual bool can_pause() const = 0;
+  virtual bool can_append() const = 0;
+  // Gives free slots to waiting rows (their prompt columns and first logits) through loop.admit().
+  virtual void refill(DecodeLoop& loop) = 0;
+  // The next decode's inputs: ids [S, 1]; wrote [S] bool, the slots whose id is a real token of their row.
+  virtual void stage(const SlotState& s, const at::Tensor& ids, const at::Tensor& wrote) = 0;
+  virtual at::Tensor decode() = 0;                    // the staged step, eagerly: [S, V] float32 logits
+  virtual bool capture(DecodeGraph& graph) = 0;       // captures the staged step (false: see graph.last_error())
+  virtual at::Tensor replay(DecodeGraph& graph) = 0;  // replays it with the staged inputs
+  // Writes ids [M, K] (row m's first lengths[m]) into slots[m] from columns[m] (the model's append_slots).
+  virtual void append(const at::Tensor& ids, const at::Tensor& lengths, const at::Tensor& slots,
+                      const at::Tensor& columns, int64_t width) = 0;
+  // Compaction: the order in which the running slots `s` should sit (old slot per new slot, running slots only),
+  // then the cache moved to it (`order_dev`: the same on the device).
+  virtual std::vector<int64_t> order(const SlotState& s) const = 0;
+  virtual void compact(DecodeLoop& loop, const std::vector<int64_t>& order, const at::Tensor& order_dev) = 0;
+};
+
+std::unique_ptr<KvLayout> batch_layout(model::Policy& policy, const std::vector<std::vector<int64_t>>& prompts,
+                                       int64_t G, int64_t max_new_tokens);
+// `slots` cache rows of `columns` columns (>= every prompt + max_new_tokens).
+std::unique_ptr<KvLayout> slot_layout(model::Policy& policy, const std::vector<std::vector<int64_t>>& prompts,
+                                      int64_t G, int64_t slots, int64_t columns);
+
+// Left-pads prompts into [B, P] ids and mask (on the CPU).
+std::pair<at::Tensor, at::Tensor> left_pad(const std::vector<std::vector<int64_t>>& prompts, int64_t P, int64_t pad);
+
+struct LoopContext {
+  model::Policy& policy;
+  const tokenizer::Tokenizer& tok;
+  const SamplingParams& params;
+  SamplerStats& stats;
+  RolloutProgress& progress;
+  std::unique_ptr<DecodeGraph>& graph;  // null: eager decode; reset to null for good when a capture fails
+  SlotHook* hook;                       // may be null
+};
+
+class DecodeLoop final : public SlotControl {
+ public:
+  // Rows [0, n) of a call, row r drawing noise row noise.first_row + r; written to out rows [first, first + n).
+  DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey& noise, int64_t n, int64_t first);
+  void run(SampledRows& out);
+
+  // For layouts.
+  model::Policy& policy() { return ctx_.policy; }
+  SamplerStats& stats() { return ctx_.stats; }
+  const SlotState& slots() const { return s_; }
+  at::Tensor upload(const std::vector<int64_t>& v);  // one host-to-device transfer, counted (as a refill's)
+  // Puts rows into free slots with their first logits ([k, V] on the device): state in one upload.
+  void admit(const std::vector<Admit>& admits, const at::Tensor& first_logits);
+
+  // SlotControl.
+  int64_t num_slots() const override { return s_.size(); }
+  int64_t row(int64_t slot) const override { return s_.row.at(slot); }
+  int64_t step(int64_t slot) const override { return s_.step.at(slot); }
+  bool paused(int64_t slot) const override { return s_.held.at(slot); }
+  void pause(int64_t slot) override;
+  void resume(int64_t slot) override;
+  int64_t append(int64_t slot, const std::vector<int64_t>& tokens) override;
+
+ private:
+  void sample();
+  bool all_capped() const;  // every running, unpaused slot sampled its last token (the host knows without a read)
+  int64_t release(bool read);
+  void call_hook(int64_t running);
+  void apply_appends();
+  void running_slot(int64_t slot, const char* what) const;  // throws std::logic_error unless it runs a row
+  void compact();
+  void decode();
+
+  LoopContext ctx_;
+  KvLayout& layout_;
+  const NoiseKey noise_;
+  const int64_t n_, first_, R_, span_, pad_, eos_;  // R_: the model's tokens; span_: response positions
+  const c10::Device dev_;
+  const int64_t pool_;  // slots at the start (the cache allocated; slot_steps counts it)
+  StopMatcher stops_;
+  SlotState s_;
+  Written written_;  // rows [0, n) and the discard row n
+  std::vector<std::string> text_;
+  int64_t finished_ = 0;
+  bool held_dirty_ = false;  // pause/resume since the last upload of `paused`
+  bool any_ins_ = false;     // some slot's row has inserted tokens (the length cap then counts the model's alone)
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> appends_;  // (slot, tokens) the hook asked for
+};
+
+}  // namespace gspo::rollout
