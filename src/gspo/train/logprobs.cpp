@@ -96,7 +96,8 @@ struct RightAligned {
   at::Tensor ids, mask, starts;
 };
 
-RightAligned right_align(const at::Tensor& ids, const at::Tensor& mask, int64_t P) {
+// `width`: the most real tokens of a row when the caller knows it (0: read from the device).
+RightAligned right_align(const at::Tensor& ids, const at::Tensor& mask, int64_t P, int64_t width = 0) {
   const int64_t T = ids.size(1);
   auto shift = P - mask.narrow(1, 0, P).sum(1);                               // [n] left padding per row
   auto col = torch::arange(T, ids.options()).unsqueeze(0) + shift.unsqueeze(1);  // source column of each column
@@ -104,7 +105,7 @@ RightAligned right_align(const at::Tensor& ids, const at::Tensor& mask, int64_t 
   auto src = col.clamp_max(T - 1);
   RightAligned r;
   r.mask = mask.gather(1, src) * inside;
-  const int64_t width = std::max<int64_t>(1, r.mask.sum(1).max().item<int64_t>());
+  if (width <= 0) width = std::max<int64_t>(1, r.mask.sum(1).max().item<int64_t>());
   r.mask = r.mask.narrow(1, 0, width).contiguous();
   r.ids = ids.gather(1, src).narrow(1, 0, width).contiguous();
   r.starts = P - shift;
@@ -144,14 +145,14 @@ at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpo
 // real response tokens only. Padded response positions get log-prob 0 and entropy 0 (callers mask them).
 TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
                                double temperature, Entropy entropy, int64_t chunk_tokens, const LogprobPass& pass,
-                               RouteIO routes) {
+                               RouteIO routes, const KnownShape& known) {
   const int64_t n = ids.size(0), R = ids.size(1) - P;
-  auto a = right_align(ids, mask, P);
+  auto a = right_align(ids, mask, P, known.width);
   const int64_t W = a.ids.size(1);
   auto x = run_layers(policy, a, pass.checkpoint, routes);
   // Response token j of row r sits at column starts[r] + j and is predicted by the column before it.
   auto real = mask.narrow(1, P, R) > 0;                                    // [n, R]
-  auto rc = real.nonzero();                                                // [N, 2] (row, j), row-major
+  auto rc = known.real_index.defined() ? known.real_index : real.nonzero();  // [N, 2] (row, j), row-major
   auto row = rc.select(1, 0), j = rc.select(1, 1);
   auto pred_col = a.starts.index_select(0, row) + j - 1;
   auto hidden = x.reshape({n * W, x.size(2)}).index_select(0, row * W + pred_col);  // [N, H]
@@ -167,7 +168,7 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   }
   auto zeros = torch::zeros({n, R}, x.options().dtype(at::kFloat));
   TokenLogprobs out;
-  out.host_reads = 2;  // right_align's width, nonzero's count (the shapes of what follows)
+  out.host_reads = (known.width > 0 ? 0 : 1) + (known.real_index.defined() ? 0 : 1);  // the shapes of what follows
   out.logprobs = zeros.masked_scatter(real, head.logprobs);
   if (entropy == Entropy::kCompute) out.entropy = zeros.masked_scatter(real, head.entropy);
   return out;
@@ -177,11 +178,11 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
 
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
                                 double temperature, Entropy entropy, int64_t chunk_tokens, LogprobPass pass,
-                                RouteIO routes) {
+                                RouteIO routes, const KnownShape& known) {
   const bool routed = routes.replay || routes.record;
   if (routed) require_routing(policy);
   if ((policy.has_layers() && pass.layers) || routed)
-    return layered_logprobs(policy, ids, mask, P, temperature, entropy, chunk_tokens, pass, routes);
+    return layered_logprobs(policy, ids, mask, P, temperature, entropy, chunk_tokens, pass, routes, known);
   const int64_t R = ids.size(1) - P;
   // Position t predicts column t + 1: the response's R tokens are predicted by columns P-1 .. P+R-2, so the
   // lm_head runs from column P-1 (its last column, P+R-1, predicts past the response and is dropped).
@@ -193,11 +194,12 @@ TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, co
   return out;
 }
 
-RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P) {
+RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
+                          const KnownShape& known) {
   require_routing(policy);
   torch::NoGradGuard g;
   RouteRecord out;
-  run_layers(policy, right_align(ids, mask, P), false, {nullptr, &out});
+  run_layers(policy, right_align(ids, mask, P, known.width), false, {nullptr, &out});
   return out;
 }
 

@@ -19,6 +19,13 @@ struct TokenLogprobs {
   int64_t host_reads = 0;  // device-to-host reads the pass made (the per-layer pass: its width and token count)
 };
 
+// What the caller knows on the host of the rows it passes (a micro-batch sliced on the host), so the per-layer pass
+// needs no device read for the shapes it builds. Empty: the pass reads them from the device (2 reads).
+struct KnownShape {
+  int64_t width = 0;      // the most real tokens (prompt + response) of a row; 0 = unknown
+  at::Tensor real_index;  // [N, 2] int64 on the model's device: (row, j) of every real response token, row-major
+};
+
 // How response_logprobs runs a model. Models without the per-layer methods always take the forward path.
 struct LogprobPass {
   bool layers = true;        // drive the per-layer methods (rows right-aligned: causal attention, no mask)
@@ -36,11 +43,13 @@ struct LogprobPass {
 // record the experts they used into routes.record (train/routing.h).
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask,
                                 int64_t prompt_len, double temperature, Entropy entropy,
-                                int64_t chunk_tokens = 1024, LogprobPass pass = {}, RouteIO routes = {});
+                                int64_t chunk_tokens = 1024, LogprobPass pass = {}, RouteIO routes = {},
+                                const KnownShape& known = {});
 
 // The experts every MoE layer routes each token of ids/mask [n, P + R] to (rollout layout), in the per-layer pass's
 // layout: the decoder layers only (no head), no gradient. Needs policy.has_routing().
-RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len);
+RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len,
+                          const KnownShape& known = {});
 
 // pred [n, R, V] (float32, bfloat16 or half; may be a strided view), targets [n, R] int64 ->
 // log_softmax(pred / temperature)[target] as [n, R] float32, differentiable with respect to pred. Computed a chunk

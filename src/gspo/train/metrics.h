@@ -266,9 +266,9 @@ struct StepMetrics {
     v("sample_decode_steps", sample_decode_steps, Reduce::kLocal, Match::kNone, A,
       "decode steps of rank 0's sampler this step (transfers per decode step: sample_host_transfers / this)");
     v("train_host_reads", train_host_reads, Reduce::kLocal, Match::kNone, A,
-      "device-to-host reads per update micro-batch on rank 0 (each stalls a GPU until its stream drains): the "
-      "per-layer pass's width and token count, and the loss statistics with the loss value and the entropy sum in "
-      "one copy; two more with top_entropy_quantile < 1. The CPU-measurable proxy of a GPU's host round trips");
+      "device-to-host reads per update micro-batch on rank 0 (each stalls a GPU until its stream drains): the loss "
+      "statistics with the loss value and the entropy sum in one copy (the pass's shapes come from the host); two "
+      "more with top_entropy_quantile < 1. The CPU-measurable proxy of a GPU's host round trips");
     v("world_size", world_size, Reduce::kSame, Match::kNone, A, "ranks");
     v("time_comm_s", time_comm_s, Reduce::kLocal, Match::kNone, Shown::kMultiRank,
       "seconds in collectives this step (waits for slower ranks included)");

@@ -21,7 +21,13 @@ Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& row
   m.loss_mask = b.loss_mask.index_select(0, idx).narrow(1, 0, r).contiguous();
   m.behaviour_lp = b.behaviour_logprobs.index_select(0, idx).narrow(1, 0, r).contiguous();
   m.advantages = advantages.index_select(0, idx);
-  m.real_tokens = m.mask.sum().item<int64_t>();
+  m.real_tokens = m.mask.sum().item<int64_t>();  // (on the host: the batch lives there)
+  std::vector<int64_t> real;  // (row, j) of each response token, row-major: a response is a prefix of its columns
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (int64_t j = 0; j < b.response_lengths[rows[i]]; ++j) real.push_back(static_cast<int64_t>(i)), real.push_back(j);
+  m.shape.real_index = torch::tensor(real, torch::kLong).view({-1, 2});
+  auto per_row = m.mask.sum(1);
+  m.shape.width = std::max<int64_t>(1, per_row.numel() ? per_row.max().item<int64_t>() : 1);
   return m;
 }
 
@@ -31,6 +37,7 @@ void Micro::to(c10::Device d) {
   loss_mask = loss_mask.to(d);
   behaviour_lp = behaviour_lp.to(d);
   advantages = advantages.to(d);
+  if (shape.real_index.defined()) shape.real_index = shape.real_index.to(d);
 }
 
 std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& rows, int64_t nmb, at::Generator& gen) {

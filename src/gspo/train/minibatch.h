@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gspo/algo/mismatch.h"
+#include "gspo/train/logprobs.h"
 #include "gspo/train/routing.h"
 
 namespace gspo::rollout { struct RolloutBatch; }
@@ -27,6 +28,7 @@ struct Micro {
   algo::IsWeights is;         // mismatch correction weights (algorithm.is_correction), filled with old_lp
   RouteRecord routes;         // MoE: the experts of the old-log-prob pass (routing replay, moe_routing_change_frac)
   int64_t real_tokens = 0;    // prompt + response tokens (mask sum), for throughput
+  KnownShape shape;           // the rows' shapes, computed on the host: the log-prob passes read none from the device
   bool idle = false;          // lockstep engines (ZeRO-3): a pass that only keeps this rank in step with the others
   void to(c10::Device device);  // moves every tensor (old_lp/ref_lp are filled on the model's device later)
 };

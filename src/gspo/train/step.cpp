@@ -152,14 +152,14 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
       RouteIO routes{nullptr, replay_routes_ || measure_routes_ ? &mi.routes : nullptr};
       if (recompute || measure)
         train_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
-                                     eval_pass_, routes).logprobs;
+                                     eval_pass_, routes, mi.shape).logprobs;
       else if (routes.record)
-        mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P);
+        mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape);
       mi.old_lp = recompute ? train_lp : mi.behaviour_lp;
       if (mi.idle) continue;
       if (p_.reference)
         mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
-                                      eval_pass_).logprobs;
+                                      eval_pass_, {}, mi.shape).logprobs;
       if (!measure) continue;
       mm.add(algo::mismatch_stats(train_lp, mi.behaviour_lp, mi.loss_mask, is_opts_));
       mi.is = algo::importance_weights(train_lp, mi.behaviour_lp, mi.loss_mask, is_opts_);
@@ -181,7 +181,7 @@ void StepRunner::measure_routing(const std::vector<MiniBatch>& plan, int64_t P, 
   RoutingChange change(moe.size());
   for (const auto& mb : plan)
     for (const auto& mi : mb.micros) {
-      auto now = route_experts(p_.policy, mi.ids, mi.mask, P);
+      auto now = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape);
       if (!mi.idle) change.add(mi.routes, now, moe);
     }
   const auto L = static_cast<int64_t>(moe.size());
