@@ -8,32 +8,26 @@
 #include "gspo/core/resources.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
+#include "gspo/parallel/shard_layout.h"
 
 namespace gspo::parallel {
 
 struct Zero3::Unit {
   std::vector<at::Tensor> params;            // the policy's parameters (their data swapped in and out)
   std::vector<std::vector<int64_t>> shapes;  // their whole shapes
+  std::vector<int64_t> numels;               // their element counts
   int64_t numel = 0, shard = 0;
   at::Tensor master, exp_avg, exp_avg_sq, grad;  // float32 [shard]
   at::Tensor full;                              // the gathered flat buffer (training dtype) while held
   int64_t holds = 0;                            // acquire()s not yet released, plus the whole-model holds
   std::vector<char> used;                       // per parameter: had a gradient on some rank (kept)
   std::vector<char> local;                      // per parameter: had one on this rank since the last reduce
-  at::Tensor active;                            // bool [shard]: elements of used parameters
+  at::Tensor active;                            // bool [shard]: elements of used parameters (active_mask)
 };
 
 namespace {
 
 constexpr int64_t kShardFormat = 1;
-
-int64_t shard_of(int64_t numel, int64_t world) { return (numel + world - 1) / world; }
-
-// [lo, hi) of a unit's elements that rank `r` of `world` holds (clipped to the unit: the padding holds none).
-std::pair<int64_t, int64_t> range_of(int64_t numel, int64_t world, int64_t r) {
-  const int64_t s = shard_of(numel, world);
-  return {std::min(numel, r * s), std::min(numel, (r + 1) * s)};
-}
 
 }  // namespace
 
@@ -55,6 +49,7 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
                           "model has a " + std::string(c10::toString(p.scalar_type())) + " parameter");
       p.set_requires_grad(true);
       u.shapes.push_back(p.sizes().vec());
+      u.numels.push_back(p.numel());
       u.numel += p.numel();
     }
     u.params = ps;
@@ -240,16 +235,7 @@ double Zero3::reduce_gradients() {
       u.local[i] = 0;
       if (f[k] > 0 && !u.used[i]) u.used[i] = changed = true;
     }
-    if (changed) {  // the elements of used parameters, in this rank's shard
-      auto all = torch::zeros({u.shard * comm_.world_size()}, torch::kBool);
-      int64_t off = 0;
-      for (size_t i = 0; i < u.params.size(); ++i) {
-        const int64_t n = c10::multiply_integers(u.shapes[i]);
-        if (u.used[i]) all.narrow(0, off, n).fill_(true);
-        off += n;
-      }
-      u.active = all.narrow(0, comm_.rank() * u.shard, u.shard).to(u.master.device());
-    }
+    if (changed) u.active = active_mask(u.used, u.numels, comm_.world_size(), comm_.rank(), u.master.device());
     sq.push_back(u.grad.to(torch::kDouble).pow(2).sum());
   }
   // One copy for every unit (a read per unit would stall a GPU once per decoder layer), summed on the host in unit
