@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "gspo/core/error.h"
+#include "gspo/train/rank_share.h"
 
 namespace gspo::plan {
 namespace {
@@ -185,7 +186,7 @@ std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& 
   if (ro.min_new_tokens < ro.max_new_tokens && !(ro.kv_cache_mb > 0 && ro.continuous_batching))
     t.push_back({"cache compaction copy", 0.75 * rows * row, "0.75 x the cache: dropping finished rows copies the "
                  "live rows while the old cache lives (static batches; docs/performance.md)"});
-  const double prefill_tokens = static_cast<double>(ro.prompts_per_step / z.W) * z.P;
+  const double prefill_tokens = static_cast<double>(train::prompts_per_rank(z.cfg, z.W)) * z.P;
   const double widest = z.widest(layer_nograd_bytes_per_token, sb);
   t.push_back({"prefill", prefill_tokens * widest, num(prefill_tokens) + " prompt tokens x " + num(widest) +
                " B (one layer's forward without autograd)"});
@@ -321,14 +322,14 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   const auto& ro = cfg.rollout;
   const int64_t W = in.world_size;
   if (W < 1) throw ConfigError("--world-size must be >= 1 (got " + std::to_string(W) + ")");
-  if (ro.prompts_per_step % W != 0)
+  if (!train::prompts_divide(cfg, W))
     throw ConfigError("rollout.prompts_per_step (" + std::to_string(ro.prompts_per_step) +
                       ") must be a multiple of --world-size (" + std::to_string(W) + "): each rank takes whole groups");
   if (in.prompt_tokens < 1) throw ConfigError("--prompt-tokens must be >= 1");
   MemoryPlan p;
   p.shape = shape;
   p.parameters = shape.num_parameters();
-  p.rows_per_rank = ro.prompts_per_step / W * ro.group_size;
+  p.rows_per_rank = train::prompts_per_rank(cfg, W) * ro.group_size;
   const Sizes z = sizes_of(shape, cfg, in, p.rows_per_rank);
   p.columns = z.T;
   p.micro_rows = z.m;
