@@ -1,5 +1,6 @@
 // gspo plan's memory model: the shape read from a manifest (no weights) and from a Hugging Face config.json counts
-// exactly the parameters of the exported files, and the per-phase arithmetic on a hand-computed case.
+// exactly the parameters of the exported files, the per-phase arithmetic on a hand-computed case, and the runtime's
+// rules the plan takes (micro-batch split, device).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "gspo/core/error.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
+#include "gspo/train/minibatch.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -132,4 +134,24 @@ TEST_CASE("plan: per-phase arithmetic on a hand-computed case", "[plan]") {
         256 * 2 * plan::layer_saved_bytes_per_token(s, 0, 4));
   in.world_size = 3;
   CHECK_THROWS_WITH(plan::plan_memory(s, cfg, in), Catch::Contains("must be a multiple of --world-size (3)"));
+}
+
+TEST_CASE("plan: the micro-batches and the device follow the runtime's rules", "[plan]") {
+  plan::ModelShape s;
+  s.architecture = "llama";
+  s.vocab_size = 100;
+  s.hidden_size = 16;
+  s.num_layers = 2;
+  s.num_heads = 2;
+  s.num_kv_heads = 2;
+  s.head_dim = 8;
+  s.intermediate_size = 32;
+  plan::PlanInputs in;
+  in.prompt_tokens = 10;
+  // 6 prompts x 3 = 18 rows in 2 mini-batches of 9; a 60-token budget takes 2 rows of 10 + 20 columns a pass.
+  const auto cfg = config::load("", {"rollout.prompts_per_step=6", "rollout.group_size=3", "rollout.max_new_tokens=20",
+                                     "algorithm.num_minibatches=2", "algorithm.micro_batch_tokens=60"});
+  CHECK(train::minibatch_sizes(18, 4) == std::vector<int64_t>{5, 5, 4, 4});
+  CHECK(train::minibatch_sizes(3, 8) == std::vector<int64_t>{1, 1, 1});
+  CHECK(plan::plan_memory(s, cfg, in).micro_rows == 2);
 }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 #include "gspo/core/error.h"
+#include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
 
 namespace gspo::plan {
@@ -97,6 +99,20 @@ struct Sizes {
   }
 };
 
+// The rows of the largest micro-batch: the trainer's own split (train/minibatch.h) of this rank's rows in its largest
+// mini-batch, every response max_new_tokens long. The trainer cuts the global rows into mini-batches and each rank
+// keeps its own; this rank's rows cut alike are its share on average.
+int64_t largest_micro(int64_t rows_per_rank, int64_t prompt_len, int64_t response_len,
+                      const config::AlgorithmOptions& al) {
+  std::vector<int64_t> rows(static_cast<size_t>(train::minibatch_sizes(rows_per_rank, al.num_minibatches).front()));
+  std::iota(rows.begin(), rows.end(), 0);
+  const std::vector<int64_t> lengths(rows.size(), response_len);
+  size_t m = 0;
+  for (const auto& part : train::plan_micro(rows, lengths, prompt_len, al.micro_batch_size, al.micro_batch_tokens))
+    m = std::max(m, part.size());
+  return static_cast<int64_t>(m);
+}
+
 Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in, int64_t rows_per_rank) {
   const auto& al = cfg.algorithm;
   const auto& tr = cfg.train;
@@ -118,9 +134,7 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
   z.P = in.prompt_tokens;
   z.S = cfg.rollout.max_new_tokens;
   z.T = z.P + z.S;
-  const int64_t mini_rows = ceil_div(rows_per_rank, std::max<int64_t>(1, al.num_minibatches));
-  z.m = al.micro_batch_size > 0 ? std::min(al.micro_batch_size, mini_rows) : mini_rows;
-  if (al.micro_batch_tokens > 0) z.m = std::min(z.m, std::max<int64_t>(1, al.micro_batch_tokens / z.T));
+  z.m = largest_micro(rows_per_rank, z.P, z.S, al);
   z.Tm = static_cast<double>(z.m * z.T);
   z.chunked = tr.chunked_head && tr.logprob_chunk_tokens > 0;
   const double response = static_cast<double>(z.m * z.S);
