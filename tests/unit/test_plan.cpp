@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gspo/config/load.h"
+#include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
@@ -154,4 +155,19 @@ TEST_CASE("plan: the micro-batches and the device follow the runtime's rules", "
   CHECK(train::minibatch_sizes(18, 4) == std::vector<int64_t>{5, 5, 4, 4});
   CHECK(train::minibatch_sizes(3, 8) == std::vector<int64_t>{1, 1, 1});
   CHECK(plan::plan_memory(s, cfg, in).micro_rows == 2);
+  // ZeRO-3's load phase is planned on the device only for a CPU run; auto counts as CUDA (a GPU's --device-gb).
+  CHECK(core::device_type("auto", true, "model.device") == c10::kCUDA);
+  CHECK(core::device_type("auto", false, "model.device") == c10::kCPU);
+  CHECK(core::device_type("cuda:3", false, "model.device") == c10::kCUDA);
+  CHECK_THROWS_WITH(core::device_type("gpu", true, "model.device"), Catch::Contains("model.device must be cpu"));
+  auto phases = [&](const std::string& device) {
+    std::vector<std::string> names;
+    const auto c = config::load("", {"distributed.zero_stage=3", "train.activation_checkpointing=true",
+                                     "model.device=" + device});
+    for (const auto& ph : plan::plan_memory(s, c, in).phases) names.push_back(ph.name);
+    return names;
+  };
+  CHECK(phases("cpu") == std::vector<std::string>{"load", "rollout", "logprobs", "update"});
+  CHECK(phases("auto") == std::vector<std::string>{"rollout", "logprobs", "update"});
+  CHECK(phases("cuda:1") == std::vector<std::string>{"rollout", "logprobs", "update"});
 }

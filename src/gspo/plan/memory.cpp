@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
@@ -362,7 +363,8 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
     const double runtime = in.runtime_mb * kMiB;
     auto load = phase("load", {load_term(z)}, runtime);
     load.on_resident = false;
-    if (cfg.model.device == "cpu")
+    // model.device auto: the run's machine is taken to have CUDA (--device-gb is a GPU's memory).
+    if (core::device_type(cfg.model.device, /*cuda_available=*/true, "model.device") == c10::kCPU)
       p.phases.insert(p.phases.begin(), load);
     else
       p.notes.push_back("host memory while loading: " + mib(load.peak_bytes) + " a rank (the whole float32 model "
