@@ -32,6 +32,20 @@ double term(const std::vector<plan::Term>& ts, const std::string& name) {
   return 0;
 }
 
+// A 2-layer llama shape (the hand-computed case's).
+plan::ModelShape small_llama() {
+  plan::ModelShape s;
+  s.architecture = "llama";
+  s.vocab_size = 1000;
+  s.hidden_size = 64;
+  s.num_layers = 2;
+  s.num_heads = 4;
+  s.num_kv_heads = 2;
+  s.head_dim = 16;
+  s.intermediate_size = 256;
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("plan: parameters counted from the manifest's shape equal the loaded model's", "[plan]") {
@@ -89,15 +103,7 @@ TEST_CASE("plan: bad shapes are errors naming the file and the key", "[plan]") {
 }
 
 TEST_CASE("plan: per-phase arithmetic on a hand-computed case", "[plan]") {
-  plan::ModelShape s;
-  s.architecture = "llama";
-  s.vocab_size = 1000;
-  s.hidden_size = 64;
-  s.num_layers = 2;
-  s.num_heads = 4;
-  s.num_kv_heads = 2;
-  s.head_dim = 16;
-  s.intermediate_size = 256;
+  const auto s = small_llama();
   // per layer: norms 128 + q 4096 + k,v 2x2048 + o 4096 + q/k norms 32 + MLP 3x64x256 = 61600; embed + head 128000 + 64
   REQUIRE(s.num_parameters() == 2 * 61600 + 128064);
   const double N = s.num_parameters();
@@ -138,15 +144,7 @@ TEST_CASE("plan: per-phase arithmetic on a hand-computed case", "[plan]") {
 }
 
 TEST_CASE("plan: the micro-batches and the device follow the runtime's rules", "[plan]") {
-  plan::ModelShape s;
-  s.architecture = "llama";
-  s.vocab_size = 100;
-  s.hidden_size = 16;
-  s.num_layers = 2;
-  s.num_heads = 2;
-  s.num_kv_heads = 2;
-  s.head_dim = 8;
-  s.intermediate_size = 32;
+  const auto s = small_llama();
   plan::PlanInputs in;
   in.prompt_tokens = 10;
   // 6 prompts x 3 = 18 rows in 2 mini-batches of 9; a 60-token budget takes 2 rows of 10 + 20 columns a pass.
