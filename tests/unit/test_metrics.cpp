@@ -1,5 +1,6 @@
 // The step metrics table (train/metrics.h): its rows fit their reductions, the JSONL line follows it, and the
-// reduction over two ranks (two threads, Gloo on loopback) gives what one process computes on all the rows.
+// reduction over two or three ranks (threads, Gloo on loopback; equal or unequal rows per rank) gives what one process
+// computes on all the rows.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -115,4 +116,48 @@ TEST_CASE("reduction over two ranks equals one process's figures on all the rows
   CHECK(out[0].sample_tokens_per_s.value() == Approx(16.0 / 2.0));  // every rank's tokens over rank 0's time
   CHECK(out[0].time_step_s == 1.0);                                 // kLocal: untouched
   CHECK(out[1].time_step_s == 2.0);
+}
+
+TEST_CASE("gathered columns are right when the ranks hold different numbers of rows", "[metrics][dist]") {
+  // Rows per rank as a streaming source can leave them: 3, none and 2; and 1 and 4 on two ranks.
+  for (const std::vector<int> counts : {std::vector<int>{3, 0, 2}, std::vector<int>{1, 4}}) {
+    const int W = static_cast<int>(counts.size());
+    auto value = [](int rank, int i) { return 0.37 * rank + 1.25 * i * i - 0.5; };  // distinct, unordered
+    auto part = [&](int rank) {
+      StepMetrics m;
+      for (int i = 0; i < counts[rank]; ++i) {
+        const double v = value(rank, i);
+        m.reward.rows.push_back(v);
+        m.correct.rows.push_back(i % 2);
+        m.advantage.rows.push_back(-v);
+        m.response_len.rows.push_back(10 + rank + i);
+        m.truncated.rows.push_back(rank == 0 ? 1 : 0);
+      }
+      return m;
+    };
+    StepMetrics whole;  // one process holding every row, in rank order
+    for (int r = 0; r < W; ++r) {
+      const auto m = part(r);
+      for (auto [to, from] : {std::pair{&whole.reward, &m.reward}, {&whole.correct, &m.correct},
+                              {&whole.advantage, &m.advantage}, {&whole.response_len, &m.response_len},
+                              {&whole.truncated, &m.truncated}})
+        to->rows.insert(to->rows.end(), from->rows.begin(), from->rows.end());
+    }
+    std::vector<StepMetrics> out(static_cast<size_t>(W));
+    const auto errors = test::run_ranks(W, [&](parallel::Comm& comm, int rank) {
+      out[rank] = part(rank);
+      train::reduce_across_ranks(out[rank], comm);
+    });
+    for (const auto& e : errors) REQUIRE(e.empty());
+    const auto expect = nlohmann::json::parse(train::json_line(whole));
+    for (auto& m : out) {
+      CHECK(m.reward.rows == whole.reward.rows);
+      CHECK(m.response_len.rows == whole.response_len.rows);
+      const auto got = nlohmann::json::parse(train::json_line(m));
+      for (const char* key : {"reward_mean", "reward_std", "reward_min", "reward_max", "accuracy", "advantage_mean",
+                              "advantage_std", "advantage_min", "advantage_max", "response_len_mean",
+                              "response_len_min", "response_len_max", "truncated_frac"})
+        CHECK(got[key].get<double>() == expect[key].get<double>());
+    }
+  }
 }

@@ -1,14 +1,17 @@
 // gspo plan's memory model: the shape read from a manifest (no weights) and from a Hugging Face config.json counts
-// exactly the parameters of the exported files, and the per-phase arithmetic on a hand-computed case.
+// exactly the parameters of the exported files, the per-phase arithmetic on a hand-computed case, and the runtime's
+// rules the plan takes (micro-batch split, device).
 #include <catch2/catch.hpp>
 
 #include <fstream>
 #include <sstream>
 
 #include "gspo/config/load.h"
+#include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
+#include "gspo/train/minibatch.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -27,6 +30,20 @@ double term(const std::vector<plan::Term>& ts, const std::string& name) {
     if (t.name == name) return t.bytes;
   FAIL("no term '" << name << "'");
   return 0;
+}
+
+// A 2-layer llama shape (the hand-computed case's).
+plan::ModelShape small_llama() {
+  plan::ModelShape s;
+  s.architecture = "llama";
+  s.vocab_size = 1000;
+  s.hidden_size = 64;
+  s.num_layers = 2;
+  s.num_heads = 4;
+  s.num_kv_heads = 2;
+  s.head_dim = 16;
+  s.intermediate_size = 256;
+  return s;
 }
 
 }  // namespace
@@ -86,15 +103,7 @@ TEST_CASE("plan: bad shapes are errors naming the file and the key", "[plan]") {
 }
 
 TEST_CASE("plan: per-phase arithmetic on a hand-computed case", "[plan]") {
-  plan::ModelShape s;
-  s.architecture = "llama";
-  s.vocab_size = 1000;
-  s.hidden_size = 64;
-  s.num_layers = 2;
-  s.num_heads = 4;
-  s.num_kv_heads = 2;
-  s.head_dim = 16;
-  s.intermediate_size = 256;
+  const auto s = small_llama();
   // per layer: norms 128 + q 4096 + k,v 2x2048 + o 4096 + q/k norms 32 + MLP 3x64x256 = 61600; embed + head 128000 + 64
   REQUIRE(s.num_parameters() == 2 * 61600 + 128064);
   const double N = s.num_parameters();
@@ -132,4 +141,31 @@ TEST_CASE("plan: per-phase arithmetic on a hand-computed case", "[plan]") {
         256 * 2 * plan::layer_saved_bytes_per_token(s, 0, 4));
   in.world_size = 3;
   CHECK_THROWS_WITH(plan::plan_memory(s, cfg, in), Catch::Contains("must be a multiple of --world-size (3)"));
+}
+
+TEST_CASE("plan: the micro-batches and the device follow the runtime's rules", "[plan]") {
+  const auto s = small_llama();
+  plan::PlanInputs in;
+  in.prompt_tokens = 10;
+  // 6 prompts x 3 = 18 rows in 2 mini-batches of 9; a 60-token budget takes 2 rows of 10 + 20 columns a pass.
+  const auto cfg = config::load("", {"rollout.prompts_per_step=6", "rollout.group_size=3", "rollout.max_new_tokens=20",
+                                     "algorithm.num_minibatches=2", "algorithm.micro_batch_tokens=60"});
+  CHECK(train::minibatch_sizes(18, 4) == std::vector<int64_t>{5, 5, 4, 4});
+  CHECK(train::minibatch_sizes(3, 8) == std::vector<int64_t>{1, 1, 1});
+  CHECK(plan::plan_memory(s, cfg, in).micro_rows == 2);
+  // ZeRO-3's load phase is planned on the device only for a CPU run; auto counts as CUDA (a GPU's --device-gb).
+  CHECK(core::device_type("auto", true, "model.device") == c10::kCUDA);
+  CHECK(core::device_type("auto", false, "model.device") == c10::kCPU);
+  CHECK(core::device_type("cuda:3", false, "model.device") == c10::kCUDA);
+  CHECK_THROWS_WITH(core::device_type("gpu", true, "model.device"), Catch::Contains("model.device must be cpu"));
+  auto phases = [&](const std::string& device) {
+    std::vector<std::string> names;
+    const auto c = config::load("", {"distributed.zero_stage=3", "train.activation_checkpointing=true",
+                                     "model.device=" + device});
+    for (const auto& ph : plan::plan_memory(s, c, in).phases) names.push_back(ph.name);
+    return names;
+  };
+  CHECK(phases("cpu") == std::vector<std::string>{"load", "rollout", "logprobs", "update"});
+  CHECK(phases("auto") == std::vector<std::string>{"rollout", "logprobs", "update"});
+  CHECK(phases("cuda:1") == std::vector<std::string>{"rollout", "logprobs", "update"});
 }

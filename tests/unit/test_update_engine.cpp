@@ -1,12 +1,14 @@
 // The update engines (train/update_engine.h) through their one interface: plain AdamW and ZeRO-1, each with float32
 // weights or bf16 weights with float32 masters, take the same steps at world size 1; each refuses the other's
-// checkpoint; state bytes and the float32 view for checkpoints are what they claim.
+// checkpoint; state bytes and the float32 view for checkpoints are what they claim; the clip rule of the engines that
+// scale the gradient themselves.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
 #include "gspo/core/error.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/model/policy.h"
+#include "gspo/train/grad_clip.h"
 #include "gspo/train/update_engine.h"
 #include "helpers.h"
 
@@ -140,4 +142,18 @@ TEST_CASE("update engines: state bytes are the AdamW moments: checkpoints see fl
   CHECK(zero->state_bytes() == 2 * n * 4);  // one shard holding every moment
   // float32 weights without gradients yet, every moment, the reduced-gradient shard (the whole of it on one rank)
   CHECK(zero->model_state_bytes() == n * 4 + 2 * n * 4 + n * 4);
+}
+
+TEST_CASE("the clip rule: torch's clip_grad_norm_ coefficient, non-finite norms as before", "[train][optim]") {
+  config::OptimizerOptions o;
+  o.grad_clip = 0;
+  CHECK(std::isinf(train::max_grad_norm(o)));
+  o.grad_clip = 2.5;
+  CHECK(train::max_grad_norm(o) == 2.5);
+  CHECK(train::clip_scale(4.0, 1.0) == 1.0 / (4.0 + 1e-6));
+  CHECK(train::clip_scale(0.5, 1.0) == 1.0);
+  CHECK(train::clip_scale(4.0, INFINITY) == 1.0);
+  CHECK(train::clip_scale(INFINITY, 1.0) == 0.0);
+  CHECK(train::clip_scale(NAN, 1.0) == 1.0);
+  CHECK(train::clip_scale(INFINITY, INFINITY) == 1.0);
 }

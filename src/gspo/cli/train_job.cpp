@@ -2,6 +2,7 @@
 
 #include "gspo/core/device.h"
 #include "gspo/parallel/comm.h"
+#include "gspo/train/rank_share.h"
 
 namespace gspo::cli {
 

@@ -7,6 +7,7 @@
 #include "gspo/core/error.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/grad_sync.h"
+#include "gspo/parallel/shard_layout.h"
 
 namespace gspo::parallel {
 
@@ -18,8 +19,7 @@ ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Com
                         std::string(c10::toString(p.scalar_type())) + " parameter");
     numel_ += p.numel();
   }
-  const int64_t W = comm_.world_size();
-  shard_ = (numel_ + W - 1) / W;
+  shard_ = shard_of(numel_, comm_.world_size());
   auto opts = params_.empty() ? torch::TensorOptions(torch::kFloat) : params_[0].options();
   grad_shard_ = torch::zeros({shard_}, opts);
   exp_avg_ = torch::zeros({shard_}, opts);
@@ -45,13 +45,9 @@ double ShardedAdamW::reduce_gradients() {
   const auto used = params_with_grad(comm_, params_);
   if (used != used_) {  // which parameters take part changes rarely (typically once, at the first step)
     used_ = used;
-    active_ = torch::zeros({shard_ * comm_.world_size()}, torch::kBool);
-    int64_t off = 0;
-    for (size_t i = 0; i < params_.size(); ++i) {
-      if (used[i]) active_.narrow(0, off, params_[i].numel()).fill_(true);
-      off += params_[i].numel();
-    }
-    active_ = active_.narrow(0, comm_.rank() * shard_, shard_).to(grad_shard_.device());
+    std::vector<int64_t> numels;
+    for (const auto& p : params_) numels.push_back(p.numel());
+    active_ = active_mask(used, numels, comm_.world_size(), comm_.rank(), grad_shard_.device());
   }
   comm_.reduce_scatter(flat([](const at::Tensor& p) { return p.grad().defined() ? p.grad() : torch::zeros_like(p); }),
                        grad_shard_);
@@ -102,8 +98,8 @@ void ShardedAdamW::load_state(const std::vector<at::Tensor>& full, const std::st
     throw IoError("'" + from + "' does not hold ZeRO-1 optimizer state for this model (" + std::to_string(numel_) +
                   " parameters)");
   step_ = full[0].item<int64_t>();
-  const int64_t lo = std::min(numel_, comm_.rank() * shard_);
-  const int64_t n = std::min(numel_, lo + shard_) - lo;
+  const auto [lo, hi] = range_of(numel_, comm_.world_size(), comm_.rank());
+  const int64_t n = hi - lo;
   exp_avg_.zero_();
   exp_avg_sq_.zero_();
   exp_avg_.narrow(0, 0, n).copy_(full[1].narrow(0, lo, n));

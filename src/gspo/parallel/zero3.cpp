@@ -1,41 +1,16 @@
+// ZeRO-3's shard layout and parameter gate (zero3.h): units cut into shards at construction, decoder layers gathered
+// and freed as they run, the whole model held for the passes that need it.
 #include "gspo/parallel/zero3.h"
 
 #include <torch/torch.h>
-
-#include <cmath>
 
 #include "gspo/core/error.h"
 #include "gspo/core/resources.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
+#include "gspo/parallel/zero3_unit.h"
 
 namespace gspo::parallel {
-
-struct Zero3::Unit {
-  std::vector<at::Tensor> params;            // the policy's parameters (their data swapped in and out)
-  std::vector<std::vector<int64_t>> shapes;  // their whole shapes
-  int64_t numel = 0, shard = 0;
-  at::Tensor master, exp_avg, exp_avg_sq, grad;  // float32 [shard]
-  at::Tensor full;                              // the gathered flat buffer (training dtype) while held
-  int64_t holds = 0;                            // acquire()s not yet released, plus the whole-model holds
-  std::vector<char> used;                       // per parameter: had a gradient on some rank (kept)
-  std::vector<char> local;                      // per parameter: had one on this rank since the last reduce
-  at::Tensor active;                            // bool [shard]: elements of used parameters
-};
-
-namespace {
-
-constexpr int64_t kShardFormat = 1;
-
-int64_t shard_of(int64_t numel, int64_t world) { return (numel + world - 1) / world; }
-
-// [lo, hi) of a unit's elements that rank `r` of `world` holds (clipped to the unit: the padding holds none).
-std::pair<int64_t, int64_t> range_of(int64_t numel, int64_t world, int64_t r) {
-  const int64_t s = shard_of(numel, world);
-  return {std::min(numel, r * s), std::min(numel, (r + 1) * s)};
-}
-
-}  // namespace
 
 Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, bool keep_whole, bool overlap,
              c10::Device device, Comm& comm)
@@ -55,6 +30,7 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
                           "model has a " + std::string(c10::toString(p.scalar_type())) + " parameter");
       p.set_requires_grad(true);
       u.shapes.push_back(p.sizes().vec());
+      u.numels.push_back(p.numel());
       u.numel += p.numel();
     }
     u.params = ps;
@@ -176,110 +152,6 @@ void Zero3::hold_whole(bool on) {
   }
 }
 
-// The unit's .grad (float32, zeros for parameters without one) reduce-scattered into its gradient shard; with
-// overlap, completed by the next settle_grads() (the next unit's reduce, or anything that reads the shards).
-void Zero3::reduce_unit(Unit& u) {
-  torch::NoGradGuard g;
-  settle_grads();
-  const int64_t W = comm_.world_size();
-  auto flat = torch::zeros({u.shard * W}, u.master.options());
-  int64_t off = 0;
-  for (size_t i = 0; i < u.params.size(); ++i) {
-    auto& p = u.params[i];
-    const int64_t n = c10::multiply_integers(u.shapes[i]);
-    if (p.grad().defined()) {
-      if (!idle_) {
-        flat.narrow(0, off, n).copy_(p.grad().reshape(-1));
-        u.local[i] = 1;
-      }
-      p.mutable_grad() = at::Tensor();
-    }
-    off += n;
-  }
-  auto mine = torch::empty({u.shard}, u.master.options());
-  rs_ = {comm_.reduce_scatter_async(std::move(flat), mine), &u, mine};
-  if (!overlap_) settle_grads();
-}
-
-void Zero3::settle_grads() {
-  if (!rs_.unit) return;
-  Unit* u = rs_.unit;
-  rs_.unit = nullptr;
-  rs_.pending.wait();
-  u->grad.add_(rs_.shard);
-  rs_.shard = at::Tensor();
-}
-
-void Zero3::backward_done(int64_t layer) { reduce_unit(layer_unit(layer)); }
-
-void Zero3::reduce_ends() { reduce_unit(units_[0]); }
-
-void Zero3::zero_grad() {
-  settle_grads();
-  for (auto& u : units_) {
-    u.grad.zero_();
-    for (auto& p : u.params)
-      if (p.grad().defined()) p.mutable_grad() = at::Tensor();
-  }
-}
-
-double Zero3::reduce_gradients() {
-  torch::NoGradGuard g;
-  settle_grads();
-  // One small all-reduce: which parameters had a gradient on any rank since the last reduce.
-  std::vector<double> flags;
-  for (const auto& u : units_) flags.insert(flags.end(), u.local.begin(), u.local.end());
-  auto t = torch::tensor(flags, torch::kDouble);
-  comm_.all_reduce(t, ReduceOp::kMax);
-  auto f = t.accessor<double, 1>();
-  int64_t k = 0;
-  std::vector<at::Tensor> sq;  // each unit's sum of squares, where its gradient lives: read once, summed below
-  for (auto& u : units_) {
-    bool changed = false;
-    for (size_t i = 0; i < u.params.size(); ++i, ++k) {
-      u.local[i] = 0;
-      if (f[k] > 0 && !u.used[i]) u.used[i] = changed = true;
-    }
-    if (changed) {  // the elements of used parameters, in this rank's shard
-      auto all = torch::zeros({u.shard * comm_.world_size()}, torch::kBool);
-      int64_t off = 0;
-      for (size_t i = 0; i < u.params.size(); ++i) {
-        const int64_t n = c10::multiply_integers(u.shapes[i]);
-        if (u.used[i]) all.narrow(0, off, n).fill_(true);
-        off += n;
-      }
-      u.active = all.narrow(0, comm_.rank() * u.shard, u.shard).to(u.master.device());
-    }
-    sq.push_back(u.grad.to(torch::kDouble).pow(2).sum());
-  }
-  // One copy for every unit (a read per unit would stall a GPU once per decoder layer), summed on the host in unit
-  // order as before, then the all-reduce.
-  const auto each = torch::stack(sq).to(torch::kCPU);
-  double local = 0;
-  for (int64_t i = 0; i < each.numel(); ++i) local += each.data_ptr<double>()[i];
-  auto total = torch::tensor({local}, torch::kDouble);
-  comm_.all_reduce(total);
-  return std::sqrt(total.item<double>());
-}
-
-void Zero3::step(double lr, double grad_scale) {
-  torch::NoGradGuard g;
-  settle_grads();
-  drop_ahead();  // gathered from the masters this step changes
-  ++step_;
-  for (auto& u : units_) {
-    adamw_shard_step(u.master, u.exp_avg, u.exp_avg_sq, grad_scale == 1.0 ? u.grad : u.grad * grad_scale, u.active,
-                     lr, step_, h_);
-    if (u.holds > 0) gather(u);  // unit 0, and the layers kept whole
-  }
-}
-
-int64_t Zero3::state_bytes() const {
-  int64_t n = 0;
-  for (const auto& u : units_) n += static_cast<int64_t>(u.exp_avg.nbytes() + u.exp_avg_sq.nbytes());
-  return n;
-}
-
 int64_t Zero3::model_state_bytes() const {
   int64_t n = state_bytes();
   for (const auto& u : units_) {
@@ -290,81 +162,6 @@ int64_t Zero3::model_state_bytes() const {
     }
   }
   return n;
-}
-
-std::vector<at::Tensor> Zero3::shard_state() const {
-  std::vector<int64_t> header{kShardFormat, comm_.world_size(), comm_.rank(), step_,
-                              static_cast<int64_t>(units_.size())};
-  for (const auto& u : units_) header.push_back(u.numel);
-  std::vector<at::Tensor> out{torch::tensor(header, torch::kLong)};
-  for (const auto& u : units_) {
-    out.push_back(u.exp_avg.to(torch::kCPU));
-    out.push_back(u.exp_avg_sq.to(torch::kCPU));
-  }
-  return out;
-}
-
-void Zero3::load_shards(int64_t old_world, const std::function<std::vector<at::Tensor>(int64_t)>& read,
-                        const std::string& from) {
-  torch::NoGradGuard g;
-  const auto U = static_cast<int64_t>(units_.size());
-  auto mismatch = [&](const std::string& why) {
-    return IoError("'" + from + "' does not hold ZeRO-3 optimizer state for this model: " + why);
-  };
-  const int64_t W = comm_.world_size();
-  for (auto& u : units_) {
-    u.exp_avg.zero_();
-    u.exp_avg_sq.zero_();
-  }
-  for (int64_t r = 0; r < old_world; ++r) {
-    const auto state = read(r);
-    if (state.empty() || state[0].numel() != 5 + U || state.size() != static_cast<size_t>(1 + 2 * U))
-      throw mismatch("rank " + std::to_string(r) + "'s file has " + std::to_string(state.size()) + " tensors for " +
-                     std::to_string(U) + " units");
-    auto h = state[0].accessor<int64_t, 1>();
-    if (h[0] != kShardFormat || h[1] != old_world || h[2] != r)
-      throw mismatch("rank " + std::to_string(r) + "'s file says format " + std::to_string(h[0]) + ", rank " +
-                     std::to_string(h[2]) + " of " + std::to_string(h[1]));
-    step_ = h[3];
-    for (int64_t k = 0; k < U; ++k) {
-      auto& u = units_[k];
-      if (h[5 + k] != u.numel)
-        throw mismatch("unit " + std::to_string(k) + " has " + std::to_string(h[5 + k]) + " elements, the model " +
-                       std::to_string(u.numel));
-      // The old rank's elements [olo, ohi) of the unit that fall in this rank's [lo, hi).
-      const auto [olo, ohi] = range_of(u.numel, old_world, r);
-      const auto [lo, hi] = range_of(u.numel, W, comm_.rank());
-      const int64_t a = std::max(olo, lo), b = std::min(ohi, hi);
-      if (a >= b) continue;
-      u.exp_avg.narrow(0, a - lo, b - a).copy_(state[1 + 2 * k].narrow(0, a - olo, b - a));
-      u.exp_avg_sq.narrow(0, a - lo, b - a).copy_(state[2 + 2 * k].narrow(0, a - olo, b - a));
-    }
-  }
-  // Which parameters take part starts afresh, as in one process after a resume (torch's AdamW skips a parameter
-  // until its .grad exists again).
-}
-
-bool Zero3::finite() {
-  std::vector<at::Tensor> each;  // one flag per unit, read in one copy
-  for (const auto& u : units_) each.push_back(torch::isfinite(u.master).all());
-  const bool ok = torch::stack(each).all().item<bool>();
-  return !comm_.any(!ok);
-}
-
-std::vector<at::Tensor> Zero3::gather_float32() {
-  torch::NoGradGuard g;
-  std::vector<at::Tensor> out;
-  for (const auto& u : units_) {
-    auto full = torch::empty({u.shard * comm_.world_size()}, u.master.options());
-    comm_.all_gather_into(u.master, full);
-    int64_t off = 0;
-    for (const auto& shape : u.shapes) {
-      const int64_t n = c10::multiply_integers(shape);
-      out.push_back(comm_.is_main() ? full.narrow(0, off, n).view(shape).to(torch::Device(torch::kCPU), torch::kFloat, false, true) : at::Tensor());
-      off += n;
-    }
-  }
-  return out;
 }
 
 }  // namespace gspo::parallel

@@ -19,6 +19,10 @@
 //
 // Every rank must run the same gathers and reduce-scatters in the same order: the same number of micro-batches and
 // passes (UpdateEngine::lockstep()).
+//
+// One file per job: zero3.cpp (the shard layout and the gate), zero3_grads.cpp (gradient reduction and norm),
+// zero3_adamw.cpp (the optimizer step), zero3_checkpoint.cpp (shard state, its re-cut, the float32 gather); the
+// per-unit state they share is zero3_unit.h.
 #pragma once
 #include <ATen/core/Tensor.h>
 

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
+#include "gspo/core/device.h"
 #include "gspo/core/error.h"
+#include "gspo/train/minibatch.h"
+#include "gspo/train/rank_share.h"
 
 namespace gspo::plan {
 namespace {
@@ -96,6 +100,20 @@ struct Sizes {
   }
 };
 
+// The rows of the largest micro-batch: the trainer's own split (train/minibatch.h) of this rank's rows in its largest
+// mini-batch, every response max_new_tokens long. The trainer cuts the global rows into mini-batches and each rank
+// keeps its own; this rank's rows cut alike are its share on average.
+int64_t largest_micro(int64_t rows_per_rank, int64_t prompt_len, int64_t response_len,
+                      const config::AlgorithmOptions& al) {
+  std::vector<int64_t> rows(static_cast<size_t>(train::minibatch_sizes(rows_per_rank, al.num_minibatches).front()));
+  std::iota(rows.begin(), rows.end(), 0);
+  const std::vector<int64_t> lengths(rows.size(), response_len);
+  size_t m = 0;
+  for (const auto& part : train::plan_micro(rows, lengths, prompt_len, al.micro_batch_size, al.micro_batch_tokens))
+    m = std::max(m, part.size());
+  return static_cast<int64_t>(m);
+}
+
 Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in, int64_t rows_per_rank) {
   const auto& al = cfg.algorithm;
   const auto& tr = cfg.train;
@@ -117,9 +135,7 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
   z.P = in.prompt_tokens;
   z.S = cfg.rollout.max_new_tokens;
   z.T = z.P + z.S;
-  const int64_t mini_rows = ceil_div(rows_per_rank, std::max<int64_t>(1, al.num_minibatches));
-  z.m = al.micro_batch_size > 0 ? std::min(al.micro_batch_size, mini_rows) : mini_rows;
-  if (al.micro_batch_tokens > 0) z.m = std::min(z.m, std::max<int64_t>(1, al.micro_batch_tokens / z.T));
+  z.m = largest_micro(rows_per_rank, z.P, z.S, al);
   z.Tm = static_cast<double>(z.m * z.T);
   z.chunked = tr.chunked_head && tr.logprob_chunk_tokens > 0;
   const double response = static_cast<double>(z.m * z.S);
@@ -185,7 +201,7 @@ std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& 
   if (ro.min_new_tokens < ro.max_new_tokens && !(ro.kv_cache_mb > 0 && ro.continuous_batching))
     t.push_back({"cache compaction copy", 0.75 * rows * row, "0.75 x the cache: dropping finished rows copies the "
                  "live rows while the old cache lives (static batches; docs/performance.md)"});
-  const double prefill_tokens = static_cast<double>(ro.prompts_per_step / z.W) * z.P;
+  const double prefill_tokens = static_cast<double>(train::prompts_per_rank(z.cfg, z.W)) * z.P;
   const double widest = z.widest(layer_nograd_bytes_per_token, sb);
   t.push_back({"prefill", prefill_tokens * widest, num(prefill_tokens) + " prompt tokens x " + num(widest) +
                " B (one layer's forward without autograd)"});
@@ -321,14 +337,14 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   const auto& ro = cfg.rollout;
   const int64_t W = in.world_size;
   if (W < 1) throw ConfigError("--world-size must be >= 1 (got " + std::to_string(W) + ")");
-  if (ro.prompts_per_step % W != 0)
+  if (!train::prompts_divide(cfg, W))
     throw ConfigError("rollout.prompts_per_step (" + std::to_string(ro.prompts_per_step) +
                       ") must be a multiple of --world-size (" + std::to_string(W) + "): each rank takes whole groups");
   if (in.prompt_tokens < 1) throw ConfigError("--prompt-tokens must be >= 1");
   MemoryPlan p;
   p.shape = shape;
   p.parameters = shape.num_parameters();
-  p.rows_per_rank = ro.prompts_per_step / W * ro.group_size;
+  p.rows_per_rank = train::prompts_per_rank(cfg, W) * ro.group_size;
   const Sizes z = sizes_of(shape, cfg, in, p.rows_per_rank);
   p.columns = z.T;
   p.micro_rows = z.m;
@@ -347,7 +363,8 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
     const double runtime = in.runtime_mb * kMiB;
     auto load = phase("load", {load_term(z)}, runtime);
     load.on_resident = false;
-    if (cfg.model.device == "cpu")
+    // model.device auto: the run's machine is taken to have CUDA (--device-gb is a GPU's memory).
+    if (core::device_type(cfg.model.device, /*cuda_available=*/true, "model.device") == c10::kCPU)
       p.phases.insert(p.phases.begin(), load);
     else
       p.notes.push_back("host memory while loading: " + mib(load.peak_bytes) + " a rank (the whole float32 model "

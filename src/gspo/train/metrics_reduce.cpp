@@ -1,6 +1,6 @@
 // Cross-rank reduction of a step's metrics, driven by the table: the gathered columns travel in one all-gather
-// (every rank holds the same number of rows), the sums in one all-reduce, the extrema in one max all-reduce (minima
-// negated).
+// (each rank's rows padded to the most any rank holds; the ranks' row counts travel in the sums' all-reduce, before
+// it), the sums in one all-reduce, the extrema in one max all-reduce (minima negated).
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -41,16 +41,26 @@ struct Plan {
   }
 };
 
-// Columns side by side, [n, C], all-gathered into [world * n, C]: rank order is global row order.
-void gather_columns(parallel::Comm& comm, const std::vector<Column*>& cols) {
-  if (cols.empty()) return;
+// This rank's rows: every column holds one value per rollout row.
+int64_t rows_of(const std::vector<Column*>& cols) {
+  if (cols.empty()) return 0;
   const int64_t n = static_cast<int64_t>(cols.front()->rows.size());
-  const int64_t C = static_cast<int64_t>(cols.size());
-  for (const auto* c : cols)  // one value per rollout row in every column
+  for (const auto* c : cols)
     if (static_cast<int64_t>(c->rows.size()) != n)
       throw std::logic_error("metrics: per-row columns of different lengths (" + std::to_string(c->rows.size()) +
                              " vs " + std::to_string(n) + ")");
-  auto t = torch::empty({n, C}, torch::kDouble);
+  return n;
+}
+
+// Columns side by side, [n, C], padded to [most, C] (the most rows a rank holds), all-gathered into [world * most, C]
+// and unpadded by `counts` (every rank's rows): rank order is global row order.
+void gather_columns(parallel::Comm& comm, const std::vector<Column*>& cols, const std::vector<double>& counts) {
+  if (cols.empty()) return;
+  const auto most = static_cast<int64_t>(*std::max_element(counts.begin(), counts.end()));
+  if (most == 0) return;  // no rows on any rank
+  const int64_t n = static_cast<int64_t>(cols.front()->rows.size());
+  const int64_t C = static_cast<int64_t>(cols.size());
+  auto t = torch::zeros({most, C}, torch::kDouble);
   auto ta = t.accessor<double, 2>();
   for (int64_t c = 0; c < C; ++c)
     for (int64_t i = 0; i < n; ++i) ta[i][c] = cols[c]->rows[i];
@@ -58,8 +68,9 @@ void gather_columns(parallel::Comm& comm, const std::vector<Column*>& cols) {
   auto a = all.accessor<double, 2>();
   for (int64_t c = 0; c < C; ++c) {
     auto& rows = cols[c]->rows;
-    rows.assign(all.size(0), 0.0);
-    for (int64_t i = 0; i < all.size(0); ++i) rows[i] = a[i][c];
+    rows.clear();
+    for (int64_t r = 0; r < static_cast<int64_t>(counts.size()); ++r)
+      for (int64_t i = 0; i < static_cast<int64_t>(counts[r]); ++i) rows.push_back(a[r * most + i][c]);
   }
 }
 
@@ -90,8 +101,11 @@ void reduce_across_ranks(StepMetrics& m, parallel::Comm& comm) {
   if (comm.world_size() == 1) return;
   Plan plan;
   m.visit(plan);
-  gather_columns(comm, plan.columns);
+  std::vector<double> counts(static_cast<size_t>(comm.world_size()), 0.0);  // rank r's rows at r, summed over ranks
+  counts[static_cast<size_t>(comm.rank())] = static_cast<double>(rows_of(plan.columns));
+  for (auto& c : counts) plan.sums.push_back(&c);
   sum_values(comm, plan.sums, plan.int_sums);
+  gather_columns(comm, plan.columns, counts);
   max_values(comm, plan.extrema);
 }
 

@@ -40,15 +40,20 @@ void Micro::to(c10::Device d) {
   if (shape.real_index.defined()) shape.real_index = shape.real_index.to(d);
 }
 
+std::vector<int64_t> minibatch_sizes(int64_t rows, int64_t num_minibatches) {
+  const int64_t nmb = std::max<int64_t>(1, std::min(num_minibatches, rows));
+  std::vector<int64_t> sizes;
+  for (int64_t k = 0; k < nmb; ++k) sizes.push_back(rows / nmb + (k < rows % nmb ? 1 : 0));
+  return sizes;
+}
+
 std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& rows, int64_t nmb, at::Generator& gen) {
   const int64_t n = static_cast<int64_t>(rows.size());
   auto perm = torch::randperm(n, gen, torch::kLong);
   auto pa = perm.accessor<int64_t, 1>();
-  nmb = std::max<int64_t>(1, std::min(nmb, n));
   std::vector<std::vector<int64_t>> plan;
   int64_t start = 0;
-  for (int64_t k = 0; k < nmb; ++k) {
-    const int64_t size = n / nmb + (k < n % nmb ? 1 : 0);
+  for (const int64_t size : minibatch_sizes(n, nmb)) {
     std::vector<int64_t> mb;
     for (int64_t i = start; i < start + size; ++i) mb.push_back(rows[pa[i]]);
     start += size;

@@ -35,10 +35,12 @@ struct Micro {
 
 Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages);
 
-// Shuffles `rows` with `gen` and cuts them into `num_minibatches` nearly equal mini-batches (fewer when there are
-// fewer rows; sizes differ by at most one, the larger first).
+// Shuffles `rows` with `gen` and cuts them into mini-batches of minibatch_sizes(rows.size(), num_minibatches).
 std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& rows, int64_t num_minibatches,
                                                    at::Generator& gen);
+// The sizes of `num_minibatches` nearly equal mini-batches of `rows` rows (fewer when there are fewer rows; sizes
+// differ by at most one, the larger first; one of 0 rows when there are none).
+std::vector<int64_t> minibatch_sizes(int64_t rows, int64_t num_minibatches);
 
 // Consecutive parts of at most `micro_size` rows (0 = one part holding every row); none for no rows.
 std::vector<std::vector<int64_t>> split_micro(const std::vector<int64_t>& rows, int64_t micro_size);

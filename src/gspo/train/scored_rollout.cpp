@@ -13,6 +13,7 @@
 #include "gspo/rollout/noise.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
+#include "gspo/train/rank_share.h"
 #include "gspo/train/step.h"
 
 namespace gspo::train {
@@ -40,7 +41,7 @@ double global_std(parallel::Comm& comm, const std::vector<double>& column, bool 
 // filled with the first rounds' groups without one (their advantages are 0), so every rank keeps whole, equal shares.
 Scored StepRunner::keep_signal_groups(std::vector<Scored>& rounds) {
   const int64_t G = p_.cfg.rollout.group_size;
-  const int64_t quota = p_.cfg.rollout.prompts_per_step / p_.comm.world_size();
+  const int64_t quota = prompts_per_rank(p_.cfg, p_.comm.world_size());
   std::vector<rollout::GroupRef> chosen, filler;
   for (int64_t k = 0; k < static_cast<int64_t>(rounds.size()); ++k)
     for (int64_t g = 0; g < rounds[k].batch.num_rows() / G; ++g)
@@ -64,7 +65,7 @@ Scored StepRunner::keep_signal_groups(std::vector<Scored>& rounds) {
 
 Scored StepRunner::sample_and_score(Progress& progress, StepMetrics& m) {
   const auto& c = p_.cfg;
-  const int64_t G = c.rollout.group_size, quota = c.rollout.prompts_per_step / p_.comm.world_size();
+  const int64_t G = c.rollout.group_size, quota = prompts_per_rank(c, p_.comm.world_size());
   // A synchronous run samples with the weights of this step: version = the steps completed.
   auto round = [&](int64_t k) { return p_.source.next_round(progress.cursor, {progress.step, k}, m); };
   std::vector<Scored> rounds;

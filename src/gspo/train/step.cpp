@@ -14,6 +14,7 @@
 #include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/logprobs.h"
 #include "gspo/train/minibatch.h"
+#include "gspo/train/rank_share.h"
 #include "gspo/train/routing.h"
 #include "gspo/train/update_engine.h"
 
@@ -201,7 +202,7 @@ StepMetrics StepRunner::run(Progress& progress) {
   const auto t_step = Clock::now();
   p_.comm.take_counters();  // the step's collectives only: not the checkpoint or stop agreement between steps
   const auto& c = p_.cfg;
-  const int64_t first_row = p_.comm.rank() * (c.rollout.prompts_per_step / p_.comm.world_size()) * c.rollout.group_size;
+  const int64_t first_row = p_.comm.rank() * prompts_per_rank(c, p_.comm.world_size()) * c.rollout.group_size;
 
   StepMetrics m;
   const auto device = p_.policy.device();

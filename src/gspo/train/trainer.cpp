@@ -25,6 +25,7 @@
 #include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/checkpointing.h"
 #include "gspo/train/greedy_eval.h"
+#include "gspo/train/rank_share.h"
 #include "gspo/train/step.h"
 #include "gspo/train/update_engine.h"
 
@@ -190,14 +191,6 @@ nlohmann::ordered_json Trainer::Impl::validate(int64_t step, TrainSummary& sum) 
   sum.validation_last = fields;
   sum.validation_last_step = step;
   return fields;
-}
-
-void check_world_size(const config::Config& cfg, int64_t world_size) {
-  if (cfg.rollout.prompts_per_step % world_size != 0)
-    throw ConfigError((cfg.origin.count("rollout.prompts_per_step") ? cfg.origin.at("rollout.prompts_per_step") + ": "
-                                                                     : std::string()) + "rollout.prompts_per_step (" +
-                      std::to_string(cfg.rollout.prompts_per_step) + ") must be a multiple of the world size " +
-                      std::to_string(world_size) + " so each rank samples whole groups");
 }
 
 Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Placement& where) {

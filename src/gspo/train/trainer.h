@@ -45,10 +45,6 @@ struct Placement {
   parallel::Comm* comm = nullptr;  // not owned; outlives the Trainer
 };
 
-// ConfigError naming rollout.prompts_per_step unless it divides into whole groups per rank. Checked before the
-// ranks rendezvous (cli/train_job.cpp), so a wrong launch fails at once, and again by the Trainer.
-void check_world_size(const config::Config& cfg, int64_t world_size);
-
 class Trainer {
  public:
   // `resume`: "" (fresh run; refuses a run directory that already holds a run), "auto" (newest checkpoint in

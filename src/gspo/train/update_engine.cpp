@@ -13,6 +13,7 @@
 #include "gspo/parallel/sharded_adamw.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/policy.h"
+#include "gspo/train/grad_clip.h"
 #include "gspo/train/master_weights.h"
 #include "gspo/train/zero3_engine.h"
 
@@ -68,8 +69,6 @@ class Weights {
   std::unique_ptr<MasterWeights> master_;
 };
 
-double max_norm_of(const config::OptimizerOptions& o) { return o.grad_clip > 0 ? o.grad_clip : INFINITY; }
-
 // A checkpoint whose optimizer files are the other engine's.
 }  // namespace
 
@@ -85,7 +84,7 @@ namespace {
 class AdamWEngine : public UpdateEngine {
  public:
   AdamWEngine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
-      : w_(policy, o.dtype), comm_(comm), max_norm_(max_norm_of(o.optimizer)), bucket_bytes_(o.bucket_bytes) {
+      : w_(policy, o.dtype), comm_(comm), max_norm_(max_grad_norm(o.optimizer)), bucket_bytes_(o.bucket_bytes) {
     const auto& h = o.optimizer;
     torch::optim::AdamWOptions ao(h.lr);
     ao.betas({h.beta1, h.beta2}).eps(h.eps).weight_decay(h.weight_decay);
@@ -133,7 +132,7 @@ class AdamWEngine : public UpdateEngine {
 class Zero1Engine : public UpdateEngine {
  public:
   Zero1Engine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
-      : w_(policy, o.dtype), max_norm_(max_norm_of(o.optimizer)) {
+      : w_(policy, o.dtype), max_norm_(max_grad_norm(o.optimizer)) {
     const auto& h = o.optimizer;
     zero_ = std::make_unique<parallel::ShardedAdamW>(w_.params(), parallel::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
                                                  comm);
@@ -142,8 +141,7 @@ class Zero1Engine : public UpdateEngine {
   void after_backward() override { w_.after_backward(); }
   double reduce() override { return norm_ = zero_->reduce_gradients(); }
   void step(double lr) override {
-    const double coef = max_norm_ / (norm_ + 1e-6);  // torch::nn::utils::clip_grad_norm_'s rule
-    zero_->step(lr, coef < 1 ? coef : 1.0);
+    zero_->step(lr, clip_scale(norm_, max_norm_));
     w_.publish();
   }
   int64_t state_bytes() const override { return zero_->state_bytes(); }

@@ -12,6 +12,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/zero3.h"
+#include "gspo/train/grad_clip.h"
 
 namespace gspo::train {
 namespace {
@@ -33,7 +34,7 @@ std::vector<int64_t> shard_ranks(const std::string& dir) {
 class Zero3Engine : public UpdateEngine {
  public:
   Zero3Engine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
-      : comm_(comm), max_norm_(o.optimizer.grad_clip > 0 ? o.optimizer.grad_clip : INFINITY) {
+      : comm_(comm), max_norm_(max_grad_norm(o.optimizer)) {
     const auto& h = o.optimizer;
     const auto dtype = o.dtype == config::Dtype::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
     z_ = std::make_unique<parallel::Zero3>(policy, dtype, parallel::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
@@ -43,8 +44,7 @@ class Zero3Engine : public UpdateEngine {
   void after_backward() override { z_->reduce_ends(); }
   double reduce() override { return norm_ = z_->reduce_gradients(); }
   void step(double lr) override {
-    const double coef = max_norm_ / (norm_ + 1e-6);  // torch::nn::utils::clip_grad_norm_'s rule
-    z_->step(lr, coef < 1 ? coef : 1.0);
+    z_->step(lr, clip_scale(norm_, max_norm_));
   }
   int64_t state_bytes() const override { return z_->state_bytes(); }
   int64_t model_state_bytes() const override { return z_->model_state_bytes(); }
