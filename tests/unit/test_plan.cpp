@@ -3,6 +3,7 @@
 // rules the plan takes (micro-batch split, device).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 #include "gspo/core/error.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
+#include "gspo/rollout/sampler.h"
 #include "gspo/train/minibatch.h"
 #include "helpers.h"
 
@@ -168,4 +170,39 @@ TEST_CASE("plan: the micro-batches and the device follow the runtime's rules", "
   CHECK(phases("cpu") == std::vector<std::string>{"load", "rollout", "logprobs", "update"});
   CHECK(phases("auto") == std::vector<std::string>{"rollout", "logprobs", "update"});
   CHECK(phases("cuda:1") == std::vector<std::string>{"rollout", "logprobs", "update"});
+}
+
+// The sampler's own rules (rollout/sampler.h) size the plan's rollout: rows in a KV budget, which schedule runs, and
+// whether finished rows are copied out of the cache. Rows of this shape: 32 columns x 512 B = 16 KiB.
+TEST_CASE("plan: the rollout's schedule and budget follow the sampler's rules", "[plan]") {
+  const auto s = small_llama();
+  plan::PlanInputs in;
+  in.prompt_tokens = 8;
+  auto rollout = [&](const std::string& mb, const std::string& continuous) {
+    const auto cfg = config::load("", {"rollout.prompts_per_step=4", "rollout.group_size=4", "rollout.max_new_tokens=24",
+                                       "rollout.kv_cache_mb=" + mb, "rollout.continuous_batching=" + continuous});
+    return plan::plan_memory(s, cfg, in).phases[0].terms;
+  };
+  auto has = [](const std::vector<plan::Term>& ts, const std::string& name) {
+    return std::any_of(ts.begin(), ts.end(), [&](const plan::Term& t) { return t.name == name; });
+  };
+  CHECK(rollout::rows_in_budget(100, 32, 16) == 3);
+  CHECK(rollout::rows_in_budget(31, 32, 16) == 0);
+  CHECK(rollout::schedule_for(16, 16, true, true) == rollout::Schedule::kAllRows);
+  CHECK(rollout::schedule_for(16, 4, true, true) == rollout::Schedule::kSlotPool);
+  CHECK(rollout::schedule_for(16, 4, true, false) == rollout::Schedule::kStaticBatches);
+  CHECK(rollout::schedule_for(16, 4, false, true) == rollout::Schedule::kStaticBatches);
+  // 1 MiB holds all 16 rows (256 KiB): the sampler runs them at once and compacts by copying, continuous or not.
+  CHECK(term(rollout("1", "true"), "KV cache") == 16 * 32 * 512);
+  CHECK(term(rollout("1", "true"), "cache compaction copy") == 0.75 * 16 * 32 * 512);
+  CHECK(term(rollout("0", "true"), "cache compaction copy") == 0.75 * 16 * 32 * 512);
+  const auto config_with = [&](const std::string& mb) {
+    return config::load("", {"rollout.prompts_per_step=64", "rollout.group_size=4", "rollout.max_new_tokens=24",
+                             "rollout.kv_cache_mb=" + mb});
+  };
+  // 256 rows need 4 MiB: 1 MiB holds 64 of them, a slot pool compacted in place (no copy term).
+  const auto pool = plan::plan_memory(s, config_with("1"), in).phases[0].terms;
+  CHECK(term(pool, "KV cache") == 64 * 32 * 512);
+  CHECK_FALSE(has(pool, "cache compaction copy"));
+  CHECK(has(rollout("1", "false"), "cache compaction copy"));
 }

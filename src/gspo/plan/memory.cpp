@@ -7,6 +7,7 @@
 
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
+#include "gspo/rollout/sampler.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
 
@@ -191,16 +192,24 @@ std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& 
   int64_t rows = rows_per_rank;
   std::string why = std::to_string(rows) + " rows (no budget)";
   if (ro.kv_cache_mb > 0) {
-    rows = std::min<int64_t>(rows, std::max<int64_t>(1, static_cast<int64_t>(ro.kv_cache_mb * kMiB / row)));
+    const auto budget = static_cast<int64_t>(static_cast<double>(ro.kv_cache_mb) * kMiB);
+    rows = rollout::rows_in_budget(budget, static_cast<int64_t>(std::ceil(row)), rows_per_rank);
+    if (rows < 1)  // as the run: Sampler::generate refuses it
+      throw ConfigError("rollout.kv_cache_mb: " + std::to_string(ro.kv_cache_mb) + " MiB holds no row of KV cache: one row " +
+                        "of " + std::to_string(z.T) + " columns needs " + num(row) + " B for this model");
     why = std::to_string(rows) + " rows in rollout.kv_cache_mb " + std::to_string(ro.kv_cache_mb);
   }
   kv_rows = rows;
   std::vector<Term> t;
   t.push_back({"KV cache", rows * row, why + " x " + std::to_string(z.T) + " columns x " + num(kv_tok) +
                " B (layers x 2 x KV heads x head_dim x " + num(sb) + " B)"});
-  if (ro.min_new_tokens < ro.max_new_tokens && !(ro.kv_cache_mb > 0 && ro.continuous_batching))
-    t.push_back({"cache compaction copy", 0.75 * rows * row, "0.75 x the cache: dropping finished rows copies the "
-                 "live rows while the old cache lives (static batches; docs/performance.md)"});
+  // The exported models have the slot methods: a budget that holds fewer rows than a rank samples runs the slot pool,
+  // which compacts in place; every other schedule drops finished rows into a new, smaller cache.
+  const auto schedule = rollout::schedule_for(rows_per_rank, rows, ro.continuous_batching, true);
+  const double copy = 1.0 - 1.0 / static_cast<double>(rollout::kCompactEvery);
+  if (ro.min_new_tokens < ro.max_new_tokens && schedule != rollout::Schedule::kSlotPool)
+    t.push_back({"cache compaction copy", copy * rows * row, num(copy) + " x the cache: dropping finished rows copies "
+                 "the live rows while the old cache lives (static batches; docs/performance.md)"});
   const double prefill_tokens = static_cast<double>(train::prompts_per_rank(z.cfg, z.W)) * z.P;
   const double widest = z.widest(layer_nograd_bytes_per_token, sb);
   t.push_back({"prefill", prefill_tokens * widest, num(prefill_tokens) + " prompt tokens x " + num(widest) +

@@ -296,7 +296,7 @@ void DecodeLoop::compact() {
   const int64_t L = s_.size();
   int64_t n = 0;
   for (int64_t s = 0; s < L; ++s) n += s_.running(s);
-  if (n == 0 || (L - n) * 4 < L) return;
+  if (n == 0 || (L - n) * kCompactEvery < L) return;
   const auto order = layout_.order(s_);
   auto idx = upload(order);
   layout_.compact(*this, order, idx);

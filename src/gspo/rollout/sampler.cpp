@@ -25,6 +25,15 @@ const char* finish_name(Finish f) {
   return "?";
 }
 
+Schedule schedule_for(int64_t rows, int64_t budget_rows, bool continuous, bool has_slots) {
+  if (budget_rows >= rows) return Schedule::kAllRows;
+  return continuous && has_slots ? Schedule::kSlotPool : Schedule::kStaticBatches;
+}
+
+int64_t rows_in_budget(int64_t budget_bytes, int64_t row_bytes, int64_t rows) {
+  return std::min(rows, budget_bytes / std::max<int64_t>(row_bytes, 1));
+}
+
 std::vector<int64_t> RolloutBatch::trained_tokens() const {
   auto sums = loss_mask.sum(1).to(torch::kLong).contiguous();
   return {sums.data_ptr<int64_t>(), sums.data_ptr<int64_t>() + sums.numel()};
@@ -132,12 +141,12 @@ int64_t Sampler::budget_rows(int64_t rows, int64_t columns) {
     budget = params_.kv_cache_bytes;
     what = params_.kv_budget_key + ": " + mib(budget) + " MiB";
   }
-  const int64_t fit = budget / std::max<int64_t>(row_bytes, 1);
+  const int64_t fit = rows_in_budget(budget, row_bytes, rows);
   if (fit < 1)
     throw ConfigError(what + " holds no row of KV cache: one row of " + std::to_string(columns) + " columns (the " +
                       "longest prompt plus max_new_tokens) needs " + mib(row_bytes) + " MiB (" +
                       std::to_string(row_bytes) + " bytes) for this model");
-  return std::min(rows, fit);
+  return fit;
 }
 
 void Sampler::run_static(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
@@ -191,12 +200,11 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
   SampledRows rows(N);
   {
     RolloutProgress progress(params_.progress, N);
-    if (slots >= N)
-      run_static(prompts, G, noise, rows, 0, progress);
-    else if (params_.continuous && policy_.has_slots())
-      run_slots(prompts, G, noise, slots, P + R, rows, progress);
-    else
-      run_batches(prompts, G, noise, slots, rows, progress);
+    switch (schedule_for(N, slots, params_.continuous, policy_.has_slots())) {
+      case Schedule::kAllRows: run_static(prompts, G, noise, rows, 0, progress); break;
+      case Schedule::kSlotPool: run_slots(prompts, G, noise, slots, P + R, rows, progress); break;
+      case Schedule::kStaticBatches: run_batches(prompts, G, noise, slots, rows, progress); break;
+    }
   }
 
   RolloutBatch batch;

@@ -63,6 +63,17 @@ struct SamplerStats {
   double slot_util() const { return slot_steps ? static_cast<double>(busy_slot_steps) / slot_steps : 0.0; }
 };
 
+// The rules Sampler::generate follows, named so `gspo plan` models the same run (plan/memory.cpp).
+// How a call's rows are scheduled: every row at once (no budget, or every row fits it), a slot pool refilled as rows
+// end (continuous batching: a model with the slot methods), or static batches of as many rows as the budget holds.
+enum class Schedule { kAllRows, kSlotPool, kStaticBatches };
+Schedule schedule_for(int64_t rows, int64_t budget_rows, bool continuous, bool has_slots);
+// Rows of `row_bytes` of KV cache that fit `budget_bytes`, at most `rows`; 0 when not one does.
+int64_t rows_in_budget(int64_t budget_bytes, int64_t row_bytes, int64_t rows);
+// Finished rows are dropped from the cache (compaction) once they are at least 1 / kCompactEvery of it, so the
+// static path's copy of the running rows is at most (1 - 1 / kCompactEvery) of its cache.
+constexpr int64_t kCompactEvery = 4;
+
 class DecodeGraph;
 class RolloutProgress;
 struct SampledRows;  // written.h
