@@ -271,7 +271,7 @@ void measure_update(const std::string& path, int reps, const Peaks& peaks) {
       opt.zero_grad();
       auto t0 = Clock::now();
       auto lp = train::response_logprobs(policy, m.ids, m.mask, P, 1.0, train::Entropy::kCompute).logprobs;
-      auto res = algo::policy_loss({lp, m.old_lp, m.loss_mask, m.advantages, {}, {}, {}}, lo);
+      auto res = algo::policy_loss({lp, m.old_lp, m.loss_mask, m.advantages, {}, {}, {}, {}}, lo);
       t_fwd += seconds_since(t0);
       t0 = Clock::now();
       res.loss.backward();

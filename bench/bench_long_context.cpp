@@ -106,7 +106,7 @@ int main(int argc, char** argv) try {
     const int64_t c = std::min(per_micro, n - i);
     auto lp = train::response_logprobs(policy, ids.narrow(0, i, c), mask.narrow(0, i, c), P, 1.0,
                                        train::Entropy::kCompute, a.chunk, pass);
-    auto res = algo::policy_loss({lp.logprobs, old_lp[k], resp_mask.narrow(0, i, c), adv.narrow(0, i, c), {}, {}, {}},
+    auto res = algo::policy_loss({lp.logprobs, old_lp[k], resp_mask.narrow(0, i, c), adv.narrow(0, i, c), {}, {}, {}, {}},
                                  algo::LossOptions{});
     (res.loss * (static_cast<double>(c) / static_cast<double>(n))).backward();
     loss_sum += res.loss.item<double>();

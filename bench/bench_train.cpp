@@ -39,7 +39,7 @@ double gspo_update_seconds(model::Policy& policy, torch::optim::AdamW& opt, cons
   for (auto& m : mbs) {
     opt.zero_grad();
     auto lp = train::response_logprobs(policy, m.ids, m.mask, b.prompt_len, 1.0, train::Entropy::kCompute).logprobs;
-    auto res = algo::policy_loss({lp, m.old_lp, m.loss_mask, m.advantages, {}, {}, {}}, lo);
+    auto res = algo::policy_loss({lp, m.old_lp, m.loss_mask, m.advantages, {}, {}, {}, {}}, lo);
     res.loss.backward();
     torch::nn::utils::clip_grad_norm_(params, 1.0);
     opt.step();

@@ -105,7 +105,7 @@ TEST_CASE("CUDA: GSPO and GRPO losses and gradients equal the CPU's", "[cuda]") 
     o.clip_low = o.clip_high = 0.002;
     auto run = [&](c10::Device d) {
       auto x = lp.to(d).detach().clone().requires_grad_(true);  // a fresh leaf on each device
-      auto r = algo::policy_loss({x, old.to(d), mask.to(d), adv.to(d), {}, {}, {}}, o);
+      auto r = algo::policy_loss({x, old.to(d), mask.to(d), adv.to(d), {}, {}, {}, {}}, o);
       r.loss.backward();
       return std::make_pair(r.loss.item<double>(), x.grad().to(torch::kCPU));
     };

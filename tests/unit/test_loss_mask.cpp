@@ -27,7 +27,7 @@ Pass run(const at::Tensor& lp0, const at::Tensor& old, const at::Tensor& ref, co
   o.clip_low = config::default_clip(kind).low;
   o.clip_high = config::default_clip(kind).high;
   o.kl_coef = 0.05;
-  auto r = algo::policy_loss({lp, old, mask, adv, ref, {}, {}}, o);
+  auto r = algo::policy_loss({lp, old, mask, adv, ref, {}, {}, {}}, o);
   r.loss.backward();
   return {r.loss.detach(), lp.grad(), r.stats};
 }

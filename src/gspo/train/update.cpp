@@ -71,7 +71,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
         keep_in_step(tl);
         continue;
       }
-      algo::LossInputs in{tl.logprobs, mi.old_lp, mi.loss_mask, mi.advantages, mi.ref_lp, mi.is, {}};
+      algo::LossInputs in{tl.logprobs, mi.old_lp, mi.loss_mask, mi.advantages, mi.ref_lp, mi.is, {}, {}};
       ++t.micros;
       t.host_reads += tl.host_reads;
       if (c.algorithm.top_entropy_quantile < 1) {
