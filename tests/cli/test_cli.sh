@@ -68,7 +68,9 @@ for f in "$SRC"/configs/*.yaml "$SRC"/configs/eval/*.yaml; do expect "config-shi
 # inspect
 expect inspect-ok 0 "contract     ok" -- "$GSPO" inspect "$MODELS/tiny.pt"
 expect inspect-json 0 '"contract":"ok"' -- "$GSPO" inspect --json "$MODELS/tiny.pt"
-expect inspect-slots 0 "slots        slot_api 1 (continuous batching" -- "$GSPO" inspect "$MODELS/tiny.pt"
+expect inspect-slots 0 "slots        slot_api 2 (continuous batching under rollout.kv_cache_mb, and append_slots" -- \
+  "$GSPO" inspect "$MODELS/tiny.pt"
+expect inspect-slots1 0 "slots        slot_api 1 (continuous batching" -- "$GSPO" inspect "$MODELS/slot_api1.pt"
 expect inspect-no-slots 0 "slots        none (under rollout.kv_cache_mb the sampler runs static batches" -- \
   "$GSPO" inspect "$MODELS/tiny_without_layers.pt"
 expect inspect-missing 5 "cannot read model file" -- "$GSPO" inspect "$TMP/none.pt"

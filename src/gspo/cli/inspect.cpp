@@ -36,7 +36,7 @@ int inspect(const InspectArgs& a) {
                    {"max_seq_len", m.max_seq_len}, {"dtype", m.dtype},           {"bos_token_id", m.bos_token_id},
                    {"eos_token_id", m.eos_token_id}, {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
                    {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"},
-                   {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.has_slots() ? 1 : 0},
+                   {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.has_append() ? 2 : policy.has_slots() ? 1 : 0},
                    {"route_api", policy.has_routing() ? 1 : 0}, {"moe_layers", policy.moe_layers()}};
   if (a.json) {
     std::cout << j.dump() << "\n";
@@ -59,9 +59,12 @@ int inspect(const InspectArgs& a) {
                                     : std::string("none (training runs through forward; re-export for "
                                                   "activation checkpointing and the chunked head)"))
             << "\nslots        "
-            << (policy.has_slots() ? "slot_api 1 (continuous batching under rollout.kv_cache_mb; checked against forward)"
-                                   : "none (under rollout.kv_cache_mb the sampler runs static batches; re-export for "
-                                     "continuous batching)")
+            << (policy.has_append() ? "slot_api 2 (continuous batching under rollout.kv_cache_mb, and append_slots: "
+                                      "tokens written into a running row; checked against forward)"
+                : policy.has_slots()  ? "slot_api 1 (continuous batching under rollout.kv_cache_mb; checked against "
+                                        "forward; re-export for append_slots)"
+                                      : "none (under rollout.kv_cache_mb the sampler runs static batches; re-export for "
+                                        "continuous batching)")
             << "\nrouting      " << routing_line(policy)
             << "\ncontract     ok (KV-cache decode vs forward: max |diff| " << diff << ")\n";
   return 0;
