@@ -27,11 +27,9 @@ const tokenizer::ByteTokenizer& tok() {
 }
 
 reward::SandboxLimits fast_limits() {
-  reward::SandboxLimits l;
-  l.cpu_seconds = 2;
-  l.wall_seconds = 2;
-  l.memory_mb = 512;
-  l.output_bytes = 4 << 20;
+  reward::SandboxLimits l = test::fast_sandbox_limits();
+  l.wall_seconds = 2;        // the timeout case waits this long
+  l.output_bytes = 4 << 20;  // room for megabytes of output to reach the observation's truncation
   return l;
 }
 

@@ -11,19 +11,11 @@
 
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
+#include "helpers.h"
 
 using namespace gspo;
 
 namespace {
-
-std::string error_of(const std::string& yaml, std::vector<std::string> sets = {}) {
-  try {
-    config::load_text(yaml, "run.yaml", sets);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 const char* kTwoTools =
     "tools:\n"
@@ -90,51 +82,51 @@ TEST_CASE("tools config: printing reads back, --set takes a flow list, the docs 
 }
 
 TEST_CASE("tools config: bad lists and items name the file, line and item key", "[tools][config]") {
-  CHECK_THAT(error_of("tools:\n  list: python\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list: python\n"),
              Catch::Contains("run.yaml:2: tools.list must be a list of mappings (got 'python')"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - python\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - python\n"),
              Catch::Contains("run.yaml:3: tools.list[0] must be a mapping of keys (got 'python')"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n      descripton: x\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      descripton: x\n"),
              Catch::Contains("run.yaml:4: unknown key 'tools.list[0].descripton'; did you mean "
                              "'tools.list[0].description'?"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n    - name: b\n      kind: shell\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n    - name: b\n      kind: shell\n"),
              Catch::Contains("run.yaml:5: tools.list[1].kind must be one of python, command (got \"shell\")"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n      parameters: [code]\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      parameters: [code]\n"),
              Catch::Contains("run.yaml:4: tools.list[0].parameters must be a mapping (a JSON object) (got a list)"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n      name: b\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      name: b\n"),
              Catch::Contains("run.yaml:4: duplicate key 'tools.list[0].name' (first set at run.yaml:3)"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n      parameters: {type: array}\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      parameters: {type: array}\n"),
              Catch::Contains("run.yaml:4: tools.list[0].parameters.type must be object"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n    - name: a\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n    - name: a\n"),
              Catch::Contains("run.yaml:4: tools.list[1].name 'a' is already the name of another tool"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: \"a b\"\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: \"a b\"\n"),
              Catch::Contains("run.yaml:3: tools.list[0].name must be 1 to 64 letters, digits, _ . or - (got \"a b\")"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - kind: python\n"), Catch::Contains("tools.list[0].name must be 1 to 64"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n      command: cat\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - kind: python\n"), Catch::Contains("tools.list[0].name must be 1 to 64"));
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      command: cat\n"),
              Catch::Contains("run.yaml:4: tools.list[0].command applies to kind command only (tool 'a' is of kind "
                              "python)"));
-  CHECK_THAT(error_of("tools:\n  max_output_tokens: 4\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  max_output_tokens: 4\n"),
              Catch::Contains("run.yaml:2: tools.max_output_tokens must be >= 16 (got 4)"));
-  CHECK_THAT(error_of("tools:\n  timeout_s: 0\n"), Catch::Contains("tools.timeout_s must be > 0"));
-  CHECK_THAT(error_of("tools:\n  workers: 0\n"), Catch::Contains("tools.workers must be >= 1"));
-  CHECK_THAT(error_of("tools:\n  max_turn: 2\n"), Catch::Contains("did you mean 'tools.max_turns'?"));
+  CHECK_THAT(test::config_error_of("tools:\n  timeout_s: 0\n"), Catch::Contains("tools.timeout_s must be > 0"));
+  CHECK_THAT(test::config_error_of("tools:\n  workers: 0\n"), Catch::Contains("tools.workers must be >= 1"));
+  CHECK_THAT(test::config_error_of("tools:\n  max_turn: 2\n"), Catch::Contains("did you mean 'tools.max_turns'?"));
 }
 
 TEST_CASE("tools config: a command tool's program must exist", "[tools][config]") {
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n      kind: command\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      kind: command\n"),
              Catch::Contains("run.yaml:4: tools.list[0] is of kind command and needs tools.list[0].command"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n      kind: command\n"
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      kind: command\n"
                       "      command: /nonexistent/gspo_tool --flag\n"),
              Catch::Contains("run.yaml:5: tools.list[0].command \"/nonexistent/gspo_tool --flag\": its program is "
                              "neither an executable file nor found on PATH"));
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n      kind: command\n      command: gspo_no_such_program_40\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      kind: command\n      command: gspo_no_such_program_40\n"),
              Catch::Contains("tools.list[0].command"));
   const std::string plain = "/tmp/gspo_not_executable_" + std::to_string(getpid());
   std::ofstream(plain) << "echo hi\n";
   chmod(plain.c_str(), 0644);
-  CHECK_THAT(error_of("tools:\n  list:\n    - name: a\n      kind: command\n      command: " + plain + "\n"),
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      kind: command\n      command: " + plain + "\n"),
              Catch::Contains("its program is neither an executable file"));
   std::remove(plain.c_str());
-  CHECK(error_of("tools:\n  list:\n    - name: a\n      kind: command\n      command: LC_ALL=C sh -c 'cat'\n") ==
+  CHECK(test::config_error_of("tools:\n  list:\n    - name: a\n      kind: command\n      command: LC_ALL=C sh -c 'cat'\n") ==
         "<no error>");
 }
