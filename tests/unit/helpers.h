@@ -12,11 +12,34 @@
 
 #include "configured_paths.h"
 #include "gspo/config/choices.h"
+#include "gspo/config/load.h"
+#include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/model/policy.h"
+#include "gspo/reward/sandbox.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::test {
+
+// The message of the ConfigError that loading `yaml` (named run.yaml) with `sets` throws; "<no error>" when it loads.
+inline std::string config_error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    config::load_text(yaml, "run.yaml", sets);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// Sandbox limits for tests: every adversary is stopped within a few seconds.
+inline reward::SandboxLimits fast_sandbox_limits() {
+  reward::SandboxLimits l;
+  l.cpu_seconds = 2;
+  l.wall_seconds = 4;
+  l.memory_mb = 512;
+  l.output_bytes = 1 << 16;
+  return l;
+}
 
 inline std::string model_path(const std::string& name) { return std::string(GSPO_TEST_MODELS) + "/" + name; }
 inline std::string data_path(const std::string& name) { return std::string(GSPO_TEST_DATA) + "/" + name; }

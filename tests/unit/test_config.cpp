@@ -4,19 +4,11 @@
 #include "gspo/config/load.h"
 #include "gspo/config/suggest.h"
 #include "gspo/core/error.h"
+#include "helpers.h"
 
 using namespace gspo;
 
-namespace {
-std::string error_of(const std::string& yaml, std::vector<std::string> sets = {}) {
-  try {
-    config::load_text(yaml, "run.yaml", sets);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-}  // namespace
+using test::config_error_of;
 
 TEST_CASE("defaults are valid and loss-dependent clip ranges resolve", "[config]") {
   auto c = config::load("");
@@ -32,35 +24,35 @@ TEST_CASE("defaults are valid and loss-dependent clip ranges resolve", "[config]
 }
 
 TEST_CASE("unknown keys name the line and suggest the nearest key", "[config]") {
-  CHECK(error_of("rollout:\n  grup_size: 4\n") ==
+  CHECK(config_error_of("rollout:\n  grup_size: 4\n") ==
         "invalid config:\n  run.yaml:2: unknown key 'rollout.grup_size'; did you mean 'rollout.group_size'?");
-  CHECK_THAT(error_of("rolout:\n  group_size: 4\n"), Catch::Contains("run.yaml:1: unknown section 'rolout'; did you mean 'rollout'?"));
+  CHECK_THAT(config_error_of("rolout:\n  group_size: 4\n"), Catch::Contains("run.yaml:1: unknown section 'rolout'; did you mean 'rollout'?"));
   // A key that belongs to another section.
-  CHECK_THAT(error_of("train:\n  lr: 0.1\n"), Catch::Contains("unknown key 'train.lr'; did you mean 'optimizer.lr'?"));
+  CHECK_THAT(config_error_of("train:\n  lr: 0.1\n"), Catch::Contains("unknown key 'train.lr'; did you mean 'optimizer.lr'?"));
 }
 
 TEST_CASE("wrong types and out-of-range values name key, rule, value and line", "[config]") {
-  CHECK(error_of("\nrollout:\n  group_size: many\n") ==
+  CHECK(config_error_of("\nrollout:\n  group_size: many\n") ==
         "invalid config:\n  run.yaml:3: rollout.group_size must be an integer (got 'many')");
-  CHECK(error_of("rollout:\n  group_size: 1\n") == "invalid config:\n  run.yaml:2: rollout.group_size must be >= 2 (got 1)");
-  CHECK_THAT(error_of("rollout:\n  top_p: 1.5\n"), Catch::Contains("run.yaml:2: rollout.top_p must be in (0, 1] (got 1.5)"));
-  CHECK_THAT(error_of("rollout:\n  top_p: 0\n"), Catch::Contains("run.yaml:2: rollout.top_p must be in (0, 1] (got 0)"));
+  CHECK(config_error_of("rollout:\n  group_size: 1\n") == "invalid config:\n  run.yaml:2: rollout.group_size must be >= 2 (got 1)");
+  CHECK_THAT(config_error_of("rollout:\n  top_p: 1.5\n"), Catch::Contains("run.yaml:2: rollout.top_p must be in (0, 1] (got 1.5)"));
+  CHECK_THAT(config_error_of("rollout:\n  top_p: 0\n"), Catch::Contains("run.yaml:2: rollout.top_p must be in (0, 1] (got 0)"));
   // Exclusive upper bounds: the key that is wrong, with its value (beta2 = 1 used to be blamed on beta1).
-  CHECK(error_of("optimizer:\n  beta2: 1\n") == "invalid config:\n  run.yaml:2: optimizer.beta2 must be in [0, 1) (got 1)");
-  CHECK(error_of("optimizer:\n  beta1: 0\n  beta2: 0.999999\n") == "<no error>");
-  CHECK_THAT(error_of("rollout:\n  temperature: [1, 2]\n"), Catch::Contains("rollout.temperature must be a number (got a list)"));
-  CHECK_THAT(error_of("data:\n  shuffle: maybe\n"), Catch::Contains("data.shuffle must be true or false (got 'maybe')"));
-  CHECK_THAT(error_of("algorithm:\n  loss: gpso\n"),
+  CHECK(config_error_of("optimizer:\n  beta2: 1\n") == "invalid config:\n  run.yaml:2: optimizer.beta2 must be in [0, 1) (got 1)");
+  CHECK(config_error_of("optimizer:\n  beta1: 0\n  beta2: 0.999999\n") == "<no error>");
+  CHECK_THAT(config_error_of("rollout:\n  temperature: [1, 2]\n"), Catch::Contains("rollout.temperature must be a number (got a list)"));
+  CHECK_THAT(config_error_of("data:\n  shuffle: maybe\n"), Catch::Contains("data.shuffle must be true or false (got 'maybe')"));
+  CHECK_THAT(config_error_of("algorithm:\n  loss: gpso\n"),
              Catch::Contains("run.yaml:2: algorithm.loss must be one of gspo, gspo_token, grpo (got \"gpso\"); did you mean 'gspo'?"));
-  CHECK_THAT(error_of("algorithm:\n  micro_batch_tokens: -64\n"),
+  CHECK_THAT(config_error_of("algorithm:\n  micro_batch_tokens: -64\n"),
              Catch::Contains("run.yaml:2: algorithm.micro_batch_tokens must be >= 0 (got -64)"));
-  CHECK(error_of("algorithm:\n  micro_batch_tokens: 1\n") == "<no error>");  // no minimum: long rows run alone
-  CHECK_THAT(error_of("rollout: 3\n"), Catch::Contains("section 'rollout' must be a mapping"));
-  CHECK_THAT(error_of("- a\n- b\n"), Catch::Contains("the top level must be a mapping"));
+  CHECK(config_error_of("algorithm:\n  micro_batch_tokens: 1\n") == "<no error>");  // no minimum: long rows run alone
+  CHECK_THAT(config_error_of("rollout: 3\n"), Catch::Contains("section 'rollout' must be a mapping"));
+  CHECK_THAT(config_error_of("- a\n- b\n"), Catch::Contains("the top level must be a mapping"));
 }
 
 TEST_CASE("all errors are reported at once", "[config]") {
-  auto msg = error_of("rollout:\n  group_size: 1\n  top_k: -1\noptimizer:\n  lr: 0\n");
+  auto msg = config_error_of("rollout:\n  group_size: 1\n  top_k: -1\noptimizer:\n  lr: 0\n");
   CHECK_THAT(msg, Catch::StartsWith("3 config errors:"));
   CHECK_THAT(msg, Catch::Contains("run.yaml:2: rollout.group_size"));
   CHECK_THAT(msg, Catch::Contains("run.yaml:3: rollout.top_k must be >= 0 (got -1)"));
@@ -68,25 +60,25 @@ TEST_CASE("all errors are reported at once", "[config]") {
 }
 
 TEST_CASE("cross-field rules name both keys and the line", "[config]") {
-  CHECK(error_of("rollout:\n  prompts_per_step: 3\n  group_size: 2\nalgorithm:\n  num_minibatches: 4\n") ==
+  CHECK(config_error_of("rollout:\n  prompts_per_step: 3\n  group_size: 2\nalgorithm:\n  num_minibatches: 4\n") ==
         "invalid config:\n  run.yaml:5: algorithm.num_minibatches (4) must divide the rollout batch "
         "rollout.prompts_per_step * rollout.group_size = 6");
-  CHECK_THAT(error_of("data:\n  task: jsonl\n"), Catch::Contains("run.yaml:2: data.path must name a JSONL file"));
-  CHECK_THAT(error_of("data:\n  prompt_template: 'Q: {question}'\n"), Catch::Contains("data.prompt_template must contain {prompt}"));
-  CHECK_THAT(error_of("model:\n  device: gpu\n"), Catch::Contains("model.device must be cpu, cuda, cuda:N or auto"));
-  CHECK(error_of("rollout:\n  max_new_tokens: 8\n  min_new_tokens: 9\n") ==
+  CHECK_THAT(config_error_of("data:\n  task: jsonl\n"), Catch::Contains("run.yaml:2: data.path must name a JSONL file"));
+  CHECK_THAT(config_error_of("data:\n  prompt_template: 'Q: {question}'\n"), Catch::Contains("data.prompt_template must contain {prompt}"));
+  CHECK_THAT(config_error_of("model:\n  device: gpu\n"), Catch::Contains("model.device must be cpu, cuda, cuda:N or auto"));
+  CHECK(config_error_of("rollout:\n  max_new_tokens: 8\n  min_new_tokens: 9\n") ==
         "invalid config:\n  run.yaml:3: rollout.min_new_tokens (9) must be <= rollout.max_new_tokens (8)");
-  CHECK(error_of("rollout:\n  min_new_tokens: -1\n") ==
+  CHECK(config_error_of("rollout:\n  min_new_tokens: -1\n") ==
         "invalid config:\n  run.yaml:2: rollout.min_new_tokens must be >= 0 (got -1)");
-  CHECK(error_of("rollout:\n  min_new_tokens: 8\n  max_new_tokens: 8\n") == "<no error>");
+  CHECK(config_error_of("rollout:\n  min_new_tokens: 8\n  max_new_tokens: 8\n") == "<no error>");
   // The eval's bounds may each be inherited from rollout: the message says which.
-  CHECK_THAT(error_of("eval:\n  min_new_tokens: 20\n"),
+  CHECK_THAT(config_error_of("eval:\n  min_new_tokens: 20\n"),
              Catch::Contains("run.yaml:2: the eval's min_new_tokens (20) must be <= its max_new_tokens (16, from "
                              "rollout.max_new_tokens)"));
-  CHECK_THAT(error_of("rollout:\n  min_new_tokens: 10\neval:\n  max_new_tokens: 4\n"),
+  CHECK_THAT(config_error_of("rollout:\n  min_new_tokens: 10\neval:\n  max_new_tokens: 4\n"),
              Catch::Contains("run.yaml:4: the eval's min_new_tokens (10, from rollout.min_new_tokens) must be <= its "
                              "max_new_tokens (4)"));
-  CHECK(error_of("rollout:\n  min_new_tokens: 10\neval:\n  max_new_tokens: 4\n  min_new_tokens: 0\n") ==
+  CHECK(config_error_of("rollout:\n  min_new_tokens: 10\neval:\n  max_new_tokens: 4\n  min_new_tokens: 0\n") ==
         "<no error>");
 }
 
@@ -97,16 +89,16 @@ TEST_CASE("set overrides (--set) change any field and are checked like the file"
   CHECK(c.rollout.stop == std::vector<std::string>{"\n", "END"});
   CHECK(c.algorithm.clip_low == Approx(0.2));
   CHECK(c.origin.at("rollout.group_size") == "--set rollout.group_size=8");
-  CHECK(error_of("", {"rollout.group_size=x"}) ==
+  CHECK(config_error_of("", {"rollout.group_size=x"}) ==
         "invalid config:\n  --set rollout.group_size=x: rollout.group_size must be an integer (got 'x')");
-  CHECK_THAT(error_of("", {"rollout.groupsize=3"}), Catch::Contains("did you mean 'rollout.group_size'?"));
-  CHECK_THAT(error_of("", {"group_size=3"}), Catch::Contains("expected section.key=value"));
-  CHECK_THAT(error_of("", {"nothing"}), Catch::Contains("expected section.key=value"));
+  CHECK_THAT(config_error_of("", {"rollout.groupsize=3"}), Catch::Contains("did you mean 'rollout.group_size'?"));
+  CHECK_THAT(config_error_of("", {"group_size=3"}), Catch::Contains("expected section.key=value"));
+  CHECK_THAT(config_error_of("", {"nothing"}), Catch::Contains("expected section.key=value"));
 }
 
 TEST_CASE("non-YAML text and unreadable files are clear errors", "[config]") {
-  CHECK_THAT(error_of("rollout:\n  group_size: [1, 2\n"), Catch::Contains("run.yaml:"));
-  CHECK_THAT(error_of("rollout:\n  group_size: [1, 2\n"), Catch::Contains("not valid YAML"));
+  CHECK_THAT(config_error_of("rollout:\n  group_size: [1, 2\n"), Catch::Contains("run.yaml:"));
+  CHECK_THAT(config_error_of("rollout:\n  group_size: [1, 2\n"), Catch::Contains("not valid YAML"));
   CHECK_THROWS_AS(config::load("/nonexistent/run.yaml"), IoError);
   CHECK_THROWS_WITH(config::load("/nonexistent/run.yaml"), Catch::Contains("cannot read config file '/nonexistent/run.yaml'"));
 }

@@ -118,7 +118,7 @@ TEST_CASE("external verifier: a program that never answers times out and is kill
   CHECK(test::processes_with(marker) > 0);
   t0 = Clock::now();
   v.reset();  // stdin closed, ignored; killed after the grace period
-  CHECK(seconds_since(t0) < ExternalVerifier::kExitGraceSeconds + 2);
+  CHECK(seconds_since(t0) < reward::LineProcess::kExitGraceSeconds + 2);
   CHECK(gone(marker));
 
   // A request larger than the pipe buffer to a program that never reads: the write is bounded by the timeout too.
@@ -129,7 +129,7 @@ TEST_CASE("external verifier: a program that never answers times out and is kill
     CHECK_THAT(verifier_error([&] { deaf.score(std::string(1 << 20, 'x'), kEx); }),
                Catch::Contains("did not answer within 1 s"));
   }
-  CHECK(seconds_since(t0) < 1 + ExternalVerifier::kExitGraceSeconds + 3);
+  CHECK(seconds_since(t0) < 1 + reward::LineProcess::kExitGraceSeconds + 3);
   CHECK(gone(deaf_marker));
 }
 

@@ -36,14 +36,7 @@ std::vector<SandboxMode> isolating_modes() {
   return modes;
 }
 
-reward::SandboxLimits fast_limits() {
-  reward::SandboxLimits l;
-  l.cpu_seconds = 2;
-  l.wall_seconds = 4;
-  l.memory_mb = 512;
-  l.output_bytes = 1 << 16;
-  return l;
-}
+reward::SandboxLimits fast_limits() { return test::fast_sandbox_limits(); }
 
 reward::RunResult py(const std::string& src, SandboxMode m, const std::string& input = "") {
   return reward::run_sandboxed({"/usr/bin/python3", "-I", "prog.py"}, {{"prog.py", src}}, input, fast_limits(), m);

@@ -54,6 +54,10 @@ const std::vector<Choice<OldLogprobs>>& choices(OldLogprobs) {
                                                   {"sampler", OldLogprobs::kSampler}};
   return c;
 }
+const std::vector<Choice<ToolKind>>& choices(ToolKind) {
+  static const std::vector<Choice<ToolKind>> c{{"python", ToolKind::kPython}, {"command", ToolKind::kCommand}};
+  return c;
+}
 const std::vector<Choice<MathGold>>& choices(MathGold) {
   static const std::vector<Choice<MathGold>> c{
       {"auto", MathGold::kAuto}, {"answer", MathGold::kAnswer}, {"extract", MathGold::kExtract}};

@@ -1,6 +1,7 @@
 #include "gspo/config/load.h"
 
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -74,6 +75,48 @@ bool convert(const YAML::Node& n, std::vector<std::string>& out, std::string& ex
   return true;
 }
 
+// A YAML value as JSON: quoted scalars are strings; plain ones null, booleans, integers or numbers when they read as
+// one (YAML 1.2's core schema), else strings. False beyond kMaxJsonDepth levels of nesting.
+constexpr int kMaxJsonDepth = 64;
+bool to_json(const YAML::Node& n, nlohmann::json& out, int depth = 0) {
+  if (depth > kMaxJsonDepth) return false;
+  if (n.IsMap()) {
+    out = nlohmann::json::object();
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar() || !to_json(kv.second, out[kv.first.Scalar()], depth + 1)) return false;
+    }
+    return true;
+  }
+  if (n.IsSequence()) {
+    out = nlohmann::json::array();
+    for (const auto& item : n) {
+      nlohmann::json v;
+      if (!to_json(item, v, depth + 1)) return false;
+      out.push_back(std::move(v));
+    }
+    return true;
+  }
+  if (n.IsNull()) { out = nullptr; return true; }
+  const std::string& s = n.Scalar();
+  if (n.Tag() == "!") { out = s; return true; }
+  bool b = false;
+  std::string ignored;
+  if (convert(n, b, ignored)) { out = b; return true; }
+  if (auto i = parse_int(s)) { out = *i; return true; }
+  double d = 0;
+  if (convert(n, d, ignored)) { out = d; return true; }
+  out = s;
+  return true;
+}
+bool convert(const YAML::Node& n, JsonObject& out, std::string& expected) {
+  expected = "a mapping (a JSON object)";
+  if (n.IsNull()) { out.json = "{}"; return true; }
+  nlohmann::json j;
+  if (!n.IsMap() || !to_json(n, j)) return false;
+  out.json = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return true;
+}
+
 std::string shown(const YAML::Node& n) {
   if (n.IsScalar()) return "'" + clip_for_message(n.Scalar()) + "'";
   if (n.IsSequence()) return "a list";
@@ -95,6 +138,42 @@ std::string check_rule(const T& v, const Rule& r) {
   }
 }
 
+struct KeyLister {
+  std::vector<std::string>& keys;
+  template <class T>
+  void operator()(const char* key, T&, const char*, const Rule&) { keys.push_back(key); }
+};
+
+template <class T> struct IsList : std::false_type {};
+template <class T> struct IsList<std::vector<T>> : std::true_type {};
+
+void check_duplicates(const YAML::Node& map, const std::string& prefix, const std::string& origin, bool from_file,
+                      std::vector<std::string>& errors);
+
+// Errors for the keys of mapping `node` that `table` (a section or a record) does not have, each with the nearest
+// valid key when there is one. `path` is the mapping's own ("reward", "tools.list[1]").
+template <class Table>
+void check_unknown_keys(const YAML::Node& node, Table& table, const std::string& path, const std::string& origin,
+                        bool from_file, std::vector<std::string>& errors) {
+  std::vector<std::string> keys;
+  table.visit(KeyLister{keys});
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    std::string msg = where_of(kv.first, origin, from_file) + ": unknown key '" + path + "." + key + "'";
+    std::string near = nearest(key, keys);
+    if (near.empty()) {
+      // Maybe the key lives in another section.
+      for (const auto& full : all_keys())
+        if (full.substr(full.find('.') + 1) == key) near = full;
+      if (!near.empty()) msg += "; did you mean '" + near + "'?";
+    } else {
+      msg += "; did you mean '" + path + "." + near + "'?";
+    }
+    errors.push_back(msg);
+  }
+}
+
 // Visits one section's fields, applying the keys present in `node`.
 struct SectionReader {
   const YAML::Node& node;
@@ -110,6 +189,9 @@ struct SectionReader {
       // Read as its name, checked against the names, then parsed: the messages are a string option's.
       std::string name = name_of(field);
       if (read(key, name, rule)) field = *parse_choice<T>(name);
+    } else if constexpr (IsRecordList<T>::value) {
+      if (YAML::Node n = node[key])
+        read_records(n, section + "." + key, where_of(n, origin, from_file), field);
     } else {
       read(key, field, rule);
     }
@@ -142,16 +224,43 @@ struct SectionReader {
     cfg.origin[path] = where;
     return true;
   }
+
+  // A list of records (tools.list): each item a mapping read by the record's own table under the path
+  // "section.key[i]", so every message names the item and its key. The list is applied only when all items read.
+  template <class R>
+  bool read_records(const YAML::Node& n, const std::string& path, const std::string& where, std::vector<R>& field) {
+    if (n.IsNull()) {
+      field.clear();
+      cfg.origin[path] = where;
+      return true;
+    }
+    if (!n.IsSequence()) {
+      errors.push_back(where + ": " + path + " must be a list of mappings (got " + shown(n) + ")");
+      return false;
+    }
+    const size_t errors_before = errors.size();
+    std::vector<R> items;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const YAML::Node item = n[i];
+      const std::string item_path = path + "[" + std::to_string(i) + "]";
+      if (!item.IsMap()) {
+        errors.push_back(where_of(item, origin, from_file) + ": " + item_path + " must be a mapping of keys (got " +
+                         shown(item) + ")");
+        continue;
+      }
+      R record;
+      check_duplicates(item, item_path + ".", origin, from_file, errors);
+      check_unknown_keys(item, record, item_path, origin, from_file, errors);
+      record.visit(SectionReader{item, item_path, origin, from_file, cfg, errors});
+      items.push_back(std::move(record));
+    }
+    if (errors.size() != errors_before) return false;
+    field = std::move(items);
+    cfg.origin[path] = where;
+    return true;
+  }
 };
 
-struct KeyLister {
-  std::vector<std::string>& keys;
-  template <class T>
-  void operator()(const char* key, T&, const char*, const Rule&) { keys.push_back(key); }
-};
-
-template <class T> struct IsList : std::false_type {};
-template <class T> struct IsList<std::vector<T>> : std::true_type {};
 
 // Whether section.key holds a list (the one kind of --set value read as YAML).
 struct ListFinder {
@@ -219,24 +328,7 @@ void apply_document(const YAML::Node& root, const std::string& origin, bool from
       errors.push_back(where_of(node, origin, from_file) + ": section '" + name + "' must be a mapping of keys");
       return;
     }
-    std::vector<std::string> keys;
-    section.visit(KeyLister{keys});
-    for (const auto& kv : node) {
-      const std::string key = kv.first.Scalar();
-      if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
-      std::string msg = where_of(kv.first, origin, from_file) + ": unknown key '" + std::string(name) + "." +
-                        key + "'";
-      std::string near = nearest(key, keys);
-      if (near.empty()) {
-        // Maybe the key lives in another section.
-        for (const auto& full : all_keys())
-          if (full.substr(full.find('.') + 1) == key) near = full;
-        if (!near.empty()) msg += "; did you mean '" + near + "'?";
-      } else {
-        msg += "; did you mean '" + std::string(name) + "." + near + "'?";
-      }
-      errors.push_back(msg);
-    }
+    check_unknown_keys(node, section, name, origin, from_file, errors);
     const std::string section_name = name;
     section.visit(SectionReader{node, section_name, origin, from_file, cfg, errors});
   });

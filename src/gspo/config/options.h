@@ -10,6 +10,7 @@
 
 #include "gspo/config/choices.h"
 #include "gspo/config/rule.h"
+#include "gspo/config/value_text.h"
 
 namespace gspo::config {
 
@@ -198,6 +199,55 @@ struct RewardOptions {
       "overlong_buffer added to its reward (0 at the buffer's start, -overlong_penalty at the cap); 0 = off",
       at_least(0));
     v("overlong_penalty", overlong_penalty, "the soft overlong penalty at rollout.max_new_tokens", at_least(0));
+  }
+};
+
+// One entry of tools.list: a record with its own table (read from a YAML mapping, keys checked like a section's).
+struct ToolSpec {
+  std::string name = "";
+  std::string description = "";
+  ToolKind kind = ToolKind::kPython;
+  JsonObject parameters = {};
+  std::string command = "";
+
+  template <class V>
+  void visit(V&& v) {
+    v("name", name, "the name the model calls it by: letters, digits, _ . - (at most 64), unique in the list", any());
+    v("description", description, "what the chat template shows the model about it", any());
+    v("kind", kind, "python (runs the call's `code` argument in the code sandbox: reward.code_python, "
+      "reward.code_memory_mb, tools.timeout_s, no network, a fresh process per call) or command (this entry's "
+      "command, started once and reused, one JSON line per call)", choice_rule(kind));
+    v("parameters", parameters, "JSON schema of the arguments (a mapping; its type, when given, is object), shown to "
+      "the model", any());
+    v("command", command, "kind command: the program, run by /bin/sh -c, reading {\"name\", \"arguments\"} and "
+      "answering {\"output\"}, one JSON line each; its first word must be an executable file or on PATH", any());
+  }
+};
+template <>
+struct IsRecord<ToolSpec> : std::true_type {};
+
+// Tools the model may call in a multi-turn rollout (docs/tools.md). This slice parses, validates and runs them; the
+// rollout does not call them yet.
+struct ToolsOptions {
+  std::vector<ToolSpec> list = {};
+  int64_t max_turns = 4;
+  int64_t max_calls_per_turn = 4;
+  int64_t max_output_tokens = 1024;
+  double timeout_s = 10;
+  int64_t workers = 4;
+
+  template <class V>
+  void visit(V&& v) {
+    v("list", list, "the tools, a list of mappings with the keys tools.list[].*; empty = no tools", any());
+    v("max_turns", max_turns, "assistant turns per response, the one answering the last observation included",
+      at_least(1));
+    v("max_calls_per_turn", max_calls_per_turn, "tool calls run per assistant turn; each call past it is answered "
+      "with the observation \"tool error: too many calls\"", at_least(1));
+    v("max_output_tokens", max_output_tokens, "an observation longer than this many tokens keeps its head and tail "
+      "around a marker saying how many tokens were cut", at_least(16));
+    v("timeout_s", timeout_s, "wall-clock seconds per tool call (python: also its CPU seconds); past it the call's "
+      "observation is a tool error", greater_than(0));
+    v("workers", workers, "tool calls of a turn run in parallel on this many threads", at_least(1));
   }
 };
 
@@ -456,6 +506,7 @@ struct Config {
   DataOptions data;
   RolloutOptions rollout;
   RewardOptions reward;
+  ToolsOptions tools;
   AlgorithmOptions algorithm;
   OptimizerOptions optimizer;
   TrainOptions train;
@@ -472,6 +523,7 @@ struct Config {
     v("data", data, "prompts and reference answers");
     v("rollout", rollout, "sampling of G responses per prompt");
     v("reward", reward, "verifiers that score responses");
+    v("tools", tools, "tools the model may call (multi-turn rollouts)");
     v("algorithm", algorithm, "advantages and the policy loss");
     v("optimizer", optimizer, "AdamW and the learning-rate schedule");
     v("train", train, "the step loop");

@@ -1,5 +1,6 @@
 // to_yaml() and reference_markdown(): both walk the same options table as the loader.
 #include <sstream>
+#include <type_traits>
 
 #include "gspo/config/load.h"
 #include "gspo/config/value_text.h"
@@ -27,6 +28,14 @@ std::string reference_markdown() {
       std::string allowed = describe(rule);
       os << "| `" << name << "." << key << "` | " << type_name(field) << " | `" << value_text(field) << "` | "
          << allowed << " | " << fdoc << " |\n";
+      using T = std::decay_t<decltype(field)>;
+      if constexpr (IsRecordList<T>::value) {  // then one row per key of its items
+        typename T::value_type item;
+        item.visit([&](const char* ikey, auto& ifield, const char* idoc, const Rule& irule) {
+          os << "| `" << name << "." << key << "[]." << ikey << "` | " << type_name(ifield) << " | `"
+             << value_text(ifield) << "` | " << describe(irule) << " | " << idoc << " |\n";
+        });
+      }
     });
   });
   return os.str();

@@ -1,7 +1,14 @@
 #include "gspo/config/validate.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
+#include <sstream>
 
 #include "gspo/config/value_text.h"
 
@@ -47,6 +54,57 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
   }
   if (uses("external") && r.external_command.empty())
     e.push_back(at(c, "reward.kind") + ": the external verifier needs reward.external_command");
+}
+
+// Whether the program a shell command line starts (its first word after any VAR=value) is an executable file, a
+// path or a name found on PATH. Shell syntax beyond that (quotes, builtins) is not interpreted: such a line fails.
+bool program_found(const std::string& command) {
+  std::istringstream words(command);
+  std::string program;
+  while (words >> program && program.find('=') != std::string::npos && program.find('/') == std::string::npos) {
+  }
+  if (program.empty() || program.find('=') != std::string::npos) return false;
+  auto executable = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) return executable(program);
+  const char* path_env = std::getenv("PATH");
+  std::istringstream dirs(path_env ? path_env : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && executable(dir + "/" + program)) return true;
+  return false;
+}
+
+void validate_tools(const Config& c, std::vector<std::string>& e) {
+  static const std::regex kName("[A-Za-z0-9_.-]{1,64}");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < c.tools.list.size(); ++i) {
+    const auto& t = c.tools.list[i];
+    const std::string item = "tools.list[" + std::to_string(i) + "]";
+    if (t.name.size() > 64 || !std::regex_match(t.name, kName))
+      e.push_back(at(c, item + ".name") + ": " + item + ".name must be 1 to 64 letters, digits, _ . or - (got " +
+                  value_preview(t.name) + ")");
+    else if (!seen.insert(t.name).second)
+      e.push_back(at(c, item + ".name") + ": " + item + ".name '" + t.name + "' is already the name of another tool");
+    const auto schema = nlohmann::json::parse(t.parameters.json, nullptr, false);
+    if (schema.is_discarded() || !schema.is_object())
+      e.push_back(at(c, item + ".parameters") + ": " + item + ".parameters must be a mapping (got " +
+                  value_preview(t.parameters.json) + ")");
+    else if (schema.contains("type") && schema["type"] != "object")
+      e.push_back(at(c, item + ".parameters") + ": " + item + ".parameters.type must be object (got " +
+                  value_preview(schema["type"].dump()) + "): a tool's arguments are a JSON object");
+    if (t.kind == ToolKind::kCommand) {
+      if (t.command.empty())
+        e.push_back(at(c, item + ".kind") + ": " + item + " is of kind command and needs " + item + ".command");
+      else if (!program_found(t.command))
+        e.push_back(at(c, item + ".command") + ": " + item + ".command " + value_preview(t.command) +
+                    ": its program is neither an executable file nor found on PATH");
+    } else if (!t.command.empty()) {
+      e.push_back(at(c, item + ".command") + ": " + item + ".command applies to kind command only (tool '" + t.name +
+                  "' is of kind " + name_of(t.kind) + ")");
+    }
+  }
 }
 
 // The options of the DAPO pieces, reward scaling and mismatch correction that only make sense together.
@@ -153,6 +211,7 @@ std::vector<std::string> validate(const Config& c) {
     if (s.empty()) e.push_back(at(c, "rollout.stop") + ": rollout.stop must not contain an empty string");
   }
   validate_reward(c, e);
+  validate_tools(c, e);
   validate_eval(c, e);
   validate_sharding(c, e);
   validate_shaping(c, e);

@@ -30,6 +30,8 @@ std::string value_text(const std::vector<std::string>& v) {
   return s + "]";
 }
 
+std::string value_text(const JsonObject& v) { return v.json; }
+
 std::string clip_for_message(const std::string& text) {
   if (text.size() <= 120) return text;
   return text.substr(0, 100) + "... (" + std::to_string(text.size()) + " characters)";
@@ -40,5 +42,6 @@ const char* type_name(double) { return "float"; }
 const char* type_name(bool) { return "bool"; }
 const char* type_name(const std::string&) { return "string"; }
 const char* type_name(const std::vector<std::string>&) { return "list of strings"; }
+const char* type_name(const JsonObject&) { return "map"; }
 
 }  // namespace gspo::config

@@ -3,19 +3,51 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gspo/config/choices.h"
 
 namespace gspo::config {
 
+// An option holding a JSON object (a tool's JSON-schema parameters): written in YAML as a mapping, kept as compact
+// JSON text, printed as JSON (valid YAML flow).
+struct JsonObject {
+  std::string json = "{}";
+  bool operator==(const JsonObject& o) const { return json == o.json; }
+};
+
+// A record: a struct with its own visit() table (options.h), listed in an option as a YAML list of mappings
+// (tools.list). Specialised true for each record type.
+template <class T>
+struct IsRecord : std::false_type {};
+template <class T>
+struct IsRecordList : std::false_type {};
+template <class R>
+struct IsRecordList<std::vector<R>> : IsRecord<R> {};
+
 std::string value_text(int64_t v);
 std::string value_text(double v);
 std::string value_text(bool v);
 std::string value_text(const std::string& v);   // double-quoted, JSON escapes (valid YAML)
 std::string value_text(const std::vector<std::string>& v);
+std::string value_text(const JsonObject& v);
 template <class E, std::enable_if_t<IsChoice<E>::value, int> = 0>
 std::string value_text(E v) { return value_text(std::string(name_of(v))); }  // written as its name
+// A list of records as a YAML flow sequence of flow mappings, every field present: [{name: "x", kind: "python"}].
+template <class R, std::enable_if_t<IsRecord<R>::value, int> = 0>
+std::string value_text(const std::vector<R>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    R r = v[i];
+    std::string fields;
+    r.visit([&](const char* key, const auto& field, const char*, const auto&) {
+      fields += (fields.empty() ? "" : ", ") + std::string(key) + ": " + value_text(field);
+    });
+    s += (i ? ", {" : "{") + fields + "}";
+  }
+  return s + "]";
+}
 
 // A value as error messages show it: value_text, cut to about 100 characters with the full length said, so a
 // multi-megabyte value does not flood the terminal.
@@ -28,6 +60,9 @@ const char* type_name(double);
 const char* type_name(bool);
 const char* type_name(const std::string&);
 const char* type_name(const std::vector<std::string>&);
+const char* type_name(const JsonObject&);
+template <class R, std::enable_if_t<IsRecord<R>::value, int> = 0>
+const char* type_name(const std::vector<R>&) { return "list of maps"; }
 template <class E, std::enable_if_t<IsChoice<E>::value, int> = 0>
 const char* type_name(const E&) { return "string"; }
 

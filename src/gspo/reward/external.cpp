@@ -1,163 +1,25 @@
 #include "gspo/reward/external.h"
 
-#include <fcntl.h>
 #include <nlohmann/json.hpp>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
-#include <climits>
 #include <cmath>
-#include <cstring>
-#include <sstream>
-#include <thread>
 #include <utility>
 
 #include "gspo/core/error.h"
-#include "gspo/core/log.h"
 
 namespace gspo::reward {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr size_t kMaxAnswerBytes = 4096;  // an answer line longer than this is a protocol failure, not a number
-
-// Both ends of a pipe, closed unless taken: the constructor may throw between pipe2 and fork.
-struct Pipe {
-  int fd[2] = {-1, -1};
-  explicit Pipe(const std::string& who) {
-    if (pipe2(fd, O_CLOEXEC) != 0) throw IoError(who + ": pipe: " + std::strerror(errno));
-  }
-  ~Pipe() {
-    for (int f : fd)
-      if (f >= 0) close(f);
-  }
-  Pipe(const Pipe&) = delete;
-  Pipe& operator=(const Pipe&) = delete;
-  int take(int end) { return std::exchange(fd[end], -1); }
-};
-
-std::string seconds_text(double s) {
-  std::ostringstream o;
-  o << s;
-  return o.str();
-}
-
-// Milliseconds left until `deadline`, rounded up (a poll timeout); <= 0 once it has passed.
-int ms_until(Clock::time_point deadline) {
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::min<int64_t>(left, INT_MAX));
-}
 
 }  // namespace
 
 ExternalVerifier::ExternalVerifier(std::string command, double timeout_s)
-    : command_(std::move(command)), who_("reward.external_command '" + command_ + "'"), timeout_s_(timeout_s) {
+    : who_("reward.external_command '" + command + "'"), timeout_s_(timeout_s) {
   if (!(timeout_s_ > 0) || !std::isfinite(timeout_s_))
     throw ConfigError(who_ + ": the answer timeout must be a positive number of seconds (got " +
                       seconds_text(timeout_s_) + ")");
-  Pipe in(who_), out(who_);  // in: we write, it reads; out: it writes, we read
-  signal(SIGPIPE, SIG_IGN);  // a program that exits must not kill us when we write to it
-  pid_ = fork();
-  if (pid_ < 0) throw IoError(who_ + ": fork: " + std::strerror(errno));
-  if (pid_ == 0) {  // async-signal-safe calls only until exec
-    setpgid(0, 0);
-    signal(SIGPIPE, SIG_DFL);  // ignored dispositions survive exec
-    dup2(in.fd[0], 0);
-    dup2(out.fd[1], 1);
-    execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid_, pid_);  // also here, so the group exists before the destructor can signal it
-  to_fd_ = in.take(1);
-  from_fd_ = out.take(0);
-  fcntl(to_fd_, F_SETFL, O_NONBLOCK);  // a program that stops reading must not block a write past the deadline
-}
-
-ExternalVerifier::~ExternalVerifier() {
-  if (to_fd_ >= 0) close(to_fd_);
-  if (from_fd_ >= 0) close(from_fd_);
-  if (pid_ <= 0 || reaped_) return;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(kExitGraceSeconds));
-  int status = 0;
-  for (;;) {
-    const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_ || (r < 0 && errno != EINTR)) return;
-    if (Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  kill(-pid_, SIGKILL);  // the whole group: `sh -c 'a | b'` leaves children of its own
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  try {
-    log::debug("{} did not exit within {} s of its input closing; killed", who_, seconds_text(kExitGraceSeconds));
-  } catch (...) {
-  }
-}
-
-std::string ExternalVerifier::exit_note() const {
-  if (reaped_) return "";
-  for (int i = 0; i < 20; ++i) {  // up to 200 ms: a program that closed its pipes is usually on its way out
-    int status = 0;
-    const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      reaped_ = true;
-      if (WIFEXITED(status)) return " (it exited with status " + std::to_string(WEXITSTATUS(status)) + ")";
-      if (WIFSIGNALED(status)) return " (it was killed by signal " + std::to_string(WTERMSIG(status)) + ")";
-      return "";
-    }
-    if (r < 0 && errno != EINTR) return "";
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return " (it is still running)";
-}
-
-std::string ExternalVerifier::ask(const std::string& line) const {
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
-  size_t written = 0;
-  for (;;) {
-    const size_t nl = pending_.find('\n');
-    if (written == line.size() && nl != std::string::npos) {
-      std::string reply = pending_.substr(0, nl);
-      pending_.erase(0, nl + 1);
-      return reply;
-    }
-    const int left = ms_until(deadline);
-    if (left <= 0) throw VerifierError(who_ + " did not answer within " + seconds_text(timeout_s_) + " s");
-    struct pollfd fds[2] = {{from_fd_, POLLIN, 0}, {to_fd_, POLLOUT, 0}};
-    const int n = written < line.size() ? 2 : 1;
-    if (poll(fds, n, left) < 0) {
-      if (errno == EINTR) continue;
-      throw VerifierError(who_ + ": poll: " + std::strerror(errno));
-    }
-    if (n == 2 && fds[1].revents) {
-      const ssize_t w = write(to_fd_, line.data() + written, line.size() - written);
-      if (w > 0) written += static_cast<size_t>(w);
-      else if (w < 0 && errno != EAGAIN && errno != EINTR)
-        throw VerifierError(who_ + " no longer reads its input" + exit_note());
-    }
-    if (!fds[0].revents) continue;
-    char buf[4096];
-    const ssize_t got = read(from_fd_, buf, sizeof buf);
-    if (got < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      throw VerifierError(who_ + ": read: " + std::strerror(errno));
-    }
-    if (got == 0) {
-      if (written == line.size() && !pending_.empty()) return std::exchange(pending_, "");  // last line, no '\n'
-      throw VerifierError(who_ + " closed its output without answering" + exit_note());
-    }
-    pending_.append(buf, static_cast<size_t>(got));
-    if (pending_.find('\n') == std::string::npos && pending_.size() > kMaxAnswerBytes)
-      throw VerifierError(who_ + " wrote " + std::to_string(pending_.size()) +
-                          " bytes without a newline, not one number per line");
-  }
+  process_ = std::make_unique<LineProcess>(std::move(command), who_);
 }
 
 Score ExternalVerifier::score(const std::string& response, const data::Example& ex) const {
@@ -165,13 +27,12 @@ Score ExternalVerifier::score(const std::string& response, const data::Example& 
   const std::string line = req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_.empty()) throw VerifierError(failed_);
-  std::string reply;
-  try {
-    reply = ask(line);
-  } catch (const VerifierError& e) {
-    failed_ = e.what();  // the request/answer pairing is lost: every later request fails the same way
-    throw;
+  auto answer = process_->ask(line, timeout_s_, kMaxAnswerBytes);
+  if (!answer.ok()) {
+    failed_ = who_ + " " + answer.error;  // the request/answer pairing is lost: every later request fails the same way
+    throw VerifierError(failed_);
   }
+  const std::string& reply = answer.line;
   try {
     size_t pos = 0;
     const double v = std::stod(reply, &pos);

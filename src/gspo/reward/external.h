@@ -4,11 +4,11 @@
 // answer within the timeout, scoring fails with a VerifierError that names the command and what went wrong; the
 // verifier then stays failed (a late answer could not be matched to its request). Non-goal: restarting the program.
 #pragma once
-#include <sys/types.h>
-
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "gspo/reward/line_process.h"
 #include "gspo/reward/verifier.h"
 
 namespace gspo::reward {
@@ -18,30 +18,21 @@ class ExternalVerifier : public Verifier {
   // Starts `command` via /bin/sh -c in its own process group. `timeout_s` (> 0, else ConfigError) bounds each
   // request: writing it and reading the answer line. Throws IoError when the pipes or the process cannot be made.
   explicit ExternalVerifier(std::string command, double timeout_s = 60);
-  // Closes the program's stdin and stdout, waits up to kExitGraceSeconds for it to exit, then SIGKILLs its group.
-  ~ExternalVerifier() override;
+  // Closes the program's stdin and stdout, waits up to LineProcess::kExitGraceSeconds for it to exit, then SIGKILLs
+  // its group.
+  ~ExternalVerifier() override = default;
   ExternalVerifier(const ExternalVerifier&) = delete;
   ExternalVerifier& operator=(const ExternalVerifier&) = delete;
 
   Score score(const std::string& response, const data::Example& ex) const override;
   std::string name() const override { return "external"; }
 
-  static constexpr double kExitGraceSeconds = 2;  // destructor: time the program gets to exit after stdin closes
-
  private:
-  std::string ask(const std::string& line) const;  // one request line -> one answer line (without '\n'); mu_ held
-  std::string exit_note() const;                   // " (it exited with status 3)" once it ended; mu_ held
-
-  std::string command_;
   std::string who_;  // "reward.external_command '<command>'", the subject of every message
   double timeout_s_;
-  pid_t pid_ = -1;  // also its process group
-  int to_fd_ = -1;    // its stdin (non-blocking)
-  int from_fd_ = -1;  // its stdout
   mutable std::mutex mu_;
-  mutable std::string pending_;  // bytes read past the last answer line
-  mutable std::string failed_;   // the first failure's message; "" while healthy
-  mutable bool reaped_ = false;  // exit_note() already collected the exit status
+  std::unique_ptr<LineProcess> process_;  // requests under mu_
+  mutable std::string failed_;            // the first failure's message; "" while healthy
 };
 
 }  // namespace gspo::reward

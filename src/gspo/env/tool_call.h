@@ -1,0 +1,39 @@
+// Tool calls in an assistant turn, as Qwen3/Hermes chat templates have the model write them:
+//   <tool_call>
+//   {"name": "python", "arguments": {"code": "print(1)"}}
+//   </tool_call>
+// Everything a model writes is hostile input: a block that is not a well-formed call is returned as a failure with
+// its reason (it becomes an observation the model sees), never thrown. Non-goals: rendering tools into a prompt (the
+// chat template's job), calls written in other formats.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace gspo::env {
+
+inline constexpr const char* kCallOpen = "<tool_call>";
+inline constexpr const char* kCallClose = "</tool_call>";
+
+// One <tool_call> block: a call (name and an object of arguments) or why it is none.
+struct ToolCall {
+  std::string name;                                      // as written; valid UTF-8 when ok()
+  nlohmann::json arguments = nlohmann::json::object();   // always an object when ok()
+  std::string error;                                     // "" for a call; else the reason, one phrase
+  bool ok() const { return error.empty(); }
+};
+
+constexpr size_t kMaxCallBytes = 1 << 20;  // a block's body longer than this is refused unparsed
+constexpr int kMaxCallDepth = 64;          // JSON nesting deeper than this is refused unparsed
+
+// Every block of `text` in order: each <tool_call> up to the next </tool_call>, and a last one left open (an
+// "unterminated" failure). A stray </tool_call> is ignored. Arguments may be absent (an empty object). Never throws
+// on any bytes; O(text).
+std::vector<ToolCall> parse_tool_calls(const std::string& text);
+
+// Whether `text`, trailing whitespace aside, ends with a closed </tool_call> block: what a rollout hook checks at
+// a synchronisation point before it pauses a row to run its calls.
+bool ends_with_tool_call(const std::string& text);
+
+}  // namespace gspo::env
