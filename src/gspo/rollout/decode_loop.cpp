@@ -188,11 +188,12 @@ void DecodeLoop::apply_appends() {
 void DecodeLoop::sample() {
   const auto& p = ctx_.params;
   const int64_t S = s_.size();
-  bool any_held = false, ban = false;
+  bool any_held = false, ban = false, may_cap = false;  // (the host knows which rows could hit the cap now)
   for (int64_t s = 0; s < S; ++s) {
     if (!s_.running(s)) continue;
     any_held = any_held || s_.held[s];
     ban = ban || (!s_.held[s] && s_.step[s] - s_.ins[s] < p.min_new_tokens);  // EOS would end it short
+    may_cap = may_cap || s_.step[s] - s_.ins[s] >= R_ - 1 || s_.step[s] >= span_ - 1;
   }
   const auto steps_t = s_.steps.clamp_max(span_ - 1);
   const auto own_t = any_ins_ ? steps_t - s_.inserted : steps_t;  // the model's tokens before this one
@@ -229,8 +230,11 @@ void DecodeLoop::sample() {
   }
   auto finish = torch::where(eos, static_cast<int64_t>(Finish::kEos), static_cast<int64_t>(Finish::kStop));
   written_.finish.index_put_({torch::where(special, row_w, n_)}, finish);
-  auto capped = any_ins_ ? (own_t >= R_ - 1).logical_or(steps_t >= span_ - 1) : steps_t >= R_ - 1;
-  auto ended = special.logical_or(active.logical_and(capped));
+  auto ended = special;
+  if (may_cap) {
+    auto capped = any_ins_ ? (own_t >= R_ - 1).logical_or(steps_t >= span_ - 1) : steps_t >= R_ - 1;
+    ended = ended.logical_or(active.logical_and(capped));
+  }
   auto next = torch::where(ended, pad_, draw.tokens).unsqueeze(1);
   if (any_held) {  // a paused slot keeps the token it sampled last, to write when it resumes
     s_.next = torch::where(s_.paused.unsqueeze(1), s_.next, next);
@@ -331,13 +335,14 @@ void DecodeLoop::decode() {
   s_.logits = graph ? layout_.replay(*graph) : layout_.decode();
   ctx_.stats.decode_steps++;
   ctx_.stats.row_steps += s_.size();
+  const bool slot_cols = layout_.can_pause();  // per-slot columns: the slot layout's (a batch shares one column)
   if (any_held) {
     auto moving = s_.paused.logical_not().to(torch::kLong);
     s_.steps += moving;
     s_.cols += moving;
   } else {
     s_.steps += 1;
-    s_.cols += 1;
+    if (slot_cols) s_.cols += 1;
   }
   for (int64_t s = 0; s < s_.size(); ++s)
     if (!s_.held[s]) ++s_.step[s], ++s_.col[s];
