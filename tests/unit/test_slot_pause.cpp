@@ -212,3 +212,93 @@ TEST_CASE("a hook's tokens are truncated to the row's room and counted", "[rollo
   CHECK(b.response_ids[6].size() == static_cast<size_t>(p.max_new_tokens + p.insert_capacity));
   CHECK(b.finish[6] != rollout::Finish::kStop);
 }
+
+namespace {
+
+// A turn token in miniature: each row that samples `tok` has `obs` written after it and goes on, until its
+// `max_turns`-th turn, which ends it (Finish::kMaxTurns). Records what tokens() gave at each turn end.
+class Turns : public rollout::SlotHook {
+ public:
+  Turns(int64_t tok, std::vector<int64_t> obs, int64_t max_turns) : tok_(tok), obs_(std::move(obs)), max_(max_turns) {}
+  int64_t turn_token() const override { return tok_; }
+  void at_sync(rollout::SlotControl& c) override {
+    for (int64_t s = 0; s < c.num_slots(); ++s) {
+      const int64_t r = c.row(s);
+      if (r == rollout::SlotControl::kFree || !c.turn_ended(s)) continue;
+      CHECK(c.paused(s));
+      seen_[r] = c.tokens(s);
+      CHECK(seen_[r].back() == tok_);
+      if (++turns_[r] >= max_) {
+        c.end(s, rollout::Finish::kMaxTurns);
+      } else {
+        c.append(s, obs_);
+        c.resume(s);
+      }
+    }
+  }
+  int64_t tok_;
+  std::vector<int64_t> obs_;
+  int64_t max_;
+  std::map<int64_t, int64_t> turns_;
+  std::map<int64_t, std::vector<int64_t>> seen_;
+};
+
+// The token the rows of `b` sample most often (EOS aside).
+int64_t most_sampled(const rollout::RolloutBatch& b, int64_t eos) {
+  std::map<int64_t, int64_t> n;
+  for (const auto& ids : b.response_ids)
+    for (auto id : ids)
+      if (id != eos) ++n[id];
+  return std::max_element(n.begin(), n.end(), [](auto& a, auto& c) { return a.second < c.second; })->first;
+}
+
+}  // namespace
+
+TEST_CASE("a turn token pauses its row on the device, the hook appends and resumes or ends it", "[rollout][kv][pause]") {
+  Fixture f;
+  auto plain = f.run(f.params, nullptr);
+  const int64_t tok = most_sampled(plain, f.tok->eos_id());
+  const auto obs = f.tok->encode("<r>42</r>");
+  for (int64_t every : {1, 3}) {  // 3: rows pause on the device between syncs; the host learns at the next one
+    for (int64_t budget_rows : {0, 5}) {
+      INFO("host_sync_every " << every << ", budget rows " << budget_rows);
+      auto p = f.params;
+      p.host_sync_every = every;
+      p.kv_cache_bytes = budget_rows * f.row_bytes();  // 0: no budget, still the slot layout (rows must wait)
+      p.insert_capacity = 2 * static_cast<int64_t>(obs.size());
+      Turns hook(tok, obs, 2);
+      rollout::SamplerStats st;
+      auto b = f.run(p, &hook, &st);
+      int64_t ended_by_turns = 0;
+      for (int64_t r = 0; r < b.num_rows(); ++r) {
+        INFO("row " << r);
+        const auto& ids = b.response_ids[r];
+        auto lm = b.loss_mask[r];
+        // Walk the response: every own turn token is followed by the observation (cut only by the room) or ends it.
+        int64_t turns = 0;
+        for (size_t j = 0; j < ids.size(); ++j) {
+          if (lm[j].item<float>() == 0.0f || ids[j] != tok) continue;
+          ++turns;
+          if (turns == 2 || j + 1 == ids.size()) break;
+          for (size_t k = 0; k < obs.size() && j + 1 + k < ids.size(); ++k) {
+            CHECK(ids[j + 1 + k] == obs[k]);
+            CHECK(lm[j + 1 + k].item<float>() == 0.0f);
+          }
+        }
+        CHECK(turns == (hook.turns_.count(r) ? hook.turns_.at(r) : 0));
+        if (b.finish[r] == rollout::Finish::kMaxTurns) {
+          ++ended_by_turns;
+          CHECK(turns == 2);
+          CHECK(ids.back() == tok);
+          CHECK(hook.seen_.at(r) == ids);  // tokens() gave the whole response at its last turn end
+        }
+      }
+      CHECK(ended_by_turns > 0);
+      CHECK(st.inserted_tokens > 0);
+      // Every sampled token's log-prob is what a full forward over the finished sequences gives: the paused rows'
+      // cache columns and positions stayed right while the device paused them ahead of the host.
+      auto lp = test::response_logprobs(f.policy, b.input_ids, b.attention_mask, b.prompt_len, 1.0);
+      CHECK(((lp - b.behaviour_logprobs) * b.loss_mask).abs().max().item<double>() < 1e-4);
+    }
+  }
+}

@@ -46,6 +46,7 @@ DecodeLoop::DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey&
     : ctx_(ctx), layout_(layout), noise_(noise), n_(n), first_(first), R_(ctx.params.max_new_tokens),
       span_(ctx.params.max_new_tokens + ctx.params.insert_capacity), pad_(ctx.policy.manifest().pad_token_id),
       eos_(ctx.policy.manifest().eos_token_id), dev_(ctx.policy.device()), pool_(layout.pool()),
+      turn_tok_(ctx.hook ? ctx.hook->turn_token() : -1),
       stops_(ctx.params.stop, ctx.tok), written_(n + 1, span_, pad_, dev_), text_(n) {
   auto on = torch::TensorOptions().device(dev_);
   s_.done = torch::ones({pool_}, on.dtype(torch::kBool));
@@ -61,6 +62,10 @@ DecodeLoop::DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey&
   s_.col.assign(pool_, 0);
   s_.held.assign(pool_, false);
   s_.ins.assign(pool_, 0);
+  s_.turn.assign(pool_, false);
+  if (turn_tok_ >= 0 && !layout.can_pause())
+    throw std::logic_error("a turn token pauses rows: it needs a model with the slot methods (a static batch shares "
+                           "one column)");
 }
 
 at::Tensor DecodeLoop::upload(const std::vector<int64_t>& v) {
@@ -81,7 +86,8 @@ void DecodeLoop::admit(const std::vector<Admit>& admits, const at::Tensor& first
     s_.step[a.slot] = 0;
     s_.col[a.slot] = a.column;
     s_.ins[a.slot] = 0;
-    s_.held[a.slot] = false;  // (a slot is freed only unpaused: its row sampled its end)
+    s_.turn[a.slot] = false;
+    s_.held[a.slot] = false;  // (a slot is freed unpaused: its row sampled its end, or end() unpaused it)
   }
   auto st = upload(state);
   auto idx = st.narrow(0, 0, k);
@@ -113,24 +119,62 @@ void DecodeLoop::pause(int64_t slot) {
 
 void DecodeLoop::resume(int64_t slot) {
   running_slot(slot, "resume");
+  s_.turn[slot] = false;
   if (s_.held[slot]) s_.held[slot] = false, held_dirty_ = true;
+}
+
+std::vector<int64_t> DecodeLoop::tokens(int64_t slot) {
+  running_slot(slot, "tokens");
+  ++ctx_.stats.host_transfers;
+  auto t = written_.tokens[s_.row[slot]].narrow(0, 0, std::min(s_.step[slot] + 1, span_)).to(torch::kCPU).contiguous();
+  return {t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel()};
+}
+
+void DecodeLoop::end(int64_t slot, Finish why) {
+  running_slot(slot, "end");
+  ends_.push_back({slot, s_.row[slot], static_cast<int64_t>(why)});
+  s_.row[slot] = kFree;
+  s_.turn[slot] = false;
+  if (s_.held[slot]) s_.held[slot] = false, held_dirty_ = true;
+  ++finished_;
+}
+
+// The rows the hook ended, in one upload: done, their finish written, nothing more to feed.
+void DecodeLoop::apply_ends() {
+  if (ends_.empty()) return;
+  std::vector<int64_t> up;  // slots, rows, finishes
+  for (int part = 0; part < 3; ++part)
+    for (const auto& e : ends_) up.push_back(e[part]);
+  const int64_t k = static_cast<int64_t>(ends_.size());
+  auto u = upload(up);
+  auto slots = u.narrow(0, 0, k);
+  s_.done.index_fill_(0, slots, true);
+  s_.feeding.index_fill_(0, slots, false);
+  s_.next.index_fill_(0, slots, pad_);
+  written_.finish.index_put_({u.narrow(0, k, k)}, u.narrow(0, 2 * k, k));
+  ends_.clear();
 }
 
 int64_t DecodeLoop::append(int64_t slot, const std::vector<int64_t>& tokens) {
   if (!layout_.can_append())
     throw std::logic_error("writing tokens into a response needs a model with append_slots (slot_api 2)");
   running_slot(slot, "append");
+  const int64_t take = std::min<int64_t>(room(slot), static_cast<int64_t>(tokens.size()));
   auto queued = std::find_if(appends_.begin(), appends_.end(), [&](const auto& a) { return a.first == slot; });
-  const int64_t already = queued == appends_.end() ? 0 : static_cast<int64_t>(queued->second.size());
-  // Positions: the row's last sampled token at step, these after it, and one left for the model's next token.
-  const int64_t room = std::max<int64_t>(0, span_ - 2 - s_.step[slot] - already);
-  const int64_t take = std::min<int64_t>(room, static_cast<int64_t>(tokens.size()));
   ctx_.stats.inserted_tokens += take;
   ctx_.stats.inserted_truncated += static_cast<int64_t>(tokens.size()) - take;
   if (take == 0) return 0;
   if (queued == appends_.end()) queued = appends_.insert(appends_.end(), {slot, {}});
   queued->second.insert(queued->second.end(), tokens.begin(), tokens.begin() + take);
   return take;
+}
+
+int64_t DecodeLoop::room(int64_t slot) const {
+  running_slot(slot, "room");
+  auto queued = std::find_if(appends_.begin(), appends_.end(), [&](const auto& a) { return a.first == slot; });
+  const int64_t already = queued == appends_.end() ? 0 : static_cast<int64_t>(queued->second.size());
+  // Positions: the row's last sampled token at step, these after it, and one left for the model's next token.
+  return std::max<int64_t>(0, span_ - 2 - s_.step[slot] - already);
 }
 
 // The hook's appends, in one upload and one append_slots call: each row's pending token (sampled, not yet in the
@@ -188,7 +232,8 @@ void DecodeLoop::apply_appends() {
 void DecodeLoop::sample() {
   const auto& p = ctx_.params;
   const int64_t S = s_.size();
-  bool any_held = false, ban = false, may_cap = false;  // (the host knows which rows could hit the cap now)
+  // With a turn token, rows may have paused on the device since the last sync: the paused mask always applies.
+  bool any_held = turn_tok_ >= 0, ban = false, may_cap = false;  // (the host knows which rows could hit the cap now)
   for (int64_t s = 0; s < S; ++s) {
     if (!s_.running(s)) continue;
     any_held = any_held || s_.held[s];
@@ -217,6 +262,11 @@ void DecodeLoop::sample() {
   written_.logprobs.index_put_({row_w, steps_t}, torch::where(active, draw.logprobs, 0.0));
   written_.length.index_add_(0, row_w, active.to(torch::kLong));
   auto eos = active.logical_and(draw.tokens == eos_);
+  at::Tensor turn;  // rows whose token ends their turn: they pause below, unless the row ends here anyway
+  if (turn_tok_ >= 0) {
+    turn = active.logical_and(draw.tokens == turn_tok_);
+    if (turn_tok_ == eos_) eos = eos.logical_and(turn.logical_not());
+  }
   auto special = eos;  // ends that are not the length cap
   if (stops_.active()) {
     std::vector<std::string*> texts(S, nullptr);  // slots that sample nothing are inactive: never read
@@ -244,6 +294,7 @@ void DecodeLoop::sample() {
     s_.feeding = active;
   }
   s_.done = s_.done.logical_or(ended);
+  if (turn.defined()) s_.paused = s_.paused.logical_or(turn.logical_and(ended.logical_not()));
 }
 
 bool DecodeLoop::all_capped() const {
@@ -257,41 +308,53 @@ bool DecodeLoop::all_capped() const {
 // number of slots still running a row.
 int64_t DecodeLoop::release(bool read) {
   at::Tensor both;
-  if (read) {
+  const int64_t S = s_.size();
+  if (read) {  // done flags, the progress figure and, with a turn token, the paused flags and steps: one copy
     ++ctx_.stats.host_syncs;
     ++ctx_.stats.host_transfers;
-    both = torch::cat({s_.done.to(torch::kLong), written_.length.narrow(0, 0, n_).sum().unsqueeze(0)}).to(torch::kCPU);
+    std::vector<at::Tensor> parts{s_.done.to(torch::kLong), written_.length.narrow(0, 0, n_).sum().unsqueeze(0)};
+    if (turn_tok_ >= 0) parts.insert(parts.end(), {s_.paused.to(torch::kLong), s_.steps});
+    both = torch::cat(parts).to(torch::kCPU);
   }
   const int64_t* d = read ? both.data_ptr<int64_t>() : nullptr;
   int64_t running = 0;
-  for (int64_t s = 0; s < s_.size(); ++s) {
+  for (int64_t s = 0; s < S; ++s) {
     if (!s_.running(s)) continue;
     const bool ended = read ? d[s] != 0 : !s_.held[s];  // unread: every unpaused running slot hit the cap
     if (!ended) {
       ++running;
+      if (read && turn_tok_ >= 0 && d[S + 1 + s] != 0 && !s_.held[s]) {  // paused by its turn token since the last sync
+        const int64_t behind = s_.step[s] - d[2 * S + 1 + s];              // decodes the host counted, the device did not
+        s_.held[s] = true, s_.turn[s] = true;
+        s_.step[s] -= behind, s_.col[s] -= behind;
+      }
       continue;
     }
     s_.row[s] = kFree;
     ++finished_;
   }
-  if (read && ctx_.progress.active()) ctx_.progress.update(first_ + finished_, d[s_.size()]);
+  if (read && ctx_.progress.active()) ctx_.progress.update(first_ + finished_, d[S]);
   return running;
 }
 
-void DecodeLoop::call_hook(int64_t running) {
-  if (!ctx_.hook || running == 0) return;
+int64_t DecodeLoop::call_hook(int64_t running) {
+  if (!ctx_.hook || running == 0) return running;
   ctx_.hook->at_sync(*this);
+  running -= static_cast<int64_t>(ends_.size());
+  apply_ends();
   apply_appends();
   if (held_dirty_) {
     held_dirty_ = false;
     std::vector<int64_t> held(s_.held.begin(), s_.held.end());
     s_.paused = upload(held).to(torch::kBool);
   }
+  if (running == 0) return 0;
   for (int64_t s = 0; s < s_.size(); ++s)
-    if (s_.running(s) && !s_.held[s]) return;
+    if (s_.running(s) && !s_.held[s]) return running;
   if (!layout_.waiting() || running == s_.size())
     throw std::logic_error("every running row is paused, no waiting row can take a slot, and the slot hook resumed "
                            "none: nothing could ever resume them");
+  return running;
 }
 
 // Once no row waits and a quarter of the slots are free, the running rows move to the front (in the order the layout
@@ -311,7 +374,7 @@ void DecodeLoop::compact() {
     for (int64_t i = 0; i < n; ++i) out[i] = v[order[i]];
     v = std::move(out);
   };
-  pick(s_.row), pick(s_.step), pick(s_.col), pick(s_.held), pick(s_.ins);
+  pick(s_.row), pick(s_.step), pick(s_.col), pick(s_.held), pick(s_.ins), pick(s_.turn);
   if (ctx_.graph) ctx_.graph->reset();  // captured for the larger pool
 }
 
@@ -319,7 +382,7 @@ void DecodeLoop::compact() {
 // Eager, or through a CUDA graph captured on first use for the current pool (a failed capture switches the sampler to
 // eager for good, with one warning).
 void DecodeLoop::decode() {
-  const bool any_held = std::find(s_.held.begin(), s_.held.end(), true) != s_.held.end();
+  const bool any_held = turn_tok_ >= 0 || std::find(s_.held.begin(), s_.held.end(), true) != s_.held.end();
   auto ids = any_held ? torch::where(s_.paused.unsqueeze(1), pad_, s_.next) : s_.next;
   auto wrote = any_held ? s_.feeding.logical_and(s_.paused.logical_not()) : s_.feeding;
   layout_.stage(s_, ids, wrote);
@@ -359,8 +422,7 @@ void DecodeLoop::run(SampledRows& out) {
     const bool at_sync = capped || steps % sync_every == 0;
     int64_t running = 1;  // unknown between synchronisation points
     if (at_sync) {
-      running = release(!capped);
-      call_hook(running);
+      running = call_hook(release(!capped || turn_tok_ >= 0));  // (a turn token: the host's steps may run ahead)
       if (running == 0 && !layout_.waiting()) break;
       if (!layout_.waiting()) compact();
     }

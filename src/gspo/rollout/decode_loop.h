@@ -15,6 +15,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -49,6 +50,7 @@ struct SlotState {
   std::vector<int64_t> col;   // as cols
   std::vector<bool> held;     // as paused
   std::vector<int64_t> ins;   // as inserted
+  std::vector<bool> turn;     // paused by its turn token (SlotControl::turn_ended), known since the last sync
   int64_t size() const { return static_cast<int64_t>(row.size()); }
   bool running(int64_t s) const { return row[s] != SlotControl::kFree; }
 };
@@ -121,13 +123,18 @@ class DecodeLoop final : public SlotControl {
   void pause(int64_t slot) override;
   void resume(int64_t slot) override;
   int64_t append(int64_t slot, const std::vector<int64_t>& tokens) override;
+  int64_t room(int64_t slot) const override;
+  bool turn_ended(int64_t slot) const override { return s_.turn.at(slot); }
+  std::vector<int64_t> tokens(int64_t slot) override;
+  void end(int64_t slot, Finish why) override;
 
  private:
   void sample();
   bool all_capped() const;  // every running, unpaused slot sampled its last token (the host knows without a read)
   int64_t release(bool read);
-  void call_hook(int64_t running);
+  int64_t call_hook(int64_t running);  // returns the rows still running after the hook ended some
   void apply_appends();
+  void apply_ends();
   void running_slot(int64_t slot, const char* what) const;  // throws std::logic_error unless it runs a row
   void compact();
   void decode();
@@ -138,6 +145,7 @@ class DecodeLoop final : public SlotControl {
   const int64_t n_, first_, R_, span_, pad_, eos_;  // R_: the model's tokens; span_: response positions
   const c10::Device dev_;
   const int64_t pool_;  // slots at the start (the cache allocated; slot_steps counts it)
+  const int64_t turn_tok_;  // the hook's turn token, -1 for none: rows may then pause on the device between syncs
   StopMatcher stops_;
   SlotState s_;
   Written written_;  // rows [0, n) and the discard row n
@@ -146,6 +154,7 @@ class DecodeLoop final : public SlotControl {
   bool held_dirty_ = false;  // pause/resume since the last upload of `paused`
   bool any_ins_ = false;     // some slot's row has inserted tokens (the length cap then counts the model's alone)
   std::vector<std::pair<int64_t, std::vector<int64_t>>> appends_;  // (slot, tokens) the hook asked for
+  std::vector<std::array<int64_t, 3>> ends_;                       // (slot, row, Finish) the hook ended
 };
 
 }  // namespace gspo::rollout

@@ -12,6 +12,7 @@
 #include "gspo/rollout/decode_graph.h"
 #include "gspo/rollout/progress.h"
 #include "gspo/rollout/decode_loop.h"
+#include "gspo/rollout/slot_hook.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::rollout {
@@ -21,6 +22,7 @@ const char* finish_name(Finish f) {
     case Finish::kEos: return "eos";
     case Finish::kStop: return "stop";
     case Finish::kLength: return "length";
+    case Finish::kMaxTurns: return "max_turns";
   }
   return "?";
 }
@@ -200,7 +202,12 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
   SampledRows rows(N);
   {
     RolloutProgress progress(params_.progress, N);
-    switch (schedule_for(N, slots, params_.continuous, policy_.has_slots())) {
+    // A hook with a turn token pauses rows: they need their own cache columns (the slot layout), budget or not.
+    const bool turns = hook_ && hook_->turn_token() >= 0;
+    if (turns && !policy_.has_append())
+      throw ConfigError("multi-turn rollouts append tokens to a running row: the model needs the slot methods with "
+                        "append_slots (slot_api 2; re-export it with scripts/gspo_model.py)");
+    switch (turns ? Schedule::kSlotPool : schedule_for(N, slots, params_.continuous, policy_.has_slots())) {
       case Schedule::kAllRows: run_static(prompts, G, noise, rows, 0, progress); break;
       case Schedule::kSlotPool: run_slots(prompts, G, noise, slots, P + R, rows, progress); break;
       case Schedule::kStaticBatches: run_batches(prompts, G, noise, slots, rows, progress); break;

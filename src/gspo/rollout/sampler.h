@@ -18,7 +18,9 @@ namespace gspo::tokenizer { class Tokenizer; }
 
 namespace gspo::rollout {
 
-enum class Finish { kEos, kStop, kLength };
+// Why a response ended: EOS, a stop string, the length cap, or (multi-turn tools) a turn with tool calls past
+// tools.max_turns.
+enum class Finish { kEos, kStop, kLength, kMaxTurns };
 const char* finish_name(Finish f);
 
 struct RolloutBatch {

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gspo/rollout/sampler.h"
+
 namespace gspo::rollout {
 
 // The loop's slots as a hook sees them. Valid only during SlotHook::at_sync.
@@ -28,6 +30,17 @@ class SlotControl {
   // Done with the slot methods' append_slots after at_sync returns, before the next decode; a paused row stays
   // paused. Throws std::logic_error for a free slot, a layout that cannot pause, or a model without append_slots.
   virtual int64_t append(int64_t slot, const std::vector<int64_t>& tokens) = 0;
+  // Tokens append() would take from `slot` now (its room, less what this sync already appended).
+  virtual int64_t room(int64_t slot) const = 0;
+  // Whether the running row in `slot` ended an assistant turn (sampled SlotHook::turn_token()) and waits paused for
+  // the hook to resume or end it. Cleared by resume() and end().
+  virtual bool turn_ended(int64_t slot) const = 0;
+  // The row's response so far (its sampled and inserted tokens, the last sampled one included): one read from the
+  // model's device. Throws std::logic_error for a free slot.
+  virtual std::vector<int64_t> tokens(int64_t slot) = 0;
+  // Ends the running row now with `why` (its response is what it has); its slot is freed at once. Throws
+  // std::logic_error for a free slot.
+  virtual void end(int64_t slot, Finish why) = 0;
 };
 
 class SlotHook {
@@ -38,6 +51,11 @@ class SlotHook {
   // to take a slot (none waits, or every slot is held), nothing could ever resume them: the loop throws
   // std::logic_error. A hook that waits on something (a tool's result) waits inside at_sync.
   virtual void at_sync(SlotControl& slots) = 0;
+  // A token that ends an assistant turn rather than the response (-1: none). When a row samples it, the token is the
+  // model's own (recorded with its log-prob, counted by the loss) and the row pauses at once, on the device; the hook
+  // sees turn_ended() at the next synchronisation point and resumes the row (after appending, say, a tool's output)
+  // or ends it. A row that reaches the length cap with it ends there (Finish::kLength). Read once per call.
+  virtual int64_t turn_token() const { return -1; }
 };
 
 }  // namespace gspo::rollout
