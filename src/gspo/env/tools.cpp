@@ -107,7 +107,10 @@ Tool* ToolSet::find(const std::string& name) const {
 }
 
 std::vector<std::string> ToolSet::run_turn(const std::string& assistant_text) {
-  const auto calls = parse_tool_calls(assistant_text);
+  return run_calls(parse_tool_calls(assistant_text)).observations;
+}
+
+ToolSet::Turn ToolSet::run_calls(const std::vector<ToolCall>& calls) {
   std::vector<ToolResult> results(calls.size());
   auto run_one = [&](size_t i) {
     const auto& c = calls[i];
@@ -140,10 +143,10 @@ std::vector<std::string> ToolSet::run_turn(const std::string& assistant_text) {
       });
     for (auto& t : pool) t.join();
   }
-  std::vector<std::string> observations;
-  ToolCounters add;
+  Turn turn;
+  auto& add = turn.counts;
   for (const auto& r : results) {
-    observations.push_back(truncate_observation(r.output, limits_.max_output_tokens, *tok_));
+    turn.observations.push_back(truncate_observation(r.output, limits_.max_output_tokens, *tok_));
     add.calls += 1;
     add.errors += r.error;
     add.timeouts += r.timed_out;
@@ -154,7 +157,7 @@ std::vector<std::string> ToolSet::run_turn(const std::string& assistant_text) {
   counters_.errors += add.errors;
   counters_.timeouts += add.timeouts;
   counters_.seconds += add.seconds;
-  return observations;
+  return turn;
 }
 
 ToolCounters ToolSet::counters() const {

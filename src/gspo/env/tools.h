@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gspo/config/options.h"
+#include "gspo/env/tool_call.h"
 #include "gspo/reward/line_process.h"
 #include "gspo/reward/sandbox.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -94,9 +95,17 @@ class ToolSet {
   // The tools of `cfg.tools.list` (python ones with reward.code_python and reward.code_memory_mb), started.
   static ToolSet from_config(const config::Config& cfg, const tokenizer::Tokenizer& tok);
 
-  // One observation per <tool_call> block of `assistant_text`, in order, each safe and truncated
-  // (observation.h). Thread-safe.
+  // One observation per call, in order, each safe and truncated (observation.h), with this turn's counts (also added
+  // to counters()). A call that is a parse failure becomes its error's observation. Thread-safe.
+  struct Turn {
+    std::vector<std::string> observations;
+    ToolCounters counts;
+  };
+  Turn run_calls(const std::vector<ToolCall>& calls);
+  // run_calls on every <tool_call> block of `assistant_text` (parse_tool_calls), the observations.
   std::vector<std::string> run_turn(const std::string& assistant_text);
+  bool empty() const { return tools_.empty(); }
+  const std::string& first_name() const { return tools_.at(0)->name(); }
   ToolCounters counters() const;
 
  private:

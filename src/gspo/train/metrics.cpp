@@ -46,6 +46,7 @@ const char* name_of(Shown s) {
     case Shown::kOverlong: return "overlong_buffer > 0";
     case Shown::kPolicyMask: return "top_entropy_quantile < 1 or mis";
     case Shown::kZero3: return "zero_stage 3";
+    case Shown::kTools: return "tools.list set";
   }
   return "?";
 }
@@ -63,6 +64,7 @@ bool StepMetrics::shown(Shown s) const {
     case Shown::kOverlong: return overlong_on;
     case Shown::kPolicyMask: return policy_mask_on;
     case Shown::kZero3: return zero3_on;
+    case Shown::kTools: return tools_on;
   }
   return false;
 }

@@ -47,6 +47,7 @@ enum class Shown {
   kPolicyMask, // tokens can be left out of the policy term (top_entropy_quantile < 1, is_correction mis)
   kRouting,    // an MoE policy with the routing methods and algorithm.routing_metrics
   kZero3,      // distributed.zero_stage 3
+  kTools,      // tools.list is not empty (multi-turn rollouts)
 };
 
 const char* name_of(Reduce r);
@@ -90,7 +91,8 @@ inline double written(double v) { return std::isfinite(v) ? v : 0.0; }
 struct StepMetrics {
   // Which optional rows are written.
   bool kl_on = false, on_cuda = false, multi_rank = false, mismatch_on = false, dynamic_on = false,
-       overlong_on = false, policy_mask_on = false, routing_on = false, zero3_on = false;
+       overlong_on = false, policy_mask_on = false, routing_on = false, zero3_on = false,
+       tools_on = false;
   bool shown(Shown s) const;
 
   int64_t step = 0, epoch = 0;
@@ -106,6 +108,11 @@ struct StepMetrics {
   double mismatch_diff_abs_max = 0, is_weight_min = kNoValue, is_weight_max = -kNoValue;
   int64_t dynamic_rounds = 0, dynamic_prompts = 0;
   Mean overlong_penalty, overlong_penalized;
+  Mean tool_turns, tool_calls;            // per sampled row (every round): assistant turns, tool calls
+  double tool_turns_max = 0;
+  int64_t tool_errors = 0, tool_timeouts = 0;
+  Mean observation_tokens;                // tools' tokens over response tokens, every sampled row
+  double time_tools_s = 0, time_tools_wait_s = 0;
   double grad_norm = 0, grad_norm_max = 0, lr = 0;
   int64_t optimizer_steps = 0, skipped_updates = 0;
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
@@ -221,6 +228,21 @@ struct StepMetrics {
       "mean soft overlong penalty added to the rewards (<= 0; included in reward_mean)");
     v("overlong_penalized_frac", overlong_penalized, Reduce::kMean, Match::kExact, Shown::kOverlong,
       "fraction of responses longer than max_new_tokens - overlong_buffer");
+    const auto T = Shown::kTools;
+    v("tool_turns_mean", tool_turns, Reduce::kMean, Match::kExact, T,
+      "assistant turns per episode, every sampled row (1: no tool call)");
+    v("tool_turns_max", tool_turns_max, Reduce::kMax, Match::kExact, T, "most assistant turns of an episode");
+    v("tool_calls_mean", tool_calls, Reduce::kMean, Match::kExact, T,
+      "tool calls per episode (malformed calls included), every sampled row");
+    v("tool_errors", tool_errors, Reduce::kSum, Match::kExact, T,
+      "calls whose observation is a tool error (unknown tool, bad call, crash, timeout, too many calls), every rank");
+    v("tool_timeouts", tool_timeouts, Reduce::kSum, Match::kExact, T, "of those, calls stopped by tools.timeout_s");
+    v("observation_frac", observation_tokens, Reduce::kMean, Match::kExact, T,
+      "share of the response tokens that the tools wrote (loss mask 0), every sampled row");
+    v("time_tools_s", time_tools_s, Reduce::kLocal, Match::kNone, T,
+      "seconds the tools ran, summed over rank 0's calls (they run on tools.workers threads while rows decode)");
+    v("time_tools_wait_s", time_tools_wait_s, Reduce::kLocal, Match::kNone, T,
+      "of rank 0's sampling time, seconds decoding stood still because every running row waited on a tool");
     v("time_sample_s", time_sample_s, Reduce::kLocal, Match::kNone, A, "wall seconds sampling");
     v("time_reward_s", time_reward_s, Reduce::kLocal, Match::kNone, A, "wall seconds scoring");
     v("time_old_logprobs_s", time_old_logprobs_s, Reduce::kLocal, Match::kNone, A,

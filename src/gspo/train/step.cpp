@@ -276,6 +276,7 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.model_state_mb_per_rank = static_cast<double>(p_.engine.model_state_bytes()) / kMiB;
   const auto gathers = p_.engine.take_gather_counts();
   m.zero3_on = p_.cfg.distributed.zero_stage == 3;
+  m.tools_on = !p_.cfg.tools.list.empty();
   m.zero3_gathers = gathers.gathers;
   m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
   record_expert_load(p_.policy, m);

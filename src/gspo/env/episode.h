@@ -1,0 +1,85 @@
+// Multi-turn episodes in the decode loop: the slot hook (rollout/slot_hook.h) that runs tools. When a row ends an
+// assistant turn (samples the format's turn token) and the turn holds calls, the row stays paused in its slot while
+// its calls run on a worker thread; the other rows keep decoding. At a later synchronisation point the observation
+// tokens (tool_format.h) are appended to the row's cache and it resumes. A turn without calls ends the episode
+// (Finish::kEos); a turn with calls past tools.max_turns ends it with Finish::kMaxTurns, its calls not run; an
+// observation that does not fit the episode's room (rollout.max_new_tokens for model and tool tokens together) ends it
+// with Finish::kLength, nothing of it written. The loop waits inside the hook only when every running row waits on
+// a tool.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gspo/env/tool_format.h"
+#include "gspo/env/tools.h"
+#include "gspo/rollout/slot_hook.h"
+
+namespace gspo::env {
+
+// One episode's tool use.
+struct EpisodeCounts {
+  int64_t turns = 0;     // assistant turns (1 for a response without calls)
+  int64_t calls = 0;     // tool calls run (parse failures included)
+  int64_t errors = 0;    // of those, tool errors (timeouts included)
+  int64_t timeouts = 0;
+  int64_t observation_tokens = 0;  // tokens the tools' results put into the response
+};
+
+// The episode's last assistant turn in `batch` row `row`: its tokens after the last tool-written one, decoded without
+// special tokens (what verifiers grade when tools are on).
+std::string final_turn_text(const rollout::RolloutBatch& batch, int64_t row, const tokenizer::Tokenizer& tok);
+
+class EpisodeHook final : public rollout::SlotHook {
+ public:
+  // `tools` and `format` must outlive the hook. `workers` >= 1 threads run turns' calls.
+  EpisodeHook(ToolSet& tools, const ToolFormat& format, const tokenizer::Tokenizer& tok, int64_t max_turns,
+              int64_t workers);
+  ~EpisodeHook() override;
+
+  // Before a Sampler::generate call of `questions.size()` prompts x `group_size` rows: row r's question is
+  // questions[r / group_size].
+  void begin(std::vector<std::string> questions, int64_t group_size);
+  // After it: per row of the call.
+  const std::vector<EpisodeCounts>& counts() const { return rows_; }
+  double tool_seconds() const { return tool_seconds_; }  // summed over calls
+  double wait_seconds() const { return wait_seconds_; }  // the loop stood still waiting on tools
+
+  int64_t turn_token() const override { return format_.turn_token(); }
+  void at_sync(rollout::SlotControl& slots) override;
+
+ private:
+  struct Job {
+    int64_t row;
+    std::vector<ToolCall> calls;
+    ToolSet::Turn result;
+  };
+  void start_turn(rollout::SlotControl& c, int64_t slot);
+  void finish_turn(rollout::SlotControl& c, Job& job);
+  void work();
+
+  ToolSet& tools_;
+  const ToolFormat& format_;
+  const tokenizer::Tokenizer& tok_;
+  const int64_t max_turns_;
+  std::vector<std::string> questions_;
+  int64_t group_ = 1;
+  std::vector<EpisodeCounts> rows_;
+  std::map<int64_t, int64_t> turn_start_;  // row -> response position its current turn starts at
+  std::set<int64_t> waiting_;              // rows whose calls were submitted and not yet finished here
+  double tool_seconds_ = 0, wait_seconds_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_, done_;  // under mu_
+  bool stop_ = false;             // under mu_
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace gspo::env

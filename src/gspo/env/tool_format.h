@@ -1,0 +1,45 @@
+// How tools appear in an episode's tokens: which token ends an assistant turn, how the calls of a turn are read from
+// its text, and which tokens an observation inserts after the turn (through the next assistant header).
+//   hermes   Qwen3/Hermes (chat templates chatml and qwen2.5): calls are <tool_call>{"name": ..., "arguments": ...}
+//            </tool_call> blocks, the turn ends with <|im_end|>, results come back as <tool_response> blocks of a user
+//            turn, rendered as the chat template renders them (docs/tools.md).
+//   compact  byte-level tiny models (chat template none), which cannot write JSON: a call is [BODY]. BODY "NAME TEXT"
+//            whose first word names a tool calls it with {"input": TEXT}; any other BODY calls the first tool with
+//            {"input": BODY}; an empty [] passes the question (the prompt) as the input. The turn ends with EOS; the
+//            results come back as {OUTPUT} (one block per call), after which the model writes on.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gspo/config/options.h"
+#include "gspo/env/tool_call.h"
+#include "gspo/tokenizer/tokenizer.h"
+
+namespace gspo::env {
+
+class ToolFormat {
+ public:
+  virtual ~ToolFormat() = default;
+  virtual const char* name() const = 0;
+  // The token that ends an assistant turn (the model's own token).
+  virtual int64_t turn_token() const = 0;
+  // The calls of one assistant turn (its text without the turn token); `question` is the episode's prompt text.
+  // Never throws on content: a malformed call is a ToolCall with its error.
+  virtual std::vector<ToolCall> calls(const std::string& turn_text, const std::string& question) const = 0;
+  // The tokens written after the turn token for the turn's observations (one per call, in order).
+  virtual std::vector<int64_t> observation(const std::vector<std::string>& outputs) const = 0;
+};
+
+// The format of `cfg` (hermes for chat templates chatml and qwen2.5, compact for none). `first_tool` names the tool
+// a compact call without a tool name goes to. ConfigError when the tokenizer lacks the format's tokens (hermes:
+// <|im_start|>, <|im_end|>) or the chat template has no tool format (deepseek_r1).
+std::unique_ptr<ToolFormat> make_tool_format(const config::Config& cfg, const tokenizer::Tokenizer& tok,
+                                             std::vector<std::string> tool_names);
+
+// compact's parser, alone: every [BODY] of `text` in order (an unclosed last one is a failure).
+std::vector<ToolCall> parse_compact_calls(const std::string& text, const std::vector<std::string>& tool_names,
+                                          const std::string& question);
+
+}  // namespace gspo::env
