@@ -2,9 +2,12 @@
 """Independent reference for gspo's advantages and policy losses (../shared/docs/gspo-algorithm.md).
 
 Written as explicit per-sequence / per-token Python loops over torch float64 scalars, not as a transcription
-of the C++ vectorised code, and differentiated with autograd. Writes loss_cases.json, read by
-tests/unit/test_loss_golden.cpp. Tolerances (stated there): loss and gradients 1e-5 relative + 1e-7 absolute
-(C++ computes in float32), clip counts exact.
+of the C++ vectorised code, and differentiated with autograd. Every sum over t runs over the positions whose mask
+is 1 and |y_i| is their count (../shared/docs/gspo-algorithm.md section 7): the "holes_" cases have masks with
+interior runs of zeros (a tool's output between the policy's turns) and garbage at every masked position, so
+counting one would show. Writes loss_cases.json, read by tests/unit/test_loss_golden.cpp. Tolerances (stated
+there): loss and gradients 1e-5 relative + 1e-7 absolute (C++ computes in float32), gradient exactly 0 at masked
+positions, clip counts exact.
 
     python3 tests/golden/loss_reference.py OUT.json
 """
@@ -71,6 +74,7 @@ def seq_terms(kind, lp, old, mask, adv, lo, hi, clamp):
 
 
 def kl_terms(lp, ref, mask, estimator):
+    """Per sequence: (mean over its masked-in tokens of the per-token KL, their sum)."""
     out = []
     for i in range(lp.shape[0]):
         toks = [j for j in range(lp.shape[1]) if mask[i][j] > 0]
@@ -78,15 +82,55 @@ def kl_terms(lp, ref, mask, estimator):
         for j in toks:
             d = ref[i][j] - lp[i][j]
             acc = acc + (-d if estimator == "k1" else torch.exp(d) - d - 1)
-        out.append(acc / len(toks))
+        out.append((acc / len(toks), acc))
     return out
 
 
-def make_inputs(gen, n, t, lengths, seq_shift, tok_noise, adv):
-    old = -torch.rand(n, t, generator=gen, dtype=torch.float64) * 3 - 0.1
+def seq_ratio_sum(lp, old, mask):
+    """Sum over sequences of exp(mean over masked-in tokens of lp - old), unclamped (the seq_ratio metric)."""
+    total = 0.0
+    for i in range(lp.shape[0]):
+        toks = [j for j in range(lp.shape[1]) if mask[i][j] > 0]
+        total += math.exp(sum(lp[i][j].item() - old[i][j].item() for j in toks) / len(toks))
+    return total
+
+
+def prefix_mask(n, t, lengths):
     mask = torch.zeros(n, t, dtype=torch.float64)
     for i, length in enumerate(lengths):
         mask[i, :length] = 1
+    return mask
+
+
+# Masks with holes: runs of zeros between ones, as tool observations sit between the policy's turns.
+HOLE_MASKS = [
+    [1, 1, 0, 0, 0, 1, 1, 1, 0],  # one observation mid-response, then padding
+    [1, 0, 0, 1, 1, 1, 0, 0, 0],  # a hole right after the first token
+    [1, 1, 0, 1, 0, 0, 1, 1, 1],  # several holes, no padding
+    [1, 1, 1, 1, 1, 1, 1, 1, 1],  # no hole
+    [1, 0, 1, 0, 1, 0, 1, 0, 1],  # every other token
+    [1, 0, 0, 0, 0, 0, 0, 0, 1],  # two tokens, far apart
+    [0, 0, 1, 1, 0, 1, 0, 0, 0],  # starts with masked tokens
+    [1, 0, 0, 0, 0, 0, 0, 0, 0],  # one token
+]
+# Garbage at masked positions: large, so that a loss, ratio, KL or weight that counted one would be far off.
+GARBAGE = dict(lp=25.0, old=-25.0, ref=40.0, adv=1e3)
+
+
+def with_garbage(inputs):
+    lp, old, mask, adv, ref = inputs
+    hole = mask == 0
+    lp = lp.masked_fill(hole, GARBAGE["lp"])
+    old = old.masked_fill(hole, GARBAGE["old"])
+    ref = ref.masked_fill(hole, GARBAGE["ref"])
+    if adv.dim() == 2:
+        adv = adv.masked_fill(hole, GARBAGE["adv"])
+    return lp, old, mask, adv, ref
+
+
+def make_inputs(gen, mask, seq_shift, tok_noise, adv):
+    n, t = mask.shape
+    old = -torch.rand(n, t, generator=gen, dtype=torch.float64) * 3 - 0.1
     noise = (torch.rand(n, t, generator=gen, dtype=torch.float64) - 0.5) * 2 * tok_noise
     lp = old + seq_shift.unsqueeze(1) + noise
     lp = torch.where(mask > 0, lp, torch.full_like(lp, -7.0))  # padding values must not matter
@@ -100,19 +144,53 @@ def case(name, kind, lo, hi, clamp, kl_coef, kl_est, inputs):
     terms, stats = seq_terms(kind, lp, old, mask, adv, lo, hi, clamp)
     n = lp.shape[0]
     loss = -sum(terms) / n
-    kl = None
+    kl = kl_seq = None
     if kl_coef > 0:
         kls = kl_terms(lp, ref, mask, kl_est)
-        kl = sum(k.item() for k in kls)
-        loss = loss + kl_coef * sum(kls) / n
+        kl = sum(k.item() for k, _ in kls)
+        kl_seq = sum(k.item() for _, k in kls)
+        loss = loss + kl_coef * sum(k for k, _ in kls) / n
     loss.backward()
-    grad = torch.where(mask > 0, lp.grad, torch.zeros_like(lp.grad))
+    grad = lp.grad
+    assert torch.all(grad[mask == 0] == 0), name  # no gradient reaches a masked position
     return {
         "name": name, "kind": kind, "clip_low": lo, "clip_high": hi, "log_ratio_clamp": clamp, "kl_coef": kl_coef,
         "kl_estimator": kl_est, "logprobs": lp.detach().tolist(), "old_logprobs": old.tolist(),
         "mask": mask.tolist(), "advantages": adv.tolist(), "ref_logprobs": ref.tolist(), "loss": loss.item(),
-        "grad": grad.tolist(), "stats": stats, "kl_sum": kl,
+        "grad": grad.tolist(), "stats": stats, "kl_sum": kl, "kl_seq_sum": kl_seq,
+        "seq_ratio_sum": seq_ratio_sum(lp.detach(), old, mask),
     }
+
+
+def hole_cases(gen):
+    """Every loss kind on masks with holes (HOLE_MASKS), without KL and with each KL estimator, per-sequence and
+    per-token advantages, both clip sides and the log-ratio clamp; garbage at every masked position."""
+    mask = torch.tensor(HOLE_MASKS, dtype=torch.float64)
+    n, t = mask.shape
+    adv = torch.tensor([1.2, -0.7, 0.9, -1.1, 0.8, -0.5, 0.6, 0.0], dtype=torch.float64)
+    # GSPO: sequence shifts past the high bound with A > 0 (rows 0, 4), past the low bound with A < 0 (1, 5), past a
+    # bound on the side where min() keeps the unclipped term (3, 6), and inside (2, 7).
+    shift = torch.tensor([1e-3, -1e-3, 2e-4, 5e-4, 1e-3, -1e-3, -6e-4, 1e-4], dtype=torch.float64)
+    gspo_in = with_garbage(make_inputs(gen, mask, shift, 5e-5, adv))
+    grpo_shift = torch.tensor([0.3, -0.3, 0.05, 0.25, 0.3, -0.35, -0.25, 0.1], dtype=torch.float64)
+    grpo_in = with_garbage(make_inputs(gen, mask, grpo_shift, 0.15, adv))
+    big_in = with_garbage(make_inputs(gen, mask, torch.full((n,), 2.0, dtype=torch.float64), 0.5, adv))
+    tok_adv = (torch.rand(n, t, generator=gen, dtype=torch.float64) - 0.5) * 2
+    grpo_tok_in = with_garbage((grpo_in[0], grpo_in[1], grpo_in[2], tok_adv, grpo_in[4]))
+    cases = []
+    for kind, lo, hi, inputs in [("gspo", 3e-4, 4e-4, gspo_in), ("gspo_token", 3e-4, 4e-4, gspo_in),
+                                 ("grpo", 0.2, 0.28, grpo_in)]:
+        cases.append(case(f"holes_{kind}", kind, lo, hi, 10.0, 0.0, "k3", inputs))
+        for est, coef in [("k1", 0.1), ("k3", 0.05)]:
+            cases.append(case(f"holes_{kind}_kl_{est}", kind, lo, hi, 10.0, coef, est, inputs))
+    cases += [
+        case("holes_grpo_per_token_adv_kl_k3", "grpo", 0.2, 0.28, 10.0, 0.05, "k3", grpo_tok_in),
+        case("holes_gspo_token_per_token_adv_kl_k1", "gspo_token", 0.2, 0.28, 10.0, 0.1, "k1", grpo_tok_in),
+        case("holes_gspo_log_ratio_clamp", "gspo", 0.2, 0.28, 0.5, 0.05, "k3", big_in),
+        case("holes_gspo_token_log_ratio_clamp", "gspo_token", 0.2, 0.28, 0.5, 0.0, "k3", big_in),
+        case("holes_grpo_log_ratio_clamp", "grpo", 0.2, 0.28, 0.5, 0.1, "k1", big_in),
+    ]
+    return cases
 
 
 def advantage_cases():
@@ -186,14 +264,14 @@ def component_advantage_cases():
 def main():
     gen = torch.Generator().manual_seed(20251120)
     n, t = 8, 7
-    lengths = [7, 3, 1, 5, 7, 2, 1, 6]   # varied, two length-1 responses
+    mask = prefix_mask(n, t, [7, 3, 1, 5, 7, 2, 1, 6])   # varied lengths, two length-1 responses
     adv = torch.tensor([1.2, -0.7, 0.9, -1.1, 0.0, 0.0, 0.4, -0.3], dtype=torch.float64)  # zero-advantage pair
     # Sequence-level shifts across both clip bounds of GSPO (3e-4 / 4e-4) and inside them.
     shift = torch.tensor([1e-3, -1e-3, 2e-4, 5e-4, -6e-4, 1e-3, -1e-3, 1e-4], dtype=torch.float64)
-    gspo_in = make_inputs(gen, n, t, lengths, shift, 1e-4, adv)
+    gspo_in = make_inputs(gen, mask, shift, 1e-4, adv)
     grpo_shift = torch.tensor([0.3, -0.3, 0.05, 0.25, -0.35, 0.3, -0.25, 0.1], dtype=torch.float64)
-    grpo_in = make_inputs(gen, n, t, lengths, grpo_shift, 0.15, adv)
-    big_in = make_inputs(gen, n, t, lengths, torch.full((n,), 2.0, dtype=torch.float64), 0.5, adv)
+    grpo_in = make_inputs(gen, mask, grpo_shift, 0.15, adv)
+    big_in = make_inputs(gen, mask, torch.full((n,), 2.0, dtype=torch.float64), 0.5, adv)
     tok_adv = (torch.rand(n, t, generator=gen, dtype=torch.float64) - 0.5) * 2
     grpo_tok_in = (grpo_in[0], grpo_in[1], grpo_in[2], tok_adv, grpo_in[4])
     cases = [
@@ -208,6 +286,7 @@ def main():
         case("gspo_log_ratio_clamp", "gspo", 0.2, 0.28, 0.5, 0.0, "k3", big_in),
         case("grpo_log_ratio_clamp", "grpo", 0.2, 0.28, 0.5, 0.0, "k3", big_in),
     ]
+    cases += hole_cases(gen)
     os.makedirs(os.path.dirname(os.path.abspath(sys.argv[1])), exist_ok=True)
     with open(sys.argv[1], "w") as f:
         json.dump({"losses": cases, "advantages": advantage_cases(), "scaled_advantages": scaled_advantage_cases(),

@@ -9,6 +9,7 @@
 #include "gspo/rollout/batch_merge.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/minibatch.h"
+#include "gspo/train/step.h"
 
 using namespace gspo;
 
@@ -62,7 +63,8 @@ TEST_CASE("a hole in the loss mask is as if the tokens were not there: loss, len
   }
 }
 
-TEST_CASE("the loss mask travels with the rows: merged groups, micro-batches, trained-token counts", "[algo][loss_mask]") {
+TEST_CASE("the loss mask travels with the rows: merged groups, micro-batches, trained-token counts, length metrics",
+          "[algo][loss_mask]") {
   rollout::RolloutBatch b;
   b.prompt_len = 1;
   b.group_size = 2;
@@ -78,6 +80,12 @@ TEST_CASE("the loss mask travels with the rows: merged groups, micro-batches, tr
     b.response_text.push_back("r");
   }
   CHECK(b.trained_tokens() == std::vector<int64_t>{2, 3});  // what response_len_* and the overlong penalty count
+  // The step's per-row metric columns and sample_tokens count them too, not response_lengths (3 and 3).
+  train::StepMetrics sm;
+  algo::Advantages adv{torch::tensor({0.5f, -0.5f}), torch::zeros({1}, torch::kBool), 0};
+  train::record_rows(b, adv, sm);
+  CHECK(sm.response_len.rows == std::vector<double>{2.0, 3.0});
+  CHECK(sm.sample_tokens == 5);
   const auto merged = rollout::merge_groups({&b}, {{0, 0}}, 0);
   CHECK(torch::equal(merged.loss_mask, b.loss_mask));
   const auto m = train::slice_rows(b, {1, 0}, torch::zeros({2}));

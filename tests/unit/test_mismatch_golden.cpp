@@ -1,14 +1,19 @@
 // Mismatch correction (algo/mismatch.h) against the independent Python reference tests/golden/mismatch_reference.py:
 // truncated and masked importance weights at token level and per sequence (geometric mean and product), through
 // GSPO, GSPO-token and GRPO. Tolerances as the loss golden test: float64 1e-9 relative, float32 1e-5 relative + 1e-7
-// absolute on loss and gradient; clip and kept-token counts exact (every decision is checked to sit more than 1e-5
-// in log space from its threshold first, so float32 rounding cannot flip it).
+// absolute on loss and gradient (every position; exactly 0 where the mask is 0); clip and kept-token counts exact
+// (every decision is checked to sit more than 1e-5 in log space from its threshold first, so float32 rounding cannot
+// flip it). The "holes_" cases have masks with interior runs of zeros (tool observations between the policy's turns)
+// and garbage log-probs there. The mismatch metrics' sums (mismatch_stats): counts exact, sums and extrema 1e-5
+// relative in float32 (1e-9 in float64).
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <fstream>
+#include <set>
+#include <string>
 
 #include "gspo/algo/loss.h"
 #include "gspo/algo/mismatch.h"
@@ -68,7 +73,13 @@ double threshold_margin(const json& c) {
 
 TEST_CASE("mismatch correction matches the Python reference: loss, gradient, clip and kept counts", "[algo][golden]") {
   const auto cases = load_cases();
-  REQUIRE(cases.size() >= 14);
+  REQUIRE(cases.size() >= 32);
+  std::set<std::string> holes;  // every loss kind, mode and level has a case with holes in its mask
+  for (const auto& c : cases)
+    if (c["name"].get<std::string>().rfind("holes_", 0) == 0)
+      holes.insert(c["kind"].get<std::string>() + "/" + c["is_mode"].get<std::string>() + "/" +
+                   c["is_level"].get<std::string>());
+  CHECK(holes.size() == 3 * 2 * 3);
   for (auto dtype : {torch::kDouble, torch::kFloat}) {
     const double rel = dtype == torch::kDouble ? 1e-9 : 1e-5;
     const double abs_tol = dtype == torch::kDouble ? 1e-12 : 1e-7;
@@ -90,15 +101,29 @@ TEST_CASE("mismatch correction matches the Python reference: loss, gradient, cli
       auto res = algo::policy_loss(in, o);
       res.loss.backward();
       CHECK(res.loss.item<double>() == Approx(c["loss"].get<double>()).epsilon(rel).margin(abs_tol));
-      auto grad = (in.logprobs.grad() * in.mask).to(torch::kDouble);
+      auto grad = in.logprobs.grad().to(torch::kDouble);  // every position, masked ones included
       auto want = mat(c["grad"], torch::kDouble);
       CHECK((grad - want).abs().max().item<double>() <= rel * want.abs().max().item<double>() + abs_tol);
+      CHECK(grad.masked_select(in.mask == 0).abs().sum().item<double>() == 0.0);  // exactly none reaches them
       const auto& s = c["stats"];
       CHECK(res.stats.seq_clipped_low == s["seq_clipped_low"].get<double>());
       CHECK(res.stats.seq_clipped_high == s["seq_clipped_high"].get<double>());
       CHECK(res.stats.tok_clipped_low == s["tok_clipped_low"].get<double>());
       CHECK(res.stats.tok_clipped_high == s["tok_clipped_high"].get<double>());
       CHECK(res.stats.tokens == c["kept_tokens"].get<double>());
+
+      const auto& w = c["mismatch_stats"];
+      const auto ms = algo::mismatch_stats(in.old_logprobs, sampler, in.mask, is_options(c));
+      CHECK(ms.tokens == w["tokens"].get<double>());
+      CHECK(ms.sequences == static_cast<double>(in.mask.size(0)));
+      CHECK(ms.diff_sum == Approx(w["diff_sum"].get<double>()).epsilon(rel).margin(abs_tol * 10));
+      CHECK(ms.diff_abs_max == Approx(w["diff_abs_max"].get<double>()).epsilon(rel));
+      CHECK(ms.weight_sum == Approx(w["weight_sum"].get<double>()).epsilon(rel));
+      CHECK(ms.weight_count == w["weight_count"].get<double>());
+      CHECK(ms.weight_min == Approx(w["weight_min"].get<double>()).epsilon(rel));
+      CHECK(ms.weight_max == Approx(w["weight_max"].get<double>()).epsilon(rel));
+      CHECK(ms.truncated == w["truncated"].get<double>());
+      CHECK(ms.rejected == w["rejected"].get<double>());
     }
   }
 }

@@ -24,19 +24,6 @@ namespace {
 using core::Clock;
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// Per-row columns of this rank's rollout rows.
-void record_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv, StepMetrics& m) {
-  auto a = adv.values.to(torch::kDouble).contiguous();
-  m.advantage.rows.assign(a.data_ptr<double>(), a.data_ptr<double>() + a.numel());
-  const auto trained = b.trained_tokens();  // the policy's own tokens: what the length metrics count
-  for (int64_t r = 0; r < b.num_rows(); ++r) {
-    m.response_len.rows.push_back(static_cast<double>(trained[r]));
-    m.truncated.rows.push_back(b.finish[r] == rollout::Finish::kLength ? 1.0 : 0.0);
-  }
-  m.zero_variance.sum = static_cast<double>(adv.num_zero_variance);
-  m.sample_tokens = b.generated_tokens();
-}
-
 // MoE models: per MoE layer, max expert share / mean share of the last training forward (1 = perfectly balanced).
 void record_expert_load(model::Policy& policy, StepMetrics& m) {
   for (const auto& load : policy.expert_load()) {
@@ -59,6 +46,20 @@ class PhasePeak {
 };
 
 }  // namespace
+
+void record_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv, StepMetrics& m) {
+  auto a = adv.values.to(torch::kDouble).contiguous();
+  m.advantage.rows.assign(a.data_ptr<double>(), a.data_ptr<double>() + a.numel());
+  const auto trained = b.trained_tokens();  // the policy's own tokens: what the length metrics count
+  int64_t sampled = 0;
+  for (int64_t r = 0; r < b.num_rows(); ++r) {
+    m.response_len.rows.push_back(static_cast<double>(trained[r]));
+    m.truncated.rows.push_back(b.finish[r] == rollout::Finish::kLength ? 1.0 : 0.0);
+    sampled += trained[r];
+  }
+  m.zero_variance.sum = static_cast<double>(adv.num_zero_variance);
+  m.sample_tokens = sampled;  // not generated_tokens(): response_lengths also count the tokens inserted for the policy
+}
 
 StepRunner::StepRunner(StepParts parts) : p_(parts) {
   const auto& a = p_.cfg.algorithm;

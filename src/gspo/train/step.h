@@ -43,6 +43,11 @@ struct StepParts {
   UpdateEngine& engine;
 };
 
+// This rank's per-row metric columns (response_len, truncated, advantage), zero_variance's sum and sample_tokens.
+// Lengths and sample_tokens count the policy's own tokens (RolloutBatch::loss_mask), not the tokens inserted into a
+// response for it (a tool's output).
+void record_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv, StepMetrics& m);
+
 class StepRunner {
  public:
   explicit StepRunner(StepParts parts);
