@@ -126,4 +126,16 @@ void EpisodeHook::at_sync(rollout::SlotControl& c) {
   }
 }
 
+namespace {
+std::vector<std::string> tool_names(const config::Config& cfg) {
+  std::vector<std::string> names;
+  for (const auto& t : cfg.tools.list) names.push_back(t.name);
+  return names;
+}
+}  // namespace
+
+ToolEnv::ToolEnv(const config::Config& cfg, const tokenizer::Tokenizer& tok)
+    : tools(ToolSet::from_config(cfg, tok)), format(make_tool_format(cfg, tok, tool_names(cfg))),
+      hook(tools, *format, tok, cfg.tools.max_turns, cfg.tools.workers) {}
+
 }  // namespace gspo::env

@@ -82,4 +82,12 @@ class EpisodeHook final : public rollout::SlotHook {
   std::vector<std::thread> threads_;
 };
 
+// A run's tools, their format and the hook, from the config (tools.list not empty; the tools are started).
+struct ToolEnv {
+  ToolEnv(const config::Config& cfg, const tokenizer::Tokenizer& tok);
+  ToolSet tools;
+  std::unique_ptr<ToolFormat> format;
+  EpisodeHook hook;
+};
+
 }  // namespace gspo::env

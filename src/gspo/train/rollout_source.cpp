@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gspo/core/clock.h"
+#include "gspo/env/episode.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/reward/verifier.h"
@@ -23,6 +24,24 @@ void refresh(model::Policy& copy, model::Policy& policy) {
   for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
 }
 
+// The tool use of a round's episodes.
+void record_tools(const env::EpisodeHook& hook, const rollout::RolloutBatch& b, StepMetrics& m) {
+  const auto& rows = hook.counts();
+  for (int64_t r = 0; r < b.num_rows(); ++r) {
+    const auto& e = rows.at(r);
+    const int64_t turns = std::max<int64_t>(e.turns, 1);  // (a response cut mid-turn: its turns so far, at least 1)
+    m.tool_turns.sum += static_cast<double>(turns), m.tool_turns.count += 1;
+    m.tool_calls.sum += static_cast<double>(e.calls), m.tool_calls.count += 1;
+    m.tool_turns_max = std::max(m.tool_turns_max, static_cast<double>(turns));
+    m.tool_errors += e.errors;
+    m.tool_timeouts += e.timeouts;
+    m.observation_tokens.sum += static_cast<double>(e.observation_tokens);
+    m.observation_tokens.count += static_cast<double>(b.response_lengths[r]);
+  }
+  m.time_tools_s += hook.tool_seconds();
+  m.time_tools_wait_s += hook.wait_seconds();
+}
+
 }  // namespace
 
 rollout::NoiseKey rollout_noise(const config::Config& c, const RolloutId& id, int64_t first_row) {
@@ -33,9 +52,10 @@ rollout::NoiseKey rollout_noise(const config::Config& c, const RolloutId& id, in
 
 InProcessSource::InProcessSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
                                  const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
-                                 const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm)
+                                 const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm,
+                                 env::ToolEnv* tools)
     : cfg_(cfg), policy_(policy), sampling_copy_(sampling_copy), tok_(tok), examples_(examples), verifier_(verifier),
-      sampler_(sampler), comm_(comm), stale_copy_(sampling_copy != nullptr) {}
+      sampler_(sampler), comm_(comm), tools_(tools), stale_copy_(sampling_copy != nullptr) {}
 
 // Every round of every rank draws its own noise rows: rank r's rows of round k start at global row
 // k * B * G + r * (B / W) * G (rollout_noise).
@@ -59,8 +79,16 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
     prompts.push_back(tok_.encode_prompt(data::format_prompt(c.data, ex.prompt)));
   }
   auto t = Clock::now();
+  if (tools_) {
+    std::vector<std::string> questions;
+    for (const auto* ex : exs) questions.push_back(ex->prompt);
+    tools_->hook.begin(std::move(questions), G);
+  }
+  sampler_.set_hook(tools_ ? &tools_->hook : nullptr);
   Scored s{sampler_.generate(prompts, G, rollout_noise(c, id, first_row)), {}, {}, {}, {}};
+  sampler_.set_hook(nullptr);
   m.time_sample_s += core::seconds_since(t);
+  if (tools_) record_tools(tools_->hook, s.batch, m);
   const auto& st = sampler_.last_stats();
   m.sample_graph_captures += st.graph_captures;
   m.kv_cache_mb = std::max(m.kv_cache_mb, st.kv_bytes / 1048576.0);
@@ -74,7 +102,9 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   t = Clock::now();
   std::vector<const data::Example*> per_row;
   for (int64_t r = 0; r < s.batch.num_rows(); ++r) per_row.push_back(exs[r / G]);
-  for (auto& sc : reward::score_all(verifier_, s.batch.response_text, per_row, c.reward.workers)) {
+  std::vector<std::string> graded;  // with tools: each episode's final assistant turn
+  for (int64_t r = 0; tools_ && r < s.batch.num_rows(); ++r) graded.push_back(env::final_turn_text(s.batch, r, tok_));
+  for (auto& sc : reward::score_all(verifier_, tools_ ? graded : s.batch.response_text, per_row, c.reward.workers)) {
     s.rewards.push_back(sc.reward);
     s.correct.push_back(sc.correct ? 1.0 : 0.0);
     s.components.push_back(std::move(sc.components));

@@ -22,6 +22,7 @@ namespace gspo::parallel { class Comm; }
 namespace gspo::model { class Policy; }
 namespace gspo::reward { class Verifier; }
 namespace gspo::tokenizer { class Tokenizer; }
+namespace gspo::env { struct ToolEnv; }
 
 namespace gspo::train {
 
@@ -57,11 +58,14 @@ class RolloutSource {
 
 // Samples with `sampler` (over the policy, or over `sampling_copy` when rollout.dtype differs: refreshed from the
 // policy before the first round after each weights_changed()) and scores with `verifier` on reward.workers threads.
+// With `tools` (tools.list set) the rows are multi-turn episodes (env/episode.h) and the verifier grades each one's
+// final assistant turn.
 class InProcessSource : public RolloutSource {
  public:
   InProcessSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
                   const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
-                  const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm);
+                  const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm,
+                  env::ToolEnv* tools = nullptr);
   Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) override;
   void weights_changed() override { stale_copy_ = sampling_copy_ != nullptr; }
 
@@ -74,6 +78,7 @@ class InProcessSource : public RolloutSource {
   const reward::Verifier& verifier_;
   rollout::Sampler& sampler_;
   parallel::Comm& comm_;
+  env::ToolEnv* tools_;
   bool stale_copy_;  // the sampling copy has not taken the policy's current weights
 };
 

@@ -13,6 +13,7 @@
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
 #include "gspo/data/prompt_fit.h"
+#include "gspo/env/episode.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/eval/eval_sets.h"
@@ -83,6 +84,7 @@ struct Trainer::Impl {
   std::vector<data::Example> examples;
   std::unique_ptr<reward::Verifier> verifier;
   std::unique_ptr<rollout::Sampler> sampler;
+  std::unique_ptr<env::ToolEnv> tools;    // tools.list set: multi-turn episodes
   std::unique_ptr<RolloutSource> source;  // the step's rounds: the in-process sampler (step_runner())
   std::unique_ptr<UpdateEngine> engine;
   std::optional<Progress> progress;
@@ -100,7 +102,7 @@ struct Trainer::Impl {
   nlohmann::ordered_json validate(int64_t step, TrainSummary& sum);
   StepRunner step_runner() {
     source = std::make_unique<InProcessSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok, examples,
-                                               *verifier, *sampler, comm);
+                                               *verifier, *sampler, comm, tools.get());
     return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *verifier, *source, comm, *engine});
   }
 };
@@ -152,6 +154,13 @@ void Trainer::Impl::make_sampler() {
   auto sp = eval::rollout_sampling(cfg);
   sp.progress = cfg.logging.progress;
   sampler = std::make_unique<rollout::Sampler>(sampling_copy ? *sampling_copy : *policy, *tok, sp);
+  if (!cfg.tools.list.empty()) {
+    if (!(sampling_copy ? *sampling_copy : *policy).has_append())
+      throw ConfigError("tools.list: multi-turn rollouts write tool output into a running row, which needs a model "
+                        "with the slot methods and append_slots (slot_api 2): '" + cfg.model.path + "' has none; "
+                        "re-export it with scripts/gspo_model.py, or set tools.list: []");
+    tools = std::make_unique<env::ToolEnv>(cfg, *tok);
+  }
 }
 
 // Rank 0 only: the metrics of steps after the resume point are dropped (they run again), the config written.
