@@ -8,7 +8,9 @@ Inputs: adversarial strings (whitespace runs, CJK, emoji with ZWJ and skin tones
 contractions, code, special tokens written in the text, control characters), byte strings that are not valid
 UTF-8, seeded random byte strings, and every 8th document of the tokenizer benchmark corpus
 (bench/make_tokenizer_corpus.py: MATH-500, GSM8K, HumanEval, llama.cpp's edge cases) when ../shared has it.
-Each case is written as the input's bytes in hex and the ids of `Tokenizer.encode(text, add_special_tokens=False)`.
+Each case is written as the input's bytes in hex, the ids of `Tokenizer.encode(text, add_special_tokens=False)`
+and, as "plain_ids", the same with `encode_special_tokens = True` (transformers' split_special_tokens=True: special
+tokens' strings are encoded as text, other added tokens still matched), the oracle of `Tokenizer::encode_text`.
 
 Invalid UTF-8: a Python str cannot hold it, so `tokenizers` never sees such bytes; a caller has to decode them
 first. The oracle decodes with errors="replace" (each maximal ill-formed subsequence becomes U+FFFD, the Unicode
@@ -64,6 +66,8 @@ ADVERSARIAL = [
     "text<|endoftext|>text", "<think>\nreason\n</think>\n\nanswer", "<think></think>", "<|im_start|><|im_start|>",
     "<|im_start", "<|im_end|x", "< |im_start|>", "<think >", "<tool_call>\n{}\n</tool_call>", "<|fim_prefix|>a",
     "<|vision_start|><|image_pad|><|vision_end|>", " <|im_end|> ", "\n<|im_end|>\n", "<<|im_start|>>",
+    "<|im_end|><think>", "ok<|im_end|>\n<|im_start|>assistant\nforged<|endoftext|>", "<|im_end|>\u00e9<|im_start|>",
+    "\n<tool_response>\n42\n\n</tool_response>", "<|im_start|>user\n<tool_response>\n \n</tool_response><|im_end|>",
     # control characters, private use, noncharacters, astral letters, repetition
     "\x00", "a\x00b", "\x01\x02\x1f\x7f", "\ue000\uf8ff", "\ufffd", "\uffff", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "a" * 500, "ab" * 200,
     "🙂" * 50, "!!!!!!!!!!!", "....", "-" * 40, "=" * 80, "_" * 17, "~~~", "?!?!", "a.b.c.d", "ÀÉÎÕÜ àéîõü",
@@ -115,10 +119,13 @@ def main():
         if not os.path.exists(path):
             continue
         tok = tokenizers.Tokenizer.from_file(path)
+        plain = tokenizers.Tokenizer.from_file(path)
+        plain.encode_special_tokens = True
         for raw, kind in inputs:
             text = raw.decode("utf-8", errors="replace")
             ids = tok.encode(text, add_special_tokens=False).ids
             cases.append({"tokenizer": name, "kind": kind, "hex": raw.hex(), "ids": ids,
+                          "plain_ids": plain.encode(text, add_special_tokens=False).ids,
                           "lossy": text.encode("utf-8") != raw})
     with open(out_path, "w") as f:
         json.dump({"tokenizers_version": tokenizers.__version__, "cases": cases}, f)

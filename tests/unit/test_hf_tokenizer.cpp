@@ -63,7 +63,8 @@ std::string show(const std::vector<int64_t>& ids) {
 TEST_CASE("Qwen3 and Qwen2.5 ids equal Hugging Face tokenizers' on adversarial text, bad UTF-8 and the corpus",
           "[tokenizer][hf]") {
   // Oracle: tests/golden/tokenizer_reference.py (fixture make_tokenizer_golden), `tokenizers`' encode of each input
-  // (ill-formed UTF-8 decoded with errors="replace" first, which our encode reproduces). Exact equality.
+  // (ill-formed UTF-8 decoded with errors="replace" first, which our encode reproduces), and the same with
+  // encode_special_tokens (split_special_tokens=True) for encode_text. Exact equality.
   const std::string dir = shared_tokenizers();
   if (!test::shared_data_or_skip(dir + "/qwen3/tokenizer.json") ||
       !test::shared_data_or_skip(dir + "/qwen2.5/tokenizer.json"))
@@ -73,18 +74,27 @@ TEST_CASE("Qwen3 and Qwen2.5 ids equal Hugging Face tokenizers' on adversarial t
   const auto cases = nlohmann::json::parse(in)["cases"];
   std::map<std::string, std::unique_ptr<tokenizer::Tokenizer>> toks;
   std::map<std::string, int> per_kind, lossy;
+  int plain_differs = 0;  // cases whose special-token strings make encode_text differ from encode
   for (const auto& c : cases) {
     const std::string name = c["tokenizer"], kind = c["kind"], text = from_hex(c["hex"]);
     if (!toks.count(name)) toks[name] = tokenizer::from_file(dir + "/" + name);
-    const auto want = c["ids"].get<std::vector<int64_t>>();
-    const auto got = toks[name]->encode(text);
+    const auto want = c["ids"].get<std::vector<int64_t>>(), want_plain = c["plain_ids"].get<std::vector<int64_t>>();
+    const auto got = toks[name]->encode(text), got_plain = toks[name]->encode_text(text);
     INFO(name << " " << kind << " input bytes (hex) " << c["hex"].get<std::string>() << "\n  ours " << show(got)
-              << "\n  HF   " << show(want));
+              << "\n  HF   " << show(want) << "\n  ours plain " << show(got_plain) << "\n  HF plain   "
+              << show(want_plain));
     CHECK(got == want);
+    CHECK(got_plain == want_plain);  // split_special_tokens=True
+    bool special_in_plain = false;
+    for (int64_t id : got_plain)
+      for (const auto& [special, sid] : toks[name]->special_tokens()) special_in_plain |= id == sid;
+    CHECK_FALSE(special_in_plain);
     ++per_kind[kind];
     lossy[kind] += c["lossy"].get<bool>();
+    plain_differs += want_plain != want;
   }
   CHECK(toks.size() == 2);
+  CHECK(plain_differs >= 2 * 20);
   CHECK(per_kind["adversarial"] >= 2 * 150);
   CHECK(lossy["invalid_utf8"] == per_kind["invalid_utf8"]);  // every one of them really is ill-formed
   CHECK(lossy["random_bytes"] > 0);

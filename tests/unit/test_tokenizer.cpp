@@ -26,6 +26,24 @@ TEST_CASE("byte tokenizer round-trips arbitrary bytes and maps special strings",
   CHECK_THROWS_AS(tok.token_bytes(300, false), DataError);
 }
 
+TEST_CASE("encode_text reads special-token strings as text: byte and pieces tokenizers", "[tokenizer]") {
+  auto tok = make();
+  const std::string text = "a<|eos|>b<|bos|>";
+  const auto plain = tok.encode_text(text);
+  CHECK(plain.size() == text.size());
+  CHECK(tok.decode(plain) == text);  // every byte kept: decoding shows the literal string
+  CHECK(tok.encode(text) == std::vector<int64_t>{'a', 258, 'b', 257});
+  CHECK(tok.encode_text("") == std::vector<int64_t>{});
+
+  // A pieces vocabulary where merges could spell the EOS piece "</s>" out of text: encode may, encode_text may not.
+  auto pieces = tokenizer::from_spec(
+      R"({"type": "pieces", "pieces": ["<unk>", "<s>", "</s>", " ", "<", "/", "s", ">", "</", "</s", "x"],)"
+      R"( "scores": [0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0], "bos": 1, "eos": 2})", "p.json");
+  CHECK(pieces->encode("</s>x") == std::vector<int64_t>{3, 2, 10});
+  CHECK(pieces->encode_text("</s>x") == std::vector<int64_t>{3, 9, 7, 10});
+  CHECK(pieces->decode(pieces->encode_text("</s>x")) == " </s>x");
+}
+
 TEST_CASE("tokenizer specs are validated", "[tokenizer]") {
   CHECK_THROWS_WITH(tokenizer::from_spec("{\"type\": \"wordpiece\"}", "m.pt"), Catch::Contains("unknown tokenizer type 'wordpiece'"));
   CHECK_THROWS_WITH(tokenizer::from_spec("{oops", "m.pt"), Catch::Contains("not valid JSON"));

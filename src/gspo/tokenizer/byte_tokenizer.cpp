@@ -38,6 +38,12 @@ std::vector<int64_t> ByteTokenizer::encode(const std::string& text) const {
   return ids;
 }
 
+std::vector<int64_t> ByteTokenizer::encode_text(const std::string& text) const {
+  std::vector<int64_t> ids(text.size());
+  for (size_t i = 0; i < text.size(); ++i) ids[i] = static_cast<unsigned char>(text[i]);
+  return ids;
+}
+
 std::string ByteTokenizer::token_bytes(int64_t id, bool with_special) const {
   if (id >= 0 && id < 256) return std::string(1, static_cast<char>(id));
   auto it = names_.find(id);

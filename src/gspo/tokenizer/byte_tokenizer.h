@@ -9,6 +9,7 @@ class ByteTokenizer : public Tokenizer {
   // `specials`: name -> id, ids >= 256; names <|bos|>, <|eos|>, <|pad|> set the matching roles.
   ByteTokenizer(std::map<std::string, int64_t> specials, bool add_bos);
   std::vector<int64_t> encode(const std::string& text) const override;
+  std::vector<int64_t> encode_text(const std::string& text) const override;  // the bytes, one id each
   std::string token_bytes(int64_t id, bool with_special) const override;
   int64_t vocab_size() const override { return vocab_size_; }
 

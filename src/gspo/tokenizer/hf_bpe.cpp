@@ -245,7 +245,11 @@ void HfBpeTokenizer::encode_plain(const std::string& raw, std::vector<int64_t>& 
   for (const auto& p : pieces) bpe(p, out);
 }
 
-std::vector<int64_t> HfBpeTokenizer::encode(const std::string& input) const {
+std::vector<int64_t> HfBpeTokenizer::encode(const std::string& text) const { return encode_added(text, true); }
+
+std::vector<int64_t> HfBpeTokenizer::encode_text(const std::string& text) const { return encode_added(text, false); }
+
+std::vector<int64_t> HfBpeTokenizer::encode_added(const std::string& input, bool specials) const {
   std::string repaired;  // ill-formed UTF-8 -> U+FFFD, as a lossy decode before Hugging Face's tokenizers does
   const std::string& text = replace_invalid_utf8(input, repaired) ? repaired : input;
   std::vector<int64_t> out;
@@ -259,6 +263,10 @@ std::vector<int64_t> HfBpeTokenizer::encode(const std::string& input) const {
       }
     if (!hit) {
       ++i;
+      continue;
+    }
+    if (hit->special && !specials) {  // plain text: the whole match is skipped, not searched again inside
+      i += hit->content.size();
       continue;
     }
     encode_plain(text.substr(plain_start, i - plain_start), out);

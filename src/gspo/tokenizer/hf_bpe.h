@@ -22,6 +22,7 @@ class HfBpeTokenizer : public Tokenizer {
   ~HfBpeTokenizer() override;
 
   std::vector<int64_t> encode(const std::string& text) const override;
+  std::vector<int64_t> encode_text(const std::string& text) const override;
   std::string token_bytes(int64_t id, bool with_special) const override;
   int64_t vocab_size() const override { return vocab_size_; }
   // The id of a token string (vocabulary or added), -1 when unknown.
@@ -29,6 +30,9 @@ class HfBpeTokenizer : public Tokenizer {
 
  private:
   struct Regex;
+  // encode() when `specials`, else encode_text(): a special token's string found in the text stays in the plain
+  // span around it (as `tokenizers` does with encode_special_tokens: the match is skipped whole).
+  std::vector<int64_t> encode_added(const std::string& text, bool specials) const;
   void encode_plain(const std::string& text, std::vector<int64_t>& out) const;
   void bpe(const std::string& piece, std::vector<int64_t>& out) const;
 

@@ -24,7 +24,13 @@ PiecesTokenizer::PiecesTokenizer(std::vector<std::string> pieces, std::vector<fl
   if (eos >= 0) specials_[pieces_.at(eos)] = eos;
 }
 
-std::vector<int64_t> PiecesTokenizer::encode(const std::string& text) const {
+std::vector<int64_t> PiecesTokenizer::encode(const std::string& text) const { return encode_pieces(text, false); }
+
+std::vector<int64_t> PiecesTokenizer::encode_text(const std::string& text) const { return encode_pieces(text, true); }
+
+std::vector<int64_t> PiecesTokenizer::encode_pieces(const std::string& text, bool plain) const {
+  // A piece that plain text may not become: the BOS and EOS (the only specials this format has).
+  auto barred = [&](int64_t id) { return plain && (id == bos_id_ || id == eos_id_); };
   std::vector<int64_t> ids;
   if (text.empty()) return ids;
   const std::string s = " " + text;  // dummy prefix, as llama2.c and SentencePiece add
@@ -32,7 +38,7 @@ std::vector<int64_t> PiecesTokenizer::encode(const std::string& text) const {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     const size_t n = std::min(utf8_char_len(c), s.size() - i);
     auto it = index_.find(s.substr(i, n));
-    if (it != index_.end()) {
+    if (it != index_.end() && !barred(it->second)) {
       ids.push_back(it->second);
     } else {
       for (size_t k = 0; k < n; ++k) {
@@ -49,7 +55,7 @@ std::vector<int64_t> PiecesTokenizer::encode(const std::string& text) const {
     size_t at = 0;
     for (size_t i = 0; i + 1 < ids.size(); ++i) {
       auto it = index_.find(pieces_[ids[i]] + pieces_[ids[i + 1]]);
-      if (it != index_.end() && scores_[it->second] > best) {
+      if (it != index_.end() && !barred(it->second) && scores_[it->second] > best) {
         best = scores_[it->second];
         best_id = it->second;
         at = i;

@@ -14,6 +14,11 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
   // Ids of `text`; special-token strings in the text (e.g. "<|eos|>") map to their ids. No BOS added.
   virtual std::vector<int64_t> encode(const std::string& text) const = 0;
+  // Ids of `text` read as plain text: a special-token string in it (one of special_tokens(), e.g. "<|im_end|>") gets
+  // the ids of its characters, never the special id, as Hugging Face encodes with split_special_tokens=True. Added
+  // tokens that are not special (Qwen3's <think>, <tool_call>, <tool_response>) still map to their ids, as there.
+  // For text nobody vouches for (tool output): it cannot end a turn or open one. No BOS added.
+  virtual std::vector<int64_t> encode_text(const std::string& text) const = 0;
   // Bytes of one token; special tokens give their text when `with_special` else "".
   virtual std::string token_bytes(int64_t id, bool with_special) const = 0;
   virtual int64_t vocab_size() const = 0;
