@@ -28,12 +28,18 @@ class Hermes final : public ToolFormat {
   }
   // What the chat template renders after the assistant's <|im_end|>: the tool results as one user turn, then the
   // next generation prompt.
+  // The template's text with its special tokens; each output as plain text (encode_text), so that a "<|im_end|>" in
+  // it cannot end the turn.
   std::vector<int64_t> observation(const std::vector<std::string>& outputs) const override {
-    std::string text = "\n<|im_start|>user";
-    for (const auto& o : outputs) text += "\n<tool_response>\n" + o + "\n</tool_response>";
-    text += "<|im_end|>\n<|im_start|>assistant\n";
-    if (thinking_off_) text += "<think>\n\n</think>\n\n";
-    return tok_.encode(text);
+    std::vector<int64_t> ids = tok_.encode("\n<|im_start|>user");
+    auto add = [&](const std::vector<int64_t>& more) { ids.insert(ids.end(), more.begin(), more.end()); };
+    for (const auto& o : outputs) {
+      add(tok_.encode("\n<tool_response>\n"));
+      add(tok_.encode_text(o));
+      add(tok_.encode("\n</tool_response>"));
+    }
+    add(tok_.encode(std::string("<|im_end|>\n<|im_start|>assistant\n") + (thinking_off_ ? "<think>\n\n</think>\n\n" : "")));
+    return ids;
   }
 
  private:
@@ -53,9 +59,12 @@ class Compact final : public ToolFormat {
     return parse_compact_calls(text, names_, question);
   }
   std::vector<int64_t> observation(const std::vector<std::string>& outputs) const override {
-    std::string text;
-    for (const auto& o : outputs) text += "{" + o + "}";
-    return tok_.encode(text);
+    std::vector<int64_t> ids;
+    for (const auto& o : outputs) {
+      auto body = tok_.encode_text("{" + o + "}");  // plain text: a tool cannot write EOS
+      ids.insert(ids.end(), body.begin(), body.end());
+    }
+    return ids;
   }
 
  private:
