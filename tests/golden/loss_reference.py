@@ -18,6 +18,8 @@ import sys
 
 import torch
 
+from golden_masks import HOLE_MASKS, prefix_mask
+
 
 def seq_terms(kind, lp, old, mask, adv, lo, hi, clamp):
     """Per-sequence objective terms (to maximise) and clip flags, one sequence at a time."""
@@ -95,24 +97,6 @@ def seq_ratio_sum(lp, old, mask):
     return total
 
 
-def prefix_mask(n, t, lengths):
-    mask = torch.zeros(n, t, dtype=torch.float64)
-    for i, length in enumerate(lengths):
-        mask[i, :length] = 1
-    return mask
-
-
-# Masks with holes: runs of zeros between ones, as tool observations sit between the policy's turns.
-HOLE_MASKS = [
-    [1, 1, 0, 0, 0, 1, 1, 1, 0],  # one observation mid-response, then padding
-    [1, 0, 0, 1, 1, 1, 0, 0, 0],  # a hole right after the first token
-    [1, 1, 0, 1, 0, 0, 1, 1, 1],  # several holes, no padding
-    [1, 1, 1, 1, 1, 1, 1, 1, 1],  # no hole
-    [1, 0, 1, 0, 1, 0, 1, 0, 1],  # every other token
-    [1, 0, 0, 0, 0, 0, 0, 0, 1],  # two tokens, far apart
-    [0, 0, 1, 1, 0, 1, 0, 0, 0],  # starts with masked tokens
-    [1, 0, 0, 0, 0, 0, 0, 0, 0],  # one token
-]
 # Garbage at masked positions: large, so that a loss, ratio, KL or weight that counted one would be far off.
 GARBAGE = dict(lp=25.0, old=-25.0, ref=40.0, adv=1e3)
 

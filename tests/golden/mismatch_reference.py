@@ -21,6 +21,8 @@ import sys
 
 import torch
 
+from golden_masks import HOLE_MASKS, prefix_mask
+
 
 def weights(old, sampler, mask, level):
     """log w per token ([N][T] lists, None on padding) or per sequence ([N])."""
@@ -127,26 +129,6 @@ def case(name, kind, mode, level, cap, floor, lo, hi, inputs, clamp=10.0):
         "kept_tokens": kept_tokens, "log_weights": lw,
         "mismatch_stats": metric_sums(old, sampler, mask, level, mode, cap, floor),
     }
-
-
-def prefix_mask(n, t, lengths):
-    mask = torch.zeros(n, t, dtype=torch.float64)
-    for i, length in enumerate(lengths):
-        mask[i, :length] = 1
-    return mask
-
-
-# Masks with holes: runs of zeros between ones, as tool observations sit between the policy's turns.
-HOLE_MASKS = [
-    [1, 1, 0, 0, 0, 1, 1, 1, 0],  # one observation mid-response, then padding
-    [1, 0, 0, 1, 1, 1, 0, 0, 0],  # a hole right after the first token
-    [1, 1, 0, 1, 0, 0, 1, 1, 1],  # several holes, no padding
-    [1, 1, 1, 1, 1, 1, 1, 1, 1],  # no hole
-    [1, 0, 1, 0, 1, 0, 1, 0, 1],  # every other token
-    [1, 0, 0, 0, 0, 0, 0, 0, 1],  # two tokens, far apart
-    [0, 0, 1, 1, 0, 1, 0, 0, 0],  # starts with masked tokens
-    [1, 0, 0, 0, 0, 0, 0, 0, 0],  # one token
-]
 
 
 def with_garbage(inputs):
