@@ -2,8 +2,8 @@
 // (a crash, a timeout, an answer that is not one JSON line with an "output" string), an unknown name, a block that
 // is not a call and a call past tools.max_calls_per_turn each become an observation the model sees, starting
 // "tool error: ", and a counted error, never an exception: everything a model writes is hostile input. Non-goals
-// here: the rollout hook that pauses a row and appends the observation, and the chat template's rendering of tools
-// and observations (docs/tools.md).
+// here: the rollout hook that pauses a row and appends the observation, and the chat format's rendering of tools and
+// observations (tokenizer/chat_tools.h; docs/tools.md).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -94,8 +94,8 @@ class ToolSet {
   // The tools of `cfg.tools.list` (python ones with reward.code_python and reward.code_memory_mb), started.
   static ToolSet from_config(const config::Config& cfg, const tokenizer::Tokenizer& tok);
 
-  // One observation per <tool_call> block of `assistant_text`, in order, each safe and truncated
-  // (observation.h). Thread-safe.
+  // One observation per <tool_call> block of `assistant_text`, in order, each valid UTF-8 and truncated
+  // (observation.h): plain text, for tokenizer::tool_turn_ids (never Tokenizer::encode). Thread-safe.
   std::vector<std::string> run_turn(const std::string& assistant_text);
   ToolCounters counters() const;
 
