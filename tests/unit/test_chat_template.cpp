@@ -47,7 +47,7 @@ TEST_CASE("prompts from config: template, chat format, system prompt, thinking s
   auto raw = config::load_text("data: {prompt_template: 'Q: {prompt}'}\n", "t.yaml");
   CHECK(data::format_prompt(raw.data, "1+1?") == "Q: 1+1?");
   CHECK_THROWS_AS(tokenizer::render_chatml({{"user", "a"}, {"system", "b"}}, {}), DataError);
-  CHECK_THROWS_AS(tokenizer::render_chatml({{"tool", "a"}}, {}), DataError);
+  CHECK_THROWS_AS(tokenizer::render_chatml({{"function", "a"}}, {}), DataError);
   CHECK_THROWS_AS(tokenizer::render_chat(config::ChatTemplate::kDeepseekR1, {{"user", "a"}, {"system", "b"}}, {}), DataError);
   CHECK_THROWS_AS(tokenizer::render_chat(config::ChatTemplate::kNone, {{"user", "a"}}, {}), DataError);
 }

@@ -47,6 +47,9 @@ TEST_CASE("tools config: a list of mappings, parameters kept as JSON", "[tools][
   CHECK(nlohmann::json::parse(py.parameters.json) ==
         nlohmann::json::parse(R"({"type": "object", "properties": {"code": {"type": "string",
                                   "description": "the program"}}, "required": ["code"]})"));
+  // Keys in the YAML's order, as the chat template shows them to the model (not sorted).
+  CHECK(py.parameters.json ==
+        R"({"type":"object","properties":{"code":{"type":"string","description":"the program"}},"required":["code"]})");
   const auto& cmd = c.tools.list[1];
   CHECK(cmd.kind == config::ToolKind::kCommand);
   CHECK(cmd.command == "cat -u");

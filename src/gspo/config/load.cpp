@@ -78,19 +78,19 @@ bool convert(const YAML::Node& n, std::vector<std::string>& out, std::string& ex
 // A YAML value as JSON: quoted scalars are strings; plain ones null, booleans, integers or numbers when they read as
 // one (YAML 1.2's core schema), else strings. False beyond kMaxJsonDepth levels of nesting.
 constexpr int kMaxJsonDepth = 64;
-bool to_json(const YAML::Node& n, nlohmann::json& out, int depth = 0) {
+bool to_json(const YAML::Node& n, nlohmann::ordered_json& out, int depth = 0) {
   if (depth > kMaxJsonDepth) return false;
   if (n.IsMap()) {
-    out = nlohmann::json::object();
+    out = nlohmann::ordered_json::object();
     for (const auto& kv : n) {
       if (!kv.first.IsScalar() || !to_json(kv.second, out[kv.first.Scalar()], depth + 1)) return false;
     }
     return true;
   }
   if (n.IsSequence()) {
-    out = nlohmann::json::array();
+    out = nlohmann::ordered_json::array();
     for (const auto& item : n) {
-      nlohmann::json v;
+      nlohmann::ordered_json v;
       if (!to_json(item, v, depth + 1)) return false;
       out.push_back(std::move(v));
     }
@@ -111,9 +111,9 @@ bool to_json(const YAML::Node& n, nlohmann::json& out, int depth = 0) {
 bool convert(const YAML::Node& n, JsonObject& out, std::string& expected) {
   expected = "a mapping (a JSON object)";
   if (n.IsNull()) { out.json = "{}"; return true; }
-  nlohmann::json j;
+  nlohmann::ordered_json j;
   if (!n.IsMap() || !to_json(n, j)) return false;
-  out.json = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out.json = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   return true;
 }
 

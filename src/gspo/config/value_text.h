@@ -11,7 +11,7 @@
 namespace gspo::config {
 
 // An option holding a JSON object (a tool's JSON-schema parameters): written in YAML as a mapping, kept as compact
-// JSON text, printed as JSON (valid YAML flow).
+// JSON text with the keys in the YAML's order, printed as JSON (valid YAML flow).
 struct JsonObject {
   std::string json = "{}";
   bool operator==(const JsonObject& o) const { return json == o.json; }

@@ -31,12 +31,17 @@ std::string apply_template(const std::string& tmpl, const std::string& prompt) {
 }
 
 std::string format_prompt(const config::DataOptions& o, const std::string& problem) {
+  return format_prompt(o, problem, {});
+}
+
+std::string format_prompt(const config::DataOptions& o, const std::string& problem,
+                          const std::vector<tokenizer::ChatTool>& tools) {
   const std::string user = apply_template(o.prompt_template, problem);
   if (o.chat_template == config::ChatTemplate::kNone) return user;
   std::vector<tokenizer::ChatMessage> msgs;
   if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
   msgs.push_back({"user", user});
-  return tokenizer::render_chat(o.chat_template, msgs, {true, o.enable_thinking});
+  return tokenizer::render_chat(o.chat_template, msgs, {true, o.enable_thinking}, tools);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // One prompt with its reference answer, as every task and dataset yields it.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace gspo::data {
 
@@ -19,11 +20,15 @@ std::string apply_template(const std::string& tmpl, const std::string& prompt);
 }  // namespace gspo::data
 
 namespace gspo::config { struct DataOptions; }
+namespace gspo::tokenizer { struct ChatTool; }
 
 namespace gspo::data {
 
 // The text given to the tokenizer for `problem`: data.prompt_template applied, then the chat format
-// (data.chat_template, system_prompt, enable_thinking) when one is set.
-std::string format_prompt(const config::DataOptions& opts, const std::string& problem);
+// (data.chat_template, system_prompt, enable_thinking) when one is set, its system message listing `tools` (the
+// tools of a multi-turn run, tokenizer/chat_tools.h; chat formats only).
+std::string format_prompt(const config::DataOptions& opts, const std::string& problem,
+                          const std::vector<tokenizer::ChatTool>& tools);
+std::string format_prompt(const config::DataOptions& opts, const std::string& problem);  // no tools
 
 }  // namespace gspo::data

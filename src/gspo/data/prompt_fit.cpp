@@ -17,12 +17,12 @@ int64_t prompt_budget(const config::Config& cfg, const std::string& key, int64_t
 }
 
 PromptFit fit_prompts(std::vector<Example> rows, const config::DataOptions& opts, const tokenizer::Tokenizer& tok,
-                      int64_t max_prompt_tokens, bool refuse) {
+                      int64_t max_prompt_tokens, bool refuse, const std::vector<tokenizer::ChatTool>& tools) {
   PromptFit fit;
   const int64_t total = static_cast<int64_t>(rows.size());
   fit.kept.reserve(rows.size());
   for (auto& ex : rows) {
-    const int64_t n = static_cast<int64_t>(tok.encode_prompt(format_prompt(opts, ex.prompt)).size());
+    const int64_t n = static_cast<int64_t>(tok.encode_prompt(format_prompt(opts, ex.prompt, tools)).size());
     if (n <= max_prompt_tokens) {
       fit.longest_kept = std::max(fit.longest_kept, n);
       fit.kept.push_back(std::move(ex));

@@ -9,6 +9,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/data/example.h"
+#include "gspo/tokenizer/chat_template.h"
 
 namespace gspo::tokenizer { class Tokenizer; }
 
@@ -31,8 +32,9 @@ struct PromptFit {
 
 // `max_prompt_tokens` = max_seq_len - max_new_tokens (prompt_budget). With `refuse`, the first overlong row is a
 // DataError naming it, its length and the limit; otherwise it is dropped. A DataError also when no row fits.
+// `tools`: the tools the prompts list (format_prompt).
 PromptFit fit_prompts(std::vector<Example> rows, const config::DataOptions& opts, const tokenizer::Tokenizer& tok,
-                      int64_t max_prompt_tokens, bool refuse);
+                      int64_t max_prompt_tokens, bool refuse, const std::vector<tokenizer::ChatTool>& tools = {});
 
 // One line for the log: "skipped 3 of 500 prompts longer than 1024 tokens (first: f.jsonl:17, 2210 tokens)".
 std::string describe_dropped(const PromptFit& fit, int64_t total, int64_t max_prompt_tokens);

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "gspo/tokenizer/chat_tools.h"
+
 namespace gspo::env {
 
 std::string final_turn_text(const rollout::RolloutBatch& b, int64_t row, const tokenizer::Tokenizer& tok) {
@@ -135,7 +137,7 @@ std::vector<std::string> tool_names(const config::Config& cfg) {
 }  // namespace
 
 ToolEnv::ToolEnv(const config::Config& cfg, const tokenizer::Tokenizer& tok)
-    : tools(ToolSet::from_config(cfg, tok)), format(make_tool_format(cfg, tok, tool_names(cfg))),
+    : shown(tokenizer::chat_tools(cfg.tools.list)), tools(ToolSet::from_config(cfg, tok)), format(make_tool_format(cfg, tok, tool_names(cfg))),
       hook(tools, *format, tok, cfg.tools.max_turns, cfg.tools.workers) {}
 
 }  // namespace gspo::env

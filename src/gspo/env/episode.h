@@ -20,6 +20,7 @@
 #include "gspo/env/tool_format.h"
 #include "gspo/env/tools.h"
 #include "gspo/rollout/slot_hook.h"
+#include "gspo/tokenizer/chat_template.h"
 
 namespace gspo::env {
 
@@ -85,6 +86,7 @@ class EpisodeHook final : public rollout::SlotHook {
 // A run's tools, their format and the hook, from the config (tools.list not empty; the tools are started).
 struct ToolEnv {
   ToolEnv(const config::Config& cfg, const tokenizer::Tokenizer& tok);
+  std::vector<tokenizer::ChatTool> shown;  // what the prompts' system message lists (chat formats)
   ToolSet tools;
   std::unique_ptr<ToolFormat> format;
   EpisodeHook hook;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gspo/core/error.h"
+#include "gspo/tokenizer/chat_tools.h"
 
 namespace gspo::env {
 namespace {
@@ -17,8 +18,8 @@ int64_t special(const tokenizer::Tokenizer& tok, const std::string& s, const cha
 
 class Hermes final : public ToolFormat {
  public:
-  Hermes(const tokenizer::Tokenizer& tok, bool thinking_off)
-      : tok_(tok), im_end_(special(tok, "<|im_end|>", "hermes")), thinking_off_(thinking_off) {
+  Hermes(const tokenizer::Tokenizer& tok, config::ChatTemplate format, bool thinking)
+      : tok_(tok), format_(format), thinking_(thinking), im_end_(special(tok, "<|im_end|>", "hermes")) {
     special(tok, "<|im_start|>", "hermes");
   }
   const char* name() const override { return "hermes"; }
@@ -26,26 +27,17 @@ class Hermes final : public ToolFormat {
   std::vector<ToolCall> calls(const std::string& text, const std::string&) const override {
     return parse_tool_calls(text);
   }
-  // What the chat template renders after the assistant's <|im_end|>: the tool results as one user turn, then the
-  // next generation prompt.
-  // The template's text with its special tokens; each output as plain text (encode_text), so that a "<|im_end|>" in
-  // it cannot end the turn.
+  // What the chat template renders after the assistant's <|im_end|> (tokenizer::tool_turn_ids): the results as one
+  // user turn of <tool_response> blocks, then the next generation prompt; the outputs plain text.
   std::vector<int64_t> observation(const std::vector<std::string>& outputs) const override {
-    std::vector<int64_t> ids = tok_.encode("\n<|im_start|>user");
-    auto add = [&](const std::vector<int64_t>& more) { ids.insert(ids.end(), more.begin(), more.end()); };
-    for (const auto& o : outputs) {
-      add(tok_.encode("\n<tool_response>\n"));
-      add(tok_.encode_text(o));
-      add(tok_.encode("\n</tool_response>"));
-    }
-    add(tok_.encode(std::string("<|im_end|>\n<|im_start|>assistant\n") + (thinking_off_ ? "<think>\n\n</think>\n\n" : "")));
-    return ids;
+    return tokenizer::tool_turn_ids(format_, tok_, outputs, {true, thinking_});
   }
 
  private:
   const tokenizer::Tokenizer& tok_;
+  config::ChatTemplate format_;
+  bool thinking_;
   int64_t im_end_;
-  bool thinking_off_;
 };
 
 class Compact final : public ToolFormat {
@@ -107,9 +99,9 @@ std::unique_ptr<ToolFormat> make_tool_format(const config::Config& cfg, const to
                                              std::vector<std::string> tool_names) {
   switch (cfg.data.chat_template) {
     case config::ChatTemplate::kChatml:
-      return std::make_unique<Hermes>(tok, !cfg.data.enable_thinking);
+      return std::make_unique<Hermes>(tok, config::ChatTemplate::kChatml, cfg.data.enable_thinking);
     case config::ChatTemplate::kQwen25:
-      return std::make_unique<Hermes>(tok, false);
+      return std::make_unique<Hermes>(tok, config::ChatTemplate::kQwen25, true);
     case config::ChatTemplate::kNone:
       return std::make_unique<Compact>(tok, std::move(tool_names));
     case config::ChatTemplate::kDeepseekR1: break;

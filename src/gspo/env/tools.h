@@ -1,9 +1,8 @@
 // The tools a model calls in a multi-turn rollout, and the running of one assistant turn's calls. A tool's failure
 // (a crash, a timeout, an answer that is not one JSON line with an "output" string), an unknown name, a block that
 // is not a call and a call past tools.max_calls_per_turn each become an observation the model sees, starting
-// "tool error: ", and a counted error, never an exception: everything a model writes is hostile input. Non-goals
-// here: the rollout hook that pauses a row and appends the observation, and the chat template's rendering of tools
-// and observations (docs/tools.md).
+// "tool error: ", and a counted error, never an exception: everything a model writes is hostile input. The episode
+// hook (episode.h) calls them; the chat formats render their observations (tool_format.h, tokenizer/chat_tools.h).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -95,8 +94,9 @@ class ToolSet {
   // The tools of `cfg.tools.list` (python ones with reward.code_python and reward.code_memory_mb), started.
   static ToolSet from_config(const config::Config& cfg, const tokenizer::Tokenizer& tok);
 
-  // One observation per call, in order, each safe and truncated (observation.h), with this turn's counts (also added
-  // to counters()). A call that is a parse failure becomes its error's observation. Thread-safe.
+  // One observation per call, in order, each valid UTF-8 and truncated (observation.h): plain text, to be tokenized
+  // with Tokenizer::encode_text (tokenizer::tool_turn_ids does), never encode(). With this turn's counts (also added to
+  // counters()). A call that is a parse failure becomes its error's observation. Thread-safe.
   struct Turn {
     std::vector<std::string> observations;
     ToolCounters counts;
@@ -104,8 +104,6 @@ class ToolSet {
   Turn run_calls(const std::vector<ToolCall>& calls);
   // run_calls on every <tool_call> block of `assistant_text` (parse_tool_calls), the observations.
   std::vector<std::string> run_turn(const std::string& assistant_text);
-  bool empty() const { return tools_.empty(); }
-  const std::string& first_name() const { return tools_.at(0)->name(); }
   ToolCounters counters() const;
 
  private:

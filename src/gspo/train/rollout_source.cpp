@@ -15,6 +15,7 @@ namespace gspo::train {
 namespace {
 
 using core::Clock;
+const std::vector<tokenizer::ChatTool> kNoTools;
 
 // The sampling copy takes the policy's current weights (cast to its dtype).
 void refresh(model::Policy& copy, model::Policy& policy) {
@@ -76,7 +77,7 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   for (int64_t j = 0; j < local_prompts; ++j) {
     const auto& ex = examples_[global[comm_.rank() * local_prompts + j]];
     exs.push_back(&ex);
-    prompts.push_back(tok_.encode_prompt(data::format_prompt(c.data, ex.prompt)));
+    prompts.push_back(tok_.encode_prompt(data::format_prompt(c.data, ex.prompt, tools_ ? tools_->shown : kNoTools)));
   }
   auto t = Clock::now();
   if (tools_) {

@@ -23,6 +23,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
+#include "gspo/tokenizer/chat_tools.h"
 #include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/checkpointing.h"
 #include "gspo/train/greedy_eval.h"
@@ -40,7 +41,8 @@ std::vector<data::Example> fit(std::vector<data::Example> rows, const config::Co
   const int64_t limit = data::prompt_budget(c, "rollout.max_new_tokens", c.rollout.max_new_tokens,
                                             policy.manifest().max_seq_len, c.model.path);
   const int64_t total = static_cast<int64_t>(rows.size());
-  auto kept = data::fit_prompts(std::move(rows), c.data, tok, limit, c.data.overlong_prompts == config::Overlong::kError);
+  auto kept = data::fit_prompts(std::move(rows), c.data, tok, limit, c.data.overlong_prompts == config::Overlong::kError,
+                                tokenizer::chat_tools(c.tools.list));
   if (kept.dropped > 0 && loud) log::warn("{}", data::describe_dropped(kept, total, limit));
   dropped = kept.dropped;
   return std::move(kept.kept);
