@@ -28,7 +28,8 @@ TEST_CASE("compact calls: [NAME TEXT], [BODY] to the first tool, [] the question
   CHECK(nul.size() == 1);
 }
 
-TEST_CASE("observations: the output is plain text, compact ends turns with EOS, hermes with <|im_end|>", "[tools]") {
+TEST_CASE("compact observations: the output is plain text, turns end with EOS, formats a tokenizer lacks are refused",
+          "[tools]") {
   auto policy = test::load_tiny("tiny.pt");
   auto tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
   config::Config cfg;  // chat_template none: compact
@@ -42,7 +43,11 @@ TEST_CASE("observations: the output is plain text, compact ends turns with EOS, 
   CHECK_THROWS_WITH(env::make_tool_format(cfg, *tok, {"lookup"}), Catch::Contains("<|im_end|>"));
   cfg.data.chat_template = config::ChatTemplate::kDeepseekR1;
   CHECK_THROWS_WITH(env::make_tool_format(cfg, *tok, {"lookup"}), Catch::Contains("deepseek_r1"));
+}
 
+TEST_CASE("hermes observations with Qwen3's tokenizer: the output is plain text, the template's tokens special",
+          "[tools]") {
+  config::Config cfg;
   const std::string qwen3 = test::shared_path("data/tokenizers/qwen3");
   if (!test::shared_data_or_skip(qwen3 + "/tokenizer.json")) return;
   auto qt = tokenizer::from_file(qwen3);
