@@ -94,17 +94,6 @@ TEST_CASE("tool calls: huge and deeply nested input is refused cheaply, never th
   noise.insert(5000, "</tool_call>");
   noise.insert(9000, "<tool_call>{\"name\": \"\0\", \"arguments\": {}}</tool_call>");
   CHECK_NOTHROW(parse_tool_calls(noise));
-  CHECK_NOTHROW(env::ends_with_tool_call(noise));
-}
-
-TEST_CASE("ends_with_tool_call: the text ends with a closed call block", "[tools]") {
-  CHECK(env::ends_with_tool_call("x <tool_call>{\"name\": \"f\"}</tool_call>"));
-  CHECK(env::ends_with_tool_call("<tool_call>{}</tool_call>\n  \n"));
-  CHECK_FALSE(env::ends_with_tool_call("<tool_call>{\"name\": \"f\"}</tool_call> then more text"));
-  CHECK_FALSE(env::ends_with_tool_call("<tool_call>{\"name\": \"f\"}</tool_"));
-  CHECK_FALSE(env::ends_with_tool_call("just a stray </tool_call>"));
-  CHECK_FALSE(env::ends_with_tool_call("<tool_call>a</tool_call></tool_call>"));
-  CHECK_FALSE(env::ends_with_tool_call(""));
 }
 
 TEST_CASE("tools observations: short text passes unchanged, long text keeps head and tail", "[tools]") {

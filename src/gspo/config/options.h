@@ -226,8 +226,7 @@ struct ToolSpec {
 template <>
 struct IsRecord<ToolSpec> : std::true_type {};
 
-// Tools the model may call in a multi-turn rollout (docs/tools.md). This slice parses, validates and runs them; the
-// rollout does not call them yet.
+// Tools the model may call in a multi-turn rollout (docs/tools.md): set, training samples episodes (env/episode.h).
 struct ToolsOptions {
   std::vector<ToolSpec> list = {};
   int64_t max_turns = 4;

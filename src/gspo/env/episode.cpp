@@ -10,13 +10,9 @@ namespace gspo::env {
 
 std::string final_turn_text(const rollout::RolloutBatch& b, int64_t row, const tokenizer::Tokenizer& tok) {
   const auto& ids = b.response_ids.at(row);
-  auto own = b.loss_mask[row];
-  size_t from = 0;
-  for (size_t j = ids.size(); j-- > 0;)
-    if (own[static_cast<int64_t>(j)].item<float>() == 0.0f) {
-      from = j + 1;
-      break;
-    }
+  const auto own = b.loss_mask.accessor<float, 2>()[row];
+  size_t from = ids.size();
+  while (from > 0 && own[static_cast<int64_t>(from) - 1] != 0.0f) --from;
   return tok.decode(std::vector<int64_t>(ids.begin() + from, ids.end()));
 }
 
@@ -39,7 +35,7 @@ void EpisodeHook::begin(std::vector<std::string> questions, int64_t group_size) 
   group_ = std::max<int64_t>(group_size, 1);
   rows_.assign(questions.size() * static_cast<size_t>(group_), {});
   questions_ = std::move(questions);
-  turn_start_.clear();
+  turn_start_.assign(rows_.size(), 0);
   waiting_.clear();
   tool_seconds_ = wait_seconds_ = 0;
 }
@@ -71,8 +67,7 @@ void EpisodeHook::start_turn(rollout::SlotControl& c, int64_t slot) {
   auto& counts = rows_.at(row);
   ++counts.turns;
   const auto ids = c.tokens(slot);
-  const int64_t from = turn_start_.count(row) ? turn_start_[row] : 0;
-  const std::vector<int64_t> turn(ids.begin() + std::min<int64_t>(from, ids.size()), ids.end() - 1);
+  const std::vector<int64_t> turn(ids.begin() + std::min<int64_t>(turn_start_.at(row), ids.size()), ids.end() - 1);
   auto calls = format_.calls(tok_.decode(turn), questions_.at(row / group_));
   if (calls.empty()) return c.end(slot, rollout::Finish::kEos);
   if (counts.turns >= max_turns_) return c.end(slot, rollout::Finish::kMaxTurns);
@@ -101,7 +96,7 @@ void EpisodeHook::finish_turn(rollout::SlotControl& c, Job& job) {
   if (static_cast<int64_t>(ids.size()) > c.room(slot)) return c.end(slot, rollout::Finish::kLength);
   c.append(slot, ids);
   counts.observation_tokens += static_cast<int64_t>(ids.size());
-  turn_start_[job.row] = c.step(slot) + 1 + static_cast<int64_t>(ids.size());
+  turn_start_.at(job.row) = c.step(slot) + 1 + static_cast<int64_t>(ids.size());
   c.resume(slot);
 }
 

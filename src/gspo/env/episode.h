@@ -10,7 +10,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -72,7 +71,7 @@ class EpisodeHook final : public rollout::SlotHook {
   std::vector<std::string> questions_;
   int64_t group_ = 1;
   std::vector<EpisodeCounts> rows_;
-  std::map<int64_t, int64_t> turn_start_;  // row -> response position its current turn starts at
+  std::vector<int64_t> turn_start_;        // per row: the response position its current turn starts at
   std::set<int64_t> waiting_;              // rows whose calls were submitted and not yet finished here
   double tool_seconds_ = 0, wait_seconds_ = 0;
 

@@ -97,16 +97,4 @@ std::vector<ToolCall> parse_tool_calls(const std::string& text) {
   return calls;
 }
 
-bool ends_with_tool_call(const std::string& text) {
-  const auto last = text.find_last_not_of(" \t\r\n");
-  if (last == std::string::npos) return false;
-  const size_t close_len = std::strlen(kCallClose);
-  const size_t end = last + 1;
-  if (end < close_len || text.compare(end - close_len, close_len, kCallClose) != 0) return false;
-  const size_t open = text.rfind(kCallOpen, end - close_len);
-  if (open == std::string::npos) return false;
-  // The closing tag must be the first one after the last opening: "<tool_call>a</tool_call></tool_call>" is not.
-  return text.find(kCallClose, open) == end - close_len;
-}
-
 }  // namespace gspo::env

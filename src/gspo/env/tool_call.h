@@ -32,8 +32,4 @@ constexpr int kMaxCallDepth = 64;          // JSON nesting deeper than this is r
 // on any bytes; O(text).
 std::vector<ToolCall> parse_tool_calls(const std::string& text);
 
-// Whether `text`, trailing whitespace aside, ends with a closed </tool_call> block: what a rollout hook checks at
-// a synchronisation point before it pauses a row to run its calls.
-bool ends_with_tool_call(const std::string& text);
-
 }  // namespace gspo::env

@@ -31,9 +31,10 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
   auto batch = sampler_->generate(prompts, K, noise);
   std::vector<std::vector<std::string>> texts(exs.size());
   std::vector<std::vector<int64_t>> lens(exs.size());
+  const auto own = batch.trained_tokens();  // the model's tokens (a tool's are not)
   for (int64_t r = 0; r < batch.num_rows(); ++r) {
     texts[r / K].push_back(batch.response_text[r]);
-    lens[r / K].push_back(batch.response_lengths[r]);
+    lens[r / K].push_back(own[r]);
   }
   Graded out;
   out.problems = grader.grade(exs, texts, lens);

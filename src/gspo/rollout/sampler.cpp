@@ -41,11 +41,7 @@ std::vector<int64_t> RolloutBatch::trained_tokens() const {
   return {sums.data_ptr<int64_t>(), sums.data_ptr<int64_t>() + sums.numel()};
 }
 
-int64_t RolloutBatch::generated_tokens() const {
-  int64_t n = 0;
-  for (auto l : response_lengths) n += l;
-  return n;
-}
+int64_t RolloutBatch::generated_tokens() const { return static_cast<int64_t>(loss_mask.sum().item<double>()); }
 
 Sampler::Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, SamplingParams params)
     : policy_(policy), tok_(tok), params_(std::move(params)) {

@@ -30,7 +30,7 @@ struct RolloutBatch {
   at::Tensor loss_mask;           // [N, R] float32; 1 on the tokens the policy is trained on: the ones it wrote. 0 on
                                   // padding and on tokens written into the response for it (a tool's output, once
                                   // tools insert them). Every loss, GSPO's length normalisation, KL, entropy, the
-                                  // sampler/trainer mismatch and the length metrics count these. Today = response_mask
+                                  // sampler/trainer mismatch and the length metrics count these
   at::Tensor behaviour_logprobs;  // [N, R] float32; policy log-probs at the sampling temperature before top-k, top-p
                                   // and min_new_tokens masking (what training recomputes), 0 on padding
   int64_t prompt_len = 0;         // P
@@ -40,9 +40,10 @@ struct RolloutBatch {
   std::vector<std::vector<int64_t>> response_ids;  // unpadded response tokens per row
   std::vector<std::string> response_text;          // decoded response per row, a final EOS excluded
   int64_t num_rows() const { return static_cast<int64_t>(finish.size()); }
-  int64_t generated_tokens() const;
   // Per row: the tokens loss_mask counts (the policy's own tokens of the response).
   std::vector<int64_t> trained_tokens() const;
+  // The tokens the policy sampled, every row (trained_tokens summed; a hook's inserted tokens are not generated).
+  int64_t generated_tokens() const;
 };
 
 struct SamplerStats {

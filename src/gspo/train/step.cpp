@@ -51,14 +51,12 @@ void record_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv, St
   auto a = adv.values.to(torch::kDouble).contiguous();
   m.advantage.rows.assign(a.data_ptr<double>(), a.data_ptr<double>() + a.numel());
   const auto trained = b.trained_tokens();  // the policy's own tokens: what the length metrics count
-  int64_t sampled = 0;
   for (int64_t r = 0; r < b.num_rows(); ++r) {
     m.response_len.rows.push_back(static_cast<double>(trained[r]));
     m.truncated.rows.push_back(b.finish[r] == rollout::Finish::kLength ? 1.0 : 0.0);
-    sampled += trained[r];
   }
   m.zero_variance.sum = static_cast<double>(adv.num_zero_variance);
-  m.sample_tokens = sampled;  // not generated_tokens(): response_lengths also count the tokens inserted for the policy
+  m.sample_tokens = b.generated_tokens();
 }
 
 StepRunner::StepRunner(StepParts parts) : p_(parts) {
