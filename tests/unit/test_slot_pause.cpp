@@ -302,3 +302,51 @@ TEST_CASE("a turn token pauses its row on the device, the hook appends and resum
     }
   }
 }
+
+namespace {
+
+// Writes into the rows: an even row, at step 2, as many tokens as its room takes (long); an odd row one token at every
+// sync from step 8 on. Rows that start late (under a budget) are at step 2 while earlier ones are past step 8: both
+// in one sync. Counts the rows whose columns left would not hold the sync's longest append (one append_slots call
+// pads every row to it).
+class Uneven : public rollout::SlotHook {
+ public:
+  Uneven(int64_t fill, int64_t span) : fill_(fill), span_(span) {}
+  void at_sync(rollout::SlotControl& c) override {
+    std::vector<std::pair<int64_t, int64_t>> step_len;
+    for (int64_t s = 0; s < c.num_slots(); ++s) {
+      const int64_t r = c.row(s);
+      if (r == rollout::SlotControl::kFree) continue;
+      const bool even = r % 2 == 0;
+      if (even ? c.step(s) != 2 : c.step(s) < 8 || c.room(s) == 0) continue;
+      const int64_t n = even ? c.room(s) : 1;
+      c.append(s, std::vector<int64_t>(n, fill_));
+      step_len.push_back({c.step(s), n});
+      inserted_[r] += n;
+    }
+    int64_t longest = 0;
+    for (auto [step, n] : step_len) longest = std::max(longest, n);
+    for (auto [step, n] : step_len) mixed_ += longest > span_ - step;
+  }
+  int64_t fill_, span_, mixed_ = 0;
+  std::map<int64_t, int64_t> inserted_;
+};
+
+}  // namespace
+
+TEST_CASE("appends of different lengths in one sync stay inside each row's cache", "[rollout][kv][pause]") {
+  Fixture f;
+  auto p = f.params;
+  p.insert_capacity = 0;  // the cache holds prompt + max_new_tokens columns: no slack for padding
+  p.kv_cache_bytes = 5 * f.row_bytes();
+  p.host_sync_every = 1;
+  Uneven hook(f.tok->encode("x").at(0), p.max_new_tokens);
+  auto b = f.run(p, &hook);
+  CHECK(hook.mixed_ > 0);  // the case occurred: under one padded call, a row's write would pass its last column
+  for (int64_t r = 0; r < b.num_rows(); ++r) {
+    const int64_t inserted = static_cast<int64_t>(b.response_ids[r].size()) - b.trained_tokens()[r];
+    CHECK(inserted == (hook.inserted_.count(r) ? hook.inserted_.at(r) : 0));
+  }
+  auto lp = test::response_logprobs(f.policy, b.input_ids, b.attention_mask, b.prompt_len, 1.0);
+  CHECK(((lp - b.behaviour_logprobs) * b.loss_mask).abs().max().item<double>() < 1e-4);
+}

@@ -177,29 +177,43 @@ int64_t DecodeLoop::room(int64_t slot) const {
   return std::max<int64_t>(0, span_ - 2 - s_.step[slot] - already);
 }
 
-// The hook's appends, in one upload and one append_slots call: each row's pending token (sampled, not yet in the
-// cache) and all but the last of its new tokens go into the cache; the last becomes the token its next decode writes.
+// The hook's appends. One append_slots call writes K columns from each row's column (its tokens, right-padded to the
+// longest, K): a row with fewer than K columns of cache left goes to a later call with shorter ones. Its columns run
+// to prompt + span_, so K <= span_ - step keeps it inside.
 void DecodeLoop::apply_appends() {
-  if (appends_.empty()) return;
-  const int64_t M = static_cast<int64_t>(appends_.size());
+  std::stable_sort(appends_.begin(), appends_.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  while (!appends_.empty()) {
+    const int64_t K = static_cast<int64_t>(appends_.front().second.size());
+    std::vector<std::pair<int64_t, std::vector<int64_t>>> now, later;
+    for (auto& a : appends_) (K <= span_ - s_.step[a.first] ? now : later).push_back(std::move(a));
+    append_rows(now);
+    appends_ = std::move(later);
+  }
+}
+
+// Appends in one upload and one append_slots call: each row's pending token (sampled, not yet in the cache) and all
+// but the last of its new tokens go into the cache; the last becomes the token its next decode writes.
+void DecodeLoop::append_rows(const std::vector<std::pair<int64_t, std::vector<int64_t>>>& appends) {
+  const int64_t M = static_cast<int64_t>(appends.size());
   int64_t K = 0, total = 0, width = 1;
-  for (const auto& [slot, t] : appends_) {
+  for (const auto& [slot, t] : appends) {
     K = std::max<int64_t>(K, t.size());
     total += static_cast<int64_t>(t.size());
     width = std::max<int64_t>(width, s_.col[slot] + static_cast<int64_t>(t.size()));
   }
   // slots, lengths, columns, rows, tokens [M, K] right-padded, then each token's Written (row, position, id)
   std::vector<int64_t> up;
-  for (const auto& a : appends_) up.push_back(a.first);
-  for (const auto& a : appends_) up.push_back(static_cast<int64_t>(a.second.size()));
-  for (const auto& a : appends_) up.push_back(s_.col[a.first]);
-  for (const auto& a : appends_) up.push_back(s_.row[a.first]);
-  for (const auto& a : appends_) {
+  for (const auto& a : appends) up.push_back(a.first);
+  for (const auto& a : appends) up.push_back(static_cast<int64_t>(a.second.size()));
+  for (const auto& a : appends) up.push_back(s_.col[a.first]);
+  for (const auto& a : appends) up.push_back(s_.row[a.first]);
+  for (const auto& a : appends) {
     up.insert(up.end(), a.second.begin(), a.second.end());
     up.insert(up.end(), K - a.second.size(), pad_);
   }
   for (int part = 0; part < 3; ++part)
-    for (const auto& [slot, t] : appends_)
+    for (const auto& [slot, t] : appends)
       for (size_t j = 0; j < t.size(); ++j)
         up.push_back(part == 0 ? s_.row[slot] : part == 1 ? s_.step[slot] + 1 + static_cast<int64_t>(j) : t[j]);
   auto u = upload(up);
@@ -217,14 +231,13 @@ void DecodeLoop::apply_appends() {
   s_.steps.index_add_(0, slots, lengths);
   s_.cols.index_add_(0, slots, lengths);
   s_.inserted.index_add_(0, slots, lengths);
-  for (const auto& [slot, t] : appends_) {
+  for (const auto& [slot, t] : appends) {
     const int64_t k = static_cast<int64_t>(t.size());
     s_.step[slot] += k, s_.col[slot] += k, s_.ins[slot] += k;
     if (stops_.active())
       for (auto id : t) stops_.append(text_[s_.row[slot]], id);
   }
   any_ins_ = true;
-  appends_.clear();
 }
 
 // Samples one token in every slot with a running, unpaused row and records it (token, log-prob, end), each slot at

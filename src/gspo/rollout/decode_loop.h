@@ -134,6 +134,7 @@ class DecodeLoop final : public SlotControl {
   int64_t release(bool read);
   int64_t call_hook(int64_t running);  // returns the rows still running after the hook ended some
   void apply_appends();
+  void append_rows(const std::vector<std::pair<int64_t, std::vector<int64_t>>>& appends);
   void apply_ends();
   void running_slot(int64_t slot, const char* what) const;  // throws std::logic_error unless it runs a row
   void compact();
