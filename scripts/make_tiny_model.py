@@ -34,6 +34,38 @@ def tiny_config(args) -> dict:
     }
 
 
+def warm_start(model, cfg: dict, args) -> None:
+    """Next-token training on the lines of args.warm (batches of 64 lines drawn with the seed), Adam."""
+    with open(args.warm, "rb") as f:
+        lines = [ln.rstrip(b"\n") for ln in f if ln.strip()]
+    if not lines:
+        sys.exit(f"--warm {args.warm}: no lines")
+    rows = [[cfg["bos_token_id"], *ln, cfg["eos_token_id"]] for ln in lines]
+    if max(len(r) for r in rows) > cfg["max_seq_len"]:
+        sys.exit(f"--warm {args.warm}: a line is longer than --max-seq-len {cfg['max_seq_len']}")
+    gen = torch.Generator().manual_seed(args.seed)
+    opt = torch.optim.Adam(model.parameters(), lr=args.warm_lr)
+    model.train()
+    for step in range(args.warm_steps):
+        pick = torch.randint(len(rows), (64,), generator=gen).tolist()
+        T = max(len(rows[i]) for i in pick)
+        ids = torch.full((64, T), cfg["pad_token_id"], dtype=torch.long)
+        mask = torch.zeros((64, T), dtype=torch.long)
+        for b, i in enumerate(pick):
+            ids[b, :len(rows[i])] = torch.tensor(rows[i])
+            mask[b, :len(rows[i])] = 1
+        logits = model(ids, mask).float()
+        target = ids[:, 1:].masked_fill(mask[:, 1:] == 0, -100)
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), target.reshape(-1),
+                                                 ignore_index=-100)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step == 0 or (step + 1) % 100 == 0:
+            print(f"warm step {step + 1}/{args.warm_steps}: loss {loss.item():.3f}")
+    model.eval()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="output .pt path")
@@ -51,6 +83,11 @@ def main() -> None:
                    help="characters whose output logits get --prior-logit added (EOS too), through an lm_head "
                         "bias: a stand-in for a pretrained model that already knows an answer format")
     p.add_argument("--prior-logit", type=float, default=3.0)
+    p.add_argument("--warm", default="",
+                   help="a text file: before export, next-token training on its lines (each as BOS line EOS), a "
+                        "stand-in for pretraining: e.g. a model that has seen tool calls and answers")
+    p.add_argument("--warm-steps", type=int, default=300)
+    p.add_argument("--warm-lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     if args.hidden % args.heads or args.heads % args.kv_heads:
@@ -70,6 +107,8 @@ def main() -> None:
             for ch in args.prior_text.encode("utf-8"):
                 model.lm_head.bias[ch] = args.prior_logit
             model.lm_head.bias[cfg["eos_token_id"]] = args.prior_logit
+    if args.warm:
+        warm_start(model, cfg, args)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     gspo_model.save_scripted(model, cfg, byte_tokenizer_spec(), "float32", args.out)
     n = sum(p.numel() for p in model.parameters())

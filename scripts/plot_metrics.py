@@ -23,6 +23,7 @@ CHARTS = [
     ("clip_fraction", "clipped fraction of tokens", ["clip_tok_frac"], True),
     ("grad_norm", "gradient norm", ["grad_norm"], False),
     ("entropy", "token entropy (nats)", ["entropy"], False),
+    ("tool_calls", "tool calls per episode", ["tool_calls_mean"], False),
     ("routing_change", "MoE: share of (token, layer) expert sets changed by the step", ["moe_routing_change_frac"], False),
     ("expert_load", "MoE: expert load imbalance, the most imbalanced layer", ["moe_load_imbalance_max"], False),
 ]

@@ -10,32 +10,31 @@
 
 using namespace gspo;
 
-TEST_CASE("compact calls: [NAME TEXT], [BODY] to the first tool, [] the question, unclosed a failure", "[tools]") {
+TEST_CASE("compact calls: [NAME TEXT], [BODY] to the first tool, [] the question, a stray ']' a failure", "[tools]") {
   const std::vector<std::string> names{"lookup", "calc"};
-  auto c = env::parse_compact_calls("x [calc 2+3] y [] z [4821?] [lookup a b]", names, "Q?");
-  REQUIRE(c.size() == 4);
-  CHECK((c[0].name == "calc" && c[0].arguments["input"] == "2+3"));
-  CHECK((c[1].name == "lookup" && c[1].arguments["input"] == "Q?"));
-  CHECK((c[2].name == "lookup" && c[2].arguments["input"] == "4821?"));
-  CHECK((c[3].name == "lookup" && c[3].arguments["input"] == "a b"));
-  CHECK(env::parse_compact_calls("no call here", names, "Q").empty());
-  auto open = env::parse_compact_calls("[calc 1] [", names, "Q");
-  REQUIRE(open.size() == 2);
-  CHECK(open[0].ok());
-  CHECK(open[1].error == "unterminated call (no ']' after '[')");
-  CHECK(env::parse_compact_calls("[x]", {}, "Q").at(0).error == "no tools");
-  auto nul = env::parse_compact_calls(std::string("[\0\xff]", 4), names, "Q");  // any bytes: a call, never a throw
-  CHECK(nul.size() == 1);
+  auto call = [&](const std::string& turn) { return env::parse_compact_call(turn, names, "Q?"); };
+  CHECK((call("x [calc 2+3").name == "calc" && call("x [calc 2+3").arguments["input"] == "2+3"));
+  CHECK((call("1[").name == "lookup" && call("1[").arguments["input"] == "Q?"));
+  CHECK((call("[4821?").name == "lookup" && call("[4821?").arguments["input"] == "4821?"));
+  CHECK((call("[lookup a b").name == "lookup" && call("[lookup a b").arguments["input"] == "a b"));
+  CHECK(call("[calc 1[").arguments["input"] == "Q?");  // the body runs from the last '['
+  CHECK(call("[nocalc 1").arguments["input"] == "nocalc 1");
+  CHECK(call("no call here").error == "']' without '['");
+  CHECK(env::parse_compact_call("[x", {}, "Q").error == "no tools");
+  auto nul = call(std::string("[\0\xff", 3));  // any bytes: a call, never a throw
+  CHECK(nul.ok());
+  CHECK(nul.arguments["input"].get<std::string>().size() == 2);
 }
 
-TEST_CASE("compact observations: the output is plain text, turns end with EOS, formats a tokenizer lacks are refused",
+TEST_CASE("compact observations: the output is plain text, a call's ']' ends the turn, formats a tokenizer lacks are refused",
           "[tools]") {
   auto policy = test::load_tiny("tiny.pt");
   auto tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
   config::Config cfg;  // chat_template none: compact
   auto compact = env::make_tool_format(cfg, *tok, {"lookup"});
   CHECK(std::string(compact->name()) == "compact");
-  CHECK(compact->turn_token() == tok->eos_id());
+  CHECK(compact->turn_token() == tok->encode_text("]").at(0));
+  CHECK(compact->calls("[", "K?").at(0).arguments["input"] == "K?");
   auto ids = compact->observation({"7<|eos|>", "x"});
   CHECK(std::find(ids.begin(), ids.end(), tok->eos_id()) == ids.end());  // the literal is bytes, not EOS
   CHECK(tok->decode(ids) == "{7<|eos|>}{x}");

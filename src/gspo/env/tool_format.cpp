@@ -43,12 +43,16 @@ class Hermes final : public ToolFormat {
 class Compact final : public ToolFormat {
  public:
   Compact(const tokenizer::Tokenizer& tok, std::vector<std::string> names) : tok_(tok), names_(std::move(names)) {
-    if (tok.eos_id() < 0) throw ConfigError("tools: the compact tool format ends turns with EOS; the tokenizer has none");
+    const auto close = tok.encode_text("]");
+    if (close.size() != 1)
+      throw ConfigError("tools: the compact tool format ends a call's turn with ']', which the model's tokenizer does "
+                        "not encode as one token");
+    close_ = close.front();
   }
   const char* name() const override { return "compact"; }
-  int64_t turn_token() const override { return tok_.eos_id(); }
+  int64_t turn_token() const override { return close_; }
   std::vector<ToolCall> calls(const std::string& text, const std::string& question) const override {
-    return parse_compact_calls(text, names_, question);
+    return {parse_compact_call(text, names_, question)};
   }
   std::vector<int64_t> observation(const std::vector<std::string>& outputs) const override {
     std::vector<int64_t> ids;
@@ -62,37 +66,32 @@ class Compact final : public ToolFormat {
  private:
   const tokenizer::Tokenizer& tok_;
   std::vector<std::string> names_;
+  int64_t close_ = -1;
 };
 
 }  // namespace
 
-std::vector<ToolCall> parse_compact_calls(const std::string& text, const std::vector<std::string>& names,
-                                          const std::string& question) {
-  std::vector<ToolCall> out;
-  for (size_t at = text.find('['); at != std::string::npos; at = text.find('[', at)) {
-    const size_t close = text.find(']', at + 1);
-    ToolCall c;
-    if (close == std::string::npos) {
-      c.error = "unterminated call (no ']' after '[')";
-      out.push_back(std::move(c));
-      break;
-    }
-    const std::string body = text.substr(at + 1, close - at - 1);
-    at = close + 1;
-    const size_t space = body.find(' ');
-    const std::string first = body.substr(0, space);
-    if (names.empty()) {
-      c.error = "no tools";
-    } else if (space != std::string::npos && std::find(names.begin(), names.end(), first) != names.end()) {
-      c.name = first;
-      c.arguments = {{"input", body.substr(space + 1)}};
-    } else {
-      c.name = names.front();
-      c.arguments = {{"input", body.empty() ? question : body}};
-    }
-    out.push_back(std::move(c));
+ToolCall parse_compact_call(const std::string& turn, const std::vector<std::string>& names,
+                            const std::string& question) {
+  ToolCall c;
+  const size_t open = turn.rfind('[');
+  if (open == std::string::npos) {
+    c.error = "']' without '['";
+    return c;
   }
-  return out;
+  const std::string body = turn.substr(open + 1);
+  const size_t space = body.find(' ');
+  const std::string first = body.substr(0, space);
+  if (names.empty()) {
+    c.error = "no tools";
+  } else if (space != std::string::npos && std::find(names.begin(), names.end(), first) != names.end()) {
+    c.name = first;
+    c.arguments = {{"input", body.substr(space + 1)}};
+  } else {
+    c.name = names.front();
+    c.arguments = {{"input", body.empty() ? question : body}};
+  }
+  return c;
 }
 
 std::unique_ptr<ToolFormat> make_tool_format(const config::Config& cfg, const tokenizer::Tokenizer& tok,

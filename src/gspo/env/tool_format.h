@@ -3,10 +3,12 @@
 //   hermes   Qwen3/Hermes (chat templates chatml and qwen2.5): calls are <tool_call>{"name": ..., "arguments": ...}
 //            </tool_call> blocks, the turn ends with <|im_end|>, results come back as <tool_response> blocks of a user
 //            turn, rendered as the chat template renders them (docs/tools.md).
-//   compact  byte-level tiny models (chat template none), which cannot write JSON: a call is [BODY]. BODY "NAME TEXT"
-//            whose first word names a tool calls it with {"input": TEXT}; any other BODY calls the first tool with
-//            {"input": BODY}; an empty [] passes the question (the prompt) as the input. The turn ends with EOS; the
-//            results come back as {OUTPUT} (one block per call), after which the model writes on.
+//   compact  byte-level tiny models (chat template none), which cannot write JSON: a call is [BODY], and its ']' is the
+//            turn token, so a turn holds one call and ends the moment it is closed. BODY (from the turn's last '[')
+//            "NAME TEXT" whose first word names a tool calls it with {"input": TEXT}; any other BODY calls the first
+//            tool with {"input": BODY}; an empty [] passes the question (the prompt) as the input; a ']' without '['
+//            is a failed call. The result comes back as {OUTPUT}, after which the model writes on; EOS ends the
+//            episode.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -32,14 +34,14 @@ class ToolFormat {
   virtual std::vector<int64_t> observation(const std::vector<std::string>& outputs) const = 0;
 };
 
-// The format of `cfg` (hermes for chat templates chatml and qwen2.5, compact for none). `first_tool` names the tool
-// a compact call without a tool name goes to. ConfigError when the tokenizer lacks the format's tokens (hermes:
+// The format of `cfg` (hermes for chat templates chatml and qwen2.5, compact for none). `tool_names` in order: a
+// compact call without a tool name goes to the first. ConfigError when the tokenizer lacks the format's tokens (hermes:
 // <|im_start|>, <|im_end|>) or the chat template has no tool format (deepseek_r1).
 std::unique_ptr<ToolFormat> make_tool_format(const config::Config& cfg, const tokenizer::Tokenizer& tok,
                                              std::vector<std::string> tool_names);
 
-// compact's parser, alone: every [BODY] of `text` in order (an unclosed last one is a failure).
-std::vector<ToolCall> parse_compact_calls(const std::string& text, const std::vector<std::string>& tool_names,
-                                          const std::string& question);
+// compact's parser, alone: the call of a turn that ended with ']' (`turn` without it).
+ToolCall parse_compact_call(const std::string& turn, const std::vector<std::string>& tool_names,
+                            const std::string& question);
 
 }  // namespace gspo::env
