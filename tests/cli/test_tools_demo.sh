@@ -1,25 +1,43 @@
 #!/usr/bin/env bash
 # The multi-turn tools demo end to end (configs/tiny-tools.yaml, docs/tools.md): the warm-started tiny model, the real
 # `lookup` command tool, episodes through the decode loop. With the tool the reward climbs as the model learns to
-# call it; with `tools.list=[]` the task is a guess (1 in 10). Learning, not timing: the bounds are loose (the runs
-# measured 0.99 and 0.10; floating point differs across CPUs).
+# call it; with `tools.list=[]` the task is a guess (1 in 10). Validation during training and `gspo eval` of the
+# trained model run episodes too, on keys neither training nor the warm start answered. Learning, not timing: the
+# bounds are loose (the runs measured 0.99 and 0.10; floating point differs across CPUs).
 # usage: test_tools_demo.sh GSPO_BINARY SOURCE_DIR PYTHON
 set -eu
 GSPO="$1"; SRC="$2"; PYTHON="$3"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 cd "$SRC"  # the config starts its tool as `sh scripts/tools/lookup.sh`
 "$PYTHON" scripts/make_tiny_model.py --out "$TMP/tiny_tools.pt" --warm data/tools_warm.txt --warm-steps 1000 | tail -1
+# 32 held-out keys: warm-start lines that guessed (their secret never written), not in the task.
+"$PYTHON" - "$TMP/val.jsonl" <<'PY'
+import json, sys
+keys = [int(l.split("?")[0]) for l in open("data/tools_warm.txt") if "[" not in l][:32]
+with open(sys.argv[1], "w") as f:
+    for k in keys:
+        f.write(json.dumps({"problem": f"{k}?", "answer": str(((k * 7919 + 17) % 104729) % 10)}) + "\n")
+PY
 run() {
   "$GSPO" train -c configs/tiny-tools.yaml --set "model.path=$TMP/tiny_tools.pt" --set train.max_steps=100 \
     --set checkpoint.every=0 --set "train.output_dir=$TMP/$1" "${@:2}" > "$TMP/$1.log" 2>&1 \
     || { tail -20 "$TMP/$1.log"; echo "FAIL: $1 exited non-zero"; exit 1; }
 }
-run tools
+run tools --set eval.every=50 --set eval.samples=2 --set "eval.datasets=[$TMP/val.jsonl]"
 run no-tools --set 'tools.list=[]'
+evaluate() {  # evaluate NAME [extra --set ...]: gspo eval of the trained model on the held-out keys
+  "$GSPO" eval -c configs/tiny-tools.yaml -m "$TMP/tools/checkpoints/step_00000100/policy.pt" -d "$TMP/val.jsonl" \
+    -k 4 -o "$TMP/$1" --no-progress "${@:2}" > "$TMP/$1.log" 2>&1 \
+    || { tail -20 "$TMP/$1.log"; echo "FAIL: eval $1 exited non-zero"; exit 1; }
+}
+evaluate eval-tools
+evaluate eval-no-tools --set 'tools.list=[]'
 "$PYTHON" - "$TMP" <<'PY'
 import json, sys
-def rows(name):
-    return [json.loads(l) for l in open(f"{sys.argv[1]}/{name}/metrics.jsonl")]
+def rows(name, file="metrics.jsonl"):
+    return [json.loads(l) for l in open(f"{sys.argv[1]}/{name}/{file}")]
+def avg(name):
+    return json.load(open(f"{sys.argv[1]}/{name}/summary.json"))["datasets"][0]["avg@4"]
 def mean(rs, key):
     return sum(r[key] for r in rs) / len(rs)
 t, n = rows("tools"), rows("no-tools")
@@ -34,6 +52,18 @@ if not last > 0.8: bad.append(f"the reward with the tool ends at {last:.3f} (> 0
 if not calls1 > 0.9: bad.append(f"calls per episode end at {calls1:.2f} (> 0.9 expected)")
 if not guess < 0.3: bad.append(f"without the tool the reward ends at {guess:.3f} (< 0.3 expected: a guess)")
 if "tool_calls_mean" in n[-1]: bad.append("the run without tools logs tool metrics")
+val = [v["datasets"][0]["avg@2"] for v in rows("tools", "validation.jsonl")]
+ev, ev_none = avg("eval-tools"), avg("eval-no-tools")
+samples = rows("eval-tools", "samples.jsonl")
+called = sum(s["tool_calls"] >= 1 for s in samples) / len(samples)
+print(f"validation avg@2 by step: {val}; gspo eval avg@4 {ev:.3f} with the tool ({called:.2f} of episodes called), "
+      f"{ev_none:.3f} without")
+if not (len(val) == 3 and val[0] < 0.6 and val[-1] > 0.8): bad.append(f"validation avg@2 {val} (steps 0, 50, 100)")
+if not ev > 0.8: bad.append(f"gspo eval with the tool: avg@4 {ev:.3f} (> 0.8 expected)")
+if not called > 0.9: bad.append(f"gspo eval: {called:.2f} of episodes called the tool")
+if not all("final_turn" in s and s["response"].endswith(s["final_turn"]) for s in samples):
+    bad.append("samples.jsonl: a sample's final_turn is missing or not the end of its response")
+if not ev_none < 0.3: bad.append(f"gspo eval without the tool: avg@4 {ev_none:.3f} (< 0.3 expected)")
 for b in bad: print("FAIL:", b)
 sys.exit(1 if bad else 0)
 PY

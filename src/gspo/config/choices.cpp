@@ -27,7 +27,7 @@ const std::vector<Choice<RewardKind>>& choices(RewardKind) {
   static const std::vector<Choice<RewardKind>> c{
       {"auto", RewardKind::kAuto},   {"exact", RewardKind::kExact}, {"leading_integer", RewardKind::kLeadingInteger},
       {"math", RewardKind::kMath},   {"code", RewardKind::kCode},   {"regex", RewardKind::kRegex},
-      {"format", RewardKind::kFormat}, {"external", RewardKind::kExternal}};
+      {"format", RewardKind::kFormat}, {"external", RewardKind::kExternal}, {"tool_format", RewardKind::kToolFormat}};
   return c;
 }
 const std::vector<Choice<LossKind>>& choices(LossKind) {

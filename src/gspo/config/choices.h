@@ -21,7 +21,7 @@ enum class Dtype { kFloat32, kBFloat16 };
 enum class Task { kArithmetic, kJsonl };
 enum class ChatTemplate { kNone, kChatml, kQwen25, kDeepseekR1 };
 enum class Overlong { kSkip, kError };
-enum class RewardKind { kAuto, kExact, kLeadingInteger, kMath, kCode, kRegex, kFormat, kExternal };
+enum class RewardKind { kAuto, kExact, kLeadingInteger, kMath, kCode, kRegex, kFormat, kExternal, kToolFormat };
 enum class LossKind { kGspo, kGspoToken, kGrpo };
 enum class AdvantageKind {
   kGroupNorm,    // (r - mean) / (std + eps)

@@ -169,13 +169,15 @@ struct RewardOptions {
   template <class V>
   void visit(V&& v) {
     v("kind", kind, "verifier: auto (arithmetic: leading_integer; jsonl: code when rows have tests, else math), "
-      "exact, leading_integer, math, code, regex, format, external",
+      "exact, leading_integer, math, code, regex, format, external, tool_format (with tools: 1 when the episode called a "
+      "tool and no call failed; a component)",
       choice_rule(kind));
     v("components", components, "weighted sum of verifiers as \"name:weight\" (e.g. [\"math:1\", \"format:0.1\"]); "
       "accuracy follows the first; empty = kind", any());
     v("regex", regex, "regex verifier: reward 1 when the response matches; {answer} is replaced by the escaped answer", any());
     v("external_command", external_command, "external verifier: a command started once that reads JSON lines "
-      "{prompt, response, answer, row} and writes one number per line", any());
+      "{prompt, response, answer, row} (with tools also tool_turns, tool_calls, tool_errors, tool_timeouts) and writes "
+      "one number per line", any());
     v("math_answer_is", math_answer_is, "math: when there is no \\boxed{}, use the math or number after "
       "\"answer\" (\"The answer is 18.\", \"**Answer:** $x=5$\")", any());
     v("math_last_number", math_last_number, "math: as a last resort, use the last math span ($...$, \\(...\\), "

@@ -77,6 +77,15 @@ bool program_found(const std::string& command) {
 }
 
 void validate_tools(const Config& c, std::vector<std::string>& e) {
+  if (c.tools.list.empty()) {  // tool_format grades an episode's tool use: without tools every response would get 0
+    if (c.reward.kind == RewardKind::kToolFormat)
+      e.push_back(at(c, "reward.kind") + ": reward.kind tool_format grades the tool use of episodes, but tools.list "
+                  "is empty");
+    for (const auto& comp : c.reward.components)
+      if (comp.rfind("tool_format:", 0) == 0)
+        e.push_back(at(c, "reward.components") + ": reward.components '" + comp + "' grades the tool use of "
+                    "episodes, but tools.list is empty");
+  }
   static const std::regex kName("[A-Za-z0-9_.-]{1,64}");
   std::set<std::string> seen;
   for (size_t i = 0; i < c.tools.list.size(); ++i) {

@@ -2,8 +2,11 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 
+#include "gspo/core/error.h"
+#include "gspo/model/policy.h"
 #include "gspo/tokenizer/chat_tools.h"
 
 namespace gspo::env {
@@ -132,7 +135,40 @@ std::vector<std::string> tool_names(const config::Config& cfg) {
 }  // namespace
 
 ToolEnv::ToolEnv(const config::Config& cfg, const tokenizer::Tokenizer& tok)
-    : shown(tokenizer::chat_tools(cfg.tools.list)), tools(ToolSet::from_config(cfg, tok)), format(make_tool_format(cfg, tok, tool_names(cfg))),
+    : tok(tok), shown(tokenizer::chat_tools(cfg.tools.list)), tools(ToolSet::from_config(cfg, tok)), format(make_tool_format(cfg, tok, tool_names(cfg))),
       hook(tools, *format, tok, cfg.tools.max_turns, cfg.tools.workers) {}
+
+rollout::RolloutBatch ToolEnv::sample(rollout::Sampler& sampler, const std::vector<std::vector<int64_t>>& prompts,
+                                      std::vector<std::string> questions, int64_t G, const rollout::NoiseKey& noise) {
+  struct Unset {  // the sampler is shared: it runs without the hook again whatever happens here
+    rollout::Sampler& s;
+    ~Unset() { s.set_hook(nullptr); }
+  } unset{sampler};
+  hook.begin(std::move(questions), G);
+  sampler.set_hook(&hook);
+  return sampler.generate(prompts, G, noise);
+}
+
+std::vector<std::string> ToolEnv::final_turns(const rollout::RolloutBatch& batch) const {
+  std::vector<std::string> out;
+  for (int64_t r = 0; r < batch.num_rows(); ++r) out.push_back(final_turn_text(batch, r, tok));
+  return out;
+}
+
+std::vector<reward::ToolUse> ToolEnv::uses() const {
+  std::vector<reward::ToolUse> out;
+  for (const auto& e : hook.counts()) out.push_back({std::max<int64_t>(e.turns, 1), e.calls, e.errors, e.timeouts});
+  return out;
+}
+
+std::unique_ptr<ToolEnv> make_tool_env(const config::Config& cfg, const tokenizer::Tokenizer& tok,
+                                       const model::Policy& policy) {
+  if (cfg.tools.list.empty()) return nullptr;
+  if (!policy.has_append())
+    throw ConfigError("tools.list: multi-turn rollouts write tool output into a running row, which needs a model "
+                      "with the slot methods and append_slots (slot_api 2): '" + cfg.model.path + "' has none; "
+                      "re-export it with scripts/gspo_model.py, or set tools.list: []");
+  return std::make_unique<ToolEnv>(cfg, tok);
+}
 
 }  // namespace gspo::env

@@ -18,6 +18,8 @@
 
 #include "gspo/env/tool_format.h"
 #include "gspo/env/tools.h"
+#include "gspo/reward/verifier.h"
+#include "gspo/rollout/sampler.h"
 #include "gspo/rollout/slot_hook.h"
 #include "gspo/tokenizer/chat_template.h"
 
@@ -82,13 +84,28 @@ class EpisodeHook final : public rollout::SlotHook {
   std::vector<std::thread> threads_;
 };
 
-// A run's tools, their format and the hook, from the config (tools.list not empty; the tools are started).
+// A run's tools, their format and the hook, from the config (tools.list not empty; the tools are started). One per
+// sampler that runs episodes (training, validation, the end-of-run greedy eval, gspo eval); not thread-safe.
 struct ToolEnv {
   ToolEnv(const config::Config& cfg, const tokenizer::Tokenizer& tok);
+  // prompts.size() x G episodes through `sampler` (the prompts formatted with `shown` listed); row r's question (what
+  // an empty compact call passes) is questions[r / G]. The hook is set for this call only.
+  rollout::RolloutBatch sample(rollout::Sampler& sampler, const std::vector<std::vector<int64_t>>& prompts,
+                               std::vector<std::string> questions, int64_t G, const rollout::NoiseKey& noise);
+  // What the verifiers grade after sample(), row by row: each episode's final assistant turn, and its tool use.
+  std::vector<std::string> final_turns(const rollout::RolloutBatch& batch) const;
+  std::vector<reward::ToolUse> uses() const;
+
+  const tokenizer::Tokenizer& tok;
   std::vector<tokenizer::ChatTool> shown;  // what the prompts' system message lists (chat formats)
   ToolSet tools;
   std::unique_ptr<ToolFormat> format;
   EpisodeHook hook;
 };
+
+// The tools of `cfg` for a sampler running `policy`, or nullptr when tools.list is empty. ConfigError, naming
+// tools.list, when the policy cannot run episodes (no append_slots: docs/model-contract.md).
+std::unique_ptr<ToolEnv> make_tool_env(const config::Config& cfg, const tokenizer::Tokenizer& tok,
+                                       const model::Policy& policy);
 
 }  // namespace gspo::env

@@ -4,6 +4,7 @@
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
 #include "gspo/data/prompt_fit.h"
+#include "gspo/tokenizer/chat_tools.h"
 
 namespace gspo::eval {
 
@@ -77,7 +78,8 @@ EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const 
   const int64_t total = static_cast<int64_t>(rows.size());
   set.selected_rows = total;
   auto fit = data::fit_prompts(std::move(rows), cfg.data, tok, max_prompt_tokens,
-                               cfg.data.overlong_prompts == config::Overlong::kError);
+                               cfg.data.overlong_prompts == config::Overlong::kError,
+                               tokenizer::chat_tools(cfg.tools.list));  // the prompts list the tools
   if (fit.dropped > 0 && loud) log::warn("{}: {}", set.name, data::describe_dropped(fit, total, max_prompt_tokens));
   set.skipped_prompts = fit.dropped;
   set.rows = std::move(fit.kept);

@@ -3,16 +3,21 @@
 #include <algorithm>
 
 #include "gspo/data/dataset.h"
+#include "gspo/env/episode.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::eval {
+namespace {
+const std::vector<tokenizer::ChatTool> kNone;
+}  // namespace
 
 Evaluator::Evaluator(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok)
     : cfg_(cfg),
       tok_(tok),
       sampler_(std::make_unique<rollout::Sampler>(policy, tok, eval_sampling(cfg))),
+      tools_(env::make_tool_env(cfg, tok, policy)),
       samples_(cfg.eval.samples),
       chunk_(static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step))) {}
 
@@ -22,29 +27,46 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
   const int64_t K = samples_;
   std::vector<std::vector<int64_t>> prompts;
   std::vector<const data::Example*> exs;
+  std::vector<std::string> questions;
   for (size_t i = begin; i < end; ++i) {
-    prompts.push_back(tok_.encode_prompt(data::format_prompt(cfg_.data, set.rows[i].prompt)));
+    prompts.push_back(tok_.encode_prompt(data::format_prompt(cfg_.data, set.rows[i].prompt, tools_ ? tools_->shown : kNone)));
     exs.push_back(&set.rows[i]);
+    questions.push_back(set.rows[i].prompt);
   }
   const rollout::NoiseKey noise{rollout::mix_seed(static_cast<uint64_t>(cfg_.rollout.seed), set_index),
                                 static_cast<int64_t>(begin) * K};
-  auto batch = sampler_->generate(prompts, K, noise);
+  auto batch = tools_ ? tools_->sample(*sampler_, prompts, std::move(questions), K, noise)
+                      : sampler_->generate(prompts, K, noise);
+  // With tools the final assistant turn is graded (and voted on), the whole episode kept in samples.jsonl.
+  const auto graded = tools_ ? tools_->final_turns(batch) : batch.response_text;
+  const auto use = tools_ ? tools_->uses() : std::vector<reward::ToolUse>{};
   std::vector<std::vector<std::string>> texts(exs.size());
   std::vector<std::vector<int64_t>> lens(exs.size());
+  std::vector<std::vector<reward::ToolUse>> uses(tools_ ? exs.size() : 0);
   const auto own = batch.trained_tokens();  // the model's tokens (a tool's are not)
   for (int64_t r = 0; r < batch.num_rows(); ++r) {
-    texts[r / K].push_back(batch.response_text[r]);
+    texts[r / K].push_back(graded[r]);
     lens[r / K].push_back(own[r]);
+    if (tools_) uses[r / K].push_back(use[r]);
   }
   Graded out;
-  out.problems = grader.grade(exs, texts, lens);
+  out.problems = grader.grade(exs, texts, lens, tools_ ? &uses : nullptr);
   for (size_t i = 0; i < exs.size(); ++i)
     for (int64_t s = 0; s < K; ++s) {
       const auto& p = out.problems[i];
-      out.sample_lines.push_back(
-          {{"dataset", set.name}, {"index", begin + i}, {"id", exs[i]->id}, {"sample", s}, {"response", texts[i][s]},
-           {"reward", p.rewards[s]}, {"correct", static_cast<bool>(p.correct[s])}, {"failure", p.failures[s]},
-           {"detail", p.details[s]}, {"tokens", lens[i][s]}, {"finish", rollout::finish_name(batch.finish[i * K + s])}});
+      const int64_t r = static_cast<int64_t>(i) * K + s;
+      nlohmann::ordered_json line{
+          {"dataset", set.name}, {"index", begin + i}, {"id", exs[i]->id}, {"sample", s},
+          {"response", batch.response_text[r]}, {"reward", p.rewards[s]}, {"correct", static_cast<bool>(p.correct[s])},
+          {"failure", p.failures[s]}, {"detail", p.details[s]}, {"tokens", lens[i][s]},
+          {"finish", rollout::finish_name(batch.finish[r])}};
+      if (tools_) {
+        const auto& u = uses[i][s];
+        line["final_turn"] = texts[i][s];
+        line["tool_turns"] = u.turns, line["tool_calls"] = u.calls, line["tool_errors"] = u.errors;
+        line["tool_timeouts"] = u.timeouts;
+      }
+      out.sample_lines.push_back(std::move(line));
     }
   return out;
 }

@@ -12,6 +12,7 @@
 #include "gspo/eval/grade.h"
 #include "gspo/eval/summary.h"
 
+namespace gspo::env { struct ToolEnv; }
 namespace gspo::model { class Policy; }
 namespace gspo::rollout { class Sampler; }
 namespace gspo::tokenizer { class Tokenizer; }
@@ -20,7 +21,8 @@ namespace gspo::eval {
 
 class Evaluator {
  public:
-  // Samples with eval_sampling(cfg) from `policy` (not owned; outlives the Evaluator), cfg.eval.samples per problem.
+  // Samples with eval_sampling(cfg) from `policy` (not owned; outlives the Evaluator), cfg.eval.samples per problem;
+  // with tools.list set, episodes with the run's tools (their programs started here).
   Evaluator(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok);
   ~Evaluator();
 
@@ -41,6 +43,7 @@ class Evaluator {
   const config::Config& cfg_;
   const tokenizer::Tokenizer& tok_;
   std::unique_ptr<rollout::Sampler> sampler_;
+  std::unique_ptr<env::ToolEnv> tools_;  // tools.list set: each sample is an episode, its final turn graded
   int64_t samples_;
   size_t chunk_;
 };

@@ -17,15 +17,18 @@ Grader::Grader(const config::Config& cfg_in, const std::vector<data::Example>& r
 
 std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>& problems,
                                          const std::vector<std::vector<std::string>>& responses,
-                                         const std::vector<std::vector<int64_t>>& tokens) const {
+                                         const std::vector<std::vector<int64_t>>& tokens,
+                                         const std::vector<std::vector<reward::ToolUse>>* uses) const {
   std::vector<std::string> flat;
   std::vector<const data::Example*> flat_ex;
+  std::vector<reward::ToolUse> flat_use;
   for (size_t i = 0; i < problems.size(); ++i)
-    for (const auto& r : responses[i]) {
-      flat.push_back(r);
+    for (size_t s = 0; s < responses[i].size(); ++s) {
+      flat.push_back(responses[i][s]);
       flat_ex.push_back(problems[i]);
+      if (uses) flat_use.push_back(uses->at(i).at(s));
     }
-  auto scores = reward::score_all(*verifier, flat, flat_ex, workers);
+  auto scores = reward::score_all(*verifier, flat, flat_ex, workers, uses ? &flat_use : nullptr);
   std::vector<ProblemResult> out(problems.size());
   size_t k = 0;
   for (size_t i = 0; i < problems.size(); ++i) {

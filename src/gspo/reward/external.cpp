@@ -23,7 +23,16 @@ ExternalVerifier::ExternalVerifier(std::string command, double timeout_s)
 }
 
 Score ExternalVerifier::score(const std::string& response, const data::Example& ex) const {
-  nlohmann::json req{{"prompt", ex.prompt}, {"response", response}, {"answer", ex.answer}, {"row", ex.row}};
+  return ask({{"prompt", ex.prompt}, {"response", response}, {"answer", ex.answer}, {"row", ex.row}});
+}
+
+Score ExternalVerifier::score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const {
+  return ask({{"prompt", ex.prompt}, {"response", response}, {"answer", ex.answer}, {"row", ex.row},
+              {"tool_turns", use.turns}, {"tool_calls", use.calls}, {"tool_errors", use.errors},
+              {"tool_timeouts", use.timeouts}});
+}
+
+Score ExternalVerifier::ask(const nlohmann::json& req) const {
   const std::string line = req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_.empty()) throw VerifierError(failed_);

@@ -1,5 +1,7 @@
 // External verifier: a user program started once and reused. gspo writes one JSON line per response
-// {"prompt", "response", "answer", "row"} to its stdin and reads one number per line from its stdout.
+// {"prompt", "response", "answer", "row"} to its stdin and reads one number per line from its stdout. With tools the
+// response is the episode's final assistant turn and the line adds "tool_turns", "tool_calls", "tool_errors" and
+// "tool_timeouts".
 // Requests are serialised (one at a time). If the program exits, writes something that is not a number or does not
 // answer within the timeout, scoring fails with a VerifierError that names the command and what went wrong; the
 // verifier then stays failed (a late answer could not be matched to its request). Non-goal: restarting the program.
@@ -7,6 +9,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "gspo/reward/line_process.h"
 #include "gspo/reward/verifier.h"
@@ -25,9 +29,11 @@ class ExternalVerifier : public Verifier {
   ExternalVerifier& operator=(const ExternalVerifier&) = delete;
 
   Score score(const std::string& response, const data::Example& ex) const override;
+  Score score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const override;
   std::string name() const override { return "external"; }
 
  private:
+  Score ask(const nlohmann::json& request) const;
   std::string who_;  // "reward.external_command '<command>'", the subject of every message
   double timeout_s_;
   mutable std::mutex mu_;

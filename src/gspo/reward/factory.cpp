@@ -37,15 +37,10 @@ class Weighted : public Verifier {
  public:
   void add(std::unique_ptr<Verifier> v, double w) { parts_.emplace_back(std::move(v), w); }
   Score score(const std::string& response, const data::Example& ex) const override {
-    Score total;
-    for (size_t i = 0; i < parts_.size(); ++i) {
-      auto s = parts_[i].first->score(response, ex);
-      total.reward += parts_[i].second * s.reward;
-      total.components.push_back(s.reward);
-      if (i == 0) total.correct = s.correct;
-      if (!s.detail.empty()) total.detail += (total.detail.empty() ? "" : "; ") + s.detail;
-    }
-    return total;
+    return combine([&](const Verifier& v) { return v.score(response, ex); });
+  }
+  Score score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const override {
+    return combine([&](const Verifier& v) { return v.score_episode(response, ex, use); });
   }
   std::vector<double> component_weights() const override {
     std::vector<double> w;
@@ -59,6 +54,19 @@ class Weighted : public Verifier {
   }
 
  private:
+  template <class Fn>
+  Score combine(Fn&& one) const {
+    Score total;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      auto s = one(*parts_[i].first);
+      total.reward += parts_[i].second * s.reward;
+      total.components.push_back(s.reward);
+      if (i == 0) total.correct = s.correct;
+      if (!s.detail.empty()) total.detail += (total.detail.empty() ? "" : "; ") + s.detail;
+    }
+    return total;
+  }
+
   std::vector<std::pair<std::unique_ptr<Verifier>, double>> parts_;
 };
 
@@ -68,6 +76,9 @@ class PerRow : public Verifier {
   PerRow(std::unique_ptr<Verifier> math, std::unique_ptr<Verifier> code) : math_(std::move(math)), code_(std::move(code)) {}
   Score score(const std::string& response, const data::Example& ex) const override {
     return data::row_has_code_tests(ex) ? code_->score(response, ex) : math_->score(response, ex);
+  }
+  Score score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const override {
+    return (data::row_has_code_tests(ex) ? code_ : math_)->score_episode(response, ex, use);
   }
   std::string name() const override { return "auto(math|code)"; }
 
@@ -92,6 +103,7 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
     case RewardKind::kMath:
       return std::make_unique<MathVerifier>(math_options(cfg));
     case RewardKind::kFormat: return std::make_unique<BoxedFormat>();
+    case RewardKind::kToolFormat: return std::make_unique<ToolUseFormat>();
     case RewardKind::kRegex: return std::make_unique<RegexVerifier>(r.regex);
     case RewardKind::kExternal: return std::make_unique<ExternalVerifier>(r.external_command, r.external_timeout_s);
     case RewardKind::kCode: {
@@ -152,7 +164,8 @@ std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::ve
 }
 
 std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
-                             const std::vector<const data::Example*>& examples, int64_t workers) {
+                             const std::vector<const data::Example*>& examples, int64_t workers,
+                             const std::vector<ToolUse>* uses) {
   std::vector<Score> out(responses.size());
   if (workers <= 0) workers = std::max(1u, std::thread::hardware_concurrency());
   workers = std::min<int64_t>(workers, static_cast<int64_t>(responses.size()));
@@ -162,7 +175,7 @@ std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& 
   auto work = [&] {
     for (size_t i; (i = next++) < responses.size();) {
       try {
-        out[i] = v.score(responses[i], *examples[i]);
+        out[i] = uses ? v.score_episode(responses[i], *examples[i], uses->at(i)) : v.score(responses[i], *examples[i]);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!failure) failure = std::current_exception();

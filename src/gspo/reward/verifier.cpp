@@ -40,6 +40,15 @@ Score ExactMatch::score(const std::string& response, const data::Example& ex) co
   return {ok ? 1.0 : 0.0, ok, "", {}, ok ? "" : "wrong answer"};
 }
 
+Score ToolUseFormat::score(const std::string&, const data::Example&) const {
+  return {0.0, false, "", {}, "no tool use (graded without tools)"};
+}
+
+Score ToolUseFormat::score_episode(const std::string&, const data::Example&, const ToolUse& use) const {
+  const bool ok = use.calls > 0 && use.errors == 0 && use.timeouts == 0;
+  return {ok ? 1.0 : 0.0, ok, "", {}, ok ? "" : use.calls == 0 ? "no tool call" : "a tool call failed"};
+}
+
 Score LeadingInteger::score(const std::string& response, const data::Example& ex) const {
   const std::string got = leading_integer(response);
   const bool ok = !got.empty() && canonical_int(got) == canonical_int(trim(ex.answer));

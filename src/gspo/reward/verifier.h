@@ -1,6 +1,7 @@
 // Verifiers turn a response into a scalar reward. The built-in ones here check answers exactly; the math and
 // code verifiers implement the same interface.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,11 +21,25 @@ struct Score {
                          // "" = correct, or the verifier gives no reason
 };
 
+// An episode's tool use (multi-turn tools, docs/tools.md), for rewards on it.
+struct ToolUse {
+  int64_t turns = 0;     // assistant turns
+  int64_t calls = 0;     // tool calls run (malformed ones included)
+  int64_t errors = 0;    // of those, tool errors (timeouts included)
+  int64_t timeouts = 0;
+};
+
 class Verifier {
  public:
   virtual ~Verifier() = default;
   // `response` is the decoded response text without EOS. Must be thread-safe (const).
   virtual Score score(const std::string& response, const data::Example& ex) const = 0;
+  // With tools: `response` is the episode's final assistant turn and `use` its tool use. The verifiers that read the
+  // use (tool_format, external, weighted sums of them) override this; the others grade the text alone.
+  virtual Score score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const {
+    (void)use;
+    return score(response, ex);
+  }
   virtual std::string name() const = 0;
   // reward.components: the weight of each component, in Score::components' order; empty for a single verifier.
   virtual std::vector<double> component_weights() const { return {}; }
@@ -45,6 +60,15 @@ class LeadingInteger : public Verifier {
   std::string name() const override { return "leading_integer"; }
 };
 
+// tool_format: 1 when the episode called a tool and none of its calls failed (no tool error, no timeout); 0 otherwise,
+// and 0 for a response graded without tools. A format reward for tool use, meant as a small weighted component.
+class ToolUseFormat : public Verifier {
+ public:
+  Score score(const std::string& response, const data::Example& ex) const override;
+  Score score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const override;
+  std::string name() const override { return "tool_format"; }
+};
+
 // `s` without leading and trailing spaces, tabs and newlines.
 std::string trim(const std::string& s);
 
@@ -57,7 +81,9 @@ std::string leading_integer(const std::string& text);
 std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& rows = {});
 
 // Scores responses[i] against *examples[i] on `workers` threads (0 = hardware threads); rethrows the first error.
+// With `uses` (one per response: episodes with tools), through Verifier::score_episode.
 std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
-                             const std::vector<const data::Example*>& examples, int64_t workers);
+                             const std::vector<const data::Example*>& examples, int64_t workers,
+                             const std::vector<ToolUse>* uses = nullptr);
 
 }  // namespace gspo::reward

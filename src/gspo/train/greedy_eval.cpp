@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gspo/config/options.h"
+#include "gspo/env/episode.h"
 #include "gspo/eval/eval_sets.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
@@ -10,9 +11,12 @@
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::train {
+namespace {
+const std::vector<tokenizer::ChatTool> kNone;
+}  // namespace
 
 double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, const reward::Verifier& verifier,
-                       const std::vector<data::Example>& problems, const config::Config& cfg) {
+                       const std::vector<data::Example>& problems, const config::Config& cfg, env::ToolEnv* tools) {
   if (problems.empty()) return 0;
   auto sp = eval::rollout_sampling(cfg);  // greedy: temperature 0, no top-k/top-p; no CUDA graphs as before
   sp.temperature = 0.0;
@@ -25,10 +29,20 @@ double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, c
   for (size_t start = 0; start < problems.size(); start += chunk) {
     const size_t end = std::min(problems.size(), start + chunk);
     std::vector<std::vector<int64_t>> prompts;
-    for (size_t i = start; i < end; ++i) prompts.push_back(tok.encode_prompt(data::format_prompt(cfg.data, problems[i].prompt)));
-    auto batch = greedy.generate(prompts, 1, {0, static_cast<int64_t>(start)});
-    for (size_t i = start; i < end; ++i)
-      correct += verifier.score(batch.response_text[i - start], problems[i]).correct ? 1 : 0;
+    std::vector<std::string> questions;
+    for (size_t i = start; i < end; ++i) {
+      prompts.push_back(tok.encode_prompt(data::format_prompt(cfg.data, problems[i].prompt, tools ? tools->shown : kNone)));
+      questions.push_back(problems[i].prompt);
+    }
+    const rollout::NoiseKey noise{0, static_cast<int64_t>(start)};
+    auto batch = tools ? tools->sample(greedy, prompts, std::move(questions), 1, noise) : greedy.generate(prompts, 1, noise);
+    const auto texts = tools ? tools->final_turns(batch) : batch.response_text;
+    const auto uses = tools ? tools->uses() : std::vector<reward::ToolUse>(texts.size());
+    for (size_t i = start; i < end; ++i) {
+      const auto& text = texts[i - start];
+      const auto sc = tools ? verifier.score_episode(text, problems[i], uses[i - start]) : verifier.score(text, problems[i]);
+      correct += sc.correct ? 1 : 0;
+    }
   }
   return static_cast<double>(correct) / static_cast<double>(problems.size());
 }

@@ -6,6 +6,7 @@
 #include "gspo/data/example.h"
 
 namespace gspo::config { struct Config; }
+namespace gspo::env { struct ToolEnv; }
 namespace gspo::model { class Policy; }
 namespace gspo::reward { class Verifier; }
 namespace gspo::tokenizer { class Tokenizer; }
@@ -14,8 +15,9 @@ namespace gspo::train {
 
 // Fraction of `problems` answered correctly (the verifier's `correct`) by one greedy response each, sampled in
 // batches of rollout.prompts_per_step with rollout.max_new_tokens, rollout.min_new_tokens and rollout.stop. 0 for an
-// empty list.
+// empty list. With `tools` (the run's), each response is an episode and its final turn is graded.
 double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, const reward::Verifier& verifier,
-                       const std::vector<data::Example>& problems, const config::Config& cfg);
+                       const std::vector<data::Example>& problems, const config::Config& cfg,
+                       env::ToolEnv* tools = nullptr);
 
 }  // namespace gspo::train

@@ -80,14 +80,11 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
     prompts.push_back(tok_.encode_prompt(data::format_prompt(c.data, ex.prompt, tools_ ? tools_->shown : kNoTools)));
   }
   auto t = Clock::now();
-  if (tools_) {
-    std::vector<std::string> questions;
-    for (const auto* ex : exs) questions.push_back(ex->prompt);
-    tools_->hook.begin(std::move(questions), G);
-  }
-  sampler_.set_hook(tools_ ? &tools_->hook : nullptr);
-  Scored s{sampler_.generate(prompts, G, rollout_noise(c, id, first_row)), {}, {}, {}, {}};
-  sampler_.set_hook(nullptr);
+  std::vector<std::string> questions;
+  for (const auto* ex : exs) questions.push_back(ex->prompt);
+  const auto noise = rollout_noise(c, id, first_row);
+  Scored s{tools_ ? tools_->sample(sampler_, prompts, std::move(questions), G, noise) : sampler_.generate(prompts, G, noise),
+           {}, {}, {}, {}};
   m.time_sample_s += core::seconds_since(t);
   if (tools_) record_tools(tools_->hook, s.batch, m);
   const auto& st = sampler_.last_stats();
@@ -103,9 +100,11 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   t = Clock::now();
   std::vector<const data::Example*> per_row;
   for (int64_t r = 0; r < s.batch.num_rows(); ++r) per_row.push_back(exs[r / G]);
-  std::vector<std::string> graded;  // with tools: each episode's final assistant turn
-  for (int64_t r = 0; tools_ && r < s.batch.num_rows(); ++r) graded.push_back(env::final_turn_text(s.batch, r, tok_));
-  for (auto& sc : reward::score_all(verifier_, tools_ ? graded : s.batch.response_text, per_row, c.reward.workers)) {
+  // With tools: each episode's final assistant turn, and its tool use.
+  const auto graded = tools_ ? tools_->final_turns(s.batch) : std::vector<std::string>{};
+  const auto uses = tools_ ? tools_->uses() : std::vector<reward::ToolUse>{};
+  for (auto& sc : reward::score_all(verifier_, tools_ ? graded : s.batch.response_text, per_row, c.reward.workers,
+                                    tools_ ? &uses : nullptr)) {
     s.rewards.push_back(sc.reward);
     s.correct.push_back(sc.correct ? 1.0 : 0.0);
     s.components.push_back(std::move(sc.components));

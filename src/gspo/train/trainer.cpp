@@ -156,13 +156,7 @@ void Trainer::Impl::make_sampler() {
   auto sp = eval::rollout_sampling(cfg);
   sp.progress = cfg.logging.progress;
   sampler = std::make_unique<rollout::Sampler>(sampling_copy ? *sampling_copy : *policy, *tok, sp);
-  if (!cfg.tools.list.empty()) {
-    if (!(sampling_copy ? *sampling_copy : *policy).has_append())
-      throw ConfigError("tools.list: multi-turn rollouts write tool output into a running row, which needs a model "
-                        "with the slot methods and append_slots (slot_api 2): '" + cfg.model.path + "' has none; "
-                        "re-export it with scripts/gspo_model.py, or set tools.list: []");
-    tools = std::make_unique<env::ToolEnv>(cfg, *tok);
-  }
+  tools = env::make_tool_env(cfg, *tok, sampling_copy ? *sampling_copy : *policy);
 }
 
 // Rank 0 only: the metrics of steps after the resume point are dropped (they run again), the config written.
@@ -310,8 +304,8 @@ TrainSummary Trainer::run() {
     const std::vector<data::Example> seen(s.examples.begin(),
                                           s.examples.begin() + std::min(s.examples.size(), heldout.size()));
     sum.heldout_problems = static_cast<int64_t>(heldout.size());
-    sum.heldout_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, heldout, c);
-    sum.train_greedy_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, seen, c);
+    sum.heldout_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, heldout, c, s.tools.get());
+    sum.train_greedy_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, seen, c, s.tools.get());
   }
   return sum;
 }
