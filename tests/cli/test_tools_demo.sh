@@ -32,6 +32,18 @@ evaluate() {  # evaluate NAME [extra --set ...]: gspo eval of the trained model 
 }
 evaluate eval-tools
 evaluate eval-no-tools --set 'tools.list=[]'
+# An unfinished eval (no summary yet) continues only with the same tools: other limits are refused, the same resume.
+cp "$TMP/eval-tools/summary.json" "$TMP/eval-tools.summary" && rm "$TMP/eval-tools/summary.json"
+if "$GSPO" eval -c configs/tiny-tools.yaml -m "$TMP/tools/checkpoints/step_00000100/policy.pt" -d "$TMP/val.jsonl" \
+    -k 4 -o "$TMP/eval-tools" --no-progress --set tools.max_turns=3 > "$TMP/eval-other.log" 2>&1; then
+  echo "FAIL: an unfinished eval resumed with other tools settings"; exit 1
+fi
+grep -q "other settings (tools.max_turns (was 2, now 3))" "$TMP/eval-other.log" \
+  || { cat "$TMP/eval-other.log"; echo "FAIL: the refusal does not name tools.max_turns"; exit 1; }
+evaluate eval-tools
+cmp <("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["datasets"][0]["avg@4"])' "$TMP/eval-tools.summary") \
+    <("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["datasets"][0]["avg@4"])' "$TMP/eval-tools/summary.json") \
+  || { echo "FAIL: the resumed eval's avg@4 differs"; exit 1; }
 "$PYTHON" - "$TMP" <<'PY'
 import json, sys
 def rows(name, file="metrics.jsonl"):

@@ -52,7 +52,8 @@ ProblemResult result_from_lines(const std::vector<nlohmann::ordered_json>& lines
     p.tokens.push_back(l.value("tokens", int64_t{0}));
     p.details.push_back(l.value("detail", std::string()));
     p.failures.push_back(ok ? "" : l.value("failure", std::string("wrong answer")));
-    responses.push_back(l.value("response", std::string()));
+    // With tools the final turn was graded and voted on; the response holds the whole episode.
+    responses.push_back(l.value("final_turn", l.value("response", std::string())));
   }
   p.difficulty = problem.difficulty;
   grader.vote(p, responses, problem);

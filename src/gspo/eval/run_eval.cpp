@@ -42,7 +42,17 @@ int64_t file_bytes(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
 }
 
-// What must be equal for an unfinished eval to be continued: model, data, prompt format and sampling.
+// The tools section as it shapes the samples (episodes): the tools as listed and the limits.
+nlohmann::ordered_json tools_identity(const config::ToolsOptions& t) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& s : t.list)
+    list.push_back({{"name", s.name}, {"kind", config::name_of(s.kind)}, {"command", s.command},
+                    {"description", s.description}, {"parameters", s.parameters.json}});
+  return {{"list", list}, {"max_turns", t.max_turns}, {"max_calls_per_turn", t.max_calls_per_turn},
+          {"max_output_tokens", t.max_output_tokens}, {"timeout_s", t.timeout_s}};
+}
+
+// What must be equal for an unfinished eval to be continued: model, data, prompt format, sampling and tools.
 nlohmann::ordered_json identity(const config::Config& cfg, const std::string& model, const std::vector<std::string>& sets) {
   const auto sp = eval_sampling(cfg);
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
@@ -51,15 +61,18 @@ nlohmann::ordered_json identity(const config::Config& cfg, const std::string& mo
                                   {"max_new_tokens", sp.max_new_tokens}, {"stop", sp.stop}, {"seed", cfg.rollout.seed}};
   // Recorded only when on, so an eval state written before the option existed still matches (and resumes).
   if (sp.min_new_tokens > 0) sampling["min_new_tokens"] = sp.min_new_tokens;
-  return {{"model", model}, {"model_bytes", file_bytes(model)}, {"datasets", files},
-          {"samples", cfg.eval.samples}, {"max_problems", cfg.eval.max_problems}, {"since", cfg.eval.since},
-          {"until", cfg.eval.until},
-          {"sampling", sampling},
-          {"prompt", {{"prompt_key", cfg.data.prompt_key}, {"answer_key", cfg.data.answer_key},
-                      {"prompt_template", cfg.data.prompt_template},
-                      {"chat_template", config::name_of(cfg.data.chat_template)},
-                      {"system_prompt", cfg.data.system_prompt}, {"enable_thinking", cfg.data.enable_thinking}}},
-          {"tokenizer", cfg.tokenizer.path}};
+  nlohmann::ordered_json id{
+      {"model", model}, {"model_bytes", file_bytes(model)}, {"datasets", files},
+      {"samples", cfg.eval.samples}, {"max_problems", cfg.eval.max_problems}, {"since", cfg.eval.since},
+      {"until", cfg.eval.until},
+      {"sampling", sampling},
+      {"prompt", {{"prompt_key", cfg.data.prompt_key}, {"answer_key", cfg.data.answer_key},
+                  {"prompt_template", cfg.data.prompt_template},
+                  {"chat_template", config::name_of(cfg.data.chat_template)},
+                  {"system_prompt", cfg.data.system_prompt}, {"enable_thinking", cfg.data.enable_thinking}}},
+      {"tokenizer", cfg.tokenizer.path}};
+  if (!cfg.tools.list.empty()) id["tools"] = tools_identity(cfg.tools);  // only then: older states still match
+  return id;
 }
 
 // Decides between a fresh start and a resume in `dir`; returns the samples already done, or nullopt for a fresh
@@ -176,6 +189,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
                     {"seed", cfg.rollout.seed}, {"max_problems", cfg.eval.max_problems}, {"since", cfg.eval.since},
                     {"until", cfg.eval.until}}},
       {"datasets", summaries}};
+  if (!cfg.tools.list.empty()) all["tools"] = tools_identity(cfg.tools);
   core::atomic_write(req.out_dir + "/summary.json", all.dump(1) + "\n");
   return summaries;
 }
