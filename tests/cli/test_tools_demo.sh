@@ -9,7 +9,7 @@ set -eu
 GSPO="$1"; SRC="$2"; PYTHON="$3"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 cd "$SRC"  # the config starts its tool as `sh scripts/tools/lookup.sh`
-"$PYTHON" scripts/make_tiny_model.py --out "$TMP/tiny_tools.pt" --warm data/tools_warm.txt --warm-steps 1000 | tail -1
+OMP_NUM_THREADS=1 "$PYTHON" scripts/make_tiny_model.py --out "$TMP/tiny_tools.pt" --warm data/tools_warm.txt --warm-steps 1000 | tail -1
 # 32 held-out keys: warm-start lines that guessed (their secret never written), not in the task.
 "$PYTHON" - "$TMP/val.jsonl" <<'PY'
 import json, sys
@@ -41,9 +41,11 @@ fi
 grep -q "other settings (tools.max_turns (was 2, now 3))" "$TMP/eval-other.log" \
   || { cat "$TMP/eval-other.log"; echo "FAIL: the refusal does not name tools.max_turns"; exit 1; }
 evaluate eval-tools
-cmp <("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["datasets"][0]["avg@4"])' "$TMP/eval-tools.summary") \
-    <("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["datasets"][0]["avg@4"])' "$TMP/eval-tools/summary.json") \
-  || { echo "FAIL: the resumed eval's avg@4 differs"; exit 1; }
+figures() { "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1]))["datasets"][0]; print(d["avg@4"], d["tools"])' "$1"; }
+cmp <(figures "$TMP/eval-tools.summary") <(figures "$TMP/eval-tools/summary.json") \
+  || { echo "FAIL: the resumed eval's avg@4 or tool figures differ"; exit 1; }
+grep -q "tools: 1.00 calls per sample, 100% of samples called" "$TMP/eval-tools.log" \
+  || { cat "$TMP/eval-tools.log"; echo "FAIL: the eval's table has no tools line"; exit 1; }
 "$PYTHON" - "$TMP" <<'PY'
 import json, sys
 def rows(name, file="metrics.jsonl"):
@@ -75,6 +77,8 @@ if not ev > 0.8: bad.append(f"gspo eval with the tool: avg@4 {ev:.3f} (> 0.8 exp
 if not called > 0.9: bad.append(f"gspo eval: {called:.2f} of episodes called the tool")
 if not all("final_turn" in s and s["response"].endswith(s["final_turn"]) for s in samples):
     bad.append("samples.jsonl: a sample's final_turn is missing or not the end of its response")
+if "tools" in json.load(open(f"{sys.argv[1]}/eval-no-tools/summary.json"))["datasets"][0]:
+    bad.append("the eval without tools reports tool figures")
 if not ev_none < 0.3: bad.append(f"gspo eval without the tool: avg@4 {ev_none:.3f} (< 0.3 expected)")
 for b in bad: print("FAIL:", b)
 sys.exit(1 if bad else 0)

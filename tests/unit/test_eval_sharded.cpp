@@ -39,6 +39,7 @@ TEST_CASE("problem statistics survive packing into a row", "[eval][dist]") {
   s.tokens_max = 400;
   s.difficulty = "medium";
   s.failures = {{"timeout", 2}, {"wrong answer", 2}, {"something new", 1}};
+  s.tool_samples = 8, s.tool_calls = 11, s.tool_calling = 6, s.tool_failed = 2;
   const std::vector<std::string> levels = {"easy", "hard", "medium"};
   const auto row = eval::pack_stats(s, levels);
   REQUIRE(row.size() == eval::packed_width());
@@ -51,6 +52,7 @@ TEST_CASE("problem statistics survive packing into a row", "[eval][dist]") {
   CHECK(back.tokens_max == 400);
   CHECK(back.difficulty == "medium");
   CHECK(back.failures == std::map<std::string, int64_t>{{"other", 1}, {"timeout", 2}, {"wrong answer", 2}});
+  CHECK((back.tool_samples == 8 && back.tool_calls == 11 && back.tool_calling == 6 && back.tool_failed == 2));
 }
 
 TEST_CASE("a set evaluated on two ranks gives every rank the one-process summary", "[eval][dist]") {

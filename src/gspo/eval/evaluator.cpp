@@ -51,6 +51,7 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
   }
   Graded out;
   out.problems = grader.grade(exs, texts, lens, tools_ ? &uses : nullptr);
+  for (size_t i = 0; tools_ && i < exs.size(); ++i) out.problems[i].tool_use = uses[i];
   for (size_t i = 0; i < exs.size(); ++i)
     for (int64_t s = 0; s < K; ++s) {
       const auto& p = out.problems[i];

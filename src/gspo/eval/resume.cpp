@@ -52,6 +52,9 @@ ProblemResult result_from_lines(const std::vector<nlohmann::ordered_json>& lines
     p.tokens.push_back(l.value("tokens", int64_t{0}));
     p.details.push_back(l.value("detail", std::string()));
     p.failures.push_back(ok ? "" : l.value("failure", std::string("wrong answer")));
+    if (l.contains("tool_calls"))  // an episode's line (tools)
+      p.tool_use.push_back({l.value("tool_turns", int64_t{0}), l.value("tool_calls", int64_t{0}),
+                            l.value("tool_errors", int64_t{0}), l.value("tool_timeouts", int64_t{0})});
     // With tools the final turn was graded and voted on; the response holds the whole episode.
     responses.push_back(l.value("final_turn", l.value("response", std::string())));
   }

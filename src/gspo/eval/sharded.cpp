@@ -15,7 +15,9 @@ const std::vector<std::string>& reasons() {
                                              "runtime error", "timeout",         "output limit",  "other"};
   return r;
 }
-constexpr size_t kFixed = 8;  // valid, n, c, majority, reward_sum, tokens_sum, tokens_max, difficulty
+// valid, n, c, majority, reward_sum, tokens_sum, tokens_max, difficulty, tool_samples, tool_calls, tool_calling,
+// tool_failed
+constexpr size_t kFixed = 12;
 
 }  // namespace
 
@@ -37,6 +39,10 @@ std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::str
   row[5] = static_cast<double>(s.tokens_sum);
   row[6] = static_cast<double>(s.tokens_max);
   row[7] = s.difficulty.empty() || level == levels.end() ? -1 : static_cast<double>(level - levels.begin());
+  row[8] = static_cast<double>(s.tool_samples);
+  row[9] = static_cast<double>(s.tool_calls);
+  row[10] = static_cast<double>(s.tool_calling);
+  row[11] = static_cast<double>(s.tool_failed);
   for (const auto& [why, n] : s.failures) {
     auto it = std::find(reasons().begin(), reasons().end(), why);
     if (it == reasons().end()) it = reasons().end() - 1;
@@ -54,6 +60,10 @@ ProblemStats unpack_stats(const double* row, const std::vector<std::string>& lev
   s.tokens_sum = static_cast<int64_t>(row[5]);
   s.tokens_max = static_cast<int64_t>(row[6]);
   if (row[7] >= 0) s.difficulty = levels.at(static_cast<size_t>(row[7]));
+  s.tool_samples = static_cast<int64_t>(row[8]);
+  s.tool_calls = static_cast<int64_t>(row[9]);
+  s.tool_calling = static_cast<int64_t>(row[10]);
+  s.tool_failed = static_cast<int64_t>(row[11]);
   for (size_t i = 0; i < reasons().size(); ++i)
     if (row[kFixed + i] > 0) s.failures[reasons()[i]] = static_cast<int64_t>(row[kFixed + i]);
   return s;

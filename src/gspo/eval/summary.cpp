@@ -42,6 +42,12 @@ ProblemStats stats_of(const ProblemResult& r) {
     s.tokens_max = std::max(s.tokens_max, t);
     if (!r.correct[i]) ++s.failures[i < r.failures.size() && !r.failures[i].empty() ? r.failures[i] : "wrong answer"];
   }
+  for (const auto& u : r.tool_use) {
+    ++s.tool_samples;
+    s.tool_calls += u.calls;
+    s.tool_calling += u.calls > 0 ? 1 : 0;
+    s.tool_failed += u.errors + u.timeouts > 0 ? 1 : 0;
+  }
   return s;
 }
 
@@ -91,7 +97,10 @@ nlohmann::ordered_json summarize(const std::string& name, const std::vector<Prob
   int64_t tokens = 0, max_tokens = 0;
   std::map<std::string, int64_t> failures;
   int64_t no_reference = 0;  // problems whose reference held no answer (reward.math_gold extract/auto)
+  int64_t tool_samples = 0, tool_calls = 0, tool_calling = 0, tool_failed = 0;
   for (const auto& p : problems) {
+    tool_samples += p.tool_samples, tool_calls += p.tool_calls;
+    tool_calling += p.tool_calling, tool_failed += p.tool_failed;
     all.push_back(&p);
     no_reference += p.failures.count(reward::kNoReferenceAnswer) ? 1 : 0;
     if (!p.difficulty.empty()) by_level[p.difficulty].push_back(&p);
@@ -107,6 +116,11 @@ nlohmann::ordered_json summarize(const std::string& name, const std::vector<Prob
   j["response_tokens_max"] = max_tokens;
   j["response_tokens_total"] = tokens;
   j["failures"] = failures;
+  if (tool_samples > 0) {
+    const double n = static_cast<double>(tool_samples);
+    j["tools"] = {{"calls_mean", static_cast<double>(tool_calls) / n}, {"calling_frac", tool_calling / n},
+                  {"failed_frac", tool_failed / n}};
+  }
   if (no_reference > 0) j["references_without_answer"] = no_reference;
   if (!by_level.empty()) {
     // easy, medium, hard (LiveCodeBench's levels) in that order, any other level after them by name
@@ -168,6 +182,13 @@ std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
       for (const auto& [why, n] : s["failures"].items())
         out += " " + why + " " + std::to_string(n.get<int64_t>()) + ",";
       out.back() = '\n';
+    }
+    if (s.contains("tools")) {
+      const auto& t = s["tools"];
+      std::snprintf(buf, sizeof buf, "  tools: %.2f calls per sample, %.0f%% of samples called, %.0f%% had a call fail\n",
+                    t["calls_mean"].get<double>(), 100 * t["calling_frac"].get<double>(),
+                    100 * t["failed_frac"].get<double>());
+      out += buf;
     }
     if (s.contains("references_without_answer"))
       out += "  references without an extractable answer: " +

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gspo/reward/verifier.h"
+
 namespace gspo::eval {
 
 // Unbiased pass@k estimate for one problem with n samples of which c are correct (Chen et al. 2021):
@@ -24,6 +26,7 @@ struct ProblemResult {
   std::vector<std::string> details;  // per sample: the verifier's note (extracted answer, code failure reason)
   std::vector<std::string> failures; // per sample: why it is wrong ("" = correct)
   std::string difficulty;            // the problem's difficulty ("" = none)
+  std::vector<reward::ToolUse> tool_use;  // per sample with tools (episodes); empty without
 };
 
 // The most common non-empty vote ("" when none); ties go to the vote seen first.
@@ -37,12 +40,15 @@ struct ProblemStats {
   int64_t tokens_sum = 0, tokens_max = 0;
   std::string difficulty;
   std::map<std::string, int64_t> failures;  // reason -> samples
+  int64_t tool_samples = 0, tool_calls = 0;  // with tools: samples, their calls,
+  int64_t tool_calling = 0, tool_failed = 0;  // the samples that called a tool, that had a call fail
 };
 ProblemStats stats_of(const ProblemResult& r);
 
 // Summary JSON for one dataset: problems, samples_per_problem, avg@K, pass@k for k = 1, 2, 4, ... and K, cons@K
-// (majority vote, when `with_majority`), mean reward, response token statistics, failures (reason -> samples) and,
-// when problems carry a difficulty, by_difficulty {level: {problems, avg@K, pass@k..., cons@K}}.
+// (majority vote, when `with_majority`), mean reward, response token statistics, failures (reason -> samples),
+// when problems carry a difficulty, by_difficulty {level: {problems, avg@K, pass@k..., cons@K}} and, with tools,
+// tools {calls_mean, calling_frac, failed_frac} over the samples.
 nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority);
 nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority);
 
