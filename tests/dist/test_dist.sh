@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Multi-process training over Gloo on loopback: 2 and 3 ranks (with and without ZeRO-1, with token-budget
-# micro-batches, a tied-embedding model and an MoE model with and without routing replay) reach the weights and metrics of 1 process on the same global batch; resuming with another world
-# size continues the same run; a dead or stalled rank, a missing rank, a port in use and bad launcher variables end
-# with clear errors and non-zero exits, never a hang.
+# micro-batches, a tied-embedding model and an MoE model with and without routing replay) reach the weights and
+# metrics of 1 process on the same global batch; resuming with another world size continues the same run; so do
+# multi-turn tool episodes (the tools demo) on 2 ranks and resumed; a dead or stalled rank, a missing rank, a port in
+# use and bad launcher variables end with clear errors and non-zero exits, never a hang.
 # usage: test_dist.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
 set -u
 GSPO="$1"; MODELS="$2"; SRC="$3"; PY="${4:-/usr/bin/python3}"
@@ -190,6 +191,61 @@ STEPS=$STEPS_SAVED
 out="$("$GSPO" "${TRAIN[@]}" --set train.max_steps=5 --set distributed.zero_stage=1 --set "train.output_dir=$TMP/rs" --resume auto 2>&1)"; rc=$?
 if [ $rc -eq 2 ] && grep -q "written with distributed.zero_stage 0" <<<"$out"; then ok "ZeRO-1 refuses a zero_stage 0 checkpoint"
 else bad "zero-stage mismatch: exit $rc: $out"; fi
+
+# --- tools: multi-turn episodes (docs/tools.md) ------------------------------------------------------------
+# The tools demo (configs/tiny-tools.yaml): the model's "[]" ends its turn, the deterministic `lookup` command tool
+# answers "{D}" into the row (loss mask 0), the model writes on. Each rank starts its own tool process for its own
+# rows. The model is warm-started as in the demo: it calls in about 1 episode of 5 and copies the answer, so the
+# tool's output reaches tokens, rewards and gradients (a random model rarely completes a call: runs without tool
+# turns would prove little). Paths are absolute: the config's are relative to the checkout.
+tool() {  # tool RUN: the --set for a lookup tool that logs each call it gets to $TMP/calls.RUN.rank<RANK>
+  # (an executable per run: rerun splits arguments on spaces, so the value has none)
+  printf '#!/bin/sh\ntee -a "%s.rank${RANK:-0}" | sh "%s"\n' "$TMP/calls.$1" "$SRC/scripts/tools/lookup.sh" \
+    >"$TMP/lookup_$1.sh"
+  chmod +x "$TMP/lookup_$1.sh"
+  echo "tools.list=[{\"name\":\"lookup\",\"kind\":\"command\",\"command\":\"$TMP/lookup_$1.sh\"}]"
+}
+TRAIN_SAVED=("${TRAIN[@]}")
+# One torch thread: two of them spin beside other load on a 2-core machine (20 s became 85 s beside a build).
+if OMP_NUM_THREADS=1 "$PY" "$SRC/scripts/make_tiny_model.py" --out "$TMP/tiny_tools.pt" --warm "$SRC/data/tools_warm.txt" \
+     --warm-steps 1000 >"$TMP/tiny_tools.log" 2>&1; then
+  TRAIN=(train -c "$SRC/configs/tiny-tools.yaml" --set "model.path=$TMP/tiny_tools.pt"
+         --set "data.path=$SRC/data/tools_lookup.jsonl" --set rollout.prompts_per_step=6 --set rollout.group_size=4
+         --set algorithm.num_minibatches=2 --set algorithm.micro_batch_size=5 --set train.threads=1
+         --set logging.progress=false --set distributed.timeout_s=20 --set distributed.init_timeout_s=20)
+  INITIAL="$TMP/tiny_tools.pt"
+  run o1 1 --set "$(tool o1)" && run o2 2 --set "$(tool o2)" && {
+    # Not vacuous: calls were made and answered, and each rank ran its own rows' calls (the calls logged by the two
+    # ranks' tool processes add up to the metrics' calls). Before `same`: a rerun with seed 1 would log more calls.
+    "$PY" - "$TMP" <<'PY' && ok "tools: $(cat "$TMP/o2_calls.txt")" || bad "tools: calls made and run on both ranks" "$TMP/o2_calls.txt"
+import json, sys
+t = sys.argv[1]
+def tools(run):  # calls (per episode in the metrics; 6 prompts x 4 samples per step), tool errors, steps with observations
+    m = [json.loads(l) for l in open(f"{t}/{run}/metrics.jsonl")]
+    return (round(sum(x["tool_calls_mean"] for x in m) * 24), sum(x["tool_errors"] for x in m),
+            sum(x["observation_frac"] > 0 for x in m))
+(calls, errors, observed), (calls2, _, _) = tools("o1"), tools("o2")
+logged = [sum(1 for _ in open(f"{t}/calls.o2.rank{r}")) for r in (0, 1)]
+with open(f"{t}/o2_calls.txt", "w") as f:
+    print(f"{calls} calls, {errors} tool errors, observations in {observed} steps; with 2 ranks {calls2} calls, "
+          f"rank 0's tool got {logged[0]}, rank 1's {logged[1]}", file=f)
+assert calls > 0 and errors < calls and observed > 0, (calls, errors, observed)
+assert min(logged) > 0 and sum(logged) == calls2, (logged, calls2)
+PY
+    same "tools: 2 ranks = 1 process" o1 o2
+  }
+  # Resume with tools (issue #40): 1 process to step 2, resumed on 1 process and on 2 ranks; each continues the
+  # uninterrupted run (the tool is deterministic; its processes start afresh).
+  STEPS_SAVED=$STEPS; STEPS=2
+  run or1 1 --set "$(tool or1)" && run or2 1 --set "$(tool or2)" && STEPS=$STEPS_SAVED && \
+    run or1 1 --set "$(tool or1)" --resume auto && run or2 2 --set "$(tool or2)" --resume auto && {
+    same "tools: 1 process to step 2, resumed = 1 process" o1 or1
+    same "tools: 1 process to step 2, resumed on 2 ranks = 1 process" o1 or2
+  }
+  STEPS=$STEPS_SAVED
+  unset INITIAL
+else bad "the tools model: make_tiny_model.py --warm failed" "$TMP/tiny_tools.log"; fi
+TRAIN=("${TRAIN_SAVED[@]}")
 
 # --- failures --------------------------------------------------------------------------------------------
 start_rank() {  # start_rank RANK WORLD PORT NAME [extra...]: background rank; pid in $!

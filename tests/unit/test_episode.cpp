@@ -87,7 +87,7 @@ TEST_CASE("episodes: calls run on workers while rows decode, observations masked
   auto b = s.generate(prompts, G, {3, 0});
 
   const auto obs_a = format.observation({"A"}), obs_b = format.observation({"B"});
-  int64_t calls = 0, max_turns = 0;
+  int64_t calls = 0, max_turns = 0, answered = 0;
   for (int64_t r = 0; r < b.num_rows(); ++r) {
     INFO("row " << r << ", finish " << rollout::finish_name(b.finish[r]));
     const auto& e = hook.counts().at(r);
@@ -104,7 +104,13 @@ TEST_CASE("episodes: calls run on workers while rows decode, observations masked
       if (j + 1 < ids.size() && own_turns < 2)  // the observation follows, whole
         for (size_t k = 0; k < obs.size(); ++k) CHECK(ids[j + 1 + k] == obs[k]);
     }
-    CHECK(own_turns == e.turns);
+    // Turns begun: each ended by the turn token, and a last one ended otherwise (EOS, the length cap) after an
+    // observation or in a response without calls. (Counting turn tokens only, an episode that calls and then answers
+    // with EOS, the compact format's "[]{0}0", had 1 turn.)
+    const auto last = static_cast<int64_t>(ids.size()) - 1;
+    const bool ends_on_turn = last >= 0 && ids[last] == turn && b.loss_mask[r][last].item<float>() != 0.0f;
+    CHECK(e.turns == own_turns + (ends_on_turn ? 0 : 1));
+    if (!ends_on_turn && e.observation_tokens > 0) ++answered;
     CHECK(inserted == e.observation_tokens);
     // One call per turn ended before the last; each one's observation written whole, but for one that did not fit
     // the room (the episode then ends at the length cap).
@@ -121,6 +127,7 @@ TEST_CASE("episodes: calls run on workers while rows decode, observations masked
     calls += e.calls;
   }
   CHECK(max_turns > 0);
+  CHECK(answered > 0);  // rows that wrote on after an observation and ended otherwise: their last turn counts
   CHECK(calls == echo->calls_.load());
   CHECK(echo->most_.load() > 1);  // several rows' calls ran at once
   CHECK(hook.tool_seconds() >= 0.03 * static_cast<double>(calls));  // wall time of each call, summed

@@ -37,6 +37,7 @@ EpisodeHook::~EpisodeHook() {
 void EpisodeHook::begin(std::vector<std::string> questions, int64_t group_size) {
   group_ = std::max<int64_t>(group_size, 1);
   rows_.assign(questions.size() * static_cast<size_t>(group_), {});
+  for (auto& e : rows_) e.turns = 1;  // every episode begins with its first turn
   questions_ = std::move(questions);
   turn_start_.assign(rows_.size(), 0);
   waiting_.clear();
@@ -63,12 +64,12 @@ void EpisodeHook::work() {
   }
 }
 
-// A row ended a turn: its text since the turn began (the turn token left out) gives the calls. None ends the episode;
-// calls past max_turns end it too; otherwise they go to the workers and the row stays paused.
+// A row ended a turn (its number: counts.turns): its text since the turn began (the turn token left out) gives the
+// calls. None ends the episode; calls past max_turns end it too; otherwise they go to the workers and the row stays
+// paused.
 void EpisodeHook::start_turn(rollout::SlotControl& c, int64_t slot) {
   const int64_t row = c.row(slot);
-  auto& counts = rows_.at(row);
-  ++counts.turns;
+  const auto& counts = rows_.at(row);
   const auto ids = c.tokens(slot);
   const std::vector<int64_t> turn(ids.begin() + std::min<int64_t>(turn_start_.at(row), ids.size()), ids.end() - 1);
   auto calls = format_.calls(tok_.decode(turn), questions_.at(row / group_));
@@ -99,6 +100,7 @@ void EpisodeHook::finish_turn(rollout::SlotControl& c, Job& job) {
   if (static_cast<int64_t>(ids.size()) > c.room(slot)) return c.end(slot, rollout::Finish::kLength);
   c.append(slot, ids);
   counts.observation_tokens += static_cast<int64_t>(ids.size());
+  ++counts.turns;  // the turn after the observation, counted whether it ends with the turn token, EOS or the cap
   turn_start_.at(job.row) = c.step(slot) + 1 + static_cast<int64_t>(ids.size());
   c.resume(slot);
 }

@@ -27,7 +27,7 @@ namespace gspo::env {
 
 // One episode's tool use.
 struct EpisodeCounts {
-  int64_t turns = 0;     // assistant turns (1 for a response without calls)
+  int64_t turns = 0;     // assistant turns begun: 1, and 1 per observation written (the turn after it, however ended)
   int64_t calls = 0;     // tool calls run (parse failures included)
   int64_t errors = 0;    // of those, tool errors (timeouts included)
   int64_t timeouts = 0;
