@@ -159,7 +159,7 @@ std::vector<std::string> ToolEnv::final_turns(const rollout::RolloutBatch& batch
 
 std::vector<reward::ToolUse> ToolEnv::uses() const {
   std::vector<reward::ToolUse> out;
-  for (const auto& e : hook.counts()) out.push_back({std::max<int64_t>(e.turns, 1), e.calls, e.errors, e.timeouts});
+  for (const auto& e : hook.counts()) out.push_back({e.turns, e.calls, e.errors, e.timeouts});
   return out;
 }
 

@@ -30,7 +30,7 @@ void record_tools(const env::EpisodeHook& hook, const rollout::RolloutBatch& b, 
   const auto& rows = hook.counts();
   for (int64_t r = 0; r < b.num_rows(); ++r) {
     const auto& e = rows.at(r);
-    const int64_t turns = std::max<int64_t>(e.turns, 1);  // (a response cut mid-turn: its turns so far, at least 1)
+    const int64_t turns = e.turns;  // begun: a response cut mid-turn counts that turn
     m.tool_turns.sum += static_cast<double>(turns), m.tool_turns.count += 1;
     m.tool_calls.sum += static_cast<double>(e.calls), m.tool_calls.count += 1;
     m.tool_turns_max = std::max(m.tool_turns_max, static_cast<double>(turns));
