@@ -10,7 +10,7 @@
 
 using namespace gspo;
 
-TEST_CASE("compact calls: [NAME TEXT], [BODY] to the first tool, [] the question, a stray ']' a failure", "[tools]") {
+TEST_CASE("compact calls: [NAME TEXT], [BODY] to the first tool, [] the question, a stray close bracket a failure", "[tools]") {
   const std::vector<std::string> names{"lookup", "calc"};
   auto call = [&](const std::string& turn) { return env::parse_compact_call(turn, names, "Q?"); };
   CHECK((call("x [calc 2+3").name == "calc" && call("x [calc 2+3").arguments["input"] == "2+3"));
@@ -26,7 +26,7 @@ TEST_CASE("compact calls: [NAME TEXT], [BODY] to the first tool, [] the question
   CHECK(nul.arguments["input"].get<std::string>().size() == 2);
 }
 
-TEST_CASE("compact observations: the output is plain text, a call's ']' ends the turn, formats a tokenizer lacks are refused",
+TEST_CASE("compact observations: the output is plain text, a call's closing bracket ends the turn, formats a tokenizer lacks are refused",
           "[tools]") {
   auto policy = test::load_tiny("tiny.pt");
   auto tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
