@@ -15,6 +15,7 @@
 #include "gspo/reward/code.h"
 #include "gspo/reward/sandbox.h"
 #include "helpers.h"
+#include "two_ranks.h"
 
 using namespace gspo;
 using reward::SandboxMode;
@@ -153,4 +154,27 @@ TEST_CASE("code tests: stdio and function formats, partial credit, failure reaso
   CHECK(reward::outputs_match("1 2\n3  \n\n", "1 2 3"));
   CHECK_FALSE(reward::outputs_match("1 2", "1 2 3"));
   CHECK_THROWS_WITH(reward::parse_code_tests(R"({"prompt": "x"})", "f.jsonl:4"), Catch::Contains("f.jsonl:4: no tests found"));
+}
+
+TEST_CASE("the namespace sandbox still isolates in a process that has opened a Gloo process group", "[reward][sandbox]") {
+  // Libraries register pthread_atfork handlers that close and reopen their own descriptors by number in a child; the
+  // sandbox's child closes every inherited descriptor and reuses the numbers, so a fork() there lost its status pipe
+  // and every distributed run's sandbox fell back to rlimits (no network or filesystem isolation).
+  if (geteuid() != 0) {
+    std::cout << "SKIPPED (not root: the namespace sandbox needs root)" << std::endl;
+    return;
+  }
+  const auto errors = test::run_two_ranks([](parallel::Comm& comm, int) {
+    auto t = torch::ones({4});
+    comm.all_reduce(t);
+  });
+  REQUIRE(errors.error[0].empty());
+  REQUIRE(errors.error[1].empty());
+  for (int i = 0; i < 3; ++i) {
+    const auto r = py("import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), 1)\n    print('net')\n"
+                      "except OSError:\n    print('isolated')\n", SandboxMode::kNamespaces);
+    INFO("exit " << r.exit_code << ", stderr " << r.err);
+    CHECK(r.ok());
+    CHECK(r.out == "isolated\n");
+  }
 }

@@ -21,6 +21,7 @@
 
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
+#include "gspo/core/log.h"
 
 namespace gspo::reward {
 namespace {
@@ -91,7 +92,7 @@ void set_limits(const SandboxLimits& l) {
   set_limits(l);
   if (!drop_privileges(uid)) _exit(126);
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  pid_t child = fork();
+  pid_t child = _Fork();  // not fork(): see child_main
   if (child < 0) _exit(125);
   if (child == 0) {
     close(status_fd);
@@ -123,7 +124,11 @@ void set_limits(const SandboxLimits& l) {
     if (unshare(CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS) != 0) _exit(125);
     int st[2];
     if (pipe(st) != 0) _exit(125);
-    pid_t init = fork();
+    // _Fork, not fork: fork() runs the pthread_atfork handlers of the libraries (Gloo, LibTorch) in the child, and a
+    // handler that closes and reopens its own descriptor by number would now hit one of ours (the loop above closed
+    // theirs and our pipe took the number): the status pipe became an eventfd, and the namespace sandbox failed its
+    // probe in every process that had opened a process group, falling back to rlimits without network isolation.
+    pid_t init = _Fork();
     if (init < 0) _exit(125);
     if (init == 0) {
       close(3);
@@ -252,6 +257,9 @@ SandboxMode default_sandbox_mode() {
     }
     if (geteuid() == 0 && probe({"/bin/true"}, SandboxMode::kNamespaces)) mode = SandboxMode::kNamespaces;
     else if (!which("bwrap").empty() && probe({"/bin/true"}, SandboxMode::kBwrap)) mode = SandboxMode::kBwrap;
+    else
+      log::warn("sandbox: neither Linux namespaces (as root) nor bwrap works here, so programs run under rlimits "
+                "alone: no network, filesystem or process isolation (GSPO_SANDBOX=rlimits says that is intended)");
   });
   return mode;
 }
