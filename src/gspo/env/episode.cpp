@@ -137,7 +137,10 @@ std::vector<std::string> tool_names(const config::Config& cfg) {
 }  // namespace
 
 ToolEnv::ToolEnv(const config::Config& cfg, const tokenizer::Tokenizer& tok)
-    : tok(tok), shown(tokenizer::chat_tools(cfg.tools.list)), tools(ToolSet::from_config(cfg, tok)), format(make_tool_format(cfg, tok, tool_names(cfg))),
+    : tok(tok),
+      shown(tokenizer::chat_tools(cfg.tools.list)),
+      tools(ToolSet::from_config(cfg, tok)),
+      format(make_tool_format(cfg, tok, tool_names(cfg))),
       hook(tools, *format, tok, cfg.tools.max_turns, cfg.tools.workers) {}
 
 rollout::RolloutBatch ToolEnv::sample(rollout::Sampler& sampler, const std::vector<std::vector<int64_t>>& prompts,
@@ -161,6 +164,11 @@ std::vector<reward::ToolUse> ToolEnv::uses() const {
   std::vector<reward::ToolUse> out;
   for (const auto& e : hook.counts()) out.push_back({e.turns, e.calls, e.errors, e.timeouts});
   return out;
+}
+
+const std::vector<tokenizer::ChatTool>& shown_tools(const ToolEnv* tools) {
+  static const std::vector<tokenizer::ChatTool> none;
+  return tools ? tools->shown : none;
 }
 
 std::unique_ptr<ToolEnv> make_tool_env(const config::Config& cfg, const tokenizer::Tokenizer& tok,

@@ -103,6 +103,9 @@ struct ToolEnv {
   EpisodeHook hook;
 };
 
+// What prompts list as tools: `tools->shown`, or none without tools.
+const std::vector<tokenizer::ChatTool>& shown_tools(const ToolEnv* tools);
+
 // The tools of `cfg` for a sampler running `policy`, or nullptr when tools.list is empty. ConfigError, naming
 // tools.list, when the policy cannot run episodes (no append_slots: docs/model-contract.md).
 std::unique_ptr<ToolEnv> make_tool_env(const config::Config& cfg, const tokenizer::Tokenizer& tok,

@@ -9,9 +9,6 @@
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::eval {
-namespace {
-const std::vector<tokenizer::ChatTool> kNone;
-}  // namespace
 
 Evaluator::Evaluator(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok)
     : cfg_(cfg),
@@ -29,7 +26,7 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
   std::vector<const data::Example*> exs;
   std::vector<std::string> questions;
   for (size_t i = begin; i < end; ++i) {
-    prompts.push_back(tok_.encode_prompt(data::format_prompt(cfg_.data, set.rows[i].prompt, tools_ ? tools_->shown : kNone)));
+    prompts.push_back(tok_.encode_prompt(data::format_prompt(cfg_.data, set.rows[i].prompt, env::shown_tools(tools_.get()))));
     exs.push_back(&set.rows[i]);
     questions.push_back(set.rows[i].prompt);
   }

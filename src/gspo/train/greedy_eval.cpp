@@ -11,9 +11,6 @@
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::train {
-namespace {
-const std::vector<tokenizer::ChatTool> kNone;
-}  // namespace
 
 double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, const reward::Verifier& verifier,
                        const std::vector<data::Example>& problems, const config::Config& cfg, env::ToolEnv* tools) {
@@ -31,7 +28,7 @@ double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, c
     std::vector<std::vector<int64_t>> prompts;
     std::vector<std::string> questions;
     for (size_t i = start; i < end; ++i) {
-      prompts.push_back(tok.encode_prompt(data::format_prompt(cfg.data, problems[i].prompt, tools ? tools->shown : kNone)));
+      prompts.push_back(tok.encode_prompt(data::format_prompt(cfg.data, problems[i].prompt, env::shown_tools(tools))));
       questions.push_back(problems[i].prompt);
     }
     const rollout::NoiseKey noise{0, static_cast<int64_t>(start)};

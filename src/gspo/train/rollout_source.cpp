@@ -15,7 +15,6 @@ namespace gspo::train {
 namespace {
 
 using core::Clock;
-const std::vector<tokenizer::ChatTool> kNoTools;
 
 // The sampling copy takes the policy's current weights (cast to its dtype).
 void refresh(model::Policy& copy, model::Policy& policy) {
@@ -77,7 +76,7 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   for (int64_t j = 0; j < local_prompts; ++j) {
     const auto& ex = examples_[global[comm_.rank() * local_prompts + j]];
     exs.push_back(&ex);
-    prompts.push_back(tok_.encode_prompt(data::format_prompt(c.data, ex.prompt, tools_ ? tools_->shown : kNoTools)));
+    prompts.push_back(tok_.encode_prompt(data::format_prompt(c.data, ex.prompt, env::shown_tools(tools_))));
   }
   auto t = Clock::now();
   std::vector<std::string> questions;
