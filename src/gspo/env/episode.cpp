@@ -143,26 +143,18 @@ ToolEnv::ToolEnv(const config::Config& cfg, const tokenizer::Tokenizer& tok)
       format(make_tool_format(cfg, tok, tool_names(cfg))),
       hook(tools, *format, tok, cfg.tools.max_turns, cfg.tools.workers) {}
 
-rollout::RolloutBatch ToolEnv::sample(rollout::Sampler& sampler, const std::vector<std::vector<int64_t>>& prompts,
-                                      std::vector<std::string> questions, int64_t G, const rollout::NoiseKey& noise) {
+Sampled sample(ToolEnv* tools, rollout::Sampler& sampler, const std::vector<std::vector<int64_t>>& prompts,
+               std::vector<std::string> questions, int64_t G, const rollout::NoiseKey& noise) {
+  if (!tools) return {sampler.generate(prompts, G, noise), {}, {}};
   struct Unset {  // the sampler is shared: it runs without the hook again whatever happens here
     rollout::Sampler& s;
     ~Unset() { s.set_hook(nullptr); }
   } unset{sampler};
-  hook.begin(std::move(questions), G);
-  sampler.set_hook(&hook);
-  return sampler.generate(prompts, G, noise);
-}
-
-std::vector<std::string> ToolEnv::final_turns(const rollout::RolloutBatch& batch) const {
-  std::vector<std::string> out;
-  for (int64_t r = 0; r < batch.num_rows(); ++r) out.push_back(final_turn_text(batch, r, tok));
-  return out;
-}
-
-std::vector<reward::ToolUse> ToolEnv::uses() const {
-  std::vector<reward::ToolUse> out;
-  for (const auto& e : hook.counts()) out.push_back({e.turns, e.calls, e.errors, e.timeouts});
+  tools->hook.begin(std::move(questions), G);
+  sampler.set_hook(&tools->hook);
+  Sampled out{sampler.generate(prompts, G, noise), {}, {}};
+  for (int64_t r = 0; r < out.batch.num_rows(); ++r) out.final_turns.push_back(final_turn_text(out.batch, r, tools->tok));
+  out.uses.assign(tools->hook.counts().begin(), tools->hook.counts().end());  // (the ToolUse part of each)
   return out;
 }
 

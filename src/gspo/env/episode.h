@@ -25,13 +25,10 @@
 
 namespace gspo::env {
 
-// One episode's tool use.
-struct EpisodeCounts {
-  int64_t turns = 0;     // assistant turns begun: 1, and 1 per observation written (the turn after it, however ended)
-  int64_t calls = 0;     // tool calls run (parse failures included)
-  int64_t errors = 0;    // of those, tool errors (timeouts included)
-  int64_t timeouts = 0;
-  int64_t observation_tokens = 0;  // tokens the tools' results put into the response
+// One episode's tool use (what rewards see; its turns: 1, and 1 per observation written, the turn after it however
+// ended) and the tokens the tools' results put into the response.
+struct EpisodeCounts : reward::ToolUse {
+  int64_t observation_tokens = 0;
 };
 
 // The episode's last assistant turn in `batch` row `row`: its tokens after the last tool-written one, decoded without
@@ -88,13 +85,6 @@ class EpisodeHook final : public rollout::SlotHook {
 // sampler that runs episodes (training, validation, the end-of-run greedy eval, gspo eval); not thread-safe.
 struct ToolEnv {
   ToolEnv(const config::Config& cfg, const tokenizer::Tokenizer& tok);
-  // prompts.size() x G episodes through `sampler` (the prompts formatted with `shown` listed); row r's question (what
-  // an empty compact call passes) is questions[r / G]. The hook is set for this call only.
-  rollout::RolloutBatch sample(rollout::Sampler& sampler, const std::vector<std::vector<int64_t>>& prompts,
-                               std::vector<std::string> questions, int64_t G, const rollout::NoiseKey& noise);
-  // What the verifiers grade after sample(), row by row: each episode's final assistant turn, and its tool use.
-  std::vector<std::string> final_turns(const rollout::RolloutBatch& batch) const;
-  std::vector<reward::ToolUse> uses() const;
 
   const tokenizer::Tokenizer& tok;
   std::vector<tokenizer::ChatTool> shown;  // what the prompts' system message lists (chat formats)
@@ -102,6 +92,22 @@ struct ToolEnv {
   std::unique_ptr<ToolFormat> format;
   EpisodeHook hook;
 };
+
+// One sampling call and what its verifiers grade: the responses themselves, or with tools each episode's final
+// assistant turn and its tool use.
+struct Sampled {
+  rollout::RolloutBatch batch;
+  std::vector<std::string> final_turns;  // with tools, per row; empty without
+  std::vector<reward::ToolUse> uses;     // with tools, per row; empty without
+  const std::vector<std::string>& graded() const { return uses.empty() ? batch.response_text : final_turns; }
+  const std::vector<reward::ToolUse>* tool_use() const { return uses.empty() ? nullptr : &uses; }  // for score_all
+};
+
+// prompts.size() x G responses through `sampler`: with `tools`, episodes (the prompts formatted with `tools->shown`
+// listed; row r's question, what an empty compact call passes, is questions[r / G]; the hook set for this call only).
+// The one sampling path of training, validation, the greedy eval and gspo eval.
+Sampled sample(ToolEnv* tools, rollout::Sampler& sampler, const std::vector<std::vector<int64_t>>& prompts,
+               std::vector<std::string> questions, int64_t G, const rollout::NoiseKey& noise);
 
 // What prompts list as tools: `tools->shown`, or none without tools.
 const std::vector<tokenizer::ChatTool>& shown_tools(const ToolEnv* tools);

@@ -32,11 +32,10 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
   }
   const rollout::NoiseKey noise{rollout::mix_seed(static_cast<uint64_t>(cfg_.rollout.seed), set_index),
                                 static_cast<int64_t>(begin) * K};
-  auto batch = tools_ ? tools_->sample(*sampler_, prompts, std::move(questions), K, noise)
-                      : sampler_->generate(prompts, K, noise);
   // With tools the final assistant turn is graded (and voted on), the whole episode kept in samples.jsonl.
-  const auto graded = tools_ ? tools_->final_turns(batch) : batch.response_text;
-  const auto use = tools_ ? tools_->uses() : std::vector<reward::ToolUse>{};
+  const auto sampled = env::sample(tools_.get(), *sampler_, prompts, std::move(questions), K, noise);
+  const auto& batch = sampled.batch;
+  const auto& graded = sampled.graded();
   std::vector<std::vector<std::string>> texts(exs.size());
   std::vector<std::vector<int64_t>> lens(exs.size());
   std::vector<std::vector<reward::ToolUse>> uses(tools_ ? exs.size() : 0);
@@ -44,7 +43,7 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
   for (int64_t r = 0; r < batch.num_rows(); ++r) {
     texts[r / K].push_back(graded[r]);
     lens[r / K].push_back(own[r]);
-    if (tools_) uses[r / K].push_back(use[r]);
+    if (tools_) uses[r / K].push_back(sampled.uses[r]);
   }
   Graded out;
   out.problems = grader.grade(exs, texts, lens, tools_ ? &uses : nullptr);

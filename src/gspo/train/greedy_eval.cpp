@@ -31,15 +31,11 @@ double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, c
       prompts.push_back(tok.encode_prompt(data::format_prompt(cfg.data, problems[i].prompt, env::shown_tools(tools))));
       questions.push_back(problems[i].prompt);
     }
-    const rollout::NoiseKey noise{0, static_cast<int64_t>(start)};
-    auto batch = tools ? tools->sample(greedy, prompts, std::move(questions), 1, noise) : greedy.generate(prompts, 1, noise);
-    const auto texts = tools ? tools->final_turns(batch) : batch.response_text;
-    const auto uses = tools ? tools->uses() : std::vector<reward::ToolUse>(texts.size());
-    for (size_t i = start; i < end; ++i) {
-      const auto& text = texts[i - start];
-      const auto sc = tools ? verifier.score_episode(text, problems[i], uses[i - start]) : verifier.score(text, problems[i]);
+    const auto sampled = env::sample(tools, greedy, prompts, std::move(questions), 1, {0, static_cast<int64_t>(start)});
+    std::vector<const data::Example*> exs;
+    for (size_t i = start; i < end; ++i) exs.push_back(&problems[i]);
+    for (const auto& sc : reward::score_all(verifier, sampled.graded(), exs, cfg.reward.workers, sampled.tool_use()))
       correct += sc.correct ? 1 : 0;
-    }
   }
   return static_cast<double>(correct) / static_cast<double>(problems.size());
 }

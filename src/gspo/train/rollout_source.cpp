@@ -28,11 +28,10 @@ void refresh(model::Policy& copy, model::Policy& policy) {
 void record_tools(const env::EpisodeHook& hook, const rollout::RolloutBatch& b, StepMetrics& m) {
   const auto& rows = hook.counts();
   for (int64_t r = 0; r < b.num_rows(); ++r) {
-    const auto& e = rows.at(r);
-    const int64_t turns = e.turns;  // begun: a response cut mid-turn counts that turn
-    m.tool_turns.sum += static_cast<double>(turns), m.tool_turns.count += 1;
+    const auto& e = rows.at(r);  // (turns begun: a response cut mid-turn counts that turn)
+    m.tool_turns.sum += static_cast<double>(e.turns), m.tool_turns.count += 1;
     m.tool_calls.sum += static_cast<double>(e.calls), m.tool_calls.count += 1;
-    m.tool_turns_max = std::max(m.tool_turns_max, static_cast<double>(turns));
+    m.tool_turns_max = std::max(m.tool_turns_max, static_cast<double>(e.turns));
     m.tool_errors += e.errors;
     m.tool_timeouts += e.timeouts;
     m.observation_tokens.sum += static_cast<double>(e.observation_tokens);
@@ -81,11 +80,10 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   auto t = Clock::now();
   std::vector<std::string> questions;
   for (const auto* ex : exs) questions.push_back(ex->prompt);
-  const auto noise = rollout_noise(c, id, first_row);
-  Scored s{tools_ ? tools_->sample(sampler_, prompts, std::move(questions), G, noise) : sampler_.generate(prompts, G, noise),
-           {}, {}, {}, {}};
+  auto sampled = env::sample(tools_, sampler_, prompts, std::move(questions), G, rollout_noise(c, id, first_row));
+  const auto& batch = sampled.batch;
   m.time_sample_s += core::seconds_since(t);
-  if (tools_) record_tools(tools_->hook, s.batch, m);
+  if (tools_) record_tools(tools_->hook, batch, m);
   const auto& st = sampler_.last_stats();
   m.sample_graph_captures += st.graph_captures;
   m.kv_cache_mb = std::max(m.kv_cache_mb, st.kv_bytes / 1048576.0);
@@ -98,20 +96,17 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
 
   t = Clock::now();
   std::vector<const data::Example*> per_row;
-  for (int64_t r = 0; r < s.batch.num_rows(); ++r) per_row.push_back(exs[r / G]);
-  // With tools: each episode's final assistant turn, and its tool use.
-  const auto graded = tools_ ? tools_->final_turns(s.batch) : std::vector<std::string>{};
-  const auto uses = tools_ ? tools_->uses() : std::vector<reward::ToolUse>{};
-  for (auto& sc : reward::score_all(verifier_, tools_ ? graded : s.batch.response_text, per_row, c.reward.workers,
-                                    tools_ ? &uses : nullptr)) {
+  for (int64_t r = 0; r < batch.num_rows(); ++r) per_row.push_back(exs[r / G]);
+  Scored s;
+  for (auto& sc : reward::score_all(verifier_, sampled.graded(), per_row, c.reward.workers, sampled.tool_use())) {
     s.rewards.push_back(sc.reward);
     s.correct.push_back(sc.correct ? 1.0 : 0.0);
     s.components.push_back(std::move(sc.components));
   }
   // DAPO's soft overlong penalty: 0 up to max_new_tokens - buffer, then linear down to -overlong_penalty.
   const int64_t L_max = c.rollout.max_new_tokens, buffer = c.reward.overlong_buffer;
-  const auto trained = s.batch.trained_tokens();  // max_new_tokens caps the model's own tokens
-  for (int64_t r = 0; r < s.batch.num_rows(); ++r) {
+  const auto trained = batch.trained_tokens();  // max_new_tokens caps the model's own tokens
+  for (int64_t r = 0; r < batch.num_rows(); ++r) {
     const int64_t L = trained[r];
     const double pen = buffer > 0 && L > L_max - buffer
                            ? c.reward.overlong_penalty * static_cast<double>(L_max - buffer - L) / static_cast<double>(buffer)
@@ -120,6 +115,7 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
     s.rewards[r] += pen;
   }
   m.time_reward_s += core::seconds_since(t);
+  s.batch = std::move(sampled.batch);
   return s;
 }
 
