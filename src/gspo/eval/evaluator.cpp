@@ -38,16 +38,13 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
   const auto& graded = sampled.graded();
   std::vector<std::vector<std::string>> texts(exs.size());
   std::vector<std::vector<int64_t>> lens(exs.size());
-  std::vector<std::vector<reward::ToolUse>> uses(tools_ ? exs.size() : 0);
   const auto own = batch.trained_tokens();  // the model's tokens (a tool's are not)
   for (int64_t r = 0; r < batch.num_rows(); ++r) {
     texts[r / K].push_back(graded[r]);
     lens[r / K].push_back(own[r]);
-    if (tools_) uses[r / K].push_back(sampled.uses[r]);
   }
   Graded out;
-  out.problems = grader.grade(exs, texts, lens, tools_ ? &uses : nullptr);
-  for (size_t i = 0; tools_ && i < exs.size(); ++i) out.problems[i].tool_use = uses[i];
+  out.problems = grader.grade(exs, texts, lens, sampled.tool_use());
   for (size_t i = 0; i < exs.size(); ++i)
     for (int64_t s = 0; s < K; ++s) {
       const auto& p = out.problems[i];
@@ -58,7 +55,7 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
           {"failure", p.failures[s]}, {"detail", p.details[s]}, {"tokens", lens[i][s]},
           {"finish", rollout::finish_name(batch.finish[r])}};
       if (tools_) {
-        const auto& u = uses[i][s];
+        const auto& u = sampled.uses[r];
         line["final_turn"] = texts[i][s];
         line["tool_turns"] = u.turns, line["tool_calls"] = u.calls, line["tool_errors"] = u.errors;
         line["tool_timeouts"] = u.timeouts;

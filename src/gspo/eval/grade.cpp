@@ -18,17 +18,15 @@ Grader::Grader(const config::Config& cfg_in, const std::vector<data::Example>& r
 std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>& problems,
                                          const std::vector<std::vector<std::string>>& responses,
                                          const std::vector<std::vector<int64_t>>& tokens,
-                                         const std::vector<std::vector<reward::ToolUse>>* uses) const {
+                                         const std::vector<reward::ToolUse>* uses) const {
   std::vector<std::string> flat;
   std::vector<const data::Example*> flat_ex;
-  std::vector<reward::ToolUse> flat_use;
   for (size_t i = 0; i < problems.size(); ++i)
-    for (size_t s = 0; s < responses[i].size(); ++s) {
-      flat.push_back(responses[i][s]);
+    for (const auto& r : responses[i]) {
+      flat.push_back(r);
       flat_ex.push_back(problems[i]);
-      if (uses) flat_use.push_back(uses->at(i).at(s));
     }
-  auto scores = reward::score_all(*verifier, flat, flat_ex, workers, uses ? &flat_use : nullptr);
+  auto scores = reward::score_all(*verifier, flat, flat_ex, workers, uses);
   std::vector<ProblemResult> out(problems.size());
   size_t k = 0;
   for (size_t i = 0; i < problems.size(); ++i) {
@@ -39,6 +37,7 @@ std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>
       p.details.push_back(scores[k].detail);
       p.failures.push_back(scores[k].correct ? "" : scores[k].failure.empty() ? "wrong answer" : scores[k].failure);
       p.tokens.push_back(s < tokens[i].size() ? tokens[i][s] : 0);
+      if (uses) p.tool_use.push_back(uses->at(k));
     }
     p.difficulty = problems[i]->difficulty;
     vote(p, responses[i], *problems[i]);

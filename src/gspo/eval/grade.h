@@ -22,11 +22,12 @@ struct Grader {
   // `cfg` with its dataset's rows decides the verifier (reward.kind auto: code when rows carry tests).
   Grader(const config::Config& cfg, const std::vector<data::Example>& rows);
   // Grades responses[i][s] (problem i, sample s); tokens[i][s] may be empty. With `uses` (episodes with tools:
-  // responses are final turns), (*uses)[i][s] is that sample's tool use.
+  // responses are final turns), one tool use per response in that order (problem-major), kept in each
+  // ProblemResult's tool_use.
   std::vector<ProblemResult> grade(const std::vector<const data::Example*>& problems,
                                    const std::vector<std::vector<std::string>>& responses,
                                    const std::vector<std::vector<int64_t>>& tokens,
-                                   const std::vector<std::vector<reward::ToolUse>>* uses = nullptr) const;
+                                   const std::vector<reward::ToolUse>* uses = nullptr) const;
   // Math only: fills p.votes from the responses and p.majority_correct against the problem's answer (used again
   // when an interrupted eval's samples are read back).
   void vote(ProblemResult& p, const std::vector<std::string>& responses, const data::Example& problem) const;
