@@ -12,6 +12,10 @@ namespace {
 
 constexpr size_t kMaxAnswerBytes = 4096;  // an answer line longer than this is a protocol failure, not a number
 
+nlohmann::json request(const std::string& response, const data::Example& ex) {
+  return {{"prompt", ex.prompt}, {"response", response}, {"answer", ex.answer}, {"row", ex.row}};
+}
+
 }  // namespace
 
 ExternalVerifier::ExternalVerifier(std::string command, double timeout_s)
@@ -23,13 +27,14 @@ ExternalVerifier::ExternalVerifier(std::string command, double timeout_s)
 }
 
 Score ExternalVerifier::score(const std::string& response, const data::Example& ex) const {
-  return ask({{"prompt", ex.prompt}, {"response", response}, {"answer", ex.answer}, {"row", ex.row}});
+  return ask(request(response, ex));
 }
 
 Score ExternalVerifier::score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const {
-  return ask({{"prompt", ex.prompt}, {"response", response}, {"answer", ex.answer}, {"row", ex.row},
-              {"tool_turns", use.turns}, {"tool_calls", use.calls}, {"tool_errors", use.errors},
+  auto req = request(response, ex);
+  req.update({{"tool_turns", use.turns}, {"tool_calls", use.calls}, {"tool_errors", use.errors},
               {"tool_timeouts", use.timeouts}});
+  return ask(req);
 }
 
 Score ExternalVerifier::ask(const nlohmann::json& req) const {

@@ -45,7 +45,7 @@ Score ToolUseFormat::score(const std::string&, const data::Example&) const {
 }
 
 Score ToolUseFormat::score_episode(const std::string&, const data::Example&, const ToolUse& use) const {
-  const bool ok = use.calls > 0 && use.errors == 0 && use.timeouts == 0;
+  const bool ok = use.calls > 0 && use.errors == 0;  // (errors count the timeouts)
   return {ok ? 1.0 : 0.0, ok, "", {}, ok ? "" : use.calls == 0 ? "no tool call" : "a tool call failed"};
 }
 
