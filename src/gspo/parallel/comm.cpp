@@ -60,6 +60,8 @@ struct Comm::Impl {
   virtual c10::intrusive_ptr<c10d::Work> all_gather(std::vector<std::vector<at::Tensor>>& out,
                                                     std::vector<at::Tensor>& in) = 0;
   virtual c10::intrusive_ptr<c10d::Work> barrier() = 0;
+  virtual c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& t, int peer, int tag) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& t, int peer, int tag) = 0;
   virtual bool native_reduce_scatter() const = 0;
   virtual c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) = 0;
   // c10d moves the count vectors it is given: they are the caller's copies.
@@ -94,6 +96,12 @@ struct GroupImpl : Comm::Impl {
     return pg->allgather(out, in);
   }
   c10::intrusive_ptr<c10d::Work> barrier() override { return pg->barrier(); }
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& t, int peer, int tag) override {
+    return pg->send(t, peer, tag);
+  }
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& t, int peer, int tag) override {
+    return pg->recv(t, peer, tag);
+  }
   bool native_reduce_scatter() const override { return nccl; }
   c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) override {
     return pg->_reduce_scatter_base(out, in);
@@ -157,19 +165,21 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const LaunchEnv& env) {
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
+// `env` gives this rank's place in the group (rank, world size) and the address Gloo binds to; `prefix` keeps the
+// group's rendezvous keys apart from other groups over the same store.
 std::unique_ptr<Comm::Impl> make_gloo(const LaunchEnv& env, const config::DistributedOptions& o,
-                                      c10::intrusive_ptr<c10d::Store> store) {
+                                      c10::intrusive_ptr<c10d::Store> store, const std::string& prefix) {
   auto opts = c10d::ProcessGroupGloo::Options::create(to_ms(o.timeout_s));
   opts->devices.push_back(gloo_device(env));
   auto impl = std::make_unique<GroupImpl<c10d::ProcessGroupGloo>>();
-  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gspo", store);
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
   impl->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(env.rank),
                                                          static_cast<int>(env.world_size), opts);
   return impl;
 }
 
 std::unique_ptr<Comm::Impl> make_nccl(const LaunchEnv& env, const config::DistributedOptions& o,
-                                      c10::intrusive_ptr<c10d::Store> store) {
+                                      c10::intrusive_ptr<c10d::Store> store, const std::string& prefix) {
 #ifdef USE_C10D_NCCL
   // Without async error handling a dead peer leaves NCCL kernels spinning forever instead of timing out.
   setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", 0);
@@ -178,12 +188,12 @@ std::unique_ptr<Comm::Impl> make_nccl(const LaunchEnv& env, const config::Distri
   opts->timeout = to_ms(o.timeout_s);
   auto impl = std::make_unique<GroupImpl<c10d::ProcessGroupNCCL>>();
   impl->nccl = true;
-  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gspo", store);
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
   impl->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(env.rank),
                                                          static_cast<int>(env.world_size), opts);
   return impl;
 #else
-  (void)env, (void)o, (void)store;
+  (void)env, (void)o, (void)store, (void)prefix;
   throw ConfigError("distributed.backend is nccl but this gspo was built against a LibTorch without NCCL; use "
                     "gloo, or rebuild with the CUDA toolkit installed (scripts/build.sh turns CUDA on when it finds nvcc)");
 #endif
@@ -191,7 +201,8 @@ std::unique_ptr<Comm::Impl> make_nccl(const LaunchEnv& env, const config::Distri
 
 }  // namespace
 
-Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Device device) : env_(env), device_(device) {
+Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Device device)
+    : env_(env), opts_(o), device_(device) {
   if (env.world_size == 1) return;
   using config::Backend;
   backend_ = o.backend != Backend::kAuto ? o.backend : device.is_cuda() ? Backend::kNccl : Backend::kGloo;
@@ -204,7 +215,7 @@ Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Devic
   auto store = rendezvous(env, o);
   wait_for_all(*store, env, o);
   try {
-    impl_ = backend_ == Backend::kNccl ? make_nccl(env, o, store) : make_gloo(env, o, store);
+    impl_ = backend_ == Backend::kNccl ? make_nccl(env, o, store, "gspo") : make_gloo(env, o, store, "gspo");
   } catch (const gspo::Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -214,17 +225,40 @@ Comm::Comm(const LaunchEnv& env, const config::DistributedOptions& o, c10::Devic
   impl_->store = store;
 }
 
+Comm::Comm(Comm& parent, const std::vector<int64_t>& ranks, const std::string& name)
+    : env_(parent.env_), opts_(parent.opts_), device_(parent.device_), backend_(parent.backend_) {
+  const auto me = std::find(ranks.begin(), ranks.end(), parent.rank());
+  if (me == ranks.end() || !std::is_sorted(ranks.begin(), ranks.end()) || ranks.back() >= parent.world_size())
+    throw std::invalid_argument("Comm: rank " + std::to_string(parent.rank()) + " opening subgroup '" + name +
+                                "' is not among its ranks, or they are not ascending ranks of the parent");
+  env_.rank = me - ranks.begin();
+  env_.world_size = static_cast<int64_t>(ranks.size());
+  if (env_.world_size == 1 || !parent.impl_) return;
+  try {
+    impl_ = backend_ == config::Backend::kNccl ? make_nccl(env_, opts_, parent.impl_->store, "gspo/" + name)
+                                               : make_gloo(env_, opts_, parent.impl_->store, "gspo/" + name);
+  } catch (const gspo::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistributedError("rank " + std::to_string(parent.rank()) + ": cannot create the " + name + " group (" +
+                           std::to_string(ranks.size()) + " ranks): " + reason(e));
+  }
+  impl_->store = parent.impl_->store;
+}
+
 Comm::~Comm() = default;
 
 const char* Comm::backend() const { return impl_ ? config::name_of(backend_) : "none"; }
 
 namespace {
-[[noreturn]] void collective_failed(const Comm& comm, const char* what, Clock::time_point t0, const std::exception& e) {
+// `limit_s` > 0: the wait's own limit (point to point), else the group's distributed.timeout_s.
+[[noreturn]] void collective_failed(const Comm& comm, const char* what, Clock::time_point t0, const std::exception& e,
+                                    double limit_s = 0) {
   const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  const std::string limit = limit_s > 0 ? "its " + seconds_text(limit_s) + " s limit" : "distributed.timeout_s";
   throw DistributedError("rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.world_size()) + ": " +
                          what + " failed after " + seconds_text(std::round(waited * 10) / 10) + " s: another rank "
-                         "died, hung past distributed.timeout_s, or left the job early; see its log. (" + reason(e) +
-                         ")");
+                         "died, hung past " + limit + ", or left the job early; see its log. (" + reason(e) + ")");
 }
 
 void count(Comm::Counters& c, Clock::time_point t0, double bytes) {
@@ -254,16 +288,29 @@ struct Comm::Pending::State {
   double bytes = 0;
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   std::function<void()> finish;  // after the works: copies a result into place
+  double timeout_s = 0;          // > 0: the works' wait limit instead of the group's (point to point)
 };
+
+bool Comm::Pending::ready() const {
+  if (!state_) return true;
+  for (const auto& w : state_->works)
+    if (!w->isCompleted()) return false;
+  return true;
+}
 
 void Comm::Pending::wait() {
   if (!state_) return;
   auto st = std::move(state_);
   const auto t0 = Clock::now();
   try {
-    for (auto& w : st->works) w->wait();
+    for (auto& w : st->works)
+      if (st->timeout_s > 0) {
+        if (!w->wait(to_ms(st->timeout_s))) throw std::runtime_error("timed out");
+      } else {
+        w->wait();
+      }
   } catch (const std::exception& e) {
-    collective_failed(*st->comm, st->what, t0, e);
+    collective_failed(*st->comm, st->what, t0, e, st->timeout_s);
   }
   if (st->finish) st->finish();
   count(st->comm->counters_, t0, st->bytes);
@@ -394,6 +441,39 @@ at::Tensor Comm::all_to_all(const at::Tensor& input, const std::vector<int64_t>&
   run_collective(counters_, *this, "all_to_all", nbytes(in) + nbytes(out),
                  [&] { return impl_->all_to_all(out, in, recv_counts, send_counts); });
   return out.device() == input.device() ? out : out.to(input.device());
+}
+
+Comm::Pending Comm::send_async(const at::Tensor& t, int64_t peer, int tag, const char* what, double timeout_s) {
+  if (!impl_ || peer == rank() || peer < 0 || peer >= world_size())
+    throw std::invalid_argument(std::string(what) + ": send from rank " + std::to_string(rank()) + " to rank " +
+                                std::to_string(peer) + " of a group of " + std::to_string(world_size()));
+  Pending p;
+  p.state_ = std::make_shared<Pending::State>();
+  *p.state_ = {this, what, nbytes(t), {}, nullptr, timeout_s};
+  std::vector<at::Tensor> v{staged(t)};
+  try {
+    p.state_->works.push_back(impl_->send(v, static_cast<int>(peer), tag));
+  } catch (const std::exception& e) {
+    collective_failed(*this, what, Clock::now(), e);
+  }
+  return p;
+}
+
+Comm::Pending Comm::recv_async(at::Tensor& t, int64_t peer, int tag, const char* what, double timeout_s) {
+  if (!impl_ || peer == rank() || peer < 0 || peer >= world_size())
+    throw std::invalid_argument(std::string(what) + ": receive on rank " + std::to_string(rank()) + " from rank " +
+                                std::to_string(peer) + " of a group of " + std::to_string(world_size()));
+  Pending p;
+  p.state_ = std::make_shared<Pending::State>();
+  *p.state_ = {this, what, nbytes(t), {}, nullptr, timeout_s};
+  std::vector<at::Tensor> v{staged(t)};
+  if (!v[0].is_same(t)) p.state_->finish = [dst = t, src = v[0]]() mutable { dst.copy_(src); };
+  try {
+    p.state_->works.push_back(impl_->recv(v, static_cast<int>(peer), tag));
+  } catch (const std::exception& e) {
+    collective_failed(*this, what, Clock::now(), e);
+  }
+  return p;
 }
 
 void Comm::barrier(const std::string& what) {

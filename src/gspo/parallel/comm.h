@@ -22,6 +22,11 @@ class Comm {
  public:
   // `device`: where the tensors passed to collectives live (cuda:LOCAL_RANK with NCCL, cpu with Gloo).
   Comm(const LaunchEnv& env, const config::DistributedOptions& opts, c10::Device device);
+  // A process group over `ranks` of `parent` (its ranks, ascending, this rank among them), opened by the members only
+  // (the others must not call it) over the parent's rendezvous store under `name`. rank() and world_size() are
+  // within the subgroup; one member: no group, collectives are identities. Asynchronous training's trainer and
+  // rollout groups (distributed.rollout_ranks).
+  Comm(Comm& parent, const std::vector<int64_t>& ranks, const std::string& name);
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -63,6 +68,7 @@ class Comm {
    public:
     bool active() const { return state_ != nullptr; }
     void wait();
+    bool ready() const;  // done (or failed: wait() then throws) without blocking; true when not active
     struct State;
 
    private:
@@ -73,6 +79,14 @@ class Comm {
   Pending all_gather_into_async(const at::Tensor& shard, at::Tensor& full);
   // reduce_scatter, returning before the sum has arrived in `shard`.
   Pending reduce_scatter_async(at::Tensor full, at::Tensor& shard);
+  // Point to point with rank `peer` of this group. Messages of one `tag` from one rank arrive in the order sent;
+  // the receiver's tensor has the sender's shape and dtype. A send's tensor must stay unchanged until its wait()
+  // (the Pending keeps it alive). A peer that died fails the wait at once, one that hangs after
+  // distributed.timeout_s, or `timeout_s` when > 0 (a DistributedError naming `what`).
+  Pending send_async(const at::Tensor& t, int64_t peer, int tag, const char* what, double timeout_s = 0);
+  Pending recv_async(at::Tensor& t, int64_t peer, int tag, const char* what, double timeout_s = 0);
+  void send(const at::Tensor& t, int64_t peer, int tag, const char* what) { send_async(t, peer, tag, what).wait(); }
+  void recv(at::Tensor& t, int64_t peer, int tag, const char* what) { recv_async(t, peer, tag, what).wait(); }
   // `what` names the point in the run for the error message.
   void barrier(const std::string& what);
 
@@ -89,6 +103,7 @@ class Comm {
  private:
   at::Tensor staged(const at::Tensor& t) const;
   LaunchEnv env_;
+  config::DistributedOptions opts_;
   c10::Device device_;
   config::Backend backend_ = config::Backend::kAuto;  // resolved to gloo or nccl when a group is opened
   std::unique_ptr<Impl> impl_;
