@@ -11,7 +11,11 @@ CDF edge can flip, rarely; the runs then diverge legitimately and test_dist.sh r
 fields and the weights differ by summation order only: |a - b| <= --tol * max(1, |a|) and --weight-tol. A field
 written only sometimes (kl) is compared where both lines have it.
 
+--one-sided NAMES (comma-separated) lets those fields be written by one run only (an asynchronous run's version lag
+beside a synchronous run), still comparing them where both have them.
+
 usage: compare_runs.py RUN_A RUN_B --step N --schema SCHEMA.json [--weight-tol 1e-5] [--tol 1e-4] [--initial MODEL.pt]
+                       [--one-sided NAMES]
 Exit 0 when they agree; 1 with the first differences listed otherwise."""
 import argparse
 import json
@@ -49,15 +53,17 @@ def main():
     ap.add_argument("--weight-tol", type=float, default=1e-5)
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--initial", help="the starting model: the runs must have moved well away from it")
+    ap.add_argument("--one-sided", default="", help="fields one run may write and the other not")
     args = ap.parse_args()
     exact, close = schema(args.schema)
+    one_sided = set(filter(None, args.one_sided.split(",")))
     problems = []
     ma, mb = metrics(args.a), metrics(args.b)
     if len(ma) != len(mb):
         problems.append(f"{len(ma)} vs {len(mb)} metrics lines")
     for x, y in zip(ma, mb):
         for k in exact + close:
-            if (k in x) != (k in y):
+            if (k in x) != (k in y) and k not in one_sided:
                 problems.append(f"step {x['step']}: {k} written in one run only")
         for k in exact:
             if k in x and k in y and x[k] != y[k]:

@@ -3,6 +3,7 @@
 #include "gspo/core/device.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/train/rank_share.h"
+#include "gspo/train/rollout_worker.h"
 
 namespace gspo::cli {
 
@@ -17,8 +18,25 @@ TrainJob::TrainJob(const config::Config& cfg, const std::string& resume, const p
   train::check_world_size(cfg, env.world_size);
   const auto device = train_device(cfg, env);
   comm_ = std::make_unique<parallel::Comm>(env, cfg.distributed, device);
-  trainer_ = std::make_unique<train::Trainer>(cfg, resume, train::Placement{env, device, comm_.get()});
+  const int64_t K = cfg.distributed.rollout_ranks;
+  if (K == 0) {
+    trainer_ = std::make_unique<train::Trainer>(cfg, resume, train::Placement{env, device, comm_.get()});
+    return;
+  }
+  // Ranks [0, W - K) train, [W - K, W) sample (train/async_schedule.h).
+  const int64_t T = env.world_size - K;
+  const bool trains = env.rank < T;
+  std::vector<int64_t> ranks;
+  for (int64_t r = trains ? 0 : T; r < (trains ? T : env.world_size); ++r) ranks.push_back(r);
+  group_ = std::make_unique<parallel::Comm>(*comm_, ranks, trains ? "trainers" : "rollout");
+  const train::Placement where{env, device, group_.get(), comm_.get()};
+  if (trains)
+    trainer_ = std::make_unique<train::Trainer>(cfg, resume, where);
+  else
+    worker_ = std::make_unique<train::RolloutWorker>(cfg, where);
 }
+
+train::TrainSummary TrainJob::run() { return trainer_ ? trainer_->run() : worker_->run(); }
 
 TrainJob::TrainJob(const config::Config& cfg, const std::string& resume)
     : TrainJob(cfg, resume, parallel::read_launch_env()) {}

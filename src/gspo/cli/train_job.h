@@ -9,6 +9,7 @@
 #include "gspo/train/trainer.h"
 
 namespace gspo::parallel { class Comm; }
+namespace gspo::train { class RolloutWorker; }
 
 namespace gspo::cli {
 
@@ -18,11 +19,13 @@ class TrainJob {
   TrainJob(const config::Config& cfg, const std::string& resume, const parallel::LaunchEnv& env);
   TrainJob(const config::Config& cfg, const std::string& resume);  // the process environment's layout
   ~TrainJob();
-  train::TrainSummary run() { return trainer_->run(); }
+  train::TrainSummary run();
 
  private:
-  std::unique_ptr<parallel::Comm> comm_;
+  std::unique_ptr<parallel::Comm> comm_;   // the whole job
+  std::unique_ptr<parallel::Comm> group_;  // distributed.rollout_ranks > 0: this rank's kind (trainers or rollout)
   std::unique_ptr<train::Trainer> trainer_;
+  std::unique_ptr<train::RolloutWorker> worker_;  // a rollout rank
 };
 
 // model.device for training: cpu, cuda:N, auto; cuda (or auto on a CUDA machine) means cuda:LOCAL_RANK when

@@ -422,6 +422,7 @@ struct DistributedOptions {
   int64_t zero_stage = 0;
   bool zero3_keep_whole = false;
   bool zero3_overlap = true;
+  int64_t rollout_ranks = 0;
 
   template <class V>
   void visit(V&& v) {
@@ -440,6 +441,30 @@ struct DistributedOptions {
       "all-gather starts while the current one runs, and a layer's gradient reduce-scatter completes during the "
       "next layer's backward (one more gathered layer and one more float32 layer gradient per rank); false = every "
       "collective blocks", any());
+    v("rollout_ranks", rollout_ranks, "ranks that only sample (asynchronous training, docs/async.md): the last K "
+      "ranks of the world sample and score the batches and stream them to the first world size - K, which only train "
+      "and send them new weights (async.*); 0 = every rank samples, then every rank trains (the synchronous schedule)",
+      at_least(0));
+  }
+};
+
+// Asynchronous training (distributed.rollout_ranks > 0, docs/async.md): how far the rollout ranks may run ahead.
+struct AsyncOptions {
+  int64_t max_staleness = 0;
+  int64_t sync_every = 1;
+  double wait_timeout_s = 3600;
+
+  template <class V>
+  void visit(V&& v) {
+    v("max_staleness", max_staleness, "policy versions a sample may lag behind the weights it trains (version v: the "
+      "weights after v rollout steps). Batch j is sampled by version max(0, j - max_staleness), rounded up to a "
+      "version the trainers sent (sync_every), so the rollout ranks run up to this many steps ahead; 0 = every batch "
+      "sampled by the weights that train on it (the synchronous run's samples, drawn on other ranks)", at_least(0));
+    v("sync_every", sync_every, "rollout steps between weight sends to the rollout ranks (at most max_staleness + 1, "
+      "so the bound holds)", at_least(1));
+    v("wait_timeout_s", wait_timeout_s, "seconds a trainer waits for its share of a batch, or a rollout rank for the "
+      "trainers' go, before failing as a hung peer (a rank that died fails the wait at once); above the longest "
+      "batch's sampling and the longest training step", greater_than(0));
   }
 };
 
@@ -513,6 +538,7 @@ struct Config {
   TrainOptions train;
   CheckpointOptions checkpoint;
   DistributedOptions distributed;
+  AsyncOptions async;
   EvalOptions eval;
   LoggingOptions logging;
   std::map<std::string, std::string> origin;
@@ -530,6 +556,7 @@ struct Config {
     v("train", train, "the step loop");
     v("checkpoint", checkpoint, "checkpoint cadence and retention");
     v("distributed", distributed, "data parallelism across processes and GPUs");
+    v("async", async, "asynchronous training: rollout ranks ahead of the trainers under a staleness bound");
     v("eval", eval, "gspo eval's settings and validation during training");
     v("logging", logging, "console output");
   }

@@ -178,6 +178,26 @@ void validate_sharding(const Config& c, std::vector<std::string>& e) {
     e.push_back(at(c, "distributed.zero3_keep_whole") + ": distributed.zero3_keep_whole applies to zero_stage 3 only");
 }
 
+// distributed.rollout_ranks and the async section (the world size is checked at launch: train/rank_share.h).
+void validate_async(const Config& c, std::vector<std::string>& e) {
+  const auto& a = c.async;
+  if (c.distributed.rollout_ranks == 0) {
+    if (a.max_staleness > 0 || a.sync_every != 1)
+      e.push_back(at(c, a.max_staleness > 0 ? "async.max_staleness" : "async.sync_every") + ": async." +
+                  (a.max_staleness > 0 ? "max_staleness" : "sync_every") + " applies to asynchronous training: set "
+                  "distributed.rollout_ranks > 0 (ranks that only sample)");
+    return;
+  }
+  if (a.sync_every > a.max_staleness + 1)
+    e.push_back(at(c, "async.sync_every") + ": async.sync_every (" + value_text(a.sync_every) + ") must be at most "
+                "async.max_staleness + 1 = " + std::to_string(a.max_staleness + 1) + ": weights sent less often "
+                "would leave batches older than the bound");
+  if (c.rollout.dynamic_sampling)
+    e.push_back(at(c, "rollout.dynamic_sampling") + ": rollout.dynamic_sampling is not built with "
+                "distributed.rollout_ranks > 0 (the rollout ranks run ahead and cannot know which groups the "
+                "trainers keep); turn one of them off");
+}
+
 std::vector<std::string> validate(const Config& c) {
   std::vector<std::string> e;
   const int64_t batch = c.rollout.prompts_per_step * c.rollout.group_size;
@@ -223,6 +243,7 @@ std::vector<std::string> validate(const Config& c) {
   validate_tools(c, e);
   validate_eval(c, e);
   validate_sharding(c, e);
+  validate_async(c, e);
   validate_shaping(c, e);
   return e;
 }

@@ -47,6 +47,7 @@ const char* name_of(Shown s) {
     case Shown::kPolicyMask: return "top_entropy_quantile < 1 or mis";
     case Shown::kZero3: return "zero_stage 3";
     case Shown::kTools: return "tools.list set";
+    case Shown::kAsync: return "distributed.rollout_ranks > 0";
   }
   return "?";
 }
@@ -65,6 +66,7 @@ bool StepMetrics::shown(Shown s) const {
     case Shown::kPolicyMask: return policy_mask_on;
     case Shown::kZero3: return zero3_on;
     case Shown::kTools: return tools_on;
+    case Shown::kAsync: return async_on;
   }
   return false;
 }

@@ -48,6 +48,7 @@ enum class Shown {
   kRouting,    // an MoE policy with the routing methods and algorithm.routing_metrics
   kZero3,      // distributed.zero_stage 3
   kTools,      // tools.list is not empty (multi-turn rollouts)
+  kAsync,      // distributed.rollout_ranks > 0 (asynchronous training)
 };
 
 const char* name_of(Reduce r);
@@ -92,11 +93,12 @@ struct StepMetrics {
   // Which optional rows are written.
   bool kl_on = false, on_cuda = false, multi_rank = false, mismatch_on = false, dynamic_on = false,
        overlong_on = false, policy_mask_on = false, routing_on = false, zero3_on = false,
-       tools_on = false;
+       tools_on = false, async_on = false;
   bool shown(Shown s) const;
 
   int64_t step = 0, epoch = 0;
   Column reward, correct, advantage, response_len, truncated;
+  Column version_lag;                     // per row: the step's version minus the version that sampled it
   Mean zero_variance;                     // groups with all-equal rewards, over prompts
   int64_t update_sequences = 0;
   Mean seq_ratio;                         // sum of s_i over updated sequences
@@ -113,6 +115,9 @@ struct StepMetrics {
   int64_t tool_errors = 0, tool_timeouts = 0;
   Mean observation_tokens;                // tools' tokens over response tokens, every sampled row
   double time_tools_s = 0, time_tools_wait_s = 0;
+  double time_rollout_wait_s = 0, trainer_idle_frac = 0;  // trainer 0 waiting for its share of the batch
+  Mean rollout_idle;                      // rollout ranks: seconds waiting for the trainers over seconds per batch
+  double weight_sync_s = 0, weight_sync_mb = 0;
   double grad_norm = 0, grad_norm_max = 0, lr = 0;
   int64_t optimizer_steps = 0, skipped_updates = 0;
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
@@ -243,7 +248,25 @@ struct StepMetrics {
       "seconds the tools ran, summed over rank 0's calls (they run on tools.workers threads while rows decode)");
     v("time_tools_wait_s", time_tools_wait_s, Reduce::kLocal, Match::kNone, T,
       "of rank 0's sampling time, seconds decoding stood still because every running row waited on a tool");
-    v("time_sample_s", time_sample_s, Reduce::kLocal, Match::kNone, A, "wall seconds sampling");
+    const auto As = Shown::kAsync;
+    v("version_lag_mean", ColumnStat{&version_lag, Stat::kMean}, Reduce::kGather, Match::kExact, As,
+      "policy versions between the weights that sampled a row and the weights it trains (this step's), mean over "
+      "the step's rows (async.max_staleness bounds it)");
+    v("version_lag_max", ColumnStat{&version_lag, Stat::kMax}, Reduce::kGather, Match::kExact, As,
+      "the largest over the step's rows");
+    v("time_rollout_wait_s", time_rollout_wait_s, Reduce::kLocal, Match::kNone, As,
+      "seconds trainer 0 waited for its share of the batch from the rollout ranks (its idle time this step)");
+    v("trainer_idle_frac", trainer_idle_frac, Reduce::kLocal, Match::kNone, As, "time_rollout_wait_s / time_step_s");
+    v("rollout_idle_frac", rollout_idle, Reduce::kMean, Match::kNone, As,
+      "the rollout ranks' seconds waiting for the trainers (the staleness bound, the weights) before this batch, "
+      "over their seconds for it (waiting, receiving weights, sampling, scoring), every rollout rank");
+    v("weight_sync_s", weight_sync_s, Reduce::kLocal, Match::kNone, As,
+      "seconds trainer 0 spent after this step handing new weights to the rollout ranks (ZeRO-3 gather, cast, "
+      "waiting for the previous weights to be taken; the transfer itself overlaps the next step); 0 when none was due");
+    v("weight_sync_mb", weight_sync_mb, Reduce::kLocal, Match::kNone, As,
+      "MB of weights sent to each rollout rank after this step (rollout dtype)");
+    v("time_sample_s", time_sample_s, Reduce::kLocal, Match::kNone, A,
+      "wall seconds sampling (with rollout ranks: rollout rank 0's, for this step's batch)");
     v("time_reward_s", time_reward_s, Reduce::kLocal, Match::kNone, A, "wall seconds scoring");
     v("time_old_logprobs_s", time_old_logprobs_s, Reduce::kLocal, Match::kNone, A,
       "wall seconds recomputing old (and reference) log-probs");
@@ -324,6 +347,14 @@ struct StepMetrics {
       "seconds measuring moe_routing_change_frac (one forward of the decoder layers over the step's rows)");
   }
 };
+
+// Every scalar row of the table in order (a Mean or a Rate as its two numbers; columns and lists left out): a rollout
+// rank's figures for a batch, sent to a trainer with it.
+std::vector<double> scalar_values(StepMetrics& m);
+// Folds another StepMetrics' scalar_values into `m` by each row's Reduce: sums, means and rates added, extrema
+// combined, kSame rows left as they are; kLocal figures (the sender's own, where `m` has none) added only with
+// `take_local` (the first rollout rank's, as the table's "rank 0's figure").
+void merge_scalars(StepMetrics& m, const std::vector<double>& values, bool take_local);
 
 // Collective (every rank calls it): combines the ranks' metrics as each row's Reduce says. Afterwards every rank
 // holds the job's values; kLocal rows and a Rate's seconds stay each rank's own. Nothing to do on one rank.

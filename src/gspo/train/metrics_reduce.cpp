@@ -95,7 +95,54 @@ void max_values(parallel::Comm& comm, const std::vector<std::pair<double*, doubl
   for (size_t i = 0; i < extrema.size(); ++i) *extrema[i].first = ta[i] * extrema[i].second;
 }
 
+// Visits the scalar rows: f(value&, Reduce) for each number, in table order.
+template <class F>
+struct Scalars {
+  F f;
+  template <class T>
+  void operator()(const char*, T&& field, Reduce r, Match, Shown, const char*) {
+    using U = std::decay_t<T>;
+    if constexpr (std::is_same_v<U, Mean>) {
+      f(field.sum, r), f(field.count, r);
+    } else if constexpr (std::is_same_v<U, Rate>) {
+      f(field.amount, r), f(field.seconds, r);
+    } else if constexpr (std::is_same_v<U, double>) {
+      f(field, r);
+    } else if constexpr (std::is_same_v<U, int64_t>) {
+      double d = static_cast<double>(field);
+      f(d, r);
+      field = std::llround(d);
+    }
+  }
+};
+template <class F>
+Scalars(F) -> Scalars<F>;
+
 }  // namespace
+
+std::vector<double> scalar_values(StepMetrics& m) {
+  std::vector<double> out;
+  m.visit(Scalars{[&](double& v, Reduce) { out.push_back(v); }});
+  return out;
+}
+
+void merge_scalars(StepMetrics& m, const std::vector<double>& values, bool take_local) {
+  size_t i = 0;
+  m.visit(Scalars{[&](double& v, Reduce r) {
+    if (i >= values.size()) throw std::logic_error("merge_scalars: fewer values than scalar rows");
+    const double x = values[i++];
+    switch (r) {
+      case Reduce::kSame: case Reduce::kGather: break;
+      case Reduce::kLocal: if (take_local) v += x; break;
+      case Reduce::kMax: v = std::max(v, x); break;
+      case Reduce::kMin: v = std::min(v, x); break;
+      default: v += x;
+    }
+  }});
+  if (i != values.size())
+    throw std::logic_error("merge_scalars: " + std::to_string(values.size()) + " values for " + std::to_string(i) +
+                           " scalar rows");
+}
 
 void reduce_across_ranks(StepMetrics& m, parallel::Comm& comm) {
   if (comm.world_size() == 1) return;

@@ -22,6 +22,11 @@ std::string progress_line(const StepMetrics& m, int64_t max_steps) {
   std::string line = buf;
   if (m.multi_rank)  // several ranks: the share of the step spent in collectives
     line += " | comm " + std::to_string(static_cast<int>(m.comm_frac * 100 + 0.5)) + "%";
+  if (m.async_on) {  // rollout ranks: how stale the samples were and who waited for whom
+    std::snprintf(buf, sizeof buf, " | lag %.1f max %.0f | idle trainer %.0f%% rollout %.0f%%", m.version_lag.mean(),
+                  m.version_lag.max(), 100 * m.trainer_idle_frac, 100 * m.rollout_idle.value());
+    line += buf;
+  }
   return line;
 }
 
@@ -44,6 +49,13 @@ std::string summary_text(const TrainSummary& s) {
     std::snprintf(line, sizeof line, "  held out     greedy accuracy %.3f on %lld problems never trained on "
                   "(%.3f on as many training problems)\n", s.heldout_accuracy,
                   static_cast<long long>(s.heldout_problems), s.train_greedy_accuracy);
+    text += line;
+  }
+  if (s.async) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  async        version lag mean %.2f, max %lld (async.max_staleness %lld); idle: "
+                  "trainer 0 %.0f%%, rollout ranks %.0f%%\n", s.lag_mean, static_cast<long long>(s.lag_max),
+                  static_cast<long long>(s.max_staleness), 100 * s.trainer_idle, 100 * s.rollout_idle);
     text += line;
   }
   for (const auto& [key, last] : s.validation_last.items()) {

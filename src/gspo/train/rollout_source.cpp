@@ -115,6 +115,7 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
     s.rewards[r] += pen;
   }
   m.time_reward_s += core::seconds_since(t);
+  s.versions.assign(s.rewards.size(), id.version);
   s.batch = std::move(sampled.batch);
   return s;
 }

@@ -32,6 +32,7 @@ struct Scored {
   std::vector<double> rewards, correct;
   std::vector<double> penalty;                  // soft overlong penalty per row (included in rewards)
   std::vector<std::vector<double>> components;  // reward.components: per row, each component's reward
+  std::vector<int64_t> versions;  // per row: the policy version whose weights sampled it (RolloutId::version)
 };
 
 // Names one generation round: the policy version that samples it (rollout steps completed when its weights were
@@ -54,6 +55,14 @@ class RolloutSource {
   // The trained policy's weights changed (an optimizer step): a source sampling with its own copy of them takes
   // the new ones before its next round.
   virtual void weights_changed() {}
+  // Whether rounds are sampled in this process from the policy (the step then gathers ZeRO-3's whole weights).
+  virtual bool samples_here() const { return true; }
+  // Collective over the trainers, after each rollout step: `version` = rollout steps completed. A source fed by
+  // other ranks sends them the new weights when they need them (recorded in `m`).
+  virtual void step_done(int64_t version, StepMetrics& m) { (void)version, (void)m; }
+  // Collective, once after the last step (or an interrupt): a source fed by other ranks stops them and takes the
+  // batches still in flight. `interrupted`: the run stops early.
+  virtual void finish(bool interrupted) { (void)interrupted; }
 };
 
 // Samples with `sampler` (over the policy, or over `sampling_copy` when rollout.dtype differs: refreshed from the

@@ -207,13 +207,14 @@ StepMetrics StepRunner::run(Progress& progress) {
   const auto device = p_.policy.device();
   PhasePeak rollout_peak(device);
   auto scored = [&] {
-    const WholeWeights whole(p_.engine);  // ZeRO-3: the rollout's whole copy of the weights
+    const WholeWeights whole(p_.engine, p_.source.samples_here());  // ZeRO-3: the rollout's whole copy of the weights
     return sample_and_score(progress, m);
   }();
   m.peak_mb_rollout = rollout_peak.mb();
   const auto& batch = scored.batch;
   m.reward.rows = scored.rewards;
   m.correct.rows = scored.correct;
+  for (int64_t v : scored.versions) m.version_lag.rows.push_back(static_cast<double>(progress.step - v));
   m.zero_variance.count = static_cast<double>(batch.num_rows() / c.rollout.group_size);
   for (double pen : scored.penalty) {
     m.overlong_penalty.sum += pen;
@@ -246,11 +247,13 @@ StepMetrics StepRunner::run(Progress& progress) {
     }
   }
   ++progress.step;
+  p_.source.step_done(progress.step, m);
   m.sample_tokens_per_s = {static_cast<double>(m.sample_tokens), m.time_sample_s};
   m.train_tokens_per_s.seconds = m.time_update_s;
   finish(m, progress);
   m.time_step_s = core::seconds_since(t_step);
   m.comm_frac = m.time_step_s > 0 ? m.time_comm_s / m.time_step_s : 0.0;
+  m.trainer_idle_frac = m.time_step_s > 0 ? m.time_rollout_wait_s / m.time_step_s : 0.0;
   return m;
 }
 
@@ -276,6 +279,7 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   const auto gathers = p_.engine.take_gather_counts();
   m.zero3_on = p_.cfg.distributed.zero_stage == 3;
   m.tools_on = !p_.cfg.tools.list.empty();
+  m.async_on = p_.cfg.distributed.rollout_ranks > 0;
   m.zero3_gathers = gathers.gathers;
   m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
   record_expert_load(p_.policy, m);

@@ -29,24 +29,12 @@
 #include "gspo/train/greedy_eval.h"
 #include "gspo/train/rank_share.h"
 #include "gspo/train/step.h"
+#include "gspo/train/streamed_source.h"
+#include "gspo/train/training_data.h"
 #include "gspo/train/update_engine.h"
 
 namespace gspo::train {
 namespace {
-
-// Drops (or refuses) prompts that leave no room for max_new_tokens, before the cursor is built over the rows: the
-// filter is a pure function of data, tokenizer and config, so a resumed run sees the same rows.
-std::vector<data::Example> fit(std::vector<data::Example> rows, const config::Config& c, const tokenizer::Tokenizer& tok,
-                               const model::Policy& policy, bool loud, int64_t& dropped) {
-  const int64_t limit = data::prompt_budget(c, "rollout.max_new_tokens", c.rollout.max_new_tokens,
-                                            policy.manifest().max_seq_len, c.model.path);
-  const int64_t total = static_cast<int64_t>(rows.size());
-  auto kept = data::fit_prompts(std::move(rows), c.data, tok, limit, c.data.overlong_prompts == config::Overlong::kError,
-                                tokenizer::chat_tools(c.tools.list));
-  if (kept.dropped > 0 && loud) log::warn("{}", data::describe_dropped(kept, total, limit));
-  dropped = kept.dropped;
-  return std::move(kept.kept);
-}
 
 // Every rank starts from rank 0's weights; a fingerprint comparison afterwards proves it.
 // `broadcast` false (ZeRO-3: every rank read the same file, and 4 bytes x parameters from rank 0 to every rank
@@ -79,6 +67,7 @@ struct Trainer::Impl {
   config::Config cfg;
   std::string config_yaml;  // resolved config, stored with each checkpoint
   parallel::Comm& comm;
+  parallel::Comm* link = nullptr;  // the whole job with the rollout ranks (distributed.rollout_ranks > 0)
   std::optional<model::Policy> policy;
   std::optional<model::Policy> reference;  // only when algorithm.kl_coef > 0
   std::optional<model::Policy> sampling_copy;  // rollout.dtype bfloat16 with float32 training
@@ -103,8 +92,11 @@ struct Trainer::Impl {
   // metrics-line fields.
   nlohmann::ordered_json validate(int64_t step, TrainSummary& sum);
   StepRunner step_runner() {
-    source = std::make_unique<InProcessSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok, examples,
-                                               *verifier, *sampler, comm, tools.get());
+    if (link)
+      source = std::make_unique<StreamedSource>(cfg, *link, comm, *policy, *engine, progress->step, progress->cursor);
+    else
+      source = std::make_unique<InProcessSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok,
+                                                 examples, *verifier, *sampler, comm, tools.get());
     return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *verifier, *source, comm, *engine});
   }
 };
@@ -202,9 +194,10 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   if (where.comm == nullptr) throw std::invalid_argument("Trainer: Placement::comm is null");
   impl_ = std::make_unique<Impl>(cfg, *where.comm);
   auto& s = *impl_;
+  s.link = where.link;
   const std::string& run_dir = cfg.train.output_dir;
   if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
-  check_world_size(cfg, s.comm.world_size());
+  check_world_size(cfg, s.link ? s.link->world_size() : s.comm.world_size());
   if (s.comm.is_main())
     for (const auto& gone : io::remove_leftovers(run_dir)) log::info("removed {} (left half-done by an earlier run)", gone);
   auto ckpt = find_resume_point(cfg, resume);
@@ -213,7 +206,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   s.verifier = reward::make_verifier(cfg, rows);
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
   s.load_models(ckpt, where.device);
-  s.examples = fit(std::move(rows), cfg, *s.tok, *s.policy, s.comm.is_main(), s.dropped_prompts);
+  s.examples = fit_training_rows(std::move(rows), cfg, *s.tok, *s.policy, s.comm.is_main(), s.dropped_prompts);
   s.progress.emplace(Progress{0, 0,
                               data::Cursor(static_cast<int64_t>(s.examples.size()), cfg.data.shuffle,
                                            static_cast<uint64_t>(cfg.data.seed)),
@@ -251,10 +244,14 @@ TrainSummary Trainer::run() {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> rewards, accs;
   int64_t flat_steps = 0;  // consecutive steps whose rewards were all equal
-  log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step{}",
+  double lag_sum = 0, lag_rows = 0, wait_s = 0, step_s = 0, rollout_wait = 0, rollout_total = 0;  // async
+  log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step{}{}",
             s.policy->path(), config::name_of(c.algorithm.loss), progress.step, c.train.max_steps,
             c.rollout.prompts_per_step, c.rollout.group_size, c.algorithm.num_minibatches,
-            s.comm.world_size() > 1 ? fmt::format(", {} ranks ({})", s.comm.world_size(), s.comm.backend()) : "");
+            s.comm.world_size() > 1 ? fmt::format(", {} ranks ({})", s.comm.world_size(), s.comm.backend()) : "",
+            s.link ? fmt::format(" training beside {} rollout rank(s), samples at most {} version(s) stale (async."
+                                 "max_staleness), weights sent every {} step(s)", c.distributed.rollout_ranks,
+                                 c.async.max_staleness, c.async.sync_every) : "");
   auto runner = s.step_runner();
   if (s.validation && c.eval.before_training && progress.step == 0) s.validate(0, sum);
   while (progress.step < c.train.max_steps) {
@@ -267,6 +264,13 @@ TrainSummary Trainer::run() {
     if (s.metrics) s.metrics->append(line);
     rewards.push_back(m.reward.mean());
     accs.push_back(m.correct.mean());
+    if (m.async_on) {
+      lag_sum += m.version_lag.mean() * static_cast<double>(m.version_lag.rows.size());
+      lag_rows += static_cast<double>(m.version_lag.rows.size());
+      sum.lag_max = std::max<int64_t>(sum.lag_max, static_cast<int64_t>(m.version_lag.max()));
+      wait_s += m.time_rollout_wait_s, step_s += m.time_step_s;
+      rollout_wait += m.rollout_idle.sum, rollout_total += m.rollout_idle.count;
+    }
     sum.skipped_updates += m.skipped_updates;
     if (c.logging.progress && s.comm.is_main()) log::info("{}", progress_line(m, c.train.max_steps));
     // Every reward equal (across the global batch) gives every advantage 0: nothing to learn from. Said on the
@@ -290,6 +294,7 @@ TrainSummary Trainer::run() {
     }
     if (due || last) sum.last_checkpoint = save_checkpoint(c, s.config_yaml, *s.policy, *s.engine, progress, s.comm);
   }
+  s.source->finish(sum.interrupted);
   sum.last_step = progress.step;
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   sum.reward_start = window_mean(rewards, true);
@@ -297,6 +302,11 @@ TrainSummary Trainer::run() {
   sum.accuracy_start = window_mean(accs, true);
   sum.accuracy_end = window_mean(accs, false);
   sum.dropped_prompts = s.dropped_prompts;
+  sum.async = s.link != nullptr;
+  sum.max_staleness = c.async.max_staleness;
+  sum.lag_mean = lag_rows > 0 ? lag_sum / lag_rows : 0;
+  sum.trainer_idle = step_s > 0 ? wait_s / step_s : 0;
+  sum.rollout_idle = rollout_total > 0 ? rollout_wait / rollout_total : 0;
   const auto heldout = data::load_heldout(c.data);
   const WholeWeights whole(*s.engine, !heldout.empty());  // collective: every rank gathers, rank 0 evaluates
   if (!heldout.empty() && s.comm.is_main()) {

@@ -28,6 +28,12 @@ struct TrainSummary {
   // invocation, and their steps; empty when none ran.
   nlohmann::ordered_json validation_first, validation_last;
   int64_t validation_first_step = 0, validation_last_step = 0;
+  // Asynchronous training (distributed.rollout_ranks > 0): over this invocation's steps.
+  bool async = false;
+  double lag_mean = 0;          // version lag per trained row
+  int64_t lag_max = 0, max_staleness = 0;
+  double trainer_idle = 0;      // trainer 0's seconds waiting for batches over its step seconds
+  double rollout_idle = 0;      // the rollout ranks' waiting over their seconds per batch
   bool interrupted = false;
   bool is_main = true;                     // rank 0 (or a single process): the one that wrote metrics and checkpoints
   std::string last_checkpoint;  // "" when none was written
@@ -43,6 +49,9 @@ struct Placement {
   parallel::LaunchEnv env;
   c10::Device device = c10::kCPU;
   parallel::Comm* comm = nullptr;  // not owned; outlives the Trainer
+  // Asynchronous training (distributed.rollout_ranks > 0): `comm` is then the trainers' group (or the rollout ranks'),
+  // and `link` the whole job's, over which batches and weights travel. Null otherwise.
+  parallel::Comm* link = nullptr;
 };
 
 class Trainer {
