@@ -87,7 +87,7 @@ TEST_CASE("reduction over two ranks equals one process's figures on all the rows
     StepMetrics m;
     m.reward.rows = rank == 0 ? std::vector<double>{0.0, 1.0} : std::vector<double>{0.5, 0.25};
     m.correct.rows = rank == 0 ? std::vector<double>{0.0, 1.0} : std::vector<double>{1.0, 0.0};
-    m.advantage.rows = m.response_len.rows = m.truncated.rows = {0.0, 0.0};  // every column has a value per row
+    m.advantage.rows = m.response_len.rows = m.truncated.rows = m.version_lag.rows = {0.0, 0.0};  // a value per row
     m.loss = {rank == 0 ? 3.0 : 5.0, 2.0};
     m.sample_tokens = rank == 0 ? 7 : 9;
     m.sample_tokens_per_s = {rank == 0 ? 7.0 : 9.0, rank == 0 ? 2.0 : 4.0};
@@ -132,6 +132,7 @@ TEST_CASE("gathered columns are right when the ranks hold different numbers of r
         m.advantage.rows.push_back(-v);
         m.response_len.rows.push_back(10 + rank + i);
         m.truncated.rows.push_back(rank == 0 ? 1 : 0);
+        m.version_lag.rows.push_back(i % 3);
       }
       return m;
     };
@@ -140,7 +141,7 @@ TEST_CASE("gathered columns are right when the ranks hold different numbers of r
       const auto m = part(r);
       for (auto [to, from] : {std::pair{&whole.reward, &m.reward}, {&whole.correct, &m.correct},
                               {&whole.advantage, &m.advantage}, {&whole.response_len, &m.response_len},
-                              {&whole.truncated, &m.truncated}})
+                              {&whole.truncated, &m.truncated}, {&whole.version_lag, &m.version_lag}})
         to->rows.insert(to->rows.end(), from->rows.begin(), from->rows.end());
     }
     std::vector<StepMetrics> out(static_cast<size_t>(W));
@@ -153,6 +154,7 @@ TEST_CASE("gathered columns are right when the ranks hold different numbers of r
     for (auto& m : out) {
       CHECK(m.reward.rows == whole.reward.rows);
       CHECK(m.response_len.rows == whole.response_len.rows);
+      CHECK(m.version_lag.rows == whole.version_lag.rows);  // the async lag column travels like the others
       const auto got = nlohmann::json::parse(train::json_line(m));
       for (const char* key : {"reward_mean", "reward_std", "reward_min", "reward_max", "accuracy", "advantage_mean",
                               "advantage_std", "advantage_min", "advantage_max", "response_len_mean",

@@ -206,3 +206,36 @@ TEST_CASE("plan: the rollout's schedule and budget follow the sampler's rules", 
   CHECK_FALSE(has(pool, "cache compaction copy"));
   CHECK(has(rollout("1", "false"), "cache compaction copy"));
 }
+
+TEST_CASE("plan: rollout ranks hold the policy and the batch's KV cache, training ranks hold no KV cache", "[plan]") {
+  const auto s = small_llama();
+  const double N = s.num_parameters();
+  auto cfg = config::load("", {"rollout.prompts_per_step=4", "rollout.group_size=4", "rollout.max_new_tokens=24",
+                               "algorithm.num_minibatches=2", "distributed.rollout_ranks=2"});
+  plan::PlanInputs in;
+  in.world_size = 4;  // 2 train, 2 sample
+  in.prompt_tokens = 8;
+  in.runtime_mb = 100;
+  const auto t = plan::plan_memory(s, cfg, in);
+  CHECK(t.rows_per_rank == 8);  // 4 prompts / 2 training ranks x 4
+  REQUIRE(t.phases[0].name == "weight sync");
+  CHECK(term(t.phases[0].terms, "weights for the rollout ranks (trainer 0)") == 4 * N);
+  for (const auto& ph : t.phases)
+    for (const auto& x : ph.terms) CHECK(x.name != "KV cache");
+  const auto r = plan::plan_rollout_rank(s, cfg, in);
+  CHECK(r.rows_per_rank == 8);  // 4 prompts / 2 rollout ranks x 4
+  CHECK(term(r.resident, "weights (rollout dtype)") == 4 * N);
+  CHECK(term(r.phases[0].terms, "KV cache") == 8 * 32 * 2 * 2 * 2 * 16 * 4);
+  CHECK(r.peak_bytes == r.phases[0].peak_bytes);
+  // bf16 sampling: half the rollout rank's weights and cache, half trainer 0's copy.
+  auto bf = cfg;
+  bf.rollout.dtype = config::RolloutDtype::kBFloat16;
+  CHECK(term(plan::plan_rollout_rank(s, bf, in).resident, "weights (rollout dtype)") == 2 * N);
+  CHECK(term(plan::plan_rollout_rank(s, bf, in).phases[0].terms, "KV cache") == 8 * 32 * 2 * 2 * 2 * 16 * 2);
+  CHECK(term(plan::plan_memory(s, bf, in).phases[0].terms, "weights for the rollout ranks (trainer 0)") == 2 * N);
+  // 3 training ranks cannot split 4 prompts: the run's own error.
+  in.world_size = 5;
+  CHECK_THROWS_WITH(plan::plan_memory(s, cfg, in), Catch::Contains("must be a multiple of the training ranks (3"));
+  in.world_size = 2;
+  CHECK_THROWS_WITH(plan::plan_rollout_rank(s, cfg, in), Catch::Contains("must leave at least one training rank"));
+}

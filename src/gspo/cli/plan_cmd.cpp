@@ -61,17 +61,21 @@ void print_terms(const std::vector<plan::Term>& ts) {
   }
 }
 
-void print_table(const plan::MemoryPlan& p, const PlanArgs& a, const config::Config& cfg) {
+// `who`: "" for every rank, else the kind of rank the plan is for ("training ranks (2 of 4)").
+void print_table(const plan::MemoryPlan& p, const PlanArgs& a, const config::Config& cfg, const std::string& who) {
   const auto& s = p.shape;
+  if (!who.empty()) std::cout << "=== " << who << " ===\n";
   std::cout << "model       " << s.source << ": " << s.architecture << ", " << p.parameters << " parameters, "
             << s.num_layers << " layers, hidden " << s.hidden_size << ", vocab " << s.vocab_size;
   if (!s.moe_layers.empty())
     std::cout << ", " << s.moe_layers.size() << " MoE layers x " << s.num_experts << " experts (top "
               << s.experts_per_token << ")";
-  std::cout << "\nrun         " << a.world_size << " rank(s), zero_stage " << cfg.distributed.zero_stage << ", "
-            << (cfg.model.dtype == config::Dtype::kBFloat16 ? "bfloat16" : "float32") << "; per rank "
-            << p.rows_per_rank << " rows of " << p.columns << " columns; micro-batch " << p.micro_rows << " rows = "
-            << p.micro_tokens << " tokens; KV cache for " << p.kv_rows << " rows\n\n";
+  std::cout << "\nrun         " << (who.empty() ? std::to_string(a.world_size) + " rank(s)" : who) << ", zero_stage "
+            << cfg.distributed.zero_stage << ", " << (cfg.model.dtype == config::Dtype::kBFloat16 ? "bfloat16" : "float32")
+            << "; per rank " << p.rows_per_rank << " rows of " << p.columns << " columns";
+  if (p.micro_rows > 0) std::cout << "; micro-batch " << p.micro_rows << " rows = " << p.micro_tokens << " tokens";
+  if (p.kv_rows > 0) std::cout << "; KV cache for " << p.kv_rows << " rows";
+  std::cout << "\n\n";
   std::cout << "resident (every phase)" << std::string(10, ' ') << fmt_mb(p.resident_bytes) << " MiB\n";
   print_terms(p.resident);
   for (const auto& ph : p.phases) {
@@ -106,8 +110,25 @@ int plan(const PlanArgs& a) {
   in.runtime_mb = a.runtime_mb < 0 ? plan::kRuntimeMb : a.runtime_mb;
   in.device_gb = a.device_gb;
   const auto p = plan::plan_memory(shape, cfg, in);
-  if (a.json) std::cout << to_json(p, a, cfg).dump(1) << "\n";
-  else print_table(p, a, cfg);
+  const int64_t K = cfg.distributed.rollout_ranks;
+  if (K == 0) {
+    if (a.json) std::cout << to_json(p, a, cfg).dump(1) << "\n";
+    else print_table(p, a, cfg, "");
+    return 0;
+  }
+  // Rollout ranks (docs/async.md): the training ranks' plan, then a rollout rank's.
+  const auto r = plan::plan_rollout_rank(shape, cfg, in);
+  const std::string T = std::to_string(a.world_size - K), W = std::to_string(a.world_size);
+  if (a.json) {
+    auto j = to_json(p, a, cfg);
+    j["rollout_ranks"] = K;
+    j["rollout_rank"] = to_json(r, a, cfg);
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+  print_table(p, a, cfg, "training ranks (" + T + " of " + W + ")");
+  std::cout << "\n";
+  print_table(r, a, cfg, "rollout ranks (" + std::to_string(K) + " of " + W + ")");
   return 0;
 }
 

@@ -222,6 +222,18 @@ std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& 
   return t;
 }
 
+// A training rank beside rollout ranks samples nothing: after a step that makes a version the rollout ranks need,
+// trainer 0 holds the weights cast to the rollout dtype until they are taken (ZeRO-3: every decoder layer gathered).
+std::vector<Term> weight_sync_terms(const Sizes& z) {
+  const double sb = z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
+  std::vector<Term> t{{"weights for the rollout ranks (trainer 0)", z.N * sb, num(z.N) + " x " + num(sb) +
+                       " B (rollout dtype), kept until every rollout rank took them; the other trainers: 0"}};
+  if (z.zero3 && !z.cfg.distributed.zero3_keep_whole)
+    t.push_back({"ZeRO-3 gathered layers", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
+                 " B (every decoder layer gathered to be sent, freed after)"});
+  return t;
+}
+
 // Old log-probs: one micro-batch's forward without autograd at a time, and the head's chunk.
 std::vector<Term> logprobs_terms(const Sizes& z) {
   const double widest = z.widest(layer_nograd_bytes_per_token, z.b);
@@ -342,10 +354,51 @@ PhasePlan phase(const std::string& name, std::vector<Term> terms, double residen
 
 }  // namespace
 
-MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in) {
-  const auto& ro = cfg.rollout;
-  const int64_t W = in.world_size;
+namespace {
+// The ranks that train: W, or W - K beside K rollout ranks (a layout check_world_size accepts).
+int64_t training_ranks(const config::Config& cfg, int64_t W) {
   if (W < 1) throw ConfigError("--world-size must be >= 1 (got " + std::to_string(W) + ")");
+  if (cfg.distributed.rollout_ranks == 0) return W;
+  train::check_world_size(cfg, W);
+  return W - cfg.distributed.rollout_ranks;
+}
+}  // namespace
+
+MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in) {
+  const int64_t K = cfg.distributed.rollout_ranks;
+  if (K == 0) throw ConfigError("plan_rollout_rank: distributed.rollout_ranks is 0");
+  training_ranks(cfg, in.world_size);
+  if (in.prompt_tokens < 1) throw ConfigError("--prompt-tokens must be >= 1");
+  PlanInputs rin = in;
+  rin.world_size = K;  // the rollout ranks share each batch's prompts
+  MemoryPlan p;
+  p.shape = shape;
+  p.parameters = shape.num_parameters();
+  p.rows_per_rank = train::prompts_per_rank(cfg, K) * cfg.rollout.group_size;
+  Sizes z = sizes_of(shape, cfg, rin, p.rows_per_rank);
+  z.zero3 = false;  // a rollout rank holds the whole policy; ZeRO is the trainers'
+  p.columns = z.T;
+  const double sb = cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
+  p.resident = {{"weights (rollout dtype)", z.N * sb, num(z.N) + " params x " + num(sb) + " B: no gradients, masters "
+                 "or optimizer state"},
+                {"weight sync bucket", cfg.distributed.bucket_mb * kMiB, "distributed.bucket_mb " +
+                 num(cfg.distributed.bucket_mb) + ": new weights arrive one bucket at a time"},
+                {"runtime", in.runtime_mb * kMiB, num(in.runtime_mb) + " MiB: LibTorch and the binary (measured)"}};
+  p.resident_bytes = sum(p.resident);
+  p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
+  p.peak_phase = "rollout";
+  p.peak_bytes = p.phases.back().peak_bytes;
+  p.notes.push_back(std::to_string(K) + " rollout rank(s) share each batch: " + std::to_string(p.rows_per_rank) +
+                    " rows each; with async.max_staleness S they sample up to S batches ahead, one at a time");
+  return p;
+}
+
+MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const PlanInputs& given) {
+  const auto& ro = cfg.rollout;
+  PlanInputs in = given;
+  in.world_size = training_ranks(cfg, given.world_size);
+  const bool async = cfg.distributed.rollout_ranks > 0;
+  const int64_t W = in.world_size;
   if (!train::prompts_divide(cfg, W))
     throw ConfigError("rollout.prompts_per_step (" + std::to_string(ro.prompts_per_step) +
                       ") must be a multiple of --world-size (" + std::to_string(W) + "): each rank takes whole groups");
@@ -360,7 +413,10 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   p.micro_tokens = z.m * z.T;
   p.resident = resident_terms(z, in.runtime_mb);
   p.resident_bytes = sum(p.resident);
-  p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
+  if (async)
+    p.phases.push_back(phase("weight sync", weight_sync_terms(z), p.resident_bytes));
+  else
+    p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
   p.phases.push_back(phase("logprobs", logprobs_terms(z), p.resident_bytes));
   // The update's peak: the backward of one micro-batch, or the optimizer step, whichever is larger.
   const auto backward = backward_terms(z);
@@ -390,10 +446,14 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
     c3.distributed.zero_stage = 3;
     c3.train.activation_checkpointing = true;
     c3.distributed.zero3_keep_whole = false;
-    const auto p3 = plan_memory(shape, c3, in);
+    const auto p3 = plan_memory(shape, c3, given);
     p.notes.push_back("with distributed.zero_stage 3 (and activation checkpointing): peak " + mib(p3.peak_bytes) +
                       " per rank (" + p3.peak_phase + ")");
   }
+  if (async)
+    p.notes.push_back("a training rank of " + std::to_string(W) + " beside " +
+                      std::to_string(cfg.distributed.rollout_ranks) + " rollout rank(s): it samples nothing (no KV "
+                      "cache); its rows are what it trains on");
   p.notes.push_back("prompt length " + std::to_string(z.P) + " tokens (--prompt-tokens), responses at "
                     "max_new_tokens " + std::to_string(z.S) + ": every row at full length");
   if (ro.kv_cache_fraction > 0)

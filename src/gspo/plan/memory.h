@@ -20,7 +20,7 @@ namespace gspo::plan {
 inline constexpr double kRuntimeMb = 415.0;
 
 struct PlanInputs {
-  int64_t world_size = 1;       // data-parallel ranks
+  int64_t world_size = 1;       // ranks of the job (with distributed.rollout_ranks K: K of them only sample)
   int64_t prompt_tokens = 512;  // the longest prompt of a step, in tokens (the config cannot say; a flag does)
   double runtime_mb = 0;        // the process's own memory before any model: LibTorch, the binary (measured)
   double device_gb = 80;        // what one rank may use, for the fit verdict
@@ -56,8 +56,12 @@ struct MemoryPlan {
   std::vector<std::string> notes;  // assumptions the figures rest on
 };
 
-// ConfigError when the inputs cannot describe a run (world size not dividing prompts_per_step, ...).
+// ConfigError when the inputs cannot describe a run (world size not dividing prompts_per_step, ...). With
+// distributed.rollout_ranks K > 0, a training rank of the W - K (no KV cache: its rollout phase is the weight sync).
 MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in);
+// With distributed.rollout_ranks K > 0: a rollout rank (the policy in the rollout dtype, its share of the batch's KV
+// cache, no training state; docs/async.md).
+MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in);
 
 // Activation bytes one token leaves for backward in one decoder layer (no checkpointing), and the transient bytes
 // of one layer's forward without autograd; `bytes` is the training dtype's size.
