@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "gspo/config/load.h"
+#include "gspo/core/cpu_bf16.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/core/fs.h"
 #include "gspo/train/master_weights.h"
@@ -157,4 +158,11 @@ TEST_CASE("bf16 masters under ZeRO-1 (one rank) follow the torch AdamW run", "[t
   // coordinates whose gradient is near zero (measured over six optimizer steps in three rollout steps: 40 of 25k
   // coordinates differed, by at most 4e-6).
   for (size_t i = 0; i < wa.size(); ++i) CHECK((wa[i] - wb[i]).abs().max().item<double>() < 0.02 * 3e-3);
+}
+
+TEST_CASE("the start-up bf16-on-CPU check measures a finite slowdown factor", "[bf16]") {
+  const double slow = core::cpu_bf16_matmul_slowdown();
+  INFO("bf16 / float32 time of a linear layer's products on this CPU: " << slow);
+  CHECK(std::isfinite(slow));
+  CHECK(slow > 0);
 }

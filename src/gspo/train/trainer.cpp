@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "gspo/config/load.h"
+#include "gspo/core/cpu_bf16.h"
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/core/interrupt.h"
@@ -51,6 +52,18 @@ void sync_initial_weights(model::Policy& policy, parallel::Comm& comm, double bu
                              std::to_string(r) + "'s " + (broadcast ? "after the initial broadcast" :
                              "as loaded: every rank must read the same model file"));
   log::info("{} ranks start from identical weights (fingerprint {:.17g}, {:.17g})", all.size(0), mine[0], mine[1]);
+}
+
+// bf16 weights on a CPU (model.dtype or rollout.dtype): said once, with this CPU's measured factor and what to set.
+void warn_cpu_bf16(const config::Config& c, c10::Device device) {
+  const bool model_bf16 = c.model.dtype == config::Dtype::kBFloat16;
+  if (!device.is_cpu() || (!model_bf16 && c.rollout.dtype != config::RolloutDtype::kBFloat16)) return;
+  const double slow = core::cpu_bf16_matmul_slowdown();
+  if (slow < 2) return;
+  log::warn("{} bfloat16 on the CPU: a bf16 matrix product runs {:.0f}x slower than float32 on this CPU (measured "
+            "just now: a linear layer's forward and backward products), so {} will take most of each step; on a CPU "
+            "set {}", model_bf16 ? "model.dtype" : "rollout.dtype", slow, model_bf16 ? "the update" : "sampling",
+            model_bf16 ? "--set model.dtype=float32 (and keep rollout.dtype same)" : "--set rollout.dtype=same");
 }
 
 double window_mean(const std::vector<double>& v, bool head) {
@@ -206,6 +219,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   s.verifier = reward::make_verifier(cfg, rows);
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
   s.load_models(ckpt, where.device);
+  if (s.comm.is_main()) warn_cpu_bf16(cfg, where.device);
   s.examples = fit_training_rows(std::move(rows), cfg, *s.tok, *s.policy, s.comm.is_main(), s.dropped_prompts);
   s.progress.emplace(Progress{0, 0,
                               data::Cursor(static_cast<int64_t>(s.examples.size()), cfg.data.shuffle,
