@@ -64,4 +64,5 @@ mkdir -p docs/img/async_staleness
 for S in 0 2 4; do
   "$PY" scripts/plot_metrics.py --out "docs/img/async_staleness/S$S" gspo="$RUNS/S${S}_gspo_0/metrics.jsonl" \
     grpo="$RUNS/S${S}_grpo_0/metrics.jsonl" grpo_tis="$RUNS/S${S}_grpo_tis_0/metrics.jsonl" >/dev/null
+  find "docs/img/async_staleness/S$S" -name '*.png' ! -name reward.png ! -name clip_fraction.png -delete  # kept: 2 a run
 done
