@@ -233,6 +233,7 @@ TEST_CASE("plan: rollout ranks hold the policy and the batch's KV cache, trainin
   CHECK(term(plan::plan_rollout_rank(s, bf, in).resident, "weights (rollout dtype)") == 2 * N);
   CHECK(term(plan::plan_rollout_rank(s, bf, in).phases[0].terms, "KV cache") == 8 * 32 * 2 * 2 * 2 * 16 * 2);
   CHECK(term(plan::plan_memory(s, bf, in).phases[0].terms, "weights for the rollout ranks (trainer 0)") == 2 * N);
+  for (const auto& x : plan::plan_memory(s, bf, in).resident) CHECK(x.name != "bf16 sampling copy");  // none sample
   // 3 training ranks cannot split 4 prompts: the run's own error.
   in.world_size = 5;
   CHECK_THROWS_WITH(plan::plan_memory(s, cfg, in), Catch::Contains("must be a multiple of the training ranks (3"));

@@ -172,7 +172,7 @@ std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
   const std::string n = num(z.N);
   std::vector<Term> r;
   model_state_terms(z, r);
-  if (z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16)
+  if (z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 && z.cfg.distributed.rollout_ranks == 0)
     r.push_back({"bf16 sampling copy", 2 * z.N, n + " x 2 B (rollout.dtype bfloat16)"});
   if (z.cfg.algorithm.kl_coef > 0)
     r.push_back({"reference model", z.N * z.b, n + " x " + z.bs + " B (algorithm.kl_coef > 0)"});

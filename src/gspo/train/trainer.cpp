@@ -5,6 +5,8 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 
 #include "gspo/config/load.h"
 #include "gspo/core/cpu_bf16.h"
@@ -21,6 +23,7 @@
 #include "gspo/eval/validation.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/metrics_log.h"
+#include "gspo/io/tensorboard.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
@@ -93,6 +96,7 @@ struct Trainer::Impl {
   std::unique_ptr<UpdateEngine> engine;
   std::optional<Progress> progress;
   std::unique_ptr<io::MetricsLog> metrics;
+  std::unique_ptr<io::EventWriter> tensorboard;  // logging.tensorboard (rank 0)
   std::unique_ptr<eval::Validation> validation;     // eval.every > 0
   std::unique_ptr<io::MetricsLog> validation_log;   // RUN/validation.jsonl (rank 0)
   int64_t dropped_prompts = 0;  // rows left out at load: prompt + max_new_tokens over max_seq_len
@@ -142,7 +146,8 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   policy.emplace(model::Policy::load(file, c.distributed.zero_stage == 3 ? c10::Device(c10::kCPU) : device));
   model::check_contract(*policy);
   check_routing_replay(c, *policy);
-  if (c.rollout.dtype == config::RolloutDtype::kBFloat16) {  // config validation: only with a float32 policy
+  // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
+  if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
     sampling_copy.emplace(model::Policy::load(file, device));  // its weights are refreshed before every rollout
     sampling_copy->set_param_dtype(torch::kBFloat16);
     for (auto& p : sampling_copy->parameters()) p.set_requires_grad(false);
@@ -174,6 +179,19 @@ void Trainer::Impl::open_metrics() {
                                          dropped.later_steps);
   core::atomic_write(cfg.train.output_dir + "/config.yaml", config_yaml);
   metrics = std::make_unique<io::MetricsLog>(path);
+  const auto& tb = cfg.logging.tensorboard;
+  if (!tb.empty() && tb != "false") {
+    // Written anew from metrics.jsonl (as truncated to the checkpoint), so a resumed run's curves have each step once.
+    const std::string dir = tb == "true" ? cfg.train.output_dir + "/tensorboard" : tb;
+    for (const auto& old : core::list_dir(dir))
+      if (old.rfind("events.out.tfevents.", 0) == 0 && old.size() > 5 && old.substr(old.size() - 5) == ".gspo")
+        std::remove((dir + "/" + old).c_str());
+    tensorboard = std::make_unique<io::EventWriter>(dir);
+    tensorboard->text("config", "```\n" + config_yaml + "\n```", 0);
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) tensorboard->metrics_line(line);
+    log::info("TensorBoard: {} (tensorboard --logdir {})", tensorboard->path(), dir);
+  }
   if (validation) {
     const std::string vpath = cfg.train.output_dir + "/validation.jsonl";
     io::MetricsLog::truncate_after(vpath, progress->step);
@@ -276,6 +294,7 @@ TrainSummary Trainer::run() {
       if (!fields.empty()) line = line.substr(0, line.size() - 1) + "," + fields.dump().substr(1);
     }
     if (s.metrics) s.metrics->append(line);
+    if (s.tensorboard) s.tensorboard->metrics_line(line);
     rewards.push_back(m.reward.mean());
     accs.push_back(m.correct.mean());
     if (m.async_on) {
