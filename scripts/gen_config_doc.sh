@@ -29,5 +29,12 @@ cd "$(dirname "$0")/.."
   echo "cannot list: \`val/<set>/avg@K\`, \`val/<set>/pass@k\` for each k, and \`val/<set>/cons@K\` (rank 0's summary of"
   echo "the set; docs/evaluation.md). The whole summary of each validation is in \`RUN/validation.jsonl\`."
   echo
+  echo "**Watching a run live:** \`--set logging.tensorboard=true\` also writes every numeric field of each line (arrays as"
+  echo "\`name/0\`, \`name/1\`, ...; validation's \`val/...\` fields included) as TensorBoard scalars at its step, and the"
+  echo "resolved config as text, into \`RUN/tensorboard/\` (or the directory it names), flushed every step; run"
+  echo "\`tensorboard --logdir runs/\` beside training. A resume rewrites the event file from metrics.jsonl as cut back to"
+  echo "the checkpoint, so every step appears once (ctest tensorboard_tests reads the files back with the tensorboard"
+  echo "package and compares every value)."
+  echo
   build/gspo config --metrics
 } > docs/metrics.md

@@ -48,3 +48,13 @@ else
   "$GSPO_VENV/bin/python" -c 'import torch; print("setup: torch", torch.__version__, "CUDA", torch.version.cuda)'
   touch "$GSPO_VENV/.complete"   # written last: an interrupted install is redone from scratch next time
 fi
+
+# Oracles added to the environment in place (scripts/requirements-oracles.txt), keyed by that file's hash.
+extra_key="$(sha256sum scripts/requirements-oracles.txt | cut -c1-12)"
+if [ -f "$GSPO_VENV/.oracles-$extra_key" ]; then
+  echo "setup: test oracles ready"
+else
+  echo "setup: installing the test oracles (scripts/requirements-oracles.txt)"
+  "$GSPO_VENV/bin/python" -m pip install -q --disable-pip-version-check -r scripts/requirements-oracles.txt
+  touch "$GSPO_VENV/.oracles-$extra_key"
+fi

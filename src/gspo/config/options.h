@@ -515,12 +515,17 @@ struct EvalOptions {
 struct LoggingOptions {
   LogLevel level = LogLevel::kInfo;
   bool progress = true;
+  std::string tensorboard = "";
 
   template <class V>
   void visit(V&& v) {
     v("level", level, "log level", choice_rule(level));
     v("progress", progress, "print a progress line per training step, and (on a terminal) the rollout's live "
       "line of finished rows and tokens", any());
+    v("tensorboard", tensorboard, "TensorBoard event files, written as the run goes (every numeric metrics.jsonl "
+      "field as a scalar at its step, validation included, and the resolved config as text; flushed every step): "
+      "true = train.output_dir/tensorboard, or a directory of the run's own (rewritten from metrics.jsonl on a "
+      "resume); empty or false = off. Watch with: tensorboard --logdir runs/", any());
   }
 };
 
