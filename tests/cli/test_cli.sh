@@ -196,13 +196,12 @@ if have_shared score-apps "$SHARED/data/benchmarks/apps_stdio_52.jsonl"; then
   printf '{"index": 0, "response": "```python\\nprint(0)\\n```"}\n' > "$TMP/apps_resp.jsonl"
   expect score-apps 0 "avg@1 0.000" -- "$GSPO" score -d "$SHARED/data/benchmarks/apps_stdio_52.jsonl" -r "$TMP/apps_resp.jsonl"
 fi
-if have_shared score-aime24 "$SHARED/data/benchmarks/aime24.jsonl"; then
-  "$PYTHON" -c "import json,sys
+# AIME 2024 ships in the project (data/benchmarks): scored in every clone.
+"$PYTHON" -c "import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1])]
 for i,r in enumerate(rows): print(json.dumps({'index':i,'responses':['\\\\boxed{%s}'%r['answer'],'no idea']}))" \
-    "$SHARED/data/benchmarks/aime24.jsonl" > "$TMP/aime.jsonl"
-  expect score-aime24 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000  cons@2 1.000" -- "$GSPO" score -d "$SHARED/data/benchmarks/aime24.jsonl" -r "$TMP/aime.jsonl"
-fi
+  "$SRC/data/benchmarks/aime24.jsonl" > "$TMP/aime.jsonl"
+expect score-aime24 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000  cons@2 1.000" -- "$GSPO" score -d "$SRC/data/benchmarks/aime24.jsonl" -r "$TMP/aime.jsonl"
 expect eval-math 0 "pass@2" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 3 --set rollout.max_new_tokens=8 -o "$TMP/ev" --no-progress
 n=$(wc -l < "$TMP/ev/samples.jsonl")
 if [ "$n" -eq 6 ] && grep -q '"cons@2"' "$TMP/ev/summary.json" && grep -qE '"detail":"(answer: |no answer found)' "$TMP/ev/samples.jsonl"; then pass=$((pass+1)); else echo "FAIL eval-files: $n sample lines"; fail=$((fail+1)); fi
