@@ -48,8 +48,7 @@ void check_args(const GenerateArgs& a) {
 int generate(const GenerateArgs& a) {
   check_args(a);
   auto policy = model::Policy::load(a.model, core::resolve_device(a.device, "--device"));
-  auto tok = a.tokenizer.empty() ? tokenizer::from_spec(policy.tokenizer_json(), a.model)
-                                 : tokenizer::from_file(a.tokenizer);
+  auto tok = tokenizer::from_path_or_spec(a.tokenizer, policy.tokenizer_json(), a.model);
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& p : a.prompts) prompts.push_back(tok->encode_prompt(p));
   for (const auto& p : a.prompt_ids) {

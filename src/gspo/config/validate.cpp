@@ -159,6 +159,11 @@ void validate_shaping(const Config& c, std::vector<std::string>& e) {
 
 }  // namespace
 
+std::string set_at(const Config& cfg, const std::string& key) {
+  const auto it = cfg.origin.find(key);
+  return it == cfg.origin.end() ? std::string() : it->second + ": ";
+}
+
 void resolve_defaults(Config& cfg) {
   auto& a = cfg.algorithm;
   if (a.clip_low < 0) a.clip_low = default_clip(a.loss).low;

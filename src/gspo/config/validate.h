@@ -13,4 +13,7 @@ void resolve_defaults(Config& cfg);
 // Returns one message per broken cross-field rule, each naming the keys, their values and their lines.
 std::vector<std::string> validate(const Config& cfg);
 
+// The prefix of an error about `key`: where it was set ("run.yaml:12: ", "--set: "), or "" for a default.
+std::string set_at(const Config& cfg, const std::string& key);
+
 }  // namespace gspo::config

@@ -1,5 +1,6 @@
 #include "gspo/data/prompt_fit.h"
 
+#include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/tokenizer/tokenizer.h"
 
@@ -8,9 +9,8 @@ namespace gspo::data {
 int64_t prompt_budget(const config::Config& cfg, const std::string& key, int64_t max_new_tokens, int64_t max_seq_len,
                       const std::string& model, bool for_eval) {
   if (max_new_tokens < max_seq_len) return max_seq_len - max_new_tokens;
-  const auto at = cfg.origin.find(key);
   const std::string value = std::to_string(max_new_tokens), seq = std::to_string(max_seq_len);
-  throw ConfigError((at != cfg.origin.end() ? at->second + ": " : std::string()) +
+  throw ConfigError(config::set_at(cfg, key) +
                     (for_eval ? "the eval's max_new_tokens (" + value + ", from " + key + ")" : key + " (" + value + ")") +
                     " must be smaller than the max_seq_len of the model '" + model + "' (" + seq +
                     "): prompt and response share those " + seq + " positions, so no prompt would fit");

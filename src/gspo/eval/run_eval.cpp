@@ -135,8 +135,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
 
   auto policy = model::Policy::load(model_path, core::resolve_device(cfg.model.device, "model.device"));
   const int64_t max_prompt_tokens = eval_prompt_budget(cfg, policy.manifest().max_seq_len, model_path);
-  auto tok = cfg.tokenizer.path.empty() ? tokenizer::from_spec(policy.tokenizer_json(), model_path)
-                                        : tokenizer::from_file(cfg.tokenizer.path);
+  auto tok = tokenizer::from_path_or_spec(cfg.tokenizer.path, policy.tokenizer_json(), model_path);
   if (!prepared) start_out_dir(req.out_dir, id);
   DoneSamples done = prepared ? std::move(*prepared) : DoneSamples{};
   const bool resuming = !done.sets.empty() || done.dropped_lines > 0;

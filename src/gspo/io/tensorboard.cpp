@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "gspo/core/error.h"
@@ -162,6 +163,22 @@ void EventWriter::metrics_line(const std::string& json_line) {
 void EventWriter::flush() {
   if (std::fflush(f_) != 0)
     throw IoError("cannot write the TensorBoard event file '" + path_ + "': " + std::strerror(errno));
+}
+
+std::unique_ptr<EventWriter> open_run_events(const std::string& setting, const std::string& run_dir,
+                                             const std::string& metrics_path, const std::string& config_yaml) {
+  if (setting.empty() || setting == "false") return nullptr;
+  const std::string dir = setting == "true" ? run_dir + "/tensorboard" : setting;
+  const std::string suffix = ".gspo";
+  for (const auto& old : core::list_dir(dir))
+    if (old.rfind("events.out.tfevents.", 0) == 0 && old.size() > suffix.size() &&
+        old.compare(old.size() - suffix.size(), suffix.size(), suffix) == 0)
+      std::remove((dir + "/" + old).c_str());
+  auto w = std::make_unique<EventWriter>(dir);
+  w->text("config", "```\n" + config_yaml + "\n```", 0);
+  std::ifstream in(metrics_path);
+  for (std::string line; std::getline(in, line);) w->metrics_line(line);
+  return w;
 }
 
 }  // namespace gspo::io

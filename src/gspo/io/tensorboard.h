@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,11 @@ class EventWriter {
   std::string path_;
   std::FILE* f_ = nullptr;
 };
+
+// logging.tensorboard for a run (rank 0): null when `setting` is empty or "false"; else a writer in DIR ("true":
+// RUN_DIR/tensorboard) whose earlier gspo event files are removed and rewritten from `metrics_path` (as cut back to
+// the checkpoint on a resume, so each step appears once), after the resolved config as text.
+std::unique_ptr<EventWriter> open_run_events(const std::string& setting, const std::string& run_dir,
+                                             const std::string& metrics_path, const std::string& config_yaml);
 
 }  // namespace gspo::io

@@ -178,4 +178,11 @@ std::vector<std::string> Policy::methods() const {
   return out;
 }
 
+Policy load_frozen(const std::string& path, c10::Device device, std::optional<c10::ScalarType> dtype) {
+  auto p = Policy::load(path, device);
+  if (dtype && p.parameters().front().scalar_type() != *dtype) p.set_param_dtype(*dtype);
+  for (auto& t : p.parameters()) t.set_requires_grad(false);
+  return p;
+}
+
 }  // namespace gspo::model

@@ -5,6 +5,7 @@
 #include <c10/core/Device.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -147,5 +148,9 @@ class Policy {
 // the full forward. Throws ModelContractError naming the method and what was wrong. Returns the largest
 // |decode - forward| logit difference seen.
 double check_contract(Policy& policy);
+
+// A policy that is run, never trained (a bf16 sampling copy, the KL reference, a rollout rank's policy): loaded on
+// `device`, cast to `dtype` when it differs from the file's, no parameter requiring gradients.
+Policy load_frozen(const std::string& path, c10::Device device, std::optional<c10::ScalarType> dtype = std::nullopt);
 
 }  // namespace gspo::model

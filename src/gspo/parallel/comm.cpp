@@ -443,37 +443,32 @@ at::Tensor Comm::all_to_all(const at::Tensor& input, const std::vector<int64_t>&
   return out.device() == input.device() ? out : out.to(input.device());
 }
 
-Comm::Pending Comm::send_async(const at::Tensor& t, int64_t peer, int tag, const char* what, double timeout_s) {
+// One point-to-point transfer: a send of `t`, or a receive into it (copied into place from the staged tensor).
+Comm::Pending Comm::point_to_point(at::Tensor t, int64_t peer, int tag, const char* what, double timeout_s, bool send) {
   if (!impl_ || peer == rank() || peer < 0 || peer >= world_size())
-    throw std::invalid_argument(std::string(what) + ": send from rank " + std::to_string(rank()) + " to rank " +
-                                std::to_string(peer) + " of a group of " + std::to_string(world_size()));
+    throw std::invalid_argument(std::string(what) + ": " + (send ? "send from" : "receive on") + " rank " +
+                                std::to_string(rank()) + (send ? " to" : " from") + " rank " + std::to_string(peer) +
+                                " of a group of " + std::to_string(world_size()));
   Pending p;
   p.state_ = std::make_shared<Pending::State>();
   *p.state_ = {this, what, nbytes(t), {}, nullptr, timeout_s};
   std::vector<at::Tensor> v{staged(t)};
+  if (!send && !v[0].is_same(t)) p.state_->finish = [dst = t, src = v[0]]() mutable { dst.copy_(src); };
   try {
-    p.state_->works.push_back(impl_->send(v, static_cast<int>(peer), tag));
+    p.state_->works.push_back(send ? impl_->send(v, static_cast<int>(peer), tag)
+                                   : impl_->recv(v, static_cast<int>(peer), tag));
   } catch (const std::exception& e) {
     collective_failed(*this, what, Clock::now(), e);
   }
   return p;
 }
 
+Comm::Pending Comm::send_async(const at::Tensor& t, int64_t peer, int tag, const char* what, double timeout_s) {
+  return point_to_point(t, peer, tag, what, timeout_s, true);
+}
+
 Comm::Pending Comm::recv_async(at::Tensor& t, int64_t peer, int tag, const char* what, double timeout_s) {
-  if (!impl_ || peer == rank() || peer < 0 || peer >= world_size())
-    throw std::invalid_argument(std::string(what) + ": receive on rank " + std::to_string(rank()) + " from rank " +
-                                std::to_string(peer) + " of a group of " + std::to_string(world_size()));
-  Pending p;
-  p.state_ = std::make_shared<Pending::State>();
-  *p.state_ = {this, what, nbytes(t), {}, nullptr, timeout_s};
-  std::vector<at::Tensor> v{staged(t)};
-  if (!v[0].is_same(t)) p.state_->finish = [dst = t, src = v[0]]() mutable { dst.copy_(src); };
-  try {
-    p.state_->works.push_back(impl_->recv(v, static_cast<int>(peer), tag));
-  } catch (const std::exception& e) {
-    collective_failed(*this, what, Clock::now(), e);
-  }
-  return p;
+  return point_to_point(t, peer, tag, what, timeout_s, false);
 }
 
 void Comm::barrier(const std::string& what) {

@@ -102,6 +102,7 @@ class Comm {
 
  private:
   at::Tensor staged(const at::Tensor& t) const;
+  Pending point_to_point(at::Tensor t, int64_t peer, int tag, const char* what, double timeout_s, bool send);
   LaunchEnv env_;
   config::DistributedOptions opts_;
   c10::Device device_;

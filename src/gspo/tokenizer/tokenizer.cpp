@@ -84,6 +84,11 @@ std::unique_ptr<Tokenizer> from_spec(const std::string& spec_json, const std::st
   throw DataError(origin + ": unknown tokenizer type '" + type + "' (supported: byte, pieces, hf, or a tokenizer.json)");
 }
 
+std::unique_ptr<Tokenizer> from_path_or_spec(const std::string& path, const std::string& embedded_spec,
+                                             const std::string& model) {
+  return path.empty() ? from_spec(embedded_spec, model) : from_file(path);
+}
+
 std::unique_ptr<Tokenizer> from_file(const std::string& path_in) {
   // A directory: its tokenizer.json, with tokenizer_config.json beside it when present.
   std::string path = path_in;

@@ -47,4 +47,9 @@ std::unique_ptr<Tokenizer> from_spec(const std::string& spec_json, const std::st
 // Reads a spec file from disk (IoError when unreadable).
 std::unique_ptr<Tokenizer> from_file(const std::string& path);
 
+// The tokenizer a run uses: the file `path` (tokenizer.path) when set, else the spec embedded in the model file
+// `model` (its `embedded_spec`).
+std::unique_ptr<Tokenizer> from_path_or_spec(const std::string& path, const std::string& embedded_spec,
+                                             const std::string& model);
+
 }  // namespace gspo::tokenizer

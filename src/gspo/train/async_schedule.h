@@ -45,26 +45,27 @@ inline int64_t sampling_version(int64_t batch, const config::AsyncOptions& a, in
   return std::max(start, (lo + a.sync_every - 1) / a.sync_every * a.sync_every);
 }
 
-// Trainer 0 -> each rollout rank, one per batch asked for, then one to stop: int64 [6].
+// Trainer 0 -> each rollout rank, one per batch asked for, then one to stop: int64 [kControlSize].
 struct Control {
   enum Kind : int64_t { kStop = 0, kSample = 1 };
   int64_t kind = kStop;
   int64_t batch = 0, version = 0;
   int64_t weights = 0;                 // 1: the weights of `version` follow on kTagWeights
   int64_t epoch = -1, position = -1;   // the data cursor before `batch` (first control only; else -1)
-  // kStop: 1 when the trainers stop early (an interrupt), so the rollout ranks exit as the trainers do.
-  int64_t interrupted() const { return weights; }
+  int64_t interrupted = 0;             // kStop: 1 when the trainers stop early, so the rollout ranks exit as they do
 };
+constexpr int64_t kControlSize = 7;
 
 inline at::Tensor to_tensor(const Control& c) {
-  auto t = at::empty({6}, at::kLong);
+  auto t = at::empty({kControlSize}, at::kLong);
   auto* p = t.data_ptr<int64_t>();
   p[0] = c.kind, p[1] = c.batch, p[2] = c.version, p[3] = c.weights, p[4] = c.epoch, p[5] = c.position;
+  p[6] = c.interrupted;
   return t;
 }
 inline Control control_of(const at::Tensor& t) {
   const auto* p = t.data_ptr<int64_t>();
-  return {p[0], p[1], p[2], p[3], p[4], p[5]};
+  return {p[0], p[1], p[2], p[3], p[4], p[5], p[6]};
 }
 
 // The dtype the rollout ranks sample in: bf16 when rollout.dtype or model.dtype asks for it.

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 
 namespace gspo::train {
@@ -14,30 +15,24 @@ int64_t prompts_per_rank(const config::Config& cfg, int64_t world_size) {
   return cfg.rollout.prompts_per_step / world_size;
 }
 
-namespace {
-std::string origin(const config::Config& cfg, const char* key) {
-  return cfg.origin.count(key) ? cfg.origin.at(key) + ": " : std::string();
-}
-}  // namespace
-
 void check_world_size(const config::Config& cfg, int64_t world_size) {
   const int64_t K = cfg.distributed.rollout_ranks;
   if (K > 0) {
     if (K >= world_size)
-      throw ConfigError(origin(cfg, "distributed.rollout_ranks") + "distributed.rollout_ranks (" + std::to_string(K) +
+      throw ConfigError(config::set_at(cfg, "distributed.rollout_ranks") + "distributed.rollout_ranks (" + std::to_string(K) +
                         ") must leave at least one training rank in a world of " + std::to_string(world_size) +
                         " (launch more ranks, or lower it)");
     const int64_t B = cfg.rollout.prompts_per_step;
     for (int64_t n : {world_size - K, K})
       if (B % n != 0)
-        throw ConfigError(origin(cfg, "rollout.prompts_per_step") + "rollout.prompts_per_step (" + std::to_string(B) +
+        throw ConfigError(config::set_at(cfg, "rollout.prompts_per_step") + "rollout.prompts_per_step (" + std::to_string(B) +
                           ") must be a multiple of the " + (n == K ? "rollout" : "training") + " ranks (" +
                           std::to_string(n) + " of a world of " + std::to_string(world_size) + ", distributed." +
                           "rollout_ranks " + std::to_string(K) + ") so each samples or trains whole groups");
     return;
   }
   if (!prompts_divide(cfg, world_size))
-    throw ConfigError(origin(cfg, "rollout.prompts_per_step") + "rollout.prompts_per_step (" +
+    throw ConfigError(config::set_at(cfg, "rollout.prompts_per_step") + "rollout.prompts_per_step (" +
                       std::to_string(cfg.rollout.prompts_per_step) + ") must be a multiple of the world size " +
                       std::to_string(world_size) + " so each rank samples whole groups");
 }

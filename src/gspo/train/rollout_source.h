@@ -52,13 +52,11 @@ class RolloutSource {
   // Collective. This rank's share of round `id`: rollout.prompts_per_step / world_size prompts taken from `cursor`
   // (advanced identically on every rank), group_size samples each, scored, the soft overlong penalty applied.
   virtual Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) = 0;
-  // The trained policy's weights changed (an optimizer step): a source sampling with its own copy of them takes
-  // the new ones before its next round.
-  virtual void weights_changed() {}
   // Whether rounds are sampled in this process from the policy (the step then gathers ZeRO-3's whole weights).
   virtual bool samples_here() const { return true; }
-  // Collective over the trainers, after each rollout step: `version` = rollout steps completed. A source fed by
-  // other ranks sends them the new weights when they need them (recorded in `m`).
+  // Collective over the trainers, after each rollout step (its optimizer steps done): `version` = rollout steps
+  // completed. A source sampling with its own copy of the weights takes the new ones before its next round; a source
+  // fed by other ranks sends them the new weights when they need them (recorded in `m`).
   virtual void step_done(int64_t version, StepMetrics& m) { (void)version, (void)m; }
   // Collective, once after the last step (or an interrupt): a source fed by other ranks stops them and takes the
   // batches still in flight. `interrupted`: the run stops early.
@@ -66,7 +64,7 @@ class RolloutSource {
 };
 
 // Samples with `sampler` (over the policy, or over `sampling_copy` when rollout.dtype differs: refreshed from the
-// policy before the first round after each weights_changed()) and scores with `verifier` on reward.workers threads.
+// policy before the first round after each step_done()) and scores with `verifier` on reward.workers threads.
 // With `tools` (tools.list set) the rows are multi-turn episodes (env/episode.h) and the verifier grades each one's
 // final assistant turn.
 class InProcessSource : public RolloutSource {
@@ -76,7 +74,7 @@ class InProcessSource : public RolloutSource {
                   const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm,
                   env::ToolEnv* tools = nullptr);
   Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) override;
-  void weights_changed() override { stale_copy_ = sampling_copy_ != nullptr; }
+  void step_done(int64_t, StepMetrics&) override { stale_copy_ = sampling_copy_ != nullptr; }
 
  private:
   const config::Config& cfg_;

@@ -50,12 +50,9 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
   if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
   auto rows = data::load_dataset(cfg.data);
   s.verifier = reward::make_verifier(cfg, rows);
-  s.policy.emplace(model::Policy::load(cfg.model.path, where.device));
+  s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout_dtype(cfg)));
   model::check_contract(*s.policy);
-  if (rollout_dtype(cfg) != s.policy->parameters().front().scalar_type()) s.policy->set_param_dtype(rollout_dtype(cfg));
-  for (auto& p : s.policy->parameters()) p.set_requires_grad(false);
-  s.tok = cfg.tokenizer.path.empty() ? tokenizer::from_spec(s.policy->tokenizer_json(), cfg.model.path)
-                                     : tokenizer::from_file(cfg.tokenizer.path);
+  s.tok = tokenizer::from_path_or_spec(cfg.tokenizer.path, s.policy->tokenizer_json(), cfg.model.path);
   int64_t dropped = 0;
   s.examples = fit_training_rows(std::move(rows), cfg, *s.tok, *s.policy, false, dropped);
   auto sp = eval::rollout_sampling(cfg);
@@ -97,14 +94,15 @@ TrainSummary RolloutWorker::run() {
   data::Cursor cursor(static_cast<int64_t>(s.examples.size()), c.data.shuffle, static_cast<uint64_t>(c.data.seed));
   const auto t0 = core::Clock::now();
   int64_t batches = 0;
-  double idle = 0, first_batch = -1;
+  double idle = 0;
+  int64_t first_batch = -1;
   while (true) {
     const auto t_wait = core::Clock::now();
-    auto msg = torch::empty({6}, torch::kLong);
+    auto msg = torch::empty({kControlSize}, torch::kLong);
     s.link.recv_async(msg, 0, kTagControl, "waiting for trainer 0's go", c.async.wait_timeout_s).wait();
     const Control ctl = control_of(msg);
     if (ctl.kind == Control::kStop) {
-      sum.interrupted = ctl.interrupted() != 0;
+      sum.interrupted = ctl.interrupted != 0;
       break;
     }
     if (ctl.epoch >= 0) cursor.restore(ctl.epoch, ctl.position);
@@ -128,7 +126,7 @@ TrainSummary RolloutWorker::run() {
   for (auto& [t, p] : s.sends) p.wait();
   s.sends.clear();
   sum.seconds = core::seconds_since(t0);
-  sum.first_step = static_cast<int64_t>(first_batch < 0 ? 0 : first_batch);
+  sum.first_step = std::max<int64_t>(first_batch, 0);
   sum.last_step = sum.first_step + batches;
   log::info("rollout rank {}: sampled {} batch(es) in {:.1f}s, {:.0f}% of it waiting for the trainers", s.link.rank(),
             batches, sum.seconds, sum.seconds > 0 ? 100.0 * idle / sum.seconds : 0.0);

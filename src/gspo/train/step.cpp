@@ -237,7 +237,6 @@ StepMetrics StepRunner::run(Progress& progress) {
     PhasePeak update_peak(device);
     t = Clock::now();
     update(plan, batch.prompt_len, progress, m);
-    p_.source.weights_changed();
     m.time_update_s = core::seconds_since(t);
     m.peak_mb_update = update_peak.mb();
     if (measure_routes_) {

@@ -19,7 +19,7 @@ StreamedSource::StreamedSource(const config::Config& cfg, parallel::Comm& link, 
                                model::Policy& policy, UpdateEngine& engine, int64_t start, const data::Cursor& cursor)
     : cfg_(cfg), link_(link), trainers_(trainers), policy_(policy), engine_(engine),
       layout_(cfg, link.world_size()), start_(start), asked_(start), received_(start), sender_(link, kTagWeights) {
-  ask(start, true, &cursor, nullptr);
+  ask(start, &cursor, nullptr);
 }
 
 int64_t StreamedSource::asked_up_to(int64_t version) const {
@@ -30,14 +30,14 @@ int64_t StreamedSource::asked_up_to(int64_t version) const {
 
 // Every trainer computes the same schedule; with ZeRO-3 every trainer takes part in gathering the weights, trainer 0
 // sends them.
-void StreamedSource::ask(int64_t version, bool send_weights, const data::Cursor* cursor, StepMetrics* m) {
+void StreamedSource::ask(int64_t version, const data::Cursor* cursor, StepMetrics* m) {
   const int64_t upto = asked_up_to(version);
   if (upto == asked_) return;
   const auto t = core::Clock::now();
   double bytes = 0;
   std::vector<int64_t> peers;
   for (int64_t r = 0; r < layout_.rollouts; ++r) peers.push_back(layout_.rollout_world_rank(r));
-  if (send_weights) {
+  {
     const WholeWeights whole(engine_);
     if (trainers_.rank() == 0)
       bytes = sender_.send(policy_.parameters(), peers, rollout_dtype(cfg_), cfg_.distributed.bucket_mb * kMiB);
@@ -45,7 +45,7 @@ void StreamedSource::ask(int64_t version, bool send_weights, const data::Cursor*
   if (trainers_.rank() == 0) {
     while (!controls_.empty() && controls_.front().ready()) controls_.front().wait(), controls_.pop_front();
     for (int64_t j = asked_; j < upto; ++j) {
-      Control c{Control::kSample, j, version, send_weights && j == asked_ ? 1 : 0, -1, -1};
+      Control c{Control::kSample, j, version, j == asked_ ? 1 : 0};
       if (cursor && j == asked_) c.epoch = cursor->epoch(), c.position = cursor->position();
       const auto msg = to_tensor(c);
       for (int64_t peer : peers) controls_.push_back(link_.send_async(msg, peer, kTagControl, "asking for a batch"));
@@ -96,15 +96,14 @@ Scored StreamedSource::next_round(data::Cursor& cursor, const RolloutId& id, Ste
   return join_groups(std::move(pieces), pad);
 }
 
-void StreamedSource::step_done(int64_t version, StepMetrics& m) {
-  if (asked_up_to(version) > asked_) ask(version, true, nullptr, &m);
-}
+void StreamedSource::step_done(int64_t version, StepMetrics& m) { ask(version, nullptr, &m); }
 
 void StreamedSource::finish(bool interrupted) {
   if (finished_) return;
   finished_ = true;
   if (trainers_.rank() == 0) {
-    Control stop{Control::kStop, asked_, 0, interrupted ? 1 : 0, -1, -1};
+    Control stop{Control::kStop, asked_};
+    stop.interrupted = interrupted ? 1 : 0;
     const auto msg = to_tensor(stop);
     for (int64_t r = 0; r < layout_.rollouts; ++r)
       controls_.push_back(link_.send_async(msg, layout_.rollout_world_rank(r), kTagControl, "stopping the rollout ranks"));

@@ -29,8 +29,9 @@ class StreamedSource : public RolloutSource {
   void finish(bool interrupted) override;
 
  private:
-  // Trainer 0 asks for every batch that version `version` may sample (weights first when `send_weights`).
-  void ask(int64_t version, bool send_weights, const data::Cursor* cursor, StepMetrics* m);
+  // Trainer 0 asks for every batch that version `version` may sample, the weights of that version first (a batch
+  // becomes askable only when a new version exists). `cursor`: the data position, sent with the first request.
+  void ask(int64_t version, const data::Cursor* cursor, StepMetrics* m);
   int64_t asked_up_to(int64_t version) const;  // the batches [.., returned) that version may sample
 
   const config::Config& cfg_;

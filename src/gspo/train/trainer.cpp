@@ -5,10 +5,9 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 
 #include "gspo/config/load.h"
+#include "gspo/config/validate.h"
 #include "gspo/core/cpu_bf16.h"
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
@@ -69,6 +68,25 @@ void warn_cpu_bf16(const config::Config& c, c10::Device device) {
             model_bf16 ? "--set model.dtype=float32 (and keep rollout.dtype same)" : "--set rollout.dtype=same");
 }
 
+// The summary's async line: sums over this invocation's steps.
+struct AsyncTally {
+  double lag = 0, rows = 0, wait_s = 0, step_s = 0, rollout_wait = 0, rollout_total = 0;
+  int64_t lag_max = 0;
+  void add(const StepMetrics& m) {
+    for (double v : m.version_lag.rows) lag += v;
+    rows += static_cast<double>(m.version_lag.rows.size());
+    lag_max = std::max<int64_t>(lag_max, static_cast<int64_t>(m.version_lag.max()));
+    wait_s += m.time_rollout_wait_s, step_s += m.time_step_s;
+    rollout_wait += m.rollout_idle.sum, rollout_total += m.rollout_idle.count;
+  }
+  void into(TrainSummary& s) const {
+    s.lag_mean = rows > 0 ? lag / rows : 0;
+    s.lag_max = lag_max;
+    s.trainer_idle = step_s > 0 ? wait_s / step_s : 0;
+    s.rollout_idle = rollout_total > 0 ? rollout_wait / rollout_total : 0;
+  }
+};
+
 double window_mean(const std::vector<double>& v, bool head) {
   if (v.empty()) return 0;
   const size_t n = std::max<size_t>(1, v.size() / 10);
@@ -123,9 +141,7 @@ namespace {
 // algorithm.routing_replay needs experts to replay: a model with the routing methods and at least one MoE layer.
 void check_routing_replay(const config::Config& c, const model::Policy& policy) {
   if (c.algorithm.routing_replay == config::RoutingReplay::kNone) return;
-  const auto origin = c.origin.find("algorithm.routing_replay");
-  const std::string where = origin != c.origin.end() ? origin->second + ": " : std::string();
-  const std::string head = where + "algorithm.routing_replay " + config::name_of(c.algorithm.routing_replay) +
+  const std::string head = config::set_at(c, "algorithm.routing_replay") + "algorithm.routing_replay " + config::name_of(c.algorithm.routing_replay) +
                            " replays MoE routing, but '" + policy.path() + "' ";
   if (!policy.has_routing())
     throw ConfigError(head + "has no routing methods (route_api; docs/model-contract.md): re-export it with "
@@ -148,17 +164,13 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   check_routing_replay(c, *policy);
   // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
   if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
-    sampling_copy.emplace(model::Policy::load(file, device));  // its weights are refreshed before every rollout
-    sampling_copy->set_param_dtype(torch::kBFloat16);
-    for (auto& p : sampling_copy->parameters()) p.set_requires_grad(false);
+    sampling_copy.emplace(model::load_frozen(file, device, torch::kBFloat16));  // refreshed before every rollout
   }
   if (c.algorithm.kl_coef > 0) {
     const std::string ref = c.algorithm.reference_model.empty() ? c.model.path : c.algorithm.reference_model;
-    reference.emplace(model::Policy::load(ref, device));
-    for (auto& p : reference->parameters()) p.set_requires_grad(false);
+    reference.emplace(model::load_frozen(ref, device));
   }
-  tok = c.tokenizer.path.empty() ? tokenizer::from_spec(policy->tokenizer_json(), c.model.path)
-                                 : tokenizer::from_file(c.tokenizer.path);
+  tok = tokenizer::from_path_or_spec(c.tokenizer.path, policy->tokenizer_json(), c.model.path);
 }
 
 // After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
@@ -179,19 +191,8 @@ void Trainer::Impl::open_metrics() {
                                          dropped.later_steps);
   core::atomic_write(cfg.train.output_dir + "/config.yaml", config_yaml);
   metrics = std::make_unique<io::MetricsLog>(path);
-  const auto& tb = cfg.logging.tensorboard;
-  if (!tb.empty() && tb != "false") {
-    // Written anew from metrics.jsonl (as truncated to the checkpoint), so a resumed run's curves have each step once.
-    const std::string dir = tb == "true" ? cfg.train.output_dir + "/tensorboard" : tb;
-    for (const auto& old : core::list_dir(dir))
-      if (old.rfind("events.out.tfevents.", 0) == 0 && old.size() > 5 && old.substr(old.size() - 5) == ".gspo")
-        std::remove((dir + "/" + old).c_str());
-    tensorboard = std::make_unique<io::EventWriter>(dir);
-    tensorboard->text("config", "```\n" + config_yaml + "\n```", 0);
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) tensorboard->metrics_line(line);
-    log::info("TensorBoard: {} (tensorboard --logdir {})", tensorboard->path(), dir);
-  }
+  tensorboard = io::open_run_events(cfg.logging.tensorboard, cfg.train.output_dir, path, config_yaml);
+  if (tensorboard) log::info("TensorBoard events: {} (tensorboard --logdir on its directory)", tensorboard->path());
   if (validation) {
     const std::string vpath = cfg.train.output_dir + "/validation.jsonl";
     io::MetricsLog::truncate_after(vpath, progress->step);
@@ -276,7 +277,7 @@ TrainSummary Trainer::run() {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> rewards, accs;
   int64_t flat_steps = 0;  // consecutive steps whose rewards were all equal
-  double lag_sum = 0, lag_rows = 0, wait_s = 0, step_s = 0, rollout_wait = 0, rollout_total = 0;  // async
+  AsyncTally tally;  // distributed.rollout_ranks > 0
   log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step{}{}",
             s.policy->path(), config::name_of(c.algorithm.loss), progress.step, c.train.max_steps,
             c.rollout.prompts_per_step, c.rollout.group_size, c.algorithm.num_minibatches,
@@ -297,13 +298,7 @@ TrainSummary Trainer::run() {
     if (s.tensorboard) s.tensorboard->metrics_line(line);
     rewards.push_back(m.reward.mean());
     accs.push_back(m.correct.mean());
-    if (m.async_on) {
-      lag_sum += m.version_lag.mean() * static_cast<double>(m.version_lag.rows.size());
-      lag_rows += static_cast<double>(m.version_lag.rows.size());
-      sum.lag_max = std::max<int64_t>(sum.lag_max, static_cast<int64_t>(m.version_lag.max()));
-      wait_s += m.time_rollout_wait_s, step_s += m.time_step_s;
-      rollout_wait += m.rollout_idle.sum, rollout_total += m.rollout_idle.count;
-    }
+    if (m.async_on) tally.add(m);
     sum.skipped_updates += m.skipped_updates;
     if (c.logging.progress && s.comm.is_main()) log::info("{}", progress_line(m, c.train.max_steps));
     // Every reward equal (across the global batch) gives every advantage 0: nothing to learn from. Said on the
@@ -337,9 +332,7 @@ TrainSummary Trainer::run() {
   sum.dropped_prompts = s.dropped_prompts;
   sum.async = s.link != nullptr;
   sum.max_staleness = c.async.max_staleness;
-  sum.lag_mean = lag_rows > 0 ? lag_sum / lag_rows : 0;
-  sum.trainer_idle = step_s > 0 ? wait_s / step_s : 0;
-  sum.rollout_idle = rollout_total > 0 ? rollout_wait / rollout_total : 0;
+  tally.into(sum);
   const auto heldout = data::load_heldout(c.data);
   const WholeWeights whole(*s.engine, !heldout.empty());  // collective: every rank gathers, rank 0 evaluates
   if (!heldout.empty() && s.comm.is_main()) {
