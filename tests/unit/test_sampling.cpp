@@ -301,5 +301,12 @@ TEST_CASE("device-side sampling noise is bit-identical to the host's", "[rollout
     for (int64_t pos : {0, 1, 513}) {
       const rollout::NoiseKey key{seed, 123456789};
       CHECK(rollout::row_uniforms(key, rows, pos).equal(rollout::row_uniforms(key, torch::tensor(rows), pos)));
+      // A row's hash (what partial rollouts carry between calls) gives the same uniforms, host and tensor forms.
+      std::vector<uint64_t> hashes;
+      for (auto r : rows) hashes.push_back(rollout::row_hash(key, r));
+      const std::vector<int64_t> at(rows.size(), pos);
+      auto h = torch::from_blob(hashes.data(), {static_cast<int64_t>(hashes.size())}, torch::kLong).clone();
+      CHECK(rollout::hash_uniforms(hashes, at).equal(rollout::row_uniforms(key, rows, pos)));
+      CHECK(rollout::hash_uniforms(h, torch::full({h.size(0)}, pos, torch::kLong)).equal(rollout::row_uniforms(key, rows, pos)));
     }
 }

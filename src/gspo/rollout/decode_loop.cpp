@@ -42,12 +42,21 @@ std::pair<at::Tensor, at::Tensor> left_pad(const std::vector<std::vector<int64_t
   return {ids, mask};
 }
 
-DecodeLoop::DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey& noise, int64_t n, int64_t first)
+DecodeLoop::DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey& noise, int64_t n, int64_t first,
+                       const CallPlan* plan, int64_t G)
     : ctx_(ctx), layout_(layout), noise_(noise), n_(n), first_(first), R_(ctx.params.max_new_tokens),
       span_(ctx.params.max_new_tokens + ctx.params.insert_capacity), pad_(ctx.policy.manifest().pad_token_id),
       eos_(ctx.policy.manifest().eos_token_id), dev_(ctx.policy.device()), pool_(layout.pool()),
-      turn_tok_(ctx.hook ? ctx.hook->turn_token() : -1),
-      stops_(ctx.params.stop, ctx.tok), written_(n + 1, span_, pad_, dev_), text_(n) {
+      turn_tok_(ctx.hook ? ctx.hook->turn_token() : -1), plan_(plan), G_(G), hash_(n + 1), ended_(n, 0),
+      group_left_((n + G - 1) / G, G), stops_(ctx.params.stop, ctx.tok), written_(n + 1, span_, pad_, dev_),
+      text_(n) {
+  for (int64_t r = 0; r <= n_; ++r)
+    hash_[r] = plan_ && r < n_ ? plan_->rows.at(r).noise : row_hash(noise_, r);
+  if (!dev_.is_cpu()) hash_dev_ = upload(std::vector<int64_t>(hash_.begin(), hash_.end()));  // (the bits, as int64)
+  if (n_ % G_ != 0) group_left_.back() = n_ % G_;
+  if (plan_)
+    for (size_t g = 0; g < plan_->must_finish.size(); ++g) due_left_ += plan_->must_finish[g] != 0;
+  start_rows();
   auto on = torch::TensorOptions().device(dev_);
   s_.done = torch::ones({pool_}, on.dtype(torch::kBool));
   s_.paused = torch::zeros({pool_}, on.dtype(torch::kBool));
@@ -68,6 +77,56 @@ DecodeLoop::DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey&
                            "one column)");
 }
 
+void DecodeLoop::row_ended(int64_t row) {
+  if (ended_[row]) return;
+  ended_[row] = 1;
+  const int64_t g = row / G_;
+  if (--group_left_[g] > 0) return;
+  ++groups_done_;
+  if (plan_ && g < static_cast<int64_t>(plan_->must_finish.size()) && plan_->must_finish[g]) --due_left_;
+}
+
+bool DecodeLoop::plan_stops() const {
+  return plan_ && plan_->stop_after_groups > 0 && groups_done_ >= plan_->stop_after_groups && due_left_ == 0;
+}
+
+// The plan's rows with tokens or an end: their responses so far in Written, in one upload each (tokens and log-probs);
+// the ended ones count as finished.
+void DecodeLoop::start_rows() {
+  if (!plan_) return;
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; r < n_; ++r) {
+    const auto& p = plan_->rows[r];
+    if (!p.ids.empty() || p.finish != Finish::kCarried) rows.push_back(r);
+  }
+  if (rows.empty()) return;
+  const int64_t k = static_cast<int64_t>(rows.size());
+  auto tokens = torch::full({k, span_}, pad_, torch::kLong);
+  auto logprobs = torch::zeros({k, span_}, torch::kFloat);
+  std::vector<int64_t> ints(rows);  // rows, lengths, finishes, then the tokens
+  for (auto r : rows) ints.push_back(static_cast<int64_t>(plan_->rows[r].ids.size()));
+  for (auto r : rows) {  // a continued row's end is written when it ends, the length cap's by default
+    const auto f = plan_->rows[r].finish;
+    ints.push_back(static_cast<int64_t>(f == Finish::kCarried ? Finish::kLength : f));
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    const auto& p = plan_->rows[rows[i]];
+    std::copy(p.ids.begin(), p.ids.end(), tokens[i].data_ptr<int64_t>());
+    std::copy(p.logprobs.begin(), p.logprobs.end(), logprobs[i].data_ptr<float>());
+    if (stops_.active())
+      for (auto id : p.ids)
+        if (id != eos_) stops_.append(text_[rows[i]], id);
+    if (p.finish != Finish::kCarried) row_ended(rows[i]), ++finished_;
+  }
+  auto u = upload(ints);
+  auto idx = u.narrow(0, 0, k);
+  written_.length.index_copy_(0, idx, u.narrow(0, k, k));
+  written_.finish.index_copy_(0, idx, u.narrow(0, 2 * k, k));
+  written_.tokens.index_copy_(0, idx, tokens.to(dev_));
+  written_.logprobs.index_copy_(0, idx, logprobs.to(dev_));
+  ctx_.stats.host_transfers += 2;
+}
+
 at::Tensor DecodeLoop::upload(const std::vector<int64_t>& v) {
   ++ctx_.stats.host_transfers;
   ++ctx_.stats.refill_transfers;
@@ -77,13 +136,14 @@ at::Tensor DecodeLoop::upload(const std::vector<int64_t>& v) {
 void DecodeLoop::admit(const std::vector<Admit>& admits, const at::Tensor& first_logits) {
   const int64_t k = static_cast<int64_t>(admits.size());
   if (k == 0) return;
-  std::vector<int64_t> state;  // slots, rows, columns
+  std::vector<int64_t> state;  // slots, rows, columns, starts
   for (const auto& a : admits) state.push_back(a.slot);
   for (const auto& a : admits) state.push_back(a.row);
   for (const auto& a : admits) state.push_back(a.column);
+  for (const auto& a : admits) state.push_back(a.start);
   for (const auto& a : admits) {
     s_.row[a.slot] = a.row;
-    s_.step[a.slot] = 0;
+    s_.step[a.slot] = a.start;
     s_.col[a.slot] = a.column;
     s_.ins[a.slot] = 0;
     s_.turn[a.slot] = false;
@@ -93,7 +153,7 @@ void DecodeLoop::admit(const std::vector<Admit>& admits, const at::Tensor& first
   auto idx = st.narrow(0, 0, k);
   s_.rows.index_copy_(0, idx, st.narrow(0, k, k));
   s_.cols.index_copy_(0, idx, st.narrow(0, 2 * k, k));
-  s_.steps.index_fill_(0, idx, 0);
+  s_.steps.index_copy_(0, idx, st.narrow(0, 3 * k, k));
   s_.inserted.index_fill_(0, idx, 0);
   s_.done.index_fill_(0, idx, false);
   s_.feeding.index_fill_(0, idx, false);
@@ -133,6 +193,7 @@ std::vector<int64_t> DecodeLoop::tokens(int64_t slot) {
 void DecodeLoop::end(int64_t slot, Finish why) {
   running_slot(slot, "end");
   ends_.push_back({slot, s_.row[slot], static_cast<int64_t>(why)});
+  row_ended(s_.row[slot]);
   s_.row[slot] = kFree;
   s_.turn[slot] = false;
   if (s_.held[slot]) s_.held[slot] = false, held_dirty_ = true;
@@ -257,14 +318,15 @@ void DecodeLoop::sample() {
   const auto own_t = any_ins_ ? steps_t - s_.inserted : steps_t;  // the model's tokens before this one
   at::Tensor u;
   if (dev_.is_cpu()) {  // the host mirrors key the noise: no tensor arithmetic per row
-    std::vector<int64_t> rows(S), steps(S);
+    std::vector<uint64_t> hashes(S);
+    std::vector<int64_t> steps(S);
     for (int64_t s = 0; s < S; ++s) {
-      rows[s] = s_.running(s) ? s_.row[s] : n_;
+      hashes[s] = hash_[s_.running(s) ? s_.row[s] : n_];
       steps[s] = std::min(s_.step[s], span_ - 1);
     }
-    u = row_uniforms(noise_, rows, steps);
+    u = hash_uniforms(hashes, steps);
   } else {
-    u = row_uniforms(noise_, s_.rows, steps_t);
+    u = hash_uniforms(hash_dev_.index_select(0, s_.rows), steps_t);
   }
   auto draw = sample_next(s_.logits, p, u, ban ? eos_ : -1, ban ? own_t < p.min_new_tokens : at::Tensor());
 
@@ -343,6 +405,7 @@ int64_t DecodeLoop::release(bool read) {
       }
       continue;
     }
+    row_ended(s_.row[s]);
     s_.row[s] = kFree;
     ++finished_;
   }
@@ -437,6 +500,7 @@ void DecodeLoop::run(SampledRows& out) {
     if (at_sync) {
       running = call_hook(release(!capped || turn_tok_ >= 0));  // (a turn token: the host's steps may run ahead)
       if (running == 0 && !layout_.waiting()) break;
+      if (plan_stops()) break;  // partial rollouts: the rows not ended are carried to a later call
       if (!layout_.waiting()) compact();
     }
     // The sampled tokens go into the cache, then free slots take waiting rows (their logits come from the prefill).
@@ -444,6 +508,8 @@ void DecodeLoop::run(SampledRows& out) {
     if (at_sync) layout_.refill(*this);
   }
   written_.collect(n_, out, first_);
+  for (int64_t r = 0; plan_ && r < n_; ++r)
+    if (!ended_[r]) out.finish[first_ + r] = Finish::kCarried, ++ctx_.stats.carried_rows;
   if (ctx_.progress.active()) {
     int64_t tokens = 0;
     for (int64_t r = 0; r < n_; ++r) tokens += static_cast<int64_t>(out.ids[first_ + r].size());

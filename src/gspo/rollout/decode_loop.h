@@ -57,6 +57,7 @@ struct SlotState {
 
 struct Admit {
   int64_t slot, row, column;  // column: the cache column the row's first decode writes
+  int64_t start = 0;          // the response position it samples first (a continued row's tokens so far)
 };
 
 class KvLayout {
@@ -84,9 +85,10 @@ class KvLayout {
 
 std::unique_ptr<KvLayout> batch_layout(model::Policy& policy, const std::vector<std::vector<int64_t>>& prompts,
                                        int64_t G, int64_t max_new_tokens);
-// `slots` cache rows of `columns` columns (>= every prompt + max_new_tokens).
+// `slots` cache rows of `columns` columns (>= every prompt + max_new_tokens). With a plan, its ended rows never take
+// a slot and its continued rows are prefilled alone, prompt and response so far, and sample from there.
 std::unique_ptr<KvLayout> slot_layout(model::Policy& policy, const std::vector<std::vector<int64_t>>& prompts,
-                                      int64_t G, int64_t slots, int64_t columns);
+                                      int64_t G, int64_t slots, int64_t columns, const CallPlan* plan = nullptr);
 
 // Left-pads prompts into [B, P] ids and mask (on the CPU).
 std::pair<at::Tensor, at::Tensor> left_pad(const std::vector<std::vector<int64_t>>& prompts, int64_t P, int64_t pad);
@@ -104,7 +106,10 @@ struct LoopContext {
 class DecodeLoop final : public SlotControl {
  public:
   // Rows [0, n) of a call, row r drawing noise row noise.first_row + r; written to out rows [first, first + n).
-  DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey& noise, int64_t n, int64_t first);
+  // With a plan (rows [0, n) of one call, first 0, groups of G rows): its rows start as it says, each draws its own
+  // noise hash, and the loop stops by its rule, the rows not ended then marked Finish::kCarried.
+  DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey& noise, int64_t n, int64_t first,
+             const CallPlan* plan = nullptr, int64_t G = 1);
   void run(SampledRows& out);
 
   // For layouts.
@@ -139,6 +144,9 @@ class DecodeLoop final : public SlotControl {
   void running_slot(int64_t slot, const char* what) const;  // throws std::logic_error unless it runs a row
   void compact();
   void decode();
+  void start_rows();             // the plan's rows so far into Written (and the stop strings' texts)
+  void row_ended(int64_t row);   // bookkeeping of ended rows and groups for the plan's stop rule
+  bool plan_stops() const;
 
   LoopContext ctx_;
   KvLayout& layout_;
@@ -147,6 +155,13 @@ class DecodeLoop final : public SlotControl {
   const c10::Device dev_;
   const int64_t pool_;  // slots at the start (the cache allocated; slot_steps counts it)
   const int64_t turn_tok_;  // the hook's turn token, -1 for none: rows may then pause on the device between syncs
+  const CallPlan* plan_;
+  const int64_t G_;
+  std::vector<uint64_t> hash_;  // per row (and the discard row n): its noise hash (noise.h)
+  at::Tensor hash_dev_;         // the same on the model's device (not on the CPU)
+  std::vector<uint8_t> ended_;         // per row: known to the host to have ended
+  std::vector<int64_t> group_left_;    // per group: rows not ended
+  int64_t groups_done_ = 0, due_left_ = 0;  // groups ended in full; must_finish groups not
   StopMatcher stops_;
   SlotState s_;
   Written written_;  // rows [0, n) and the discard row n

@@ -13,9 +13,23 @@ uint64_t finalise(uint64_t z) {
 
 uint64_t mix_seed(uint64_t a, uint64_t b) { return finalise(finalise(a + 0x9E3779B97F4A7C15ULL) ^ (b * 0xD1B54A32D192ED03ULL)); }
 
-double uniform01(uint64_t seed, uint64_t row, uint64_t position) {
-  const uint64_t h = mix_seed(mix_seed(seed, row), position);
-  return static_cast<double>(h >> 11) * 0x1.0p-53;
+namespace {
+double from_hash(uint64_t row_hash, uint64_t position) {
+  return static_cast<double>(mix_seed(row_hash, position) >> 11) * 0x1.0p-53;
+}
+}  // namespace
+
+double uniform01(uint64_t seed, uint64_t row, uint64_t position) { return from_hash(mix_seed(seed, row), position); }
+
+uint64_t row_hash(const NoiseKey& key, int64_t row) {
+  return mix_seed(key.seed, static_cast<uint64_t>(key.first_row + row));
+}
+
+at::Tensor hash_uniforms(const std::vector<uint64_t>& hashes, const std::vector<int64_t>& positions) {
+  auto u = torch::empty({static_cast<int64_t>(hashes.size())}, torch::kDouble);
+  auto* p = u.data_ptr<double>();
+  for (size_t i = 0; i < hashes.size(); ++i) p[i] = from_hash(hashes[i], static_cast<uint64_t>(positions[i]));
+  return u;
 }
 
 at::Tensor row_uniforms(const NoiseKey& key, const std::vector<int64_t>& rows, int64_t position) {
@@ -39,15 +53,20 @@ at::Tensor finalise_t(at::Tensor z) {
   return z ^ shr(z, 31);
 }
 
-// mix_seed(mix_seed(seed, row), position) with the position term `pos` = position * 0xD1B54A32D192ED03 (scalar or
-// per row).
+// The uniform of row hash `h` (mix_seed(seed, row)) at the position term `pos` = position * 0xD1B54A32D192ED03
+// (scalar or per row): mix_seed(h, position)'s top 53 bits.
+template <class Pos>
+at::Tensor from_hash_t(const at::Tensor& h, const Pos& pos) {
+  auto m = finalise_t(finalise_t(h + bits(0x9E3779B97F4A7C15ULL)) ^ pos);
+  return shr(m, 11).to(torch::kDouble) * 0x1.0p-53;
+}
+
+// mix_seed(mix_seed(seed, row), position).
 template <class Pos>
 at::Tensor uniforms_t(const NoiseKey& key, const at::Tensor& rows, const Pos& pos) {
   const uint64_t a = finalise(key.seed + 0x9E3779B97F4A7C15ULL);        // mix_seed(seed, row), seed part
   auto row = rows + key.first_row;
-  auto h = finalise_t(row * bits(0xD1B54A32D192ED03ULL) ^ bits(a));     // = mix_seed(seed, row)
-  h = finalise_t(finalise_t(h + bits(0x9E3779B97F4A7C15ULL)) ^ pos);   // = mix_seed(h, position)
-  return shr(h, 11).to(torch::kDouble) * 0x1.0p-53;
+  return from_hash_t(finalise_t(row * bits(0xD1B54A32D192ED03ULL) ^ bits(a)), pos);  // h = mix_seed(seed, row)
 }
 }  // namespace
 
@@ -57,6 +76,10 @@ at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, int64_t pos
 
 at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, const at::Tensor& positions) {
   return uniforms_t(key, rows, positions * bits(0xD1B54A32D192ED03ULL));
+}
+
+at::Tensor hash_uniforms(const at::Tensor& hashes, const at::Tensor& positions) {
+  return from_hash_t(hashes, positions * bits(0xD1B54A32D192ED03ULL));
 }
 
 at::Tensor row_uniforms(const NoiseKey& key, const std::vector<int64_t>& rows, const std::vector<int64_t>& positions) {

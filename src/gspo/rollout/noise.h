@@ -33,4 +33,12 @@ at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, int64_t pos
 at::Tensor row_uniforms(const NoiseKey& key, const std::vector<int64_t>& rows, const std::vector<int64_t>& positions);
 at::Tensor row_uniforms(const NoiseKey& key, const at::Tensor& rows, const at::Tensor& positions);
 
+// A row's noise hash: uniform01(seed, row, t) is a function of mix_seed(seed, row) and t alone. A row carried from one
+// call to a later one (partial rollouts) keeps its hash, and so draws the uniforms it would have drawn uninterrupted.
+uint64_t row_hash(const NoiseKey& key, int64_t row);  // mix_seed(key.seed, key.first_row + row)
+// The uniforms of rows with these hashes at these positions: element i of a row with hash h at position t is
+// uniform01's value for (h, t). CPU float64, or computed where the tensors ([n] int64, the hashes' bits) live.
+at::Tensor hash_uniforms(const std::vector<uint64_t>& hashes, const std::vector<int64_t>& positions);
+at::Tensor hash_uniforms(const at::Tensor& hashes, const at::Tensor& positions);
+
 }  // namespace gspo::rollout

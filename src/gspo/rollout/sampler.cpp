@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <stdexcept>
 
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
@@ -23,6 +24,7 @@ const char* finish_name(Finish f) {
     case Finish::kStop: return "stop";
     case Finish::kLength: return "length";
     case Finish::kMaxTurns: return "max_turns";
+    case Finish::kCarried: return "carried";
   }
   return "?";
 }
@@ -155,10 +157,11 @@ void Sampler::run_static(const std::vector<std::vector<int64_t>>& prompts, int64
 }
 
 void Sampler::run_slots(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
-                        int64_t slots, int64_t columns, SampledRows& rows, RolloutProgress& progress) {
-  auto layout = slot_layout(policy_, prompts, G, slots, columns);
+                        int64_t slots, int64_t columns, SampledRows& rows, RolloutProgress& progress,
+                        const CallPlan* plan) {
+  auto layout = slot_layout(policy_, prompts, G, slots, columns, plan);
   const int64_t n = static_cast<int64_t>(prompts.size()) * G;
-  DecodeLoop({policy_, tok_, params_, stats_, progress, slot_graph_, hook_}, *layout, noise, n, 0).run(rows);
+  DecodeLoop({policy_, tok_, params_, stats_, progress, slot_graph_, hook_}, *layout, noise, n, 0, plan, G).run(rows);
 }
 
 void Sampler::run_batches(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
@@ -181,6 +184,34 @@ void Sampler::run_batches(const std::vector<std::vector<int64_t>>& prompts, int6
 }
 
 RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise) {
+  return run(prompts, G, noise, nullptr);
+}
+
+RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
+                               const CallPlan& plan) {
+  const int64_t N = static_cast<int64_t>(prompts.size()) * G;
+  if (static_cast<int64_t>(plan.rows.size()) != N)
+    throw std::invalid_argument("CallPlan: " + std::to_string(plan.rows.size()) + " rows for a call of " +
+                                std::to_string(N));
+  if (!plan.must_finish.empty() && plan.must_finish.size() != prompts.size())
+    throw std::invalid_argument("CallPlan: must_finish needs one flag per prompt");
+  for (int64_t r = 0; r < N; ++r) {
+    const auto& row = plan.rows[r];
+    if (row.ids.size() != row.logprobs.size())
+      throw std::invalid_argument("CallPlan: row " + std::to_string(r) + " has tokens and log-probs of other lengths");
+    if (row.finish == Finish::kCarried && static_cast<int64_t>(row.ids.size()) >= params_.max_new_tokens)
+      throw std::invalid_argument("CallPlan: row " + std::to_string(r) + " continues from " +
+                                  std::to_string(row.ids.size()) + " tokens, at or past max_new_tokens");
+  }
+  if (hook_) throw std::logic_error("partial rollouts do not carry a slot hook's state (multi-turn tools)");
+  if (!policy_.has_slots())
+    throw ConfigError("partial rollouts continue rows in a slot pool: the model needs the slot methods (re-export it "
+                      "with scripts/gspo_model.py)");
+  return run(prompts, G, noise, &plan);
+}
+
+RolloutBatch Sampler::run(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
+                          const CallPlan* plan) {
   torch::NoGradGuard no_grad;
   const auto t0 = std::chrono::steady_clock::now();
   stats_ = {};
@@ -203,9 +234,10 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
     if (turns && !policy_.has_append())
       throw ConfigError("multi-turn rollouts append tokens to a running row: the model needs the slot methods with "
                         "append_slots (slot_api 2; re-export it with scripts/gspo_model.py)");
-    switch (turns ? Schedule::kSlotPool : schedule_for(N, slots, params_.continuous, policy_.has_slots())) {
+    // A plan's rows start at their own positions: their own cache columns too.
+    switch (turns || plan ? Schedule::kSlotPool : schedule_for(N, slots, params_.continuous, policy_.has_slots())) {
       case Schedule::kAllRows: run_static(prompts, G, noise, rows, 0, progress); break;
-      case Schedule::kSlotPool: run_slots(prompts, G, noise, slots, P + R, rows, progress); break;
+      case Schedule::kSlotPool: run_slots(prompts, G, noise, slots, P + R, rows, progress, plan); break;
       case Schedule::kStaticBatches: run_batches(prompts, G, noise, slots, rows, progress); break;
     }
   }
@@ -224,6 +256,8 @@ RolloutBatch Sampler::generate(const std::vector<std::vector<int64_t>>& prompts,
   auto [pids, pmask] = left_pad(prompts, P, pad);
   fill_layout(batch, pids, pmask, rows, pad);
   stats_.busy_slot_steps = batch.generated_tokens();
+  if (plan)  // the rows' tokens so far were sampled by an earlier call
+    for (const auto& r : plan->rows) stats_.busy_slot_steps -= static_cast<int64_t>(r.ids.size());
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return batch;
 }

@@ -19,9 +19,30 @@ namespace gspo::tokenizer { class Tokenizer; }
 namespace gspo::rollout {
 
 // Why a response ended: EOS, a stop string, the length cap, or (multi-turn tools) a turn with tool calls past
-// tools.max_turns.
-enum class Finish { kEos, kStop, kLength, kMaxTurns };
+// tools.max_turns. kCarried: it has not ended: the call stopped first (partial rollouts, CallPlan) and a later call
+// continues it.
+enum class Finish { kEos, kStop, kLength, kMaxTurns, kCarried };
 const char* finish_name(Finish f);
+
+// Partial rollouts (docs/async.md): a row as an earlier call left it. Its tokens so far (the policy's own, `own` 1,
+// as hooks are not carried), their behaviour log-probs, why it ended (kCarried: it has not, and this call continues
+// it from position ids.size(); anything else: it is passed through unchanged) and its noise hash (noise.h row_hash of
+// the call that began it), so the continued row draws the uniforms it would have drawn uninterrupted.
+struct RowSoFar {
+  std::vector<int64_t> ids;
+  std::vector<float> logprobs;
+  Finish finish = Finish::kCarried;
+  uint64_t noise = 0;
+};
+
+// What a call continues and when it may stop.
+struct CallPlan {
+  std::vector<RowSoFar> rows;  // one per row of the call (prompt r / G, sample r % G): a fresh row has no ids
+  // > 0: the call stops at the first synchronisation point where at least this many groups have every row ended and
+  // no row of a `must_finish` group runs; the rows still running (or still waiting for a slot) end kCarried.
+  int64_t stop_after_groups = 0;
+  std::vector<uint8_t> must_finish;  // per prompt (empty: none)
+};
 
 struct RolloutBatch {
   at::Tensor input_ids;           // [N, P + R] int64; pad id in padded columns
@@ -63,6 +84,9 @@ struct SamplerStats {
   int64_t prefill_tokens = 0;  // prompt columns run through prefill (padding included); each prompt once per call
   int64_t inserted_tokens = 0;     // tokens a slot hook wrote into responses (slot_hook.h)
   int64_t inserted_truncated = 0;  // tokens a hook asked to write past a row's room, dropped
+  int64_t continued_rows = 0;      // rows a CallPlan continued (their prompt and response so far prefilled again)
+  int64_t continued_tokens = 0;    // of prefill_tokens, the responses so far of continued rows (the cost of recompute)
+  int64_t carried_rows = 0;        // rows the call stopped before they ended (Finish::kCarried)
   double slot_util() const { return slot_steps ? static_cast<double>(busy_slot_steps) / slot_steps : 0.0; }
 };
 
@@ -100,6 +124,13 @@ class Sampler {
   // as many rows as the budget holds. The responses are the same either way up to near-ties (noise is keyed by row
   // and position, never by schedule).
   RolloutBatch generate(const std::vector<std::vector<int64_t>>& prompts, int64_t group_size, const NoiseKey& noise);
+  // Partial rollouts: the same, continuing the rows of `plan` and stopping as it says (rows of fresh calls draw
+  // `noise`; plan rows their own hashes). Runs in the slot layout (continuous batching: ConfigError for a model
+  // without the slot methods), the KV budget as above; a continued row is prefilled alone (prompt and response so
+  // far; its cache is recomputed, not kept between calls). A call stopped early and the call that continues its rows
+  // sample what one uninterrupted call samples (up to near-ties). Not with a slot hook.
+  RolloutBatch generate(const std::vector<std::vector<int64_t>>& prompts, int64_t group_size, const NoiseKey& noise,
+                        const CallPlan& plan);
 
   // A hook called at each synchronisation point of the decode loop (slot_hook.h); null for none. Not owned.
   void set_hook(SlotHook* hook) { hook_ = hook; }
@@ -117,7 +148,9 @@ class Sampler {
                    SampledRows& out, RolloutProgress& progress);
   // Continuous batching in `slots` cache rows of `columns` columns (the slot layout).
   void run_slots(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
-                 int64_t columns, SampledRows& out, RolloutProgress& progress);
+                 int64_t columns, SampledRows& out, RolloutProgress& progress, const CallPlan* plan = nullptr);
+  RolloutBatch run(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
+                   const CallPlan* plan);
   // How many rows of `columns` cache columns fit the budget (`rows` when there is none, at most `rows`).
   int64_t budget_rows(int64_t rows, int64_t columns);
 

@@ -9,6 +9,9 @@
 // gets in the same refill), a later one copies the prompt's columns from a slot still holding them. Admission in queue
 // order guarantees such a slot exists: the last slot given to the prompt keeps its columns until a later prompt's row
 // takes that slot, and by then the prompt has no row waiting.
+// With a CallPlan (partial rollouts), rows it passes through never take a slot, and a continued row is prefilled alone
+// in its slot (its prompt and response so far: the cache of an earlier call is recomputed, not kept) and starts
+// sampling at its next position; its slot shares no prompt columns.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -24,10 +27,11 @@ namespace {
 class SlotLayout final : public KvLayout {
  public:
   SlotLayout(model::Policy& policy, const std::vector<std::vector<int64_t>>& prompts, int64_t G, int64_t slots,
-             int64_t columns)
+             int64_t columns, const CallPlan* plan)
       : policy_(policy), prompts_(prompts), G_(G), N_(static_cast<int64_t>(prompts.size()) * G), C_(columns),
-        pad_(policy.manifest().pad_token_id), slots_(slots), prefix_(slots, -1), free_col_(columns - 1) {
+        pad_(policy.manifest().pad_token_id), slots_(slots), plan_(plan), prefix_(slots, -1), free_col_(columns - 1) {
     cache_ = policy_.init_cache(slots, columns);
+    skip_ended();
   }
   int64_t pool() const override { return slots_; }
   bool waiting() const override { return queued_ < N_; }
@@ -60,7 +64,14 @@ class SlotLayout final : public KvLayout {
  private:
   model::Policy& policy_;
   const std::vector<std::vector<int64_t>>& prompts_;
+  // The plan's rows so far: what a row samples first (0 when fresh), and rows it passes through are skipped.
+  int64_t start(int64_t row) const { return plan_ ? static_cast<int64_t>(plan_->rows[row].ids.size()) : 0; }
+  void skip_ended() {
+    while (plan_ && queued_ < N_ && plan_->rows[queued_].finish != Finish::kCarried) ++queued_;
+  }
+
   const int64_t G_, N_, C_, pad_, slots_;
+  const CallPlan* plan_;
   at::Tensor cache_;
   std::vector<int64_t> prefix_;                 // the prompt whose columns [0, length) each slot holds, -1 when none
   std::map<int64_t, at::Tensor> first_logits_;  // prompt -> [V] logits of its last token, while rows of it wait
@@ -77,13 +88,21 @@ void SlotLayout::refill(DecodeLoop& loop) {
   loop.stats().kv_bytes = std::max<int64_t>(loop.stats().kv_bytes, cache_.nbytes());
   std::vector<Admit> admits;
   for (int64_t i = 0; i < s.size() && queued_ < N_; ++i)
-    if (!s.running(i)) admits.push_back({i, queued_++, 0});
+    if (!s.running(i)) admits.push_back({i, queued_++, 0}), skip_ended();
   if (admits.empty()) return;
 
   std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<int64_t>>> copies;  // prompt -> (from, to) slots
-  std::vector<int64_t> fill_prompts, fill_slots, fill_source;
-  for (const auto& a : admits) {
+  // Prefill entries: a fresh prompt once (fill_prompt its index) or a continued row alone (-1); each admit's entry.
+  std::vector<int64_t> fill_prompt, fill_row, fill_slots, fill_source, entry(admits.size(), -1);
+  for (size_t i = 0; i < admits.size(); ++i) {
+    const auto& a = admits[i];
     const int64_t prompt = a.row / G_;
+    if (start(a.row) > 0) {
+      fill_prompt.push_back(-1), fill_row.push_back(a.row);
+      fill_slots.push_back(a.slot), fill_source.push_back(static_cast<int64_t>(fill_prompt.size()) - 1);
+      entry[i] = fill_source.back();
+      continue;
+    }
     if (prefix_[a.slot] == prompt) continue;  // the slot already holds this prompt's columns
     auto holder = std::find(prefix_.begin(), prefix_.end(), prompt);
     if (holder != prefix_.end()) {  // in queue order only the refill's first prompt can have been given out before
@@ -91,33 +110,53 @@ void SlotLayout::refill(DecodeLoop& loop) {
       copies[prompt].second.push_back(a.slot);
       continue;
     }
-    if (fill_prompts.empty() || fill_prompts.back() != prompt) fill_prompts.push_back(prompt);
+    auto same = std::find(fill_prompt.begin(), fill_prompt.end(), prompt);
+    if (same == fill_prompt.end()) fill_prompt.push_back(prompt), fill_row.push_back(a.row), same = fill_prompt.end() - 1;
     fill_slots.push_back(a.slot);
-    fill_source.push_back(static_cast<int64_t>(fill_prompts.size()) - 1);
+    fill_source.push_back(same - fill_prompt.begin());
   }
   // Copies read before the prefill below overwrites any slot (a holder may be among the slots being refilled).
   for (const auto& [prompt, c] : copies)
     policy_.copy_slots(cache_, loop.upload(c.first), loop.upload(c.second), static_cast<int64_t>(prompts_[prompt].size()));
-  if (!fill_prompts.empty()) {
-    const int64_t K = static_cast<int64_t>(fill_prompts.size());
+  at::Tensor first_of_fill;
+  if (!fill_prompt.empty()) {
+    const int64_t K = static_cast<int64_t>(fill_prompt.size());
+    std::vector<std::vector<int64_t>> seqs(K);
     int64_t T = 0;
-    for (auto p : fill_prompts) T = std::max<int64_t>(T, prompts_[p].size());
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t row = fill_row[k];
+      seqs[k] = prompts_[row / G_];
+      if (fill_prompt[k] < 0) {
+        const auto& so_far = plan_->rows[row].ids;
+        seqs[k].insert(seqs[k].end(), so_far.begin(), so_far.end());
+        loop.stats().continued_rows += 1;
+        loop.stats().continued_tokens += static_cast<int64_t>(so_far.size());
+      }
+      T = std::max<int64_t>(T, seqs[k].size());
+    }
     std::vector<int64_t> ids(K * T, pad_), lengths(K);
     for (int64_t k = 0; k < K; ++k) {
-      const auto& p = prompts_[fill_prompts[k]];
-      lengths[k] = static_cast<int64_t>(p.size());
-      std::copy(p.begin(), p.end(), ids.begin() + k * T);
+      lengths[k] = static_cast<int64_t>(seqs[k].size());
+      std::copy(seqs[k].begin(), seqs[k].end(), ids.begin() + k * T);
     }
-    auto first = policy_.prefill_slots(loop.upload(ids).view({K, T}), loop.upload(lengths), cache_,
-                                       loop.upload(fill_slots), loop.upload(fill_source));
+    first_of_fill = policy_.prefill_slots(loop.upload(ids).view({K, T}), loop.upload(lengths), cache_,
+                                          loop.upload(fill_slots), loop.upload(fill_source));
     loop.stats().prefill_tokens += K * T;
-    for (int64_t k = 0; k < K; ++k) first_logits_[fill_prompts[k]] = first[k];
+    for (int64_t k = 0; k < K; ++k)
+      if (fill_prompt[k] >= 0) first_logits_[fill_prompt[k]] = first_of_fill[k];
   }
   std::vector<at::Tensor> first;
-  for (auto& a : admits) {
+  for (size_t i = 0; i < admits.size(); ++i) {
+    auto& a = admits[i];
     const int64_t prompt = a.row / G_;
+    a.start = start(a.row);
+    a.column = static_cast<int64_t>(prompts_[prompt].size()) + a.start;
+    if (entry[i] >= 0) {  // a continued row: its own logits, and its slot holds no prompt for others to copy
+      first.push_back(first_of_fill[entry[i]]);
+      prefix_[a.slot] = -1;
+      continue;
+    }
     first.push_back(first_logits_.at(prompt));
-    a.column = static_cast<int64_t>(prompts_[prompt].size());
     prefix_[a.slot] = prompt;
   }
   loop.admit(admits, torch::stack(first));
@@ -166,8 +205,8 @@ void SlotLayout::compact(DecodeLoop& loop, const std::vector<int64_t>& order, co
 }  // namespace
 
 std::unique_ptr<KvLayout> slot_layout(model::Policy& policy, const std::vector<std::vector<int64_t>>& prompts,
-                                      int64_t G, int64_t slots, int64_t columns) {
-  return std::make_unique<SlotLayout>(policy, prompts, G, slots, columns);
+                                      int64_t G, int64_t slots, int64_t columns, const CallPlan* plan) {
+  return std::make_unique<SlotLayout>(policy, prompts, G, slots, columns, plan);
 }
 
 }  // namespace gspo::rollout
