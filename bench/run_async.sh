@@ -14,6 +14,8 @@
 #   sync-1p    1 process, train.threads 2
 #   sync-2r    2 ranks colocated, 1 thread each
 #   async-S0/1/2  1 rollout rank + 1 trainer (distributed.rollout_ranks 1), 1 thread each, async.max_staleness 0/1/2
+#   partial-S1/2  1 process, train.threads 2, partial rollouts (async.partial_rollout) with max_staleness 1/2 and
+#                 (S + 1) x 8 groups in flight: a step stops once 8 groups have ended, the rest carried
 # Each cell runs REPEATS times with rollout.seed 0, 1, ... (the run-to-run spread). Figures come from trainer 0's
 # metrics.jsonl: step seconds (time_step_s; start-up and the end-of-run eval excluded), steps per hour, sampled rows
 # per second, the idle shares (trainer_idle_frac, rollout_idle_frac; for colocated ranks the share of the step spent
@@ -26,7 +28,7 @@ D=${1:-runs/async}
 STEPS=${STEPS:-10}
 MAX_NEW=${MAX_NEW:-512}
 REPEATS=${REPEATS:-2}
-CELLS=${CELLS:-sync-1p sync-2r async-S0 async-S1 async-S2}
+CELLS=${CELLS:-sync-1p sync-2r async-S0 async-S1 async-S2 partial-S1 partial-S2}
 LAYERS=${LAYERS:-2}
 HIDDEN=${HIDDEN:-256}
 GSPO=build/gspo
@@ -54,6 +56,8 @@ for cell in $CELLS; do
       sync-2r) scripts/launch_local.sh -n 2 --port $((port++)) "$GSPO" "${args[@]}" --set train.threads=1 > "$out.log" 2>&1 ;;
       async-S*) scripts/launch_local.sh -n 2 --port $((port++)) "$GSPO" "${args[@]}" --set train.threads=1 \
                   --set distributed.rollout_ranks=1 --set "async.max_staleness=${cell#async-S}" > "$out.log" 2>&1 ;;
+      partial-S*) "$GSPO" "${args[@]}" --set train.threads=2 --set async.partial_rollout=true \
+                    --set "async.max_staleness=${cell#partial-S}" > "$out.log" 2>&1 ;;
       *) echo "unknown cell $cell" >&2; exit 2 ;;
     esac
     echo "$(( ($(date +%s%N) - t0) / 1000000 ))" > "$out.wall"   # milliseconds
@@ -63,8 +67,8 @@ done
 import json, statistics, sys
 D, cells, repeats = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
 print("| cell | steps/hour | rows/s | step s (median) | sample s | update s | trainer idle | rollout idle | "
-      "comm share | lag | reward first 3 -> last 3 steps | wall s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "comm share | lag | slot util | spanned rows | reward first 3 -> last 3 steps | wall s |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 curves = {}
 for cell in cells:
     runs = []
@@ -81,7 +85,8 @@ for cell in cells:
           f"{med(lambda m: m['time_step_s']):.2f} | {med(lambda m: m['time_sample_s']):.2f} | "
           f"{med(lambda m: m['time_update_s']):.2f} | {med(lambda m: m.get('trainer_idle_frac', 0)):.2f} | "
           f"{med(lambda m: m.get('rollout_idle_frac', 0)):.2f} | {med(lambda m: m.get('comm_frac', 0)):.2f} | "
-          f"{med(lambda m: m.get('version_lag_mean', 0)):.1f} | "
+          f"{med(lambda m: m.get('version_lag_mean', 0)):.1f} | {med(lambda m: m['rollout_slot_util']):.2f} | "
+          f"{med(lambda m: m.get('spanned_rows_frac', 0)):.2f} | "
           f"{', '.join(f'{a:.2f} -> {b:.2f}' for a, b in rew)} | "
           f"{statistics.median(w for _, w in runs):.1f} |")
 import matplotlib

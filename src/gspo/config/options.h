@@ -448,23 +448,35 @@ struct DistributedOptions {
   }
 };
 
-// Asynchronous training (distributed.rollout_ranks > 0, docs/async.md): how far the rollout ranks may run ahead.
+// Asynchronous training (distributed.rollout_ranks > 0, docs/async.md): how far the rollout ranks may run ahead; and
+// partial rollouts (rows not finished when a step's batch is complete carried to the next step).
 struct AsyncOptions {
   int64_t max_staleness = 0;
   int64_t sync_every = 1;
   double wait_timeout_s = 3600;
+  bool partial_rollout = false;
+  int64_t prompts_in_flight = 0;
 
   template <class V>
   void visit(V&& v) {
     v("max_staleness", max_staleness, "policy versions a sample may lag behind the weights it trains (version v: the "
       "weights after v rollout steps). Batch j is sampled by version max(0, j - max_staleness), rounded up to a "
       "version the trainers sent (sync_every), so the rollout ranks run up to this many steps ahead; 0 = every batch "
-      "sampled by the weights that train on it (the synchronous run's samples, drawn on other ranks)", at_least(0));
+      "sampled by the weights that train on it (the synchronous run's samples, drawn on other ranks). With "
+      "partial_rollout: the versions between a group's first token and the step that trains it", at_least(0));
     v("sync_every", sync_every, "rollout steps between weight sends to the rollout ranks (at most max_staleness + 1, "
       "so the bound holds)", at_least(1));
     v("wait_timeout_s", wait_timeout_s, "seconds a trainer waits for its share of a batch, or a rollout rank for the "
       "trainers' go, before failing as a hung peer (a rank that died fails the wait at once); above the longest "
       "batch's sampling and the longest training step", greater_than(0));
+    v("partial_rollout", partial_rollout, "partial rollouts on the synchronous schedule (distributed.rollout_ranks "
+      "0): each step samples prompts_in_flight groups, stops once prompts_per_step of them have ended (the longest "
+      "response no longer holds the step) and trains on those, oldest first; the rows still running continue in the "
+      "next step under the new weights (their cache recomputed), so a row's tokens may span versions. Needs "
+      "max_staleness >= 1 and a model with the slot methods; not with tools or dynamic sampling", any());
+    v("prompts_in_flight", prompts_in_flight, "partial_rollout: groups being sampled at once, between "
+      "rollout.prompts_per_step and (max_staleness + 1) x prompts_per_step (so no group waits past the bound); 0 = "
+      "that upper end", at_least(0));
   }
 };
 

@@ -184,13 +184,45 @@ void validate_sharding(const Config& c, std::vector<std::string>& e) {
 }
 
 // distributed.rollout_ranks and the async section (the world size is checked at launch: train/rank_share.h).
+// async.partial_rollout and the groups it keeps in flight.
+void validate_partial(const Config& c, std::vector<std::string>& e) {
+  const auto& a = c.async;
+  const int64_t B = c.rollout.prompts_per_step;
+  if (!a.partial_rollout) {
+    if (a.prompts_in_flight > 0)
+      e.push_back(at(c, "async.prompts_in_flight") + ": async.prompts_in_flight applies to async.partial_rollout: true");
+    return;
+  }
+  const std::string head = at(c, "async.partial_rollout") + ": async.partial_rollout ";
+  if (c.distributed.rollout_ranks > 0)
+    e.push_back(head + "is built for the synchronous schedule only (distributed.rollout_ranks 0); across rollout "
+                "ranks it is not built yet (docs/async.md)");
+  if (a.max_staleness < 1)
+    e.push_back(head + "needs async.max_staleness >= 1: a row carried to the next step trains at least one version "
+                "after its first token");
+  if (!c.tools.list.empty())
+    e.push_back(head + "does not carry a multi-turn episode between steps: set tools.list: [] or turn it off");
+  if (c.rollout.dynamic_sampling)
+    e.push_back(head + "and rollout.dynamic_sampling are not built together; turn one of them off");
+  const int64_t most = (a.max_staleness + 1) * B;
+  if (a.prompts_in_flight > 0 && (a.prompts_in_flight < B || a.prompts_in_flight > most))
+    e.push_back(at(c, "async.prompts_in_flight") + ": async.prompts_in_flight (" + value_text(a.prompts_in_flight) +
+                ") must lie between rollout.prompts_per_step (" + std::to_string(B) + ") and (async.max_staleness + "
+                "1) x rollout.prompts_per_step (" + std::to_string(most) + "): more groups in flight than that would "
+                "keep some waiting past the staleness bound");
+}
+
 void validate_async(const Config& c, std::vector<std::string>& e) {
   const auto& a = c.async;
+  validate_partial(c, e);
   if (c.distributed.rollout_ranks == 0) {
-    if (a.max_staleness > 0 || a.sync_every != 1)
-      e.push_back(at(c, a.max_staleness > 0 ? "async.max_staleness" : "async.sync_every") + ": async." +
-                  (a.max_staleness > 0 ? "max_staleness" : "sync_every") + " applies to asynchronous training: set "
-                  "distributed.rollout_ranks > 0 (ranks that only sample)");
+    const bool stale = a.max_staleness > 0 && !a.partial_rollout, sync = a.sync_every != 1;
+    if (stale || sync) {
+      const std::string key = sync ? "sync_every" : "max_staleness";
+      e.push_back(at(c, "async." + key) + ": async." + key + " applies to asynchronous training: set "
+                  "distributed.rollout_ranks > 0 (ranks that only sample)" +
+                  (sync ? "" : ", or async.partial_rollout: true"));
+    }
     return;
   }
   if (a.sync_every > a.max_staleness + 1)

@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
@@ -42,7 +44,8 @@ std::optional<std::string> find_resume_point(const config::Config& cfg, const st
   return resume;
 }
 
-void restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress, const std::string& config_yaml) {
+std::vector<int64_t> restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress,
+                             const std::string& config_yaml) {
   auto meta = io::read_meta(ckpt);
   engine.load(ckpt);
   auto rng = io::load_rng(ckpt);
@@ -58,6 +61,16 @@ void restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress, 
     log::warn("the config differs from the one checkpoint {} was trained with:{}", ckpt, keys);
   }
   log::info("resumed from {} (step {}, optimizer step {})", ckpt, meta.step, meta.optimizer_steps);
+  std::vector<int64_t> carried;
+  const std::string file = ckpt + "/carried.json";
+  if (core::exists(file)) {
+    try {
+      carried = nlohmann::json::parse(core::read_text(file)).at("examples").get<std::vector<int64_t>>();
+    } catch (const nlohmann::json::exception& e) {
+      throw IoError("checkpoint '" + ckpt + "' has a damaged carried.json: " + e.what());
+    }
+  }
+  return carried;
 }
 
 namespace {
@@ -73,7 +86,8 @@ std::string shard_staging(const std::string& run_dir, int64_t step, parallel::Co
 }  // namespace
 
 std::string save_checkpoint(const config::Config& cfg, const std::string& config_yaml, model::Policy& policy,
-                            UpdateEngine& engine, Progress& progress, parallel::Comm& comm) {
+                            UpdateEngine& engine, Progress& progress, parallel::Comm& comm,
+                            const std::vector<int64_t>& carried) {
   if (!engine.weights_finite())
     throw TrainingError("step " + std::to_string(progress.step) + ": the policy has non-finite weights; refusing "
                         "to write a checkpoint (the previous one is intact)");
@@ -83,7 +97,11 @@ std::string save_checkpoint(const config::Config& cfg, const std::string& config
     const io::CheckpointMeta meta{progress.step, progress.optimizer_steps, progress.cursor.epoch(),
                                   progress.cursor.position()};
     engine.with_float32_policy([&] {
-      dir = io::save_checkpoint(cfg.train.output_dir, meta, policy, [&](const std::string& d) { engine.save(d); },
+      auto extra = [&](const std::string& d) {
+        engine.save(d);
+        if (!carried.empty()) core::atomic_write(d + "/carried.json", nlohmann::json{{"examples", carried}}.dump() + "\n");
+      };
+      dir = io::save_checkpoint(cfg.train.output_dir, meta, policy, extra,
                                 {progress.shuffle_gen.get_state()}, config_yaml, cfg.checkpoint.keep_last);
     });
   }

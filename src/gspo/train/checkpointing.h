@@ -3,7 +3,9 @@
 // the resolved config.
 #pragma once
 #include <optional>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gspo/config/options.h"
 
@@ -20,13 +22,18 @@ struct Progress;
 std::optional<std::string> find_resume_point(const config::Config& cfg, const std::string& resume);
 
 // Restores the engine's state, the progress and the shuffling generator from `ckpt`; warns, naming the keys, when
-// the config differs from the one it was written with.
-void restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress, const std::string& config_yaml);
+// the config differs from the one it was written with. Returns the examples of the groups partial rollouts carried
+// past the checkpoint's step (carried.json; empty when it has none).
+std::vector<int64_t> restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress,
+                             const std::string& config_yaml);
 
 // Collective: every rank takes part (the weights are checked everywhere, the engine gathers what it saves); rank 0
 // writes, then all wait for it so no rank runs ahead of a checkpoint that may still fail. Returns the checkpoint
 // directory on rank 0 ("" elsewhere). Throws TrainingError, writing nothing, when a weight is not finite.
+// `carried`: the examples of groups partial rollouts carry into the next step (RolloutSource::carried_examples),
+// written to carried.json when any.
 std::string save_checkpoint(const config::Config& cfg, const std::string& config_yaml, model::Policy& policy,
-                            UpdateEngine& engine, Progress& progress, parallel::Comm& comm);
+                            UpdateEngine& engine, Progress& progress, parallel::Comm& comm,
+                            const std::vector<int64_t>& carried = {});
 
 }  // namespace gspo::train

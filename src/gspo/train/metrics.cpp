@@ -48,6 +48,8 @@ const char* name_of(Shown s) {
     case Shown::kZero3: return "zero_stage 3";
     case Shown::kTools: return "tools.list set";
     case Shown::kAsync: return "distributed.rollout_ranks > 0";
+    case Shown::kStale: return "rollout_ranks > 0 or partial_rollout";
+    case Shown::kPartial: return "async.partial_rollout";
   }
   return "?";
 }
@@ -67,6 +69,8 @@ bool StepMetrics::shown(Shown s) const {
     case Shown::kZero3: return zero3_on;
     case Shown::kTools: return tools_on;
     case Shown::kAsync: return async_on;
+    case Shown::kStale: return async_on || partial_on;
+    case Shown::kPartial: return partial_on;
   }
   return false;
 }

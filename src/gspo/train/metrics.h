@@ -49,6 +49,8 @@ enum class Shown {
   kZero3,      // distributed.zero_stage 3
   kTools,      // tools.list is not empty (multi-turn rollouts)
   kAsync,      // distributed.rollout_ranks > 0 (asynchronous training)
+  kStale,      // rollout ranks or async.partial_rollout: rows may be sampled by older weights
+  kPartial,    // async.partial_rollout
 };
 
 const char* name_of(Reduce r);
@@ -93,7 +95,7 @@ struct StepMetrics {
   // Which optional rows are written.
   bool kl_on = false, on_cuda = false, multi_rank = false, mismatch_on = false, dynamic_on = false,
        overlong_on = false, policy_mask_on = false, routing_on = false, zero3_on = false,
-       tools_on = false, async_on = false;
+       tools_on = false, async_on = false, partial_on = false;
   bool shown(Shown s) const;
 
   int64_t step = 0, epoch = 0;
@@ -118,6 +120,9 @@ struct StepMetrics {
   double time_rollout_wait_s = 0, trainer_idle_frac = 0;  // trainer 0 waiting for its share of the batch
   Mean rollout_idle;                      // rollout ranks: seconds waiting for the trainers over seconds per batch
   double weight_sync_s = 0, weight_sync_mb = 0;
+  Mean spanned_rows;                      // partial rollouts: the step's rows sampled by more than one version
+  int64_t carried_rows = 0;               // partial rollouts: rows still running when the step's batch was complete
+  int64_t continued_tokens = 0;           // partial rollouts: tokens so far of continued rows, prefilled again
   double grad_norm = 0, grad_norm_max = 0, lr = 0;
   int64_t optimizer_steps = 0, skipped_updates = 0;
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
@@ -248,12 +253,18 @@ struct StepMetrics {
       "seconds the tools ran, summed over rank 0's calls (they run on tools.workers threads while rows decode)");
     v("time_tools_wait_s", time_tools_wait_s, Reduce::kLocal, Match::kNone, T,
       "of rank 0's sampling time, seconds decoding stood still because every running row waited on a tool");
-    const auto As = Shown::kAsync;
-    v("version_lag_mean", ColumnStat{&version_lag, Stat::kMean}, Reduce::kGather, Match::kExact, As,
-      "policy versions between the weights that sampled a row and the weights it trains (this step's), mean over "
-      "the step's rows (async.max_staleness bounds it)");
-    v("version_lag_max", ColumnStat{&version_lag, Stat::kMax}, Reduce::kGather, Match::kExact, As,
+    const auto As = Shown::kAsync, St = Shown::kStale, Pa = Shown::kPartial;
+    v("version_lag_mean", ColumnStat{&version_lag, Stat::kMean}, Reduce::kGather, Match::kExact, St,
+      "policy versions between the weights that sampled a row (its first token, when a partial rollout carried it) "
+      "and the weights it trains (this step's), mean over the step's rows (async.max_staleness bounds it)");
+    v("version_lag_max", ColumnStat{&version_lag, Stat::kMax}, Reduce::kGather, Match::kExact, St,
       "the largest over the step's rows");
+    v("spanned_rows_frac", spanned_rows, Reduce::kMean, Match::kExact, Pa,
+      "share of the step's rows whose tokens more than one policy version sampled (carried across a step)");
+    v("carried_rows", carried_rows, Reduce::kSum, Match::kExact, Pa,
+      "rows still running when this step's batch was complete, carried to the next step, every rank");
+    v("continued_tokens", continued_tokens, Reduce::kSum, Match::kExact, Pa,
+      "tokens of carried rows prefilled again to continue them (the cost of recomputing their cache), every rank");
     v("time_rollout_wait_s", time_rollout_wait_s, Reduce::kLocal, Match::kNone, As,
       "seconds trainer 0 waited for its share of the batch from the rollout ranks (its idle time this step)");
     v("trainer_idle_frac", trainer_idle_frac, Reduce::kLocal, Match::kNone, As, "time_rollout_wait_s / time_step_s");

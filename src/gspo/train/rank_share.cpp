@@ -31,6 +31,11 @@ void check_world_size(const config::Config& cfg, int64_t world_size) {
                           "rollout_ranks " + std::to_string(K) + ") so each samples or trains whole groups");
     return;
   }
+  const int64_t in_flight = cfg.async.prompts_in_flight;
+  if (cfg.async.partial_rollout && in_flight > 0 && in_flight % world_size != 0)
+    throw ConfigError(config::set_at(cfg, "async.prompts_in_flight") + "async.prompts_in_flight (" +
+                      std::to_string(in_flight) + ") must be a multiple of the world size " +
+                      std::to_string(world_size) + " so each rank keeps as many groups in flight");
   if (!prompts_divide(cfg, world_size))
     throw ConfigError(config::set_at(cfg, "rollout.prompts_per_step") + "rollout.prompts_per_step (" +
                       std::to_string(cfg.rollout.prompts_per_step) + ") must be a multiple of the world size " +

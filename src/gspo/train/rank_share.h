@@ -14,7 +14,8 @@ bool prompts_divide(const config::Config& cfg, int64_t world_size);
 // The prompts one rank samples a step: rollout.prompts_per_step / world_size (when prompts_divide()).
 int64_t prompts_per_rank(const config::Config& cfg, int64_t world_size);
 
-// ConfigError naming rollout.prompts_per_step unless prompts_divide(). Checked before the ranks rendezvous
+// ConfigError naming rollout.prompts_per_step unless prompts_divide() (or async.prompts_in_flight, partial rollouts,
+// when the world size does not divide it). Checked before the ranks rendezvous
 // (cli/train_job.cpp), so a wrong launch fails at once, and again by the Trainer.
 void check_world_size(const config::Config& cfg, int64_t world_size);
 

@@ -16,14 +16,6 @@ namespace {
 
 using core::Clock;
 
-// The sampling copy takes the policy's current weights (cast to its dtype).
-void refresh(model::Policy& copy, model::Policy& policy) {
-  torch::NoGradGuard g;
-  auto dst = copy.parameters();
-  auto src = policy.parameters();
-  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
-}
-
 // The tool use of a round's episodes.
 void record_tools(const env::EpisodeHook& hook, const rollout::RolloutBatch& b, StepMetrics& m) {
   const auto& rows = hook.counts();
@@ -42,6 +34,52 @@ void record_tools(const env::EpisodeHook& hook, const rollout::RolloutBatch& b, 
 }
 
 }  // namespace
+
+void refresh_copy(model::Policy& copy, model::Policy& policy) {
+  torch::NoGradGuard g;
+  auto dst = copy.parameters();
+  auto src = policy.parameters();
+  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
+}
+
+void record_sampler(const rollout::SamplerStats& st, StepMetrics& m) {
+  m.sample_graph_captures += st.graph_captures;
+  m.kv_cache_mb = std::max(m.kv_cache_mb, st.kv_bytes / 1048576.0);
+  m.rollout_slots = std::max(m.rollout_slots, st.slots);
+  m.rollout_slot_util.sum += static_cast<double>(st.busy_slot_steps);
+  m.rollout_slot_util.count += static_cast<double>(st.slot_steps);
+  m.prefill_tokens += st.prefill_tokens;
+  m.sample_host_transfers += st.host_transfers;
+  m.sample_decode_steps += st.decode_steps;
+  m.continued_tokens += st.continued_tokens;
+}
+
+Scored score_batch(const config::Config& c, const reward::Verifier& verifier, rollout::RolloutBatch batch,
+                   const std::vector<std::string>& graded, const std::vector<const data::Example*>& per_row,
+                   const std::vector<reward::ToolUse>* uses, int64_t version, StepMetrics& m) {
+  const auto t = Clock::now();
+  Scored s;
+  for (auto& sc : reward::score_all(verifier, graded, per_row, c.reward.workers, uses)) {
+    s.rewards.push_back(sc.reward);
+    s.correct.push_back(sc.correct ? 1.0 : 0.0);
+    s.components.push_back(std::move(sc.components));
+  }
+  // DAPO's soft overlong penalty: 0 up to max_new_tokens - buffer, then linear down to -overlong_penalty.
+  const int64_t L_max = c.rollout.max_new_tokens, buffer = c.reward.overlong_buffer;
+  const auto trained = batch.trained_tokens();  // max_new_tokens caps the model's own tokens
+  for (int64_t r = 0; r < batch.num_rows(); ++r) {
+    const int64_t L = trained[r];
+    const double pen = buffer > 0 && L > L_max - buffer
+                           ? c.reward.overlong_penalty * static_cast<double>(L_max - buffer - L) / static_cast<double>(buffer)
+                           : 0.0;
+    s.penalty.push_back(pen);
+    s.rewards[r] += pen;
+  }
+  m.time_reward_s += core::seconds_since(t);
+  s.versions.assign(s.rewards.size(), version);
+  s.batch = std::move(batch);
+  return s;
+}
 
 rollout::NoiseKey rollout_noise(const config::Config& c, const RolloutId& id, int64_t first_row) {
   const int64_t rows_per_round = c.rollout.prompts_per_step * c.rollout.group_size;
@@ -65,7 +103,7 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   const int64_t first_row = comm_.rank() * local_prompts * G;
   if (stale_copy_) {  // the policy's weights, for every round until they change again
     const auto t = Clock::now();
-    refresh(*sampling_copy_, policy_);
+    refresh_copy(*sampling_copy_, policy_);
     stale_copy_ = false;
     m.time_sample_s += core::seconds_since(t);
   }
@@ -84,40 +122,11 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   const auto& batch = sampled.batch;
   m.time_sample_s += core::seconds_since(t);
   if (tools_) record_tools(tools_->hook, batch, m);
-  const auto& st = sampler_.last_stats();
-  m.sample_graph_captures += st.graph_captures;
-  m.kv_cache_mb = std::max(m.kv_cache_mb, st.kv_bytes / 1048576.0);
-  m.rollout_slots = std::max(m.rollout_slots, st.slots);
-  m.rollout_slot_util.sum += static_cast<double>(st.busy_slot_steps);
-  m.rollout_slot_util.count += static_cast<double>(st.slot_steps);
-  m.prefill_tokens += st.prefill_tokens;
-  m.sample_host_transfers += st.host_transfers;
-  m.sample_decode_steps += st.decode_steps;
-
-  t = Clock::now();
+  record_sampler(sampler_.last_stats(), m);
   std::vector<const data::Example*> per_row;
   for (int64_t r = 0; r < batch.num_rows(); ++r) per_row.push_back(exs[r / G]);
-  Scored s;
-  for (auto& sc : reward::score_all(verifier_, sampled.graded(), per_row, c.reward.workers, sampled.tool_use())) {
-    s.rewards.push_back(sc.reward);
-    s.correct.push_back(sc.correct ? 1.0 : 0.0);
-    s.components.push_back(std::move(sc.components));
-  }
-  // DAPO's soft overlong penalty: 0 up to max_new_tokens - buffer, then linear down to -overlong_penalty.
-  const int64_t L_max = c.rollout.max_new_tokens, buffer = c.reward.overlong_buffer;
-  const auto trained = batch.trained_tokens();  // max_new_tokens caps the model's own tokens
-  for (int64_t r = 0; r < batch.num_rows(); ++r) {
-    const int64_t L = trained[r];
-    const double pen = buffer > 0 && L > L_max - buffer
-                           ? c.reward.overlong_penalty * static_cast<double>(L_max - buffer - L) / static_cast<double>(buffer)
-                           : 0.0;
-    s.penalty.push_back(pen);
-    s.rewards[r] += pen;
-  }
-  m.time_reward_s += core::seconds_since(t);
-  s.versions.assign(s.rewards.size(), id.version);
-  s.batch = std::move(sampled.batch);
-  return s;
+  auto graded = sampled.graded();  // (a copy: the batch moves into the Scored)
+  return score_batch(c, verifier_, std::move(sampled.batch), graded, per_row, sampled.tool_use(), id.version, m);
 }
 
 }  // namespace gspo::train

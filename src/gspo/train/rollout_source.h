@@ -20,7 +20,7 @@
 
 namespace gspo::parallel { class Comm; }
 namespace gspo::model { class Policy; }
-namespace gspo::reward { class Verifier; }
+namespace gspo::reward { class Verifier; struct ToolUse; }
 namespace gspo::tokenizer { class Tokenizer; }
 namespace gspo::env { struct ToolEnv; }
 
@@ -61,7 +61,22 @@ class RolloutSource {
   // Collective, once after the last step (or an interrupt): a source fed by other ranks stops them and takes the
   // batches still in flight. `interrupted`: the run stops early.
   virtual void finish(bool interrupted) { (void)interrupted; }
+  // Collective. Partial rollouts: the examples of the groups this source carries into the next step, every rank's
+  // in rank order (what a checkpoint keeps); empty when it carries none. A resume hands them back to resume_carried on
+  // every rank, before the first round.
+  virtual std::vector<int64_t> carried_examples() { return {}; }
+  virtual void resume_carried(const std::vector<int64_t>& examples) { (void)examples; }
 };
+
+// What in-process sources share: the sampling copy takes the policy's current weights (cast to its dtype); a call's
+// sampler statistics go into the step's metrics; a batch's rows (row r answering per_row[r], `graded` its text the
+// verifier sees, `uses` its tool use or null) are scored, DAPO's soft overlong penalty applied, into a Scored whose
+// rows were all sampled by `version`.
+void refresh_copy(model::Policy& copy, model::Policy& policy);
+void record_sampler(const rollout::SamplerStats& st, StepMetrics& m);
+Scored score_batch(const config::Config& c, const reward::Verifier& verifier, rollout::RolloutBatch batch,
+                   const std::vector<std::string>& graded, const std::vector<const data::Example*>& per_row,
+                   const std::vector<reward::ToolUse>* uses, int64_t version, StepMetrics& m);
 
 // Samples with `sampler` (over the policy, or over `sampling_copy` when rollout.dtype differs: refreshed from the
 // policy before the first round after each step_done()) and scores with `verifier` on reward.workers threads.

@@ -279,6 +279,7 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.zero3_on = p_.cfg.distributed.zero_stage == 3;
   m.tools_on = !p_.cfg.tools.list.empty();
   m.async_on = p_.cfg.distributed.rollout_ranks > 0;
+  m.partial_on = p_.cfg.async.partial_rollout;
   m.zero3_gathers = gathers.gathers;
   m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
   record_expert_load(p_.policy, m);

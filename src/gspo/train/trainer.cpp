@@ -32,6 +32,7 @@
 #include "gspo/train/greedy_eval.h"
 #include "gspo/train/rank_share.h"
 #include "gspo/train/step.h"
+#include "gspo/train/partial_source.h"
 #include "gspo/train/streamed_source.h"
 #include "gspo/train/training_data.h"
 #include "gspo/train/update_engine.h"
@@ -118,10 +119,15 @@ struct Trainer::Impl {
   std::unique_ptr<eval::Validation> validation;     // eval.every > 0
   std::unique_ptr<io::MetricsLog> validation_log;   // RUN/validation.jsonl (rank 0)
   int64_t dropped_prompts = 0;  // rows left out at load: prompt + max_new_tokens over max_seq_len
+  std::vector<int64_t> carried;  // from the checkpoint resumed: groups partial rollouts carried past it
 
   Impl(const config::Config& c, parallel::Comm& cm) : cfg(c), config_yaml(config::to_yaml(c)), comm(cm) {}
   void load_models(const std::optional<std::string>& ckpt, c10::Device device);
   void make_sampler();
+  // Collective: a checkpoint of the state after progress.step (what the source carries into the next step with it).
+  std::string save(Progress& p) {
+    return save_checkpoint(cfg, config_yaml, *policy, *engine, p, comm, source->carried_examples());
+  }
   void open_metrics();
   // Runs the validation sets on every rank; rank 0 logs them and appends them to validation.jsonl. Returns the
   // metrics-line fields.
@@ -129,9 +135,13 @@ struct Trainer::Impl {
   StepRunner step_runner() {
     if (link)
       source = std::make_unique<StreamedSource>(cfg, *link, comm, *policy, *engine, progress->step, progress->cursor);
+    else if (cfg.async.partial_rollout)
+      source = std::make_unique<PartialSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok, examples,
+                                               *verifier, *sampler, comm);
     else
       source = std::make_unique<InProcessSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok,
                                                  examples, *verifier, *sampler, comm, tools.get());
+    source->resume_carried(carried);
     return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *verifier, *source, comm, *engine});
   }
 };
@@ -257,7 +267,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   s.engine = make_update_engine(*s.policy, eo, s.comm);
   s.make_sampler();
   if (s.reference) s.reference->set_param_dtype(s.policy->parameters().front().scalar_type());
-  if (ckpt) restore(*ckpt, *s.engine, *s.progress, s.config_yaml);
+  if (ckpt) s.carried = restore(*ckpt, *s.engine, *s.progress, s.config_yaml);
   if (cfg.eval.every > 0)
     s.validation = std::make_unique<eval::Validation>(cfg, *s.policy, *s.tok, s.policy->manifest().max_seq_len, s.comm);
   if (s.comm.is_main()) s.open_metrics();  // only rank 0 writes the run directory
@@ -315,12 +325,12 @@ TrainSummary Trainer::run() {
     const bool last = progress.step == c.train.max_steps;
     if (s.comm.any(interrupt::requested())) {  // a stop seen by any rank stops all after the same step
       sum.interrupted = true;
-      sum.last_checkpoint = save_checkpoint(c, s.config_yaml, *s.policy, *s.engine, progress, s.comm);
+      sum.last_checkpoint = s.save(progress);
       if (s.comm.is_main())
         log::warn("interrupted: saved {} after step {}; continue with --resume auto", sum.last_checkpoint, progress.step);
       break;
     }
-    if (due || last) sum.last_checkpoint = save_checkpoint(c, s.config_yaml, *s.policy, *s.engine, progress, s.comm);
+    if (due || last) sum.last_checkpoint = s.save(progress);
   }
   s.source->finish(sum.interrupted);
   sum.last_step = progress.step;
