@@ -3,7 +3,8 @@
 # lengths from its own EOS): with as many groups in flight as a step trains, the run is the synchronous run (every
 # group must end in its call); with more, the steps stop before their longest rows end, rows are carried and continue
 # under the next step's weights (rows spanning versions, tokens prefilled again), no trained row is older than
-# async.max_staleness (per-row lags read from the metrics), on 1 and 2 ranks; a checkpoint keeps the carried groups'
+# async.max_staleness (per-row lags read from the metrics), on 1 and 2 ranks and beside rollout ranks (where the same
+# plan with as many groups in flight as a step trains is the plain asynchronous run); a checkpoint keeps the carried groups'
 # prompts (carried.json) and a resume samples them again; bad settings are config errors naming the keys.
 # usage: test_partial.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
 set -u
@@ -52,6 +53,19 @@ run p2 2 "${P[@]}" --set async.max_staleness=2 --set async.prompts_in_flight=18 
   else bad "2 ranks, max_staleness 2: $out" "$TMP/p2.log"; fi
 }
 
+# --- beside a rollout rank: the carry happens on the rollout rank, batches sampled one version fresher ---------------
+K1=(--set distributed.rollout_ranks=1 --set async.wait_timeout_s=60)
+STEPS=4
+run a1 2 "${K1[@]}" --set async.max_staleness=1 \
+  && run ap1 2 "${K1[@]}" "${P[@]}" --set async.max_staleness=1 --set async.prompts_in_flight=6 \
+  && CMP_EXTRA="--one-sided spanned_rows_frac,carried_rows,continued_tokens" \
+     same "1 rollout rank, prompts_in_flight = prompts_per_step: the asynchronous run" a1 ap1
+STEPS=5
+run ap2 3 --set distributed.rollout_ranks=2 --set async.wait_timeout_s=60 "${P[@]}" --set async.max_staleness=2 && {
+  if out=$(bounded ap2 2); then ok "2 rollout ranks + 1 trainer, max_staleness 2, 12 groups in flight: $out"
+  else bad "2 rollout ranks, max_staleness 2: $out" "$TMP/ap2.log"; fi
+}
+
 # --- a checkpoint keeps the carried prompts; a resume samples them again ----------------------------------------
 STEPS=2 && run pr 1 "${P[@]}" --set async.max_staleness=1 --set checkpoint.every=1 && {
   carried="$(ls -d "$TMP"/pr/checkpoints/step_* | tail -1)/carried.json"
@@ -73,8 +87,12 @@ STEPS=4
 expect_err zero-staleness "async.partial_rollout needs async.max_staleness >= 1" RANK=0 WORLD_SIZE=1 -- "${P[@]}"
 expect_err in-flight "async.prompts_in_flight (13) must lie between rollout.prompts_per_step (6) and" RANK=0 \
   WORLD_SIZE=1 -- "${P[@]}" --set async.max_staleness=1 --set async.prompts_in_flight=13
-expect_err with-rollout-ranks "async.partial_rollout is built for the synchronous schedule only" RANK=0 WORLD_SIZE=2 \
-  MASTER_ADDR=127.0.0.1 MASTER_PORT=1 -- "${P[@]}" --set async.max_staleness=1 --set distributed.rollout_ranks=1
+expect_err rollout-split "async.prompts_in_flight (9) must be a multiple of the rollout ranks (2)" RANK=0 \
+  WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 -- "${P[@]}" --set async.max_staleness=1 \
+  --set distributed.rollout_ranks=2 --set async.prompts_in_flight=9
+expect_err carry-sync "async.sync_every (3) must be at most async.max_staleness + 1 = 3 less the 1 step(s)" RANK=0 \
+  WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 -- "${P[@]}" --set async.max_staleness=2 \
+  --set distributed.rollout_ranks=1 --set async.sync_every=3
 expect_err in-flight-split "async.prompts_in_flight (9) must be a multiple of the world size 2" RANK=0 WORLD_SIZE=2 \
   MASTER_ADDR=127.0.0.1 MASTER_PORT=1 -- "${P[@]}" --set async.max_staleness=1 --set async.prompts_in_flight=9
 

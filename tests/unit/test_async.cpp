@@ -8,6 +8,7 @@
 #include <set>
 
 #include "gspo/config/options.h"
+#include "gspo/config/validate.h"
 #include "gspo/data/dataset.h"
 #include "gspo/eval/eval_sets.h"
 #include "gspo/model/policy.h"
@@ -99,6 +100,32 @@ TEST_CASE("async schedule: batch j is sampled by version max(start, ceil((j - S)
           CHECK((v == start || v % n == 0));
           if (j > start) CHECK(train::sampling_version(j - 1, a, start) <= v);  // asked for in order
         }
+}
+
+TEST_CASE("async schedule with partial rollouts: batches are sampled h versions fresher, h = ceil(F / B) - 1",
+          "[async][partial]") {
+  config::Config c;
+  c.rollout.prompts_per_step = 4;
+  c.distributed.rollout_ranks = 1;
+  c.async.partial_rollout = true;
+  c.async.max_staleness = 3;
+  CHECK(config::prompts_in_flight(c) == 8);  // beside rollout ranks: min(2, S + 1) x B
+  CHECK(config::carry_steps(c) == 1);
+  c.distributed.rollout_ranks = 0;
+  CHECK(config::prompts_in_flight(c) == 16);  // synchronous: (S + 1) x B, batches never sampled ahead
+  CHECK(config::carry_steps(c) == 3);
+  for (int64_t F : {4, 5, 8, 9, 12, 16}) {
+    c.async.prompts_in_flight = F;
+    const int64_t h = config::carry_steps(c);
+    CHECK(h == (F + 3) / 4 - 1);
+    CHECK(F - h * 4 <= 4);  // the groups a batch must end fit one batch (partial_source.h)
+    for (int64_t j = 0; j < 12; ++j) {
+      const int64_t v = train::sampling_version(j, c.async, 0, h);
+      CHECK(j - v <= c.async.max_staleness - h);  // fresh groups leave h versions of the bound for carrying
+    }
+  }
+  c.async.partial_rollout = false;
+  CHECK(config::carry_steps(c) == 0);
 }
 
 TEST_CASE("async layout: every prompt of a batch reaches exactly one trainer from exactly one rollout rank",

@@ -469,14 +469,17 @@ struct AsyncOptions {
     v("wait_timeout_s", wait_timeout_s, "seconds a trainer waits for its share of a batch, or a rollout rank for the "
       "trainers' go, before failing as a hung peer (a rank that died fails the wait at once); above the longest "
       "batch's sampling and the longest training step", greater_than(0));
-    v("partial_rollout", partial_rollout, "partial rollouts on the synchronous schedule (distributed.rollout_ranks "
-      "0): each step samples prompts_in_flight groups, stops once prompts_per_step of them have ended (the longest "
-      "response no longer holds the step) and trains on those, oldest first; the rows still running continue in the "
-      "next step under the new weights (their cache recomputed), so a row's tokens may span versions. Needs "
-      "max_staleness >= 1 and a model with the slot methods; not with tools or dynamic sampling", any());
+    v("partial_rollout", partial_rollout, "partial rollouts: the sampling ranks (every rank, or the rollout ranks) "
+      "keep prompts_in_flight groups being sampled; a batch's call stops once prompts_per_step of them have ended "
+      "(the longest response no longer holds it) and the step trains on those, oldest first; the rows still running "
+      "continue in the next batch's call under the newer weights (their cache recomputed), so a row's tokens may span "
+      "versions (max_staleness bounds the oldest). Needs max_staleness >= 1 and a model with the slot methods; not "
+      "with tools or dynamic sampling", any());
     v("prompts_in_flight", prompts_in_flight, "partial_rollout: groups being sampled at once, between "
-      "rollout.prompts_per_step and (max_staleness + 1) x prompts_per_step (so no group waits past the bound); 0 = "
-      "that upper end", at_least(0));
+      "rollout.prompts_per_step and (max_staleness + 1) x prompts_per_step (so no group waits past the bound); beside "
+      "rollout ranks each prompts_per_step above the first takes a version of the bound from running ahead. 0 = "
+      "(max_staleness + 1) x prompts_per_step without rollout ranks, min(2, max_staleness + 1) x prompts_per_step "
+      "with them", at_least(0));
   }
 };
 

@@ -184,6 +184,18 @@ void validate_sharding(const Config& c, std::vector<std::string>& e) {
 }
 
 // distributed.rollout_ranks and the async section (the world size is checked at launch: train/rank_share.h).
+int64_t prompts_in_flight(const Config& c) {
+  if (c.async.prompts_in_flight > 0) return c.async.prompts_in_flight;
+  const int64_t B = c.rollout.prompts_per_step, S = c.async.max_staleness;
+  return (c.distributed.rollout_ranks > 0 ? std::min<int64_t>(2, S + 1) : S + 1) * B;
+}
+
+int64_t carry_steps(const Config& c) {
+  if (!c.async.partial_rollout) return 0;
+  const int64_t B = c.rollout.prompts_per_step;
+  return (prompts_in_flight(c) + B - 1) / B - 1;
+}
+
 // async.partial_rollout and the groups it keeps in flight.
 void validate_partial(const Config& c, std::vector<std::string>& e) {
   const auto& a = c.async;
@@ -194,9 +206,6 @@ void validate_partial(const Config& c, std::vector<std::string>& e) {
     return;
   }
   const std::string head = at(c, "async.partial_rollout") + ": async.partial_rollout ";
-  if (c.distributed.rollout_ranks > 0)
-    e.push_back(head + "is built for the synchronous schedule only (distributed.rollout_ranks 0); across rollout "
-                "ranks it is not built yet (docs/async.md)");
   if (a.max_staleness < 1)
     e.push_back(head + "needs async.max_staleness >= 1: a row carried to the next step trains at least one version "
                 "after its first token");
@@ -225,10 +234,13 @@ void validate_async(const Config& c, std::vector<std::string>& e) {
     }
     return;
   }
-  if (a.sync_every > a.max_staleness + 1)
+  const int64_t h = carry_steps(c);  // partial rollouts: batches a group may be carried
+  if (a.sync_every > a.max_staleness - h + 1)
     e.push_back(at(c, "async.sync_every") + ": async.sync_every (" + value_text(a.sync_every) + ") must be at most "
-                "async.max_staleness + 1 = " + std::to_string(a.max_staleness + 1) + ": weights sent less often "
-                "would leave batches older than the bound");
+                "async.max_staleness + 1 = " + std::to_string(a.max_staleness + 1) +
+                (h > 0 ? " less the " + std::to_string(h) + " step(s) partial rollouts may carry a group (async." +
+                         "prompts_in_flight) = " + std::to_string(a.max_staleness - h + 1) : std::string()) +
+                ": weights sent less often would leave batches older than the bound");
   if (c.rollout.dynamic_sampling)
     e.push_back(at(c, "rollout.dynamic_sampling") + ": rollout.dynamic_sampling is not built with "
                 "distributed.rollout_ranks > 0 (the rollout ranks run ahead and cannot know which groups the "

@@ -13,6 +13,13 @@ void resolve_defaults(Config& cfg);
 // Returns one message per broken cross-field rule, each naming the keys, their values and their lines.
 std::vector<std::string> validate(const Config& cfg);
 
+// Partial rollouts (async.partial_rollout): the groups kept being sampled (async.prompts_in_flight; 0 picks
+// (S + 1) x B on the synchronous schedule, where batches are never sampled ahead, and min(2, S + 1) x B beside rollout
+// ranks: one step of carry, the rest of the bound for running ahead), and how many batches a group may be carried past
+// the one that began it (0 without partial rollouts).
+int64_t prompts_in_flight(const Config& c);
+int64_t carry_steps(const Config& c);
+
 // The prefix of an error about `key`: where it was set ("run.yaml:12: ", "--set: "), or "" for a default.
 std::string set_at(const Config& cfg, const std::string& key);
 

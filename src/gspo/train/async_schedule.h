@@ -4,7 +4,9 @@
 // World ranks [0, T) train (T = world size - K; rank 0 writes checkpoints and metrics), ranks [T, T + K) sample.
 // Batch j (the one rollout step j trains on) is sampled by policy version v(j) (the weights after v rollout steps):
 // v(j) = max(start, ceil(max(0, j - S) / n) * n) for S = async.max_staleness, n = async.sync_every and `start` the
-// step the run (or its resume) began at, so v(j) <= j and j - v(j) <= S. Trainer 0 asks for batch j (a control
+// step the run (or its resume) began at, so v(j) <= j and j - v(j) <= S. With partial rollouts (async.partial_rollout)
+// a group may be carried up to h = carry_steps() batches after the one that began it, so batches are sampled h
+// versions fresher (S - h in the formula) and the oldest token of a trained row is still at most S versions old. Trainer 0 asks for batch j (a control
 // message, with the weights when they are new) as soon as version v(j) exists; the rollout ranks sample only what
 // was asked, so they run at most S batches ahead. Prompts: rollout rank r samples the global prompts
 // [r B / K, (r + 1) B / K) of each batch, trainer t trains on [t B / T, (t + 1) B / T); a rollout rank sends each
@@ -17,6 +19,7 @@
 #include <utility>
 
 #include "gspo/config/options.h"
+#include "gspo/config/validate.h"
 
 namespace gspo::train {
 
@@ -40,8 +43,9 @@ struct AsyncLayout {
   int64_t metrics_trainer(int64_t r) const { return rollout_prompts(r).first * trainers / prompts; }
 };
 
-inline int64_t sampling_version(int64_t batch, const config::AsyncOptions& a, int64_t start) {
-  const int64_t lo = std::max<int64_t>(0, batch - a.max_staleness);
+// v(j); `carry`: config::carry_steps().
+inline int64_t sampling_version(int64_t batch, const config::AsyncOptions& a, int64_t start, int64_t carry = 0) {
+  const int64_t lo = std::max<int64_t>(0, batch - (a.max_staleness - carry));
   return std::max(start, (lo + a.sync_every - 1) / a.sync_every * a.sync_every);
 }
 

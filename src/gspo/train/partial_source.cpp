@@ -39,10 +39,7 @@ PartialSource::PartialSource(const config::Config& cfg, model::Policy& policy, m
                              const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm)
     : cfg_(cfg), policy_(policy), sampling_copy_(sampling_copy), tok_(tok), examples_(examples), verifier_(verifier),
       sampler_(sampler), comm_(comm),
-      in_flight_(per_rank(cfg, cfg.async.prompts_in_flight > 0
-                                   ? cfg.async.prompts_in_flight
-                                   : (cfg.async.max_staleness + 1) * cfg.rollout.prompts_per_step,
-                          comm.world_size(), "async.prompts_in_flight")),
+      in_flight_(per_rank(cfg, config::prompts_in_flight(cfg), comm.world_size(), "async.prompts_in_flight")),
       quota_(per_rank(cfg, cfg.rollout.prompts_per_step, comm.world_size(), "rollout.prompts_per_step")),
       carried_per_rank_(comm.world_size(), 0), stale_copy_(sampling_copy != nullptr) {}
 
@@ -65,9 +62,10 @@ std::vector<int64_t> PartialSource::fresh_per_rank() const {
 }
 
 Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) {
-  if (id.round != 0) throw std::logic_error("partial rollouts draw one round a step (no dynamic sampling)");
+  // Round k of version v is batch v + k: the batch the synchronous schedule trains at step v (k = 0), or the one the
+  // rollout ranks sample by version v ahead of the trainers (async_schedule.h).
   const auto& c = cfg_;
-  const int64_t G = c.rollout.group_size, v = id.version, rank = comm_.rank();
+  const int64_t G = c.rollout.group_size, v = id.version, j = id.version + id.round, rank = comm_.rank();
   if (stale_copy_) {
     const auto t = core::Clock::now();
     refresh_copy(*sampling_copy_, policy_);
@@ -79,7 +77,9 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
   const auto fresh = fresh_per_rank();
   const int64_t before = std::accumulate(fresh.begin(), fresh.begin() + rank, int64_t{0});
   const auto global = cursor.next(std::accumulate(fresh.begin(), fresh.end(), int64_t{0}));
-  const auto key = rollout_noise(c, id, before * G);
+  // Noise rows of batch j's fresh groups: [k F G, (k + 1) F G) of version v's key for round k (F: every rank's groups
+  // in flight), so no two groups of a version share rows; with F = B these are rollout_noise's rows.
+  auto key = rollout_noise(c, {v, 0}, (id.round * comm_.world_size() * in_flight_ + before) * G);
   const rollout::NoiseKey resumed_key{rollout::mix_seed(key.seed, kResumedNoise),
                                       std::accumulate(carried_per_rank_.begin(), carried_per_rank_.begin() + rank,
                                                       int64_t{0}) * G};
@@ -102,7 +102,7 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
   for (const auto& g : carry_) {
     prompts.push_back(g.prompt);
     plan.rows.insert(plan.rows.end(), g.rows.begin(), g.rows.end());
-    plan.must_finish.push_back(v - g.begun >= c.async.max_staleness ? 1 : 0);
+    plan.must_finish.push_back(j + 1 - g.begun > c.async.max_staleness ? 1 : 0);  // batch j + 1 would be too late
   }
   auto t = core::Clock::now();
   auto batch = sampler_.generate(prompts, G, key, plan);
@@ -156,9 +156,9 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
       ++o;
       continue;
     }
-    if (v + 1 - carry_[gi].begun > c.async.max_staleness)  // the bound holds by construction; say so if not
+    if (j + 1 - carry_[gi].begun > c.async.max_staleness)  // the bound holds by construction; say so if not
       throw std::logic_error("partial rollouts: a group begun by version " + std::to_string(carry_[gi].begun) +
-                             " would train after step " + std::to_string(v + c.async.max_staleness));
+                             " would train after batch " + std::to_string(carry_[gi].begun + c.async.max_staleness));
     for (const auto& row : carry_[gi].rows) m.carried_rows += row.finish == rollout::Finish::kCarried;
     rest.push_back(std::move(carry_[gi]));
   }

@@ -1,13 +1,16 @@
-// Partial rollouts on the synchronous schedule (async.partial_rollout, docs/async.md). Every rank keeps
-// async.prompts_in_flight / W groups being sampled. Each round tops them up from the cursor and samples them in one
+// Partial rollouts (async.partial_rollout, docs/async.md), on the synchronous schedule (every rank samples, then
+// trains) or on the rollout ranks (distributed.rollout_ranks, W of them here). Every sampling rank keeps
+// config::prompts_in_flight / W groups being sampled. Each round tops them up from the cursor and samples them in one
 // call (rollout::CallPlan) that stops as soon as prompts_per_step / W groups have ended in full and no group that
 // cannot wait another step still runs; the step trains on the ended groups, oldest first, and the rows still running
 // are carried: their tokens so far kept, continued by the next round's call under that step's weights (their KV cache
 // recomputed by one prefill). The longest response of a batch no longer holds the step; its row is only delayed.
 //
 // Versions: a row's version (Scored::versions, what version_lag counts) is the version that sampled its first token;
-// a group begun by version b is never trained after step b + async.max_staleness (prompts_in_flight is at most
-// (max_staleness + 1) x prompts_per_step, so the oldest ended groups always fit a step). pi_old is the sampler's
+// a group begun by version b is never trained after step b + async.max_staleness: a call does not stop while a group
+// runs that batch j + 1 would train too late (prompts_in_flight is at most (max_staleness + 1) x prompts_per_step, so
+// the oldest ended groups always fit a step; beside rollout ranks the schedule samples batches carry_steps() versions
+// fresher to leave that room, async_schedule.h). pi_old is the sampler's
 // per-token log-probs (each token's own version) or the recomputation algorithm.old_logprobs asks for.
 //
 // Noise: a group draws from the round that began it (rollout_noise of that version), each row its own hash, so a

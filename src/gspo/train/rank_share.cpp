@@ -23,6 +23,11 @@ void check_world_size(const config::Config& cfg, int64_t world_size) {
                         ") must leave at least one training rank in a world of " + std::to_string(world_size) +
                         " (launch more ranks, or lower it)");
     const int64_t B = cfg.rollout.prompts_per_step;
+    const int64_t in_flight = cfg.async.prompts_in_flight;
+    if (cfg.async.partial_rollout && in_flight > 0 && in_flight % K != 0)
+      throw ConfigError(config::set_at(cfg, "async.prompts_in_flight") + "async.prompts_in_flight (" +
+                        std::to_string(in_flight) + ") must be a multiple of the rollout ranks (" + std::to_string(K) +
+                        ") so each keeps as many groups in flight");
     for (int64_t n : {world_size - K, K})
       if (B % n != 0)
         throw ConfigError(config::set_at(cfg, "rollout.prompts_per_step") + "rollout.prompts_per_step (" + std::to_string(B) +

@@ -18,6 +18,7 @@
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/async_schedule.h"
+#include "gspo/train/partial_source.h"
 #include "gspo/train/rollout_source.h"
 #include "gspo/train/scored_wire.h"
 #include "gspo/train/training_data.h"
@@ -35,7 +36,7 @@ struct RolloutWorker::Impl {
   std::unique_ptr<reward::Verifier> verifier;
   std::unique_ptr<rollout::Sampler> sampler;
   std::unique_ptr<env::ToolEnv> tools;
-  std::unique_ptr<InProcessSource> source;
+  std::unique_ptr<RolloutSource> source;  // in-process sampling, or partial rollouts carrying groups between batches
   std::deque<std::pair<at::Tensor, parallel::Comm::Pending>> sends;  // batch shares in flight (kept alive)
 
   Impl(const config::Config& c, const Placement& where)
@@ -59,8 +60,12 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
   sp.progress = cfg.logging.progress && s.group.is_main();  // the live rollout line, on the first rollout rank
   s.sampler = std::make_unique<rollout::Sampler>(*s.policy, *s.tok, sp);
   s.tools = env::make_tool_env(cfg, *s.tok, *s.policy);
-  s.source = std::make_unique<InProcessSource>(cfg, *s.policy, nullptr, *s.tok, s.examples, *s.verifier, *s.sampler,
-                                               s.group, s.tools.get());
+  if (cfg.async.partial_rollout)
+    s.source = std::make_unique<PartialSource>(cfg, *s.policy, nullptr, *s.tok, s.examples, *s.verifier, *s.sampler,
+                                               s.group);
+  else
+    s.source = std::make_unique<InProcessSource>(cfg, *s.policy, nullptr, *s.tok, s.examples, *s.verifier, *s.sampler,
+                                                 s.group, s.tools.get());
 }
 
 RolloutWorker::~RolloutWorker() = default;

@@ -24,7 +24,7 @@ StreamedSource::StreamedSource(const config::Config& cfg, parallel::Comm& link, 
 
 int64_t StreamedSource::asked_up_to(int64_t version) const {
   int64_t j = asked_;
-  while (j < cfg_.train.max_steps && sampling_version(j, cfg_.async, start_) <= version) ++j;
+  while (j < cfg_.train.max_steps && sampling_version(j, cfg_.async, start_, config::carry_steps(cfg_)) <= version) ++j;
   return j;
 }
 
