@@ -16,6 +16,8 @@
 #   async-S0/1/2  1 rollout rank + 1 trainer (distributed.rollout_ranks 1), 1 thread each, async.max_staleness 0/1/2
 #   partial-S1/2  1 process, train.threads 2, partial rollouts (async.partial_rollout) with max_staleness 1/2 and
 #                 (S + 1) x 8 groups in flight: a step stops once 8 groups have ended, the rest carried
+#   async-partial-S1/2  1 rollout rank + 1 trainer with partial rollouts, max_staleness 1/2, 16 groups in flight (the
+#                 rollout rank runs S - 1 versions ahead and carries rows one batch)
 # Each cell runs REPEATS times with rollout.seed 0, 1, ... (the run-to-run spread). Figures come from trainer 0's
 # metrics.jsonl: step seconds (time_step_s; start-up and the end-of-run eval excluded), steps per hour, sampled rows
 # per second, the idle shares (trainer_idle_frac, rollout_idle_frac; for colocated ranks the share of the step spent
@@ -28,7 +30,7 @@ D=${1:-runs/async}
 STEPS=${STEPS:-10}
 MAX_NEW=${MAX_NEW:-512}
 REPEATS=${REPEATS:-2}
-CELLS=${CELLS:-sync-1p sync-2r async-S0 async-S1 async-S2 partial-S1 partial-S2}
+CELLS=${CELLS:-sync-1p sync-2r async-S0 async-S1 async-S2 partial-S1 partial-S2 async-partial-S1 async-partial-S2}
 LAYERS=${LAYERS:-2}
 HIDDEN=${HIDDEN:-256}
 GSPO=build/gspo
@@ -54,6 +56,9 @@ for cell in $CELLS; do
     case "$cell" in
       sync-1p) "$GSPO" "${args[@]}" --set train.threads=2 > "$out.log" 2>&1 ;;
       sync-2r) scripts/launch_local.sh -n 2 --port $((port++)) "$GSPO" "${args[@]}" --set train.threads=1 > "$out.log" 2>&1 ;;
+      async-partial-S*) scripts/launch_local.sh -n 2 --port $((port++)) "$GSPO" "${args[@]}" --set train.threads=1 \
+                  --set distributed.rollout_ranks=1 --set async.partial_rollout=true \
+                  --set "async.max_staleness=${cell#async-partial-S}" > "$out.log" 2>&1 ;;
       async-S*) scripts/launch_local.sh -n 2 --port $((port++)) "$GSPO" "${args[@]}" --set train.threads=1 \
                   --set distributed.rollout_ranks=1 --set "async.max_staleness=${cell#async-S}" > "$out.log" 2>&1 ;;
       partial-S*) "$GSPO" "${args[@]}" --set train.threads=2 --set async.partial_rollout=true \
