@@ -22,7 +22,10 @@
 # metrics.jsonl: step seconds (time_step_s; start-up and the end-of-run eval excluded), steps per hour, sampled rows
 # per second, the idle shares (trainer_idle_frac, rollout_idle_frac; for colocated ranks the share of the step spent
 # in collectives, comm_frac, which is waiting for the slower rank), reward per step.
-# Environment: STEPS (10), MAX_NEW (512), REPEATS (2), CELLS (all), LAYERS (2), HIDDEN (256).
+# Environment: STEPS (10), MAX_NEW (512), REPEATS (2), CELLS (all), LAYERS (2), HIDDEN (256). ONE_CELL=name runs
+# that cell once (seed 0) and exits with no table: what farm-bench times, paired against another cell, e.g.
+#   farm-bench -n 4 --timeout 1500 --vs 'env ONE_CELL=sync-1p bash bench/run_async.sh /tmp/cells' -- \
+#     env ONE_CELL=partial-S1 bash bench/run_async.sh /tmp/cells
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/pyenv.sh
@@ -31,6 +34,7 @@ STEPS=${STEPS:-10}
 MAX_NEW=${MAX_NEW:-512}
 REPEATS=${REPEATS:-2}
 CELLS=${CELLS:-sync-1p sync-2r async-S0 async-S1 async-S2 partial-S1 partial-S2 async-partial-S1 async-partial-S2}
+[ -n "${ONE_CELL:-}" ] && CELLS=$ONE_CELL REPEATS=1
 LAYERS=${LAYERS:-2}
 HIDDEN=${HIDDEN:-256}
 GSPO=build/gspo
@@ -68,6 +72,7 @@ for cell in $CELLS; do
     echo "$(( ($(date +%s%N) - t0) / 1000000 ))" > "$out.wall"   # milliseconds
   done
 done
+[ -n "${ONE_CELL:-}" ] && exit 0
 "$GSPO_PY" - "$D" "$CELLS" "$REPEATS" <<'PY' | tee "$D/table.md"
 import json, statistics, sys
 D, cells, repeats = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])

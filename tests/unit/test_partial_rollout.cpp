@@ -33,7 +33,8 @@ struct Fixture {
   // A plan of fresh rows drawing `key`'s noise.
   rollout::CallPlan fresh(int64_t stop_after) const {
     rollout::CallPlan plan;
-    for (int64_t r = 0; r < rows(); ++r) plan.rows.push_back({{}, {}, rollout::Finish::kCarried, rollout::row_hash(key, r)});
+    for (int64_t r = 0; r < rows(); ++r)
+      plan.rows.push_back({{}, {}, rollout::Finish::kCarried, rollout::row_hash(key, r)});
     plan.stop_after_groups = stop_after;
     return plan;
   }
@@ -140,7 +141,8 @@ TEST_CASE("a carried group continues beside fresh groups of another key, each dr
   const std::vector<std::vector<int64_t>> old_prompts(f.prompts.begin(), f.prompts.begin() + 2);
   const rollout::NoiseKey old_key{21, 0}, new_key{22, 0};
   rollout::CallPlan p1;
-  for (int64_t r = 0; r < 2 * f.G; ++r) p1.rows.push_back({{}, {}, rollout::Finish::kCarried, rollout::row_hash(old_key, r)});
+  for (int64_t r = 0; r < 2 * f.G; ++r)
+    p1.rows.push_back({{}, {}, rollout::Finish::kCarried, rollout::row_hash(old_key, r)});
   p1.stop_after_groups = 1;
   auto first = sampler.generate(old_prompts, f.G, old_key, p1);
   auto carried_plan = continuing(first, p1);

@@ -111,7 +111,10 @@ void SlotLayout::refill(DecodeLoop& loop) {
       continue;
     }
     auto same = std::find(fill_prompt.begin(), fill_prompt.end(), prompt);
-    if (same == fill_prompt.end()) fill_prompt.push_back(prompt), fill_row.push_back(a.row), same = fill_prompt.end() - 1;
+    if (same == fill_prompt.end()) {
+      fill_prompt.push_back(prompt), fill_row.push_back(a.row);
+      same = fill_prompt.end() - 1;
+    }
     fill_slots.push_back(a.slot);
     fill_source.push_back(same - fill_prompt.begin());
   }

@@ -192,7 +192,8 @@ void PartialSource::resume_carried(const std::vector<int64_t>& examples) {
   const int64_t E = std::min<int64_t>(static_cast<int64_t>(examples.size()), room);
   if (static_cast<int64_t>(examples.size()) > room)
     log::warn("partial rollouts: the checkpoint carried {} groups, more than this config keeps between steps ({}); "
-              "the last {} are skipped this epoch", examples.size(), room, static_cast<int64_t>(examples.size()) - room);
+              "the last {} are skipped this epoch", examples.size(), room,
+              static_cast<int64_t>(examples.size()) - room);
   carry_.clear();
   std::fill(carried_per_rank_.begin(), carried_per_rank_.end(), 0);
   for (int64_t i = 0; i < E; ++i) {  // round robin over the ranks, sampled again from the prompt

@@ -22,9 +22,18 @@ std::string progress_line(const StepMetrics& m, int64_t max_steps) {
   std::string line = buf;
   if (m.multi_rank)  // several ranks: the share of the step spent in collectives
     line += " | comm " + std::to_string(static_cast<int>(m.comm_frac * 100 + 0.5)) + "%";
-  if (m.async_on) {  // rollout ranks: how stale the samples were and who waited for whom
-    std::snprintf(buf, sizeof buf, " | lag %.1f max %.0f | idle trainer %.0f%% rollout %.0f%%", m.version_lag.mean(),
-                  m.version_lag.max(), 100 * m.trainer_idle_frac, 100 * m.rollout_idle.value());
+  if (m.async_on || m.partial_on) {  // how stale the samples were
+    std::snprintf(buf, sizeof buf, " | lag %.1f max %.0f", m.version_lag.mean(), m.version_lag.max());
+    line += buf;
+  }
+  if (m.partial_on) {  // partial rollouts: rows that spanned versions, rows carried into the next step
+    std::snprintf(buf, sizeof buf, " | spanned %.0f%% carried %lld", 100 * m.spanned_rows.value(),
+                  static_cast<long long>(m.carried_rows));
+    line += buf;
+  }
+  if (m.async_on) {  // rollout ranks: who waited for whom
+    std::snprintf(buf, sizeof buf, " | idle trainer %.0f%% rollout %.0f%%", 100 * m.trainer_idle_frac,
+                  100 * m.rollout_idle.value());
     line += buf;
   }
   return line;
@@ -57,6 +66,15 @@ std::string summary_text(const TrainSummary& s) {
                   "trainer 0 %.0f%%, rollout ranks %.0f%%\n", s.lag_mean, static_cast<long long>(s.lag_max),
                   static_cast<long long>(s.max_staleness), 100 * s.trainer_idle, 100 * s.rollout_idle);
     text += line;
+  }
+  if (s.partial) {  // (beside rollout ranks the async line has the lag)
+    char line[256];
+    const int n = std::snprintf(line, sizeof line, "  partial      rows spanning versions %.0f%%, rows carried a "
+                                "step %.1f (mean)", 100 * s.spanned, s.carried);
+    if (!s.async && n > 0 && n < static_cast<int>(sizeof line))
+      std::snprintf(line + n, sizeof line - n, "; version lag mean %.2f, max %lld (async.max_staleness %lld)",
+                    s.lag_mean, static_cast<long long>(s.lag_max), static_cast<long long>(s.max_staleness));
+    text += std::string(line) + "\n";
   }
   for (const auto& [key, last] : s.validation_last.items()) {
     char line[256];

@@ -69,11 +69,14 @@ void warn_cpu_bf16(const config::Config& c, c10::Device device) {
             model_bf16 ? "--set model.dtype=float32 (and keep rollout.dtype same)" : "--set rollout.dtype=same");
 }
 
-// The summary's async line: sums over this invocation's steps.
+// The summary's async and partial lines: sums over this invocation's steps.
 struct AsyncTally {
   double lag = 0, rows = 0, wait_s = 0, step_s = 0, rollout_wait = 0, rollout_total = 0;
+  double spanned = 0, spanned_rows = 0, carried = 0, steps = 0;
   int64_t lag_max = 0;
   void add(const StepMetrics& m) {
+    spanned += m.spanned_rows.sum, spanned_rows += m.spanned_rows.count;
+    carried += static_cast<double>(m.carried_rows), steps += 1;
     for (double v : m.version_lag.rows) lag += v;
     rows += static_cast<double>(m.version_lag.rows.size());
     lag_max = std::max<int64_t>(lag_max, static_cast<int64_t>(m.version_lag.max()));
@@ -85,6 +88,8 @@ struct AsyncTally {
     s.lag_max = lag_max;
     s.trainer_idle = step_s > 0 ? wait_s / step_s : 0;
     s.rollout_idle = rollout_total > 0 ? rollout_wait / rollout_total : 0;
+    s.spanned = spanned_rows > 0 ? spanned / spanned_rows : 0;
+    s.carried = steps > 0 ? carried / steps : 0;
   }
 };
 
@@ -287,7 +292,7 @@ TrainSummary Trainer::run() {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> rewards, accs;
   int64_t flat_steps = 0;  // consecutive steps whose rewards were all equal
-  AsyncTally tally;  // distributed.rollout_ranks > 0
+  AsyncTally tally;  // distributed.rollout_ranks > 0 or async.partial_rollout
   log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step{}{}",
             s.policy->path(), config::name_of(c.algorithm.loss), progress.step, c.train.max_steps,
             c.rollout.prompts_per_step, c.rollout.group_size, c.algorithm.num_minibatches,
@@ -308,7 +313,7 @@ TrainSummary Trainer::run() {
     if (s.tensorboard) s.tensorboard->metrics_line(line);
     rewards.push_back(m.reward.mean());
     accs.push_back(m.correct.mean());
-    if (m.async_on) tally.add(m);
+    if (m.async_on || m.partial_on) tally.add(m);
     sum.skipped_updates += m.skipped_updates;
     if (c.logging.progress && s.comm.is_main()) log::info("{}", progress_line(m, c.train.max_steps));
     // Every reward equal (across the global batch) gives every advantage 0: nothing to learn from. Said on the
@@ -341,6 +346,7 @@ TrainSummary Trainer::run() {
   sum.accuracy_end = window_mean(accs, false);
   sum.dropped_prompts = s.dropped_prompts;
   sum.async = s.link != nullptr;
+  sum.partial = c.async.partial_rollout;
   sum.max_staleness = c.async.max_staleness;
   tally.into(sum);
   const auto heldout = data::load_heldout(c.data);

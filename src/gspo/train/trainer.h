@@ -34,6 +34,10 @@ struct TrainSummary {
   int64_t lag_max = 0, max_staleness = 0;
   double trainer_idle = 0;      // trainer 0's seconds waiting for batches over its step seconds
   double rollout_idle = 0;      // the rollout ranks' waiting over their seconds per batch
+  // Partial rollouts (async.partial_rollout): over this invocation's steps.
+  bool partial = false;
+  double spanned = 0;           // share of trained rows whose tokens several versions sampled
+  double carried = 0;           // rows carried past a step, mean per step
   bool interrupted = false;
   bool is_main = true;                     // rank 0 (or a single process): the one that wrote metrics and checkpoints
   std::string last_checkpoint;  // "" when none was written
