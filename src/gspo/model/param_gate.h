@@ -31,6 +31,9 @@ class ParamGate {
   virtual void prefetch(int64_t layer) { (void)layer; }
   // Whether every parameter holds its full values now (what the whole-model methods, e.g. prefill, need).
   virtual bool whole() const = 0;
+  // Whether release() takes the values away (ZeRO-3 frees its gathered weights), so a layer's autograd graph must
+  // not outlive its hold (training then checkpoints activations); an adapter only swaps tensors back.
+  virtual bool frees_weights() const { return true; }
 };
 
 // Gates in a chain, in the order they were added: acquire() runs them first to last (ZeRO-3's gather makes the layer
@@ -68,6 +71,11 @@ class GateChain : public ParamGate {
     for (auto* g : gates_)
       if (!g->whole()) return false;
     return true;
+  }
+  bool frees_weights() const override {
+    for (auto* g : gates_)
+      if (g->frees_weights()) return true;
+    return false;
   }
 
  private:

@@ -4,6 +4,7 @@
 #include <torch/script.h>
 
 #include <fstream>
+#include <stdexcept>
 #include <set>
 #include <sstream>
 
@@ -66,7 +67,8 @@ c10::Device Policy::device() const { return impl_->device; }
 void require_whole(const Policy::Impl& impl, const char* method) {
   if (impl.gate && !impl.gate->whole())
     throw Error(std::string("Policy::") + method + " needs the whole model, but its decoder layers' weights are "
-                "sharded (distributed.zero_stage 3) and not gathered now");
+                "held by a gate: sharded (distributed.zero_stage 3) and not gathered now, or adapted (model.lora: "
+                "the adapters merge only into layers run one by one; sample from a merged copy)");
 }
 
 void Policy::add_gate(ParamGate* gate) {
@@ -140,6 +142,43 @@ std::vector<at::Tensor> unique_parameters(const torch::jit::Module& module) {
 }  // namespace
 
 std::vector<at::Tensor> Policy::parameters() const { return unique_parameters(impl_->module); }
+
+std::vector<std::pair<std::string, at::Tensor>> Policy::named_parameters() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  std::set<const c10::TensorImpl*> seen;
+  for (const auto& np : impl_->module.named_parameters())
+    if (seen.insert(np.value.unsafeGetTensorImpl()).second) out.emplace_back(np.name, np.value);
+  return out;
+}
+
+namespace {
+// The submodule holding parameter `name` and the parameter's own name within it.
+std::pair<torch::jit::Module, std::string> owner_of(const torch::jit::Module& root, const std::string& name) {
+  torch::jit::Module m = root;
+  size_t from = 0;
+  for (size_t dot = name.find('.'); dot != std::string::npos; from = dot + 1, dot = name.find('.', from)) {
+    const std::string part = name.substr(from, dot - from);
+    if (!m.hasattr(part)) throw std::out_of_range("the model has no parameter '" + name + "'");
+    m = m.attr(part).toModule();
+  }
+  const std::string leaf = name.substr(from);
+  if (!m.hasattr(leaf) || !m.attr(leaf).isTensor())
+    throw std::out_of_range("the model has no parameter '" + name + "'");
+  return {m, leaf};
+}
+}  // namespace
+
+at::Tensor Policy::parameter(const std::string& name) const {
+  auto [m, leaf] = owner_of(impl_->module, name);
+  return m.attr(leaf).toTensor();
+}
+
+at::Tensor Policy::swap_parameter(const std::string& name, const at::Tensor& value) {
+  auto [m, leaf] = owner_of(impl_->module, name);
+  auto old = m.attr(leaf).toTensor();
+  m.setattr(leaf, value);
+  return old;
+}
 
 void Policy::set_param_dtype(c10::ScalarType dtype) {
   torch::NoGradGuard g;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gspo/model/manifest.h"
@@ -115,6 +116,14 @@ class Policy {
   Routed routed_layer(int64_t index, const at::Tensor& x, const LayerContext& ctx);
 
   std::vector<at::Tensor> parameters() const;
+  // Every parameter by its module name ("layers.3.self_attn.q_proj.weight"), each once (a tied weight under its first
+  // name), in the module's order.
+  std::vector<std::pair<std::string, at::Tensor>> named_parameters() const;
+  // The tensor the module's parameter `name` holds now; std::out_of_range when it has none of that name.
+  at::Tensor parameter(const std::string& name) const;
+  // Makes the module read `value` as parameter `name` (any tensor of its shape: a gate's merged weight with its
+  // autograd graph) and returns the tensor it held. std::out_of_range when it has none of that name.
+  at::Tensor swap_parameter(const std::string& name, const at::Tensor& value);
   // parameters() grouped for sharding: [0] everything outside the decoder layers (embedding, final norm, head),
   // [i + 1] decoder layer i's; each parameter once. A parameter belongs to layer i when its name has the segment
   // "layers.<i>." (docs/model-contract.md, "Per-layer methods"). Throws ModelContractError when the names do not

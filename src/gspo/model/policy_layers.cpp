@@ -123,16 +123,21 @@ at::Tensor Policy::layer(int64_t index, const at::Tensor& x, const LayerContext&
                          const at::Tensor& routes) {
   auto opt = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
   const bool grad = at::GradMode::is_enabled();
-  if (impl_->gate && grad && !checkpoint)  // the graph would keep gathered weights the gate frees
+  if (impl_->gate && grad && !checkpoint && impl_->gate->frees_weights())  // the graph would keep freed weights
     throw Error("decoder layer " + std::to_string(index) + ": sharded weights (distributed.zero_stage 3) train "
                 "with activation checkpointing only (train.activation_checkpointing: true)");
   // Expected next: the layer above; after the last one, this layer again in its backward (training) or the first
   // layer of the next pass.
   const int64_t last = impl_->num_layers - 1;
   GateHold hold(impl_->gate, index, index < last ? index + 1 : checkpoint && grad ? index : 0);
-  if (checkpoint && grad)
-    return CheckpointedLayer::apply(x, impl_->module, index, c.cos, c.sin, opt(c.mask), opt(routes),
+  if (checkpoint && grad) {
+    // The node is recorded only when an input needs a gradient: with a frozen embedding (adapters train, model/lora.h)
+    // the first layer's input does not, yet the parameters inside must get theirs (as transformers'
+    // enable_input_require_grads does for PEFT under gradient checkpointing).
+    const auto in = x.requires_grad() ? x : x.detach().requires_grad_(true);
+    return CheckpointedLayer::apply(in, impl_->module, index, c.cos, c.sin, opt(c.mask), opt(routes),
                                     static_cast<int64_t>(reinterpret_cast<intptr_t>(impl_->gate)));
+  }
   return run_layer(impl_->module, index, x, c.cos, c.sin, c.mask, routes);
 }
 

@@ -1,0 +1,99 @@
+#include "gspo/model/lora.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "gspo/core/error.h"
+#include "gspo/model/policy.h"
+
+namespace gspo::model {
+namespace {
+
+// "layers.<i>.<path>.<proj>.weight": the decoder layer and whether <proj> is a target (inside an MoE's experts only
+// when `experts`; a router, "mlp.gate", is never one).
+bool targeted(const std::string& name, const LoraSpec& spec, int64_t& layer) {
+  static const std::regex kWeight(R"((^|\.)layers\.(\d+)\.(.*\.)?([A-Za-z0-9_]+)\.weight$)");
+  std::smatch m;
+  if (!std::regex_search(name, m, kWeight)) return false;
+  if (std::find(spec.targets.begin(), spec.targets.end(), m[4].str()) == spec.targets.end()) return false;
+  if (!spec.experts && name.find(".experts.") != std::string::npos) return false;
+  layer = std::stoll(m[2].str());
+  return true;
+}
+
+}  // namespace
+
+LoraAdapters::LoraAdapters(Policy& policy, const LoraSpec& spec)
+    : policy_(policy), scale_(spec.alpha / static_cast<double>(std::max<int64_t>(spec.rank, 1))) {
+  if (spec.rank < 1) throw ConfigError("model.lora.rank must be >= 1 for adapters (0 turns them off)");
+  if (!policy.has_layers())
+    throw ConfigError("model.lora: '" + policy.path() + "' has no per-layer methods (layer_api), through which "
+                      "adapters merge into each decoder layer; re-export it with scripts/export_hf.py");
+  const int64_t L = policy.num_layers();
+  by_layer_.resize(L);
+  holds_.assign(L, 0);
+  torch::NoGradGuard no_grad;
+  for (auto& p : policy.parameters()) p.requires_grad_(false);  // the base is frozen: no gradient storage, ever
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed);
+  for (const auto& [name, w] : policy.named_parameters()) {
+    int64_t layer = 0;
+    if (w.dim() != 2 || !targeted(name, spec, layer) || layer >= L) continue;
+    const int64_t out = w.size(0), in = w.size(1);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in));  // kaiming_uniform_(a = sqrt(5)), as PEFT
+    auto A = torch::empty({spec.rank, in}, torch::kFloat).uniform_(-bound, bound, gen).to(w.device());
+    auto B = torch::zeros({out, spec.rank}, torch::TensorOptions().dtype(torch::kFloat).device(w.device()));
+    by_layer_[layer].push_back(adapters_.size());
+    adapters_.push_back({name, layer, A.requires_grad_(true), B.requires_grad_(true)});
+  }
+  if (adapters_.empty()) {
+    std::string list;
+    for (const auto& t : spec.targets) list += (list.empty() ? "" : ", ") + t;
+    throw ConfigError("model.lora.targets [" + list + "] match no decoder-layer weight of '" + policy.path() +
+                      "' (names such as layers.0.self_attn.q_proj.weight)");
+  }
+  base_.resize(adapters_.size());
+}
+
+LoraAdapters::~LoraAdapters() {
+  for (int64_t l = 0; l < static_cast<int64_t>(holds_.size()); ++l)
+    if (holds_[l] > 0) holds_[l] = 1, release(l);  // gives the base weights back
+}
+
+std::vector<at::Tensor> LoraAdapters::parameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& a : adapters_) out.push_back(a.A), out.push_back(a.B);
+  return out;
+}
+
+void LoraAdapters::acquire(int64_t layer) {
+  if (holds_.at(layer)++ > 0) return;
+  torch::AutoGradMode on(true);  // also inside a checkpointed layer's backward, where grad mode is off
+  for (auto i : by_layer_[layer]) {
+    auto& a = adapters_[i];
+    const auto w = policy_.parameter(a.name);
+    auto merged = (w.to(torch::kFloat) + scale_ * a.B.matmul(a.A)).to(w.scalar_type());
+    base_[i] = policy_.swap_parameter(a.name, merged);
+  }
+}
+
+void LoraAdapters::release(int64_t layer) {
+  if (--holds_.at(layer) > 0) return;
+  for (auto i : by_layer_[layer]) {
+    policy_.swap_parameter(adapters_[i].name, base_[i]);
+    base_[i] = at::Tensor();
+  }
+}
+
+void LoraAdapters::merge_into(Policy& target) const {
+  torch::NoGradGuard no_grad;
+  for (const auto& a : adapters_) {
+    const auto base = policy_.parameter(a.name);
+    auto dst = target.parameter(a.name);
+    dst.copy_(base.to(torch::kFloat) + scale_ * a.B.matmul(a.A));
+  }
+}
+
+}  // namespace gspo::model
