@@ -7,8 +7,8 @@
 #include <stdexcept>
 
 #include "gspo/core/clock.h"
-#include "gspo/core/error.h"
 #include "gspo/config/validate.h"
+#include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
@@ -83,13 +83,13 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
   const rollout::NoiseKey resumed_key{rollout::mix_seed(key.seed, kResumedNoise),
                                       std::accumulate(carried_per_rank_.begin(), carried_per_rank_.begin() + rank,
                                                       int64_t{0}) * G};
-  for (size_t i = 0, j = 0; i < carry_.size(); ++i) {
+  for (size_t i = 0, resumed = 0; i < carry_.size(); ++i) {
     if (carry_[i].begun >= 0) continue;
-    carry_[i] = make_group(carry_[i].example, resumed_key, static_cast<int64_t>(j++) * G);
+    carry_[i] = make_group(carry_[i].example, resumed_key, static_cast<int64_t>(resumed++) * G);
     carry_[i].begun = v;
   }
-  for (int64_t j = 0; j < fresh[rank]; ++j) {
-    carry_.push_back(make_group(global[before + j], key, j * G));
+  for (int64_t f = 0; f < fresh[rank]; ++f) {
+    carry_.push_back(make_group(global[before + f], key, f * G));
     carry_.back().begun = v;
   }
 
