@@ -40,7 +40,10 @@ class EveryTurnCalls : public env::ToolFormat {
   int64_t turn_;
 };
 
-// Answers its input after `ms` milliseconds; counts its calls and the most running at once.
+// Answers its input after `ms` milliseconds; counts its calls and the most running at once. Until two calls have run
+// at once, a call also waits (up to 10 s) for a second one to start: with calls on worker threads while rows decode,
+// another row ends its turn meanwhile however slowly the machine decodes (a loaded CI run once took 600 ms a step, and
+// fixed-length calls then never met); with calls run inline, no second call can start and the test sees 1.
 class SlowEcho : public env::Tool {
  public:
   explicit SlowEcho(int ms) : ms_(ms) {}
@@ -49,6 +52,9 @@ class SlowEcho : public env::Tool {
     const int now = ++running_;
     int seen = most_;
     while (now > seen && !most_.compare_exchange_weak(seen, now)) {}
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (most_.load() < 2 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::this_thread::sleep_for(std::chrono::milliseconds(ms_));
     --running_;
     ++calls_;
@@ -75,9 +81,7 @@ TEST_CASE("episodes: calls run on workers while rows decode, observations masked
     for (auto id : ids) ++n[id];
   const int64_t turn = std::max_element(n.begin(), n.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
 
-  // Long enough that two rows' calls submitted at one synchronisation point overlap even when this test shares the
-  // machine's cores with others (a 30 ms call once finished before the next worker started on a loaded CI run).
-  constexpr int kCallMs = 150;
+  constexpr int kCallMs = 30;
   auto* echo = new SlowEcho(kCallMs);
   std::vector<std::unique_ptr<env::Tool>> tools;
   tools.emplace_back(echo);
