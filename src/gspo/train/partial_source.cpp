@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 #include <stdexcept>
 
@@ -37,11 +38,10 @@ bool PartialSource::Group::ended() const {
 PartialSource::PartialSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
                              const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
                              const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm)
-    : cfg_(cfg), policy_(policy), sampling_copy_(sampling_copy), tok_(tok), examples_(examples), verifier_(verifier),
-      sampler_(sampler), comm_(comm),
+    : LocalSource(cfg, policy, sampling_copy, tok, examples, verifier, sampler, comm),
       in_flight_(per_rank(cfg, config::prompts_in_flight(cfg), comm.world_size(), "async.prompts_in_flight")),
       quota_(per_rank(cfg, cfg.rollout.prompts_per_step, comm.world_size(), "rollout.prompts_per_step")),
-      carried_per_rank_(comm.world_size(), 0), stale_copy_(sampling_copy != nullptr) {}
+      carried_per_rank_(comm.world_size(), 0) {}
 
 PartialSource::Group PartialSource::make_group(int64_t example, const rollout::NoiseKey& key, int64_t first_row) const {
   const int64_t G = cfg_.rollout.group_size;
@@ -66,12 +66,7 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
   // rollout ranks sample by version v ahead of the trainers (async_schedule.h).
   const auto& c = cfg_;
   const int64_t G = c.rollout.group_size, v = id.version, j = id.version + id.round, rank = comm_.rank();
-  if (stale_copy_) {
-    const auto t = core::Clock::now();
-    refresh_copy(*sampling_copy_, policy_);
-    stale_copy_ = false;
-    m.time_sample_s += core::seconds_since(t);
-  }
+  refresh_if_stale(m);
   // Top up: every rank begins fresh groups from the shared cursor (its slice, in rank order) and draws their noise
   // from this round's rows; groups a resume handed back begin now, with noise of their own.
   const auto fresh = fresh_per_rank();
@@ -180,10 +175,10 @@ std::vector<int64_t> PartialSource::carried_examples() {
   const int64_t most = static_cast<int64_t>(comm_.max(static_cast<double>(mine.size())));
   if (most == 0) return {};
   mine.resize(most, -1);
-  auto all = comm_.all_gather(torch::tensor(mine, torch::kLong));
+  auto all = comm_.all_gather(torch::tensor(mine, torch::kLong)).contiguous();
   std::vector<int64_t> out;
-  for (int64_t i = 0; i < all.numel(); ++i)
-    if (all[i].item<int64_t>() >= 0) out.push_back(all[i].item<int64_t>());
+  std::copy_if(all.data_ptr<int64_t>(), all.data_ptr<int64_t>() + all.numel(), std::back_inserter(out),
+               [](int64_t e) { return e >= 0; });
   return out;
 }
 

@@ -24,14 +24,13 @@
 
 namespace gspo::train {
 
-class PartialSource : public RolloutSource {
+class PartialSource : public LocalSource {
  public:
   // Throws ConfigError when async.prompts_in_flight or rollout.prompts_per_step is not a multiple of the world size.
   PartialSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
                 const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
                 const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm);
   Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) override;
-  void step_done(int64_t, StepMetrics&) override { stale_copy_ = sampling_copy_ != nullptr; }
   std::vector<int64_t> carried_examples() override;
   void resume_carried(const std::vector<int64_t>& examples) override;
 
@@ -48,18 +47,9 @@ class PartialSource : public RolloutSource {
   // Groups each rank begins this round: every rank's in-flight count topped up to in_flight_.
   std::vector<int64_t> fresh_per_rank() const;
 
-  const config::Config& cfg_;
-  model::Policy& policy_;
-  model::Policy* sampling_copy_;
-  const tokenizer::Tokenizer& tok_;
-  const std::vector<data::Example>& examples_;
-  const reward::Verifier& verifier_;
-  rollout::Sampler& sampler_;
-  parallel::Comm& comm_;
   const int64_t in_flight_, quota_;  // groups per rank: being sampled, trained per step
   std::vector<Group> carry_;         // this rank's groups in flight, oldest first
   std::vector<int64_t> carried_per_rank_;  // every rank's carry_ size (known to all: equal but after a resume)
-  bool stale_copy_;
 };
 
 }  // namespace gspo::train

@@ -35,13 +35,6 @@ void record_tools(const env::EpisodeHook& hook, const rollout::RolloutBatch& b, 
 
 }  // namespace
 
-void refresh_copy(model::Policy& copy, model::Policy& policy) {
-  torch::NoGradGuard g;
-  auto dst = copy.parameters();
-  auto src = policy.parameters();
-  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
-}
-
 void record_sampler(const rollout::SamplerStats& st, StepMetrics& m) {
   m.sample_graph_captures += st.graph_captures;
   m.kv_cache_mb = std::max(m.kv_cache_mb, st.kv_bytes / 1048576.0);
@@ -87,12 +80,30 @@ rollout::NoiseKey rollout_noise(const config::Config& c, const RolloutId& id, in
           id.round * rows_per_round + first_row};
 }
 
+LocalSource::LocalSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+                         const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
+                         const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm)
+    : cfg_(cfg), policy_(policy), sampling_copy_(sampling_copy), tok_(tok), examples_(examples), verifier_(verifier),
+      sampler_(sampler), comm_(comm), stale_copy_(sampling_copy != nullptr) {}
+
+void LocalSource::refresh_if_stale(StepMetrics& m) {
+  if (!stale_copy_) return;  // the policy's weights, for every round until they change again
+  const auto t = Clock::now();
+  {
+    torch::NoGradGuard g;
+    auto dst = sampling_copy_->parameters();
+    auto src = policy_.parameters();
+    for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
+  }
+  stale_copy_ = false;
+  m.time_sample_s += core::seconds_since(t);
+}
+
 InProcessSource::InProcessSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
                                  const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
                                  const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm,
                                  env::ToolEnv* tools)
-    : cfg_(cfg), policy_(policy), sampling_copy_(sampling_copy), tok_(tok), examples_(examples), verifier_(verifier),
-      sampler_(sampler), comm_(comm), tools_(tools), stale_copy_(sampling_copy != nullptr) {}
+    : LocalSource(cfg, policy, sampling_copy, tok, examples, verifier, sampler, comm), tools_(tools) {}
 
 // Every round of every rank draws its own noise rows: rank r's rows of round k start at global row
 // k * B * G + r * (B / W) * G (rollout_noise).
@@ -101,12 +112,7 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   const int64_t W = comm_.world_size(), B = c.rollout.prompts_per_step, G = c.rollout.group_size;
   const int64_t local_prompts = B / W;
   const int64_t first_row = comm_.rank() * local_prompts * G;
-  if (stale_copy_) {  // the policy's weights, for every round until they change again
-    const auto t = Clock::now();
-    refresh_copy(*sampling_copy_, policy_);
-    stale_copy_ = false;
-    m.time_sample_s += core::seconds_since(t);
-  }
+  refresh_if_stale(m);
   std::vector<const data::Example*> exs;
   std::vector<std::vector<int64_t>> prompts;
   const auto global = cursor.next(B);

@@ -68,30 +68,28 @@ class RolloutSource {
   virtual void resume_carried(const std::vector<int64_t>& examples) { (void)examples; }
 };
 
-// What in-process sources share: the sampling copy takes the policy's current weights (cast to its dtype); a call's
-// sampler statistics go into the step's metrics; a batch's rows (row r answering per_row[r], `graded` its text the
-// verifier sees, `uses` its tool use or null) are scored, DAPO's soft overlong penalty applied, into a Scored whose
-// rows were all sampled by `version`.
-void refresh_copy(model::Policy& copy, model::Policy& policy);
+// What in-process sources share: a call's sampler statistics go into the step's metrics; a batch's rows (row r
+// answering per_row[r], `graded` its text the verifier sees, `uses` its tool use or null) are scored, DAPO's soft
+// overlong penalty applied, into a Scored whose rows were all sampled by `version`.
 void record_sampler(const rollout::SamplerStats& st, StepMetrics& m);
 Scored score_batch(const config::Config& c, const reward::Verifier& verifier, rollout::RolloutBatch batch,
                    const std::vector<std::string>& graded, const std::vector<const data::Example*>& per_row,
                    const std::vector<reward::ToolUse>* uses, int64_t version, StepMetrics& m);
 
-// Samples with `sampler` (over the policy, or over `sampling_copy` when rollout.dtype differs: refreshed from the
-// policy before the first round after each step_done()) and scores with `verifier` on reward.workers threads.
-// With `tools` (tools.list set) the rows are multi-turn episodes (env/episode.h) and the verifier grades each one's
-// final assistant turn.
-class InProcessSource : public RolloutSource {
+// A source that samples in this process with `sampler` (over the policy, or over `sampling_copy` when rollout.dtype
+// differs: it takes the policy's weights, cast, before the first round after each step_done()) and scores with
+// `verifier`: what InProcessSource and PartialSource (partial_source.h) share. Everything is owned by the caller.
+class LocalSource : public RolloutSource {
  public:
-  InProcessSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
-                  const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
-                  const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm,
-                  env::ToolEnv* tools = nullptr);
-  Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) override;
   void step_done(int64_t, StepMetrics&) override { stale_copy_ = sampling_copy_ != nullptr; }
 
- private:
+ protected:
+  LocalSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+              const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
+              const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm);
+  // The sampling copy takes the policy's current weights when a step changed them (timed into time_sample_s).
+  void refresh_if_stale(StepMetrics& m);
+
   const config::Config& cfg_;
   model::Policy& policy_;
   model::Policy* sampling_copy_;
@@ -100,8 +98,23 @@ class InProcessSource : public RolloutSource {
   const reward::Verifier& verifier_;
   rollout::Sampler& sampler_;
   parallel::Comm& comm_;
-  env::ToolEnv* tools_;
+
+ private:
   bool stale_copy_;  // the sampling copy has not taken the policy's current weights
+};
+
+// Samples each round's prompts whole, scoring on reward.workers threads. With `tools` (tools.list set) the rows are
+// multi-turn episodes (env/episode.h) and the verifier grades each one's final assistant turn.
+class InProcessSource : public LocalSource {
+ public:
+  InProcessSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+                  const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
+                  const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm,
+                  env::ToolEnv* tools = nullptr);
+  Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) override;
+
+ private:
+  env::ToolEnv* tools_;
 };
 
 }  // namespace gspo::train
