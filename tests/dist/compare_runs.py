@@ -19,6 +19,7 @@ usage: compare_runs.py RUN_A RUN_B --step N --schema SCHEMA.json [--weight-tol 1
 Exit 0 when they agree; 1 with the first differences listed otherwise."""
 import argparse
 import json
+import os
 import sys
 
 import torch
@@ -40,8 +41,24 @@ def metrics(run):
 
 
 def weights(run, step):
-    module = torch.jit.load(f"{run}/checkpoints/step_{step:08d}/policy.pt", map_location="cpu")
+    ckpt = f"{run}/checkpoints/step_{step:08d}"
+    if os.path.exists(f"{ckpt}/adapter.pt"):
+        return merged_adapters(ckpt)
+    module = torch.jit.load(f"{ckpt}/policy.pt", map_location="cpu")
     return dict(module.named_parameters())
+
+
+def merged_adapters(ckpt):
+    """A LoRA checkpoint's weights: its base (adapter.json's base_path) with W + (alpha / r) B A in float64."""
+    meta = json.load(open(f"{ckpt}/adapter.json"))
+    saved = torch.jit.load(f"{ckpt}/adapter.pt", map_location="cpu")
+    tensors = [getattr(saved, str(i)) for i in range(2 * len(meta["names"]))]
+    w = {n: p.detach().double() for n, p in torch.jit.load(meta["base_path"], map_location="cpu").named_parameters()}
+    scale = meta["alpha"] / meta["rank"]
+    for k, name in enumerate(meta["names"]):
+        a, b = tensors[2 * k].double(), tensors[2 * k + 1].double()
+        w[name] = w[name] + scale * b @ a
+    return w
 
 
 def main():

@@ -18,6 +18,11 @@ struct ModelOptions {
   std::string path = "";
   std::string device = "cpu";
   Dtype dtype = Dtype::kFloat32;
+  int64_t lora_rank = 0;
+  double lora_alpha = 32;
+  double lora_dropout = 0;
+  std::vector<std::string> lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  bool lora_experts = false;
 
   template <class V>
   void visit(V&& v) {
@@ -25,6 +30,20 @@ struct ModelOptions {
     v("device", device, "cpu, cuda, cuda:N, or auto (cuda when available)", any());
     v("dtype", dtype, "training weights: float32, or bfloat16 (forward/backward in bf16; float32 master weights, "
       "gradients accumulated in float32, float32 AdamW state)", choice_rule(dtype));
+    v("lora_rank", lora_rank, "low-rank adapters (docs/lora.md): rank r of each adapter; 0 = off (full fine-tuning). "
+      "With r > 0 the base weights are frozen in model.dtype (no gradients, masters or moments) and only float32 "
+      "adapters train, W + (lora_alpha / r) B A merged into each decoder layer as it runs; checkpoints hold the "
+      "adapters and the base's path and fingerprint", at_least(0));
+    v("lora_alpha", lora_alpha, "LoRA scaling numerator: the update is (lora_alpha / lora_rank) B A (PEFT's "
+      "lora_alpha)", greater_than(0));
+    v("lora_dropout", lora_dropout, "dropout on the adapters' input (PEFT's lora_dropout); only 0: the adapters are "
+      "merged into the weights, where no input dropout applies (RL recipes run LoRA without dropout)",
+      from_below(0, 1));
+    v("lora_targets", lora_targets, "decoder-layer projections that get adapters (PEFT's target_modules, matched to "
+      "the last name before .weight): any of q_proj k_proj v_proj o_proj gate_proj up_proj down_proj; the default "
+      "is all of them ('all-linear'); the embedding, the head and an MoE router never", any());
+    v("lora_experts", lora_experts, "MoE models: every expert's projections get adapters too (routers never)",
+      any());
   }
 };
 

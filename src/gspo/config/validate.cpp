@@ -183,6 +183,34 @@ void validate_sharding(const Config& c, std::vector<std::string>& e) {
     e.push_back(at(c, "distributed.zero3_keep_whole") + ": distributed.zero3_keep_whole applies to zero_stage 3 only");
 }
 
+// model.lora_*: what the adapters merge into and what is built with them.
+void validate_lora(const Config& c, std::vector<std::string>& e) {
+  const auto& m = c.model;
+  static const std::vector<std::string> kTargets{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                 "down_proj"};
+  for (const auto& t : m.lora_targets)
+    if (std::find(kTargets.begin(), kTargets.end(), t) == kTargets.end())
+      e.push_back(at(c, "model.lora_targets") + ": model.lora_targets: '" + t + "' is not a decoder-layer projection "
+                  "(q_proj k_proj v_proj o_proj gate_proj up_proj down_proj; the embedding, head and routers never "
+                  "get adapters)");
+  if (m.lora_rank == 0) return;
+  if (m.lora_targets.empty()) e.push_back(at(c, "model.lora_targets") + ": model.lora_targets is empty: no weight would "
+                                          "get an adapter (model.lora_rank 0 turns adapters off)");
+  if (m.lora_dropout != 0)
+    e.push_back(at(c, "model.lora_dropout") + ": model.lora_dropout must be 0 (got " + value_text(m.lora_dropout) +
+                "): the adapters are merged into each layer's weights, where dropout on their input cannot apply");
+  if (!c.train.chunked_head && !c.train.activation_checkpointing)
+    e.push_back(at(c, "train.chunked_head") + ": model.lora_rank needs the per-layer pass (train.chunked_head or "
+                "train.activation_checkpointing true): the adapters merge into each decoder layer as gspo runs it");
+  if (c.distributed.zero_stage == 3)
+    e.push_back(at(c, "distributed.zero_stage") + ": model.lora_rank with distributed.zero_stage 3 is not built yet "
+                "(a sharded frozen base beside replicated adapters); use zero_stage 0 (adapters are small: their "
+                "AdamW state is 16 bytes a parameter, ~1.4 GB for Qwen3-8B at rank 32)");
+  if (c.distributed.rollout_ranks > 0)
+    e.push_back(at(c, "distributed.rollout_ranks") + ": model.lora_rank with distributed.rollout_ranks is not built "
+                "yet (the weight sync sends whole weights, not adapters); use async.partial_rollout on the trainers");
+}
+
 // distributed.rollout_ranks and the async section (the world size is checked at launch: train/rank_share.h).
 int64_t prompts_in_flight(const Config& c) {
   if (c.async.prompts_in_flight > 0) return c.async.prompts_in_flight;
@@ -292,6 +320,7 @@ std::vector<std::string> validate(const Config& c) {
   validate_tools(c, e);
   validate_eval(c, e);
   validate_sharding(c, e);
+  validate_lora(c, e);
   validate_async(c, e);
   validate_shaping(c, e);
   return e;

@@ -12,7 +12,6 @@
 #include "gspo/core/resources.h"
 #include "gspo/core/file_sink.h"
 #include "gspo/core/fs.h"
-#include "gspo/model/policy.h"
 
 namespace gspo::io {
 using core::atomic_write;
@@ -49,7 +48,7 @@ void torch_io(const std::string& what, F&& f) {
 }
 }  // namespace
 
-std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& meta, const model::Policy& policy,
+std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& meta, const ModelWriter& write_model,
                             const OptimizerWriter& write_optimizer, const std::vector<at::Tensor>& rng_states,
                             const std::string& config_yaml, int64_t keep_last) {
   const std::string root = run_dir + "/checkpoints";
@@ -59,7 +58,7 @@ std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& me
   remove_all(tmp);
   ensure_dir(tmp);
   try {
-    policy.save(tmp + "/policy.pt");
+    write_model(tmp);
     write_optimizer(tmp);
     save_tensors(tmp + "/rng.pt", rng_states, "RNG state");
     atomic_write(tmp + "/config.yaml", config_yaml);

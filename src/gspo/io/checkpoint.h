@@ -1,4 +1,5 @@
-// Checkpoints: RUN/checkpoints/step_NNNNNNNN/ with policy.pt (TorchScript, loadable by generate and inspect),
+// Checkpoints: RUN/checkpoints/step_NNNNNNNN/ with policy.pt (TorchScript, loadable by generate and inspect) or,
+// training low-rank adapters, adapter.pt + adapter.json in its place (io/adapter_file.h: the base is not copied),
 // the optimizer state (optimizer.pt for torch AdamW, optimizer_zero1.pt for the sharded one, gathered), rng.pt,
 // state.json and config.yaml. Written into a temporary directory, then renamed, so a
 // crash mid-write never damages an existing checkpoint; the newest `keep_last` are kept.
@@ -23,11 +24,13 @@ struct CheckpointMeta {
   int64_t data_position = 0;
 };
 
-// Writes the optimizer's files into the (temporary) checkpoint directory it is given.
+// Writes files into the (temporary) checkpoint directory it is given.
 using OptimizerWriter = std::function<void(const std::string& dir)>;
+using ModelWriter = std::function<void(const std::string& dir)>;
 
-// Returns the checkpoint directory written.
-std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& meta, const model::Policy& policy,
+// Returns the checkpoint directory written. `write_model` writes policy.pt (or the adapters), `write_optimizer` the
+// optimizer's and the run's other files; state.json is written last.
+std::string save_checkpoint(const std::string& run_dir, const CheckpointMeta& meta, const ModelWriter& write_model,
                             const OptimizerWriter& write_optimizer, const std::vector<at::Tensor>& rng_states,
                             const std::string& config_yaml, int64_t keep_last);
 
@@ -51,5 +54,6 @@ void save_tensors(const std::string& path, const std::vector<at::Tensor>& tensor
 std::vector<at::Tensor> load_tensors(const std::string& path, const std::string& what);
 std::vector<at::Tensor> load_rng(const std::string& ckpt_dir);
 inline std::string policy_file(const std::string& ckpt_dir) { return ckpt_dir + "/policy.pt"; }
+inline std::string adapter_file(const std::string& ckpt_dir) { return ckpt_dir + "/adapter.pt"; }
 
 }  // namespace gspo::io

@@ -33,7 +33,8 @@ std::string checkpoint_damage(const std::string& dir) {
   } catch (const Error& e) {
     return e.what();
   }
-  if (!exists(policy_file(dir))) return "'" + policy_file(dir) + "' is missing";
+  if (!exists(policy_file(dir)) && !exists(adapter_file(dir)))
+    return "'" + policy_file(dir) + "' (or, training adapters, '" + adapter_file(dir) + "') is missing";
   for (const auto& name : list_dir(dir)) {
     if (name.size() < 3 || name.compare(name.size() - 3, 3, ".pt") != 0) continue;
     auto problem = archive_damage(dir + "/" + name);

@@ -26,6 +26,17 @@ bool targeted(const std::string& name, const LoraSpec& spec, int64_t& layer) {
 
 }  // namespace
 
+std::array<double, 2> weights_fingerprint(const Policy& policy) {
+  torch::NoGradGuard g;
+  double sum = 0, sq = 0;
+  for (const auto& p : policy.parameters()) {
+    const auto d = p.detach().to(torch::kCPU, torch::kDouble);
+    sum += d.sum().item<double>();
+    sq += d.square().sum().item<double>();
+  }
+  return {sum, sq};
+}
+
 LoraAdapters::LoraAdapters(Policy& policy, const LoraSpec& spec)
     : policy_(policy), scale_(spec.alpha / static_cast<double>(std::max<int64_t>(spec.rank, 1))) {
   if (spec.rank < 1) throw ConfigError("model.lora.rank must be >= 1 for adapters (0 turns them off)");
@@ -66,6 +77,12 @@ std::vector<at::Tensor> LoraAdapters::parameters() const {
   std::vector<at::Tensor> out;
   for (const auto& a : adapters_) out.push_back(a.A), out.push_back(a.B);
   return out;
+}
+
+int64_t LoraAdapters::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& a : adapters_) n += a.A.numel() + a.B.numel();
+  return n;
 }
 
 void LoraAdapters::acquire(int64_t layer) {

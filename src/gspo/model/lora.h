@@ -14,6 +14,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct LoraSpec {
   bool experts = false;  // MoE: every expert's projections get adapters too (a router never does)
   uint64_t seed = 0;     // A's initialisation (the same on every rank)
 };
+
+// What identifies a base model's weights: the sum and the sum of squares of every parameter, in double (computed on
+// the host). Equal files give equal values; a checkpoint of adapters records it to refuse another base.
+std::array<double, 2> weights_fingerprint(const Policy& policy);
 
 class LoraAdapters final : public ParamGate {
  public:
@@ -50,7 +55,9 @@ class LoraAdapters final : public ParamGate {
   const std::vector<Adapter>& adapters() const { return adapters_; }
   std::vector<at::Tensor> parameters() const;  // A then B of each adapter, in adapters() order
   double scale() const { return scale_; }      // alpha / rank
-  // Writes W + scale B A (no autograd) into the same-named weights of `target`, a copy of the base (a sampling copy).
+  int64_t num_parameters() const;               // elements of every A and B
+  // Writes W + scale B A (no autograd) into the same-named weights of `target`, a copy of the base (a sampling copy),
+  // or the policy itself (a model to evaluate with the adapters, which are then not to be trained further).
   void merge_into(Policy& target) const;
 
   void acquire(int64_t layer) override;

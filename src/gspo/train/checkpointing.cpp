@@ -18,7 +18,20 @@
 
 namespace gspo::train {
 
-std::optional<std::string> find_resume_point(const config::Config& cfg, const std::string& resume) {
+namespace {
+
+// A checkpoint of adapters resumes only with adapters, a whole policy only without (ConfigError naming the setting).
+std::optional<std::string> same_kind(const config::Config& cfg, std::optional<std::string> ckpt) {
+  if (!ckpt) return ckpt;
+  const bool has_adapters = core::exists(io::adapter_file(*ckpt));
+  if (has_adapters != (cfg.model.lora_rank > 0))
+    throw ConfigError("checkpoint '" + *ckpt + "' holds " + (has_adapters ? "low-rank adapters" : "a whole policy") +
+                      ": resume it with " + (has_adapters ? "model.lora_rank as trained (" +
+                      std::to_string(io::read_adapter_meta(*ckpt).rank) + ")" : "model.lora_rank 0 (full fine-tuning)"));
+  return ckpt;
+}
+
+std::optional<std::string> find_checkpoint(const config::Config& cfg, const std::string& resume) {
   const std::string& dir = cfg.train.output_dir;
   if (resume.empty()) {
     // A run that failed before its first metrics line (an empty metrics.jsonl, no checkpoint) holds nothing to keep.
@@ -44,9 +57,19 @@ std::optional<std::string> find_resume_point(const config::Config& cfg, const st
   return resume;
 }
 
+}  // namespace
+
+std::optional<std::string> find_resume_point(const config::Config& cfg, const std::string& resume) {
+  return same_kind(cfg, find_checkpoint(cfg, resume));
+}
+
 std::vector<int64_t> restore(const std::string& ckpt, UpdateEngine& engine, Progress& progress,
-                             const std::string& config_yaml) {
+                             const std::string& config_yaml, const AdapterState& adapters) {
   auto meta = io::read_meta(ckpt);
+  if (adapters.lora) {  // (find_resume_point checked that the checkpoint holds adapters)
+    io::check_adapter_base(ckpt, io::read_adapter_meta(ckpt), adapters.meta.base_path, adapters.meta.base_fingerprint);
+    io::load_adapters(ckpt, *adapters.lora);
+  }
   engine.load(ckpt);
   auto rng = io::load_rng(ckpt);
   if (rng.empty()) throw IoError("checkpoint '" + ckpt + "' has a damaged rng.pt");
@@ -87,7 +110,7 @@ std::string shard_staging(const std::string& run_dir, int64_t step, parallel::Co
 
 std::string save_checkpoint(const config::Config& cfg, const std::string& config_yaml, model::Policy& policy,
                             UpdateEngine& engine, Progress& progress, parallel::Comm& comm,
-                            const std::vector<int64_t>& carried) {
+                            const std::vector<int64_t>& carried, const AdapterState& adapters) {
   if (!engine.weights_finite())
     throw TrainingError("step " + std::to_string(progress.step) + ": the policy has non-finite weights; refusing "
                         "to write a checkpoint (the previous one is intact)");
@@ -97,11 +120,15 @@ std::string save_checkpoint(const config::Config& cfg, const std::string& config
     const io::CheckpointMeta meta{progress.step, progress.optimizer_steps, progress.cursor.epoch(),
                                   progress.cursor.position()};
     engine.with_float32_policy([&] {
+      auto model = [&](const std::string& d) {
+        if (adapters.lora) io::save_adapters(d, *adapters.lora, adapters.meta);
+        else policy.save(io::policy_file(d));
+      };
       auto extra = [&](const std::string& d) {
         engine.save(d);
         if (!carried.empty()) core::atomic_write(d + "/carried.json", nlohmann::json{{"examples", carried}}.dump() + "\n");
       };
-      dir = io::save_checkpoint(cfg.train.output_dir, meta, policy, extra,
+      dir = io::save_checkpoint(cfg.train.output_dir, meta, model, extra,
                                 {progress.shuffle_gen.get_state()}, config_yaml, cfg.checkpoint.keep_last);
     });
   }

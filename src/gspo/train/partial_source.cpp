@@ -35,7 +35,7 @@ bool PartialSource::Group::ended() const {
   return std::none_of(rows.begin(), rows.end(), [](const auto& r) { return r.finish == rollout::Finish::kCarried; });
 }
 
-PartialSource::PartialSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+PartialSource::PartialSource(const config::Config& cfg, model::Policy& policy, SamplingCopy* sampling_copy,
                              const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
                              const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm)
     : LocalSource(cfg, policy, sampling_copy, tok, examples, verifier, sampler, comm),

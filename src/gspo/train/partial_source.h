@@ -27,7 +27,7 @@ namespace gspo::train {
 class PartialSource : public LocalSource {
  public:
   // Throws ConfigError when async.prompts_in_flight or rollout.prompts_per_step is not a multiple of the world size.
-  PartialSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+  PartialSource(const config::Config& cfg, model::Policy& policy, SamplingCopy* sampling_copy,
                 const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
                 const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm);
   Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) override;

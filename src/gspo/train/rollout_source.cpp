@@ -10,6 +10,7 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/tokenizer/tokenizer.h"
+#include "gspo/train/sampling_copy.h"
 
 namespace gspo::train {
 namespace {
@@ -80,26 +81,21 @@ rollout::NoiseKey rollout_noise(const config::Config& c, const RolloutId& id, in
           id.round * rows_per_round + first_row};
 }
 
-LocalSource::LocalSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+LocalSource::LocalSource(const config::Config& cfg, model::Policy& policy, SamplingCopy* sampling_copy,
                          const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
                          const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm)
     : cfg_(cfg), policy_(policy), sampling_copy_(sampling_copy), tok_(tok), examples_(examples), verifier_(verifier),
-      sampler_(sampler), comm_(comm), stale_copy_(sampling_copy != nullptr) {}
+      sampler_(sampler), comm_(comm) {}
 
-void LocalSource::refresh_if_stale(StepMetrics& m) {
-  if (!stale_copy_) return;  // the policy's weights, for every round until they change again
-  const auto t = Clock::now();
-  {
-    torch::NoGradGuard g;
-    auto dst = sampling_copy_->parameters();
-    auto src = policy_.parameters();
-    for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
-  }
-  stale_copy_ = false;
-  m.time_sample_s += core::seconds_since(t);
+void LocalSource::step_done(int64_t, StepMetrics&) {
+  if (sampling_copy_) sampling_copy_->mark_stale();
 }
 
-InProcessSource::InProcessSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+void LocalSource::refresh_if_stale(StepMetrics& m) {
+  if (sampling_copy_) m.time_sample_s += sampling_copy_->refresh();  // 0 until a step changes the weights again
+}
+
+InProcessSource::InProcessSource(const config::Config& cfg, model::Policy& policy, SamplingCopy* sampling_copy,
                                  const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
                                  const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm,
                                  env::ToolEnv* tools)

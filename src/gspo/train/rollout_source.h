@@ -76,38 +76,37 @@ Scored score_batch(const config::Config& c, const reward::Verifier& verifier, ro
                    const std::vector<std::string>& graded, const std::vector<const data::Example*>& per_row,
                    const std::vector<reward::ToolUse>* uses, int64_t version, StepMetrics& m);
 
+class SamplingCopy;
+
 // A source that samples in this process with `sampler` (over the policy, or over `sampling_copy` when rollout.dtype
-// differs: it takes the policy's weights, cast, before the first round after each step_done()) and scores with
-// `verifier`: what InProcessSource and PartialSource (partial_source.h) share. Everything is owned by the caller.
+// differs or adapters train: it takes the trained weights before the first round after each step_done()) and scores
+// with `verifier`: what InProcessSource and PartialSource (partial_source.h) share. Everything is owned by the caller.
 class LocalSource : public RolloutSource {
  public:
-  void step_done(int64_t, StepMetrics&) override { stale_copy_ = sampling_copy_ != nullptr; }
+  void step_done(int64_t, StepMetrics&) override;
 
  protected:
-  LocalSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+  LocalSource(const config::Config& cfg, model::Policy& policy, SamplingCopy* sampling_copy,
               const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
               const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm);
-  // The sampling copy takes the policy's current weights when a step changed them (timed into time_sample_s).
+  // The sampling copy takes the trained weights when a step changed them (timed into time_sample_s).
   void refresh_if_stale(StepMetrics& m);
 
   const config::Config& cfg_;
   model::Policy& policy_;
-  model::Policy* sampling_copy_;
+  SamplingCopy* sampling_copy_;
   const tokenizer::Tokenizer& tok_;
   const std::vector<data::Example>& examples_;
   const reward::Verifier& verifier_;
   rollout::Sampler& sampler_;
   parallel::Comm& comm_;
-
- private:
-  bool stale_copy_;  // the sampling copy has not taken the policy's current weights
 };
 
 // Samples each round's prompts whole, scoring on reward.workers threads. With `tools` (tools.list set) the rows are
 // multi-turn episodes (env/episode.h) and the verifier grades each one's final assistant turn.
 class InProcessSource : public LocalSource {
  public:
-  InProcessSource(const config::Config& cfg, model::Policy& policy, model::Policy* sampling_copy,
+  InProcessSource(const config::Config& cfg, model::Policy& policy, SamplingCopy* sampling_copy,
                   const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples,
                   const reward::Verifier& verifier, rollout::Sampler& sampler, parallel::Comm& comm,
                   env::ToolEnv* tools = nullptr);

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "gspo/config/load.h"
 #include "gspo/config/validate.h"
@@ -23,6 +24,7 @@
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/metrics_log.h"
 #include "gspo/io/tensorboard.h"
+#include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
@@ -31,6 +33,7 @@
 #include "gspo/train/checkpointing.h"
 #include "gspo/train/greedy_eval.h"
 #include "gspo/train/rank_share.h"
+#include "gspo/train/sampling_copy.h"
 #include "gspo/train/step.h"
 #include "gspo/train/partial_source.h"
 #include "gspo/train/streamed_source.h"
@@ -109,8 +112,10 @@ struct Trainer::Impl {
   parallel::Comm& comm;
   parallel::Comm* link = nullptr;  // the whole job with the rollout ranks (distributed.rollout_ranks > 0)
   std::optional<model::Policy> policy;
+  std::unique_ptr<model::LoraAdapters> lora;  // model.lora_rank > 0: gating the policy, the only weights trained
+  std::array<double, 2> base_fingerprint{};   // with lora: model.path's weights as loaded
   std::optional<model::Policy> reference;  // only when algorithm.kl_coef > 0
-  std::optional<model::Policy> sampling_copy;  // rollout.dtype bfloat16 with float32 training
+  std::optional<SamplingCopy> sampling_copy;  // rollout.dtype bfloat16 with float32 training; adapters merged (lora)
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<data::Example> examples;
   std::unique_ptr<reward::Verifier> verifier;
@@ -127,11 +132,33 @@ struct Trainer::Impl {
   std::vector<int64_t> carried;  // from the checkpoint resumed: groups partial rollouts carried past it
 
   Impl(const config::Config& c, parallel::Comm& cm) : cfg(c), config_yaml(config::to_yaml(c)), comm(cm) {}
+  ~Impl() {
+    if (lora && policy) policy->remove_gate(lora.get());
+  }
   void load_models(const std::optional<std::string>& ckpt, c10::Device device);
+  // Validation and the held-out evaluation read the trained weights: the policy, or with adapters the merged copy
+  // (taking the adapters of the last step first).
+  model::Policy& eval_model() {
+    if (!lora) return *policy;
+    sampling_copy->refresh();
+    return sampling_copy->model();
+  }
   void make_sampler();
   // Collective: a checkpoint of the state after progress.step (what the source carries into the next step with it).
   std::string save(Progress& p) {
-    return save_checkpoint(cfg, config_yaml, *policy, *engine, p, comm, source->carried_examples());
+    return save_checkpoint(cfg, config_yaml, *policy, *engine, p, comm, source->carried_examples(), adapter_meta());
+  }
+  // What a checkpoint of adapters says about them (no adapters: lora null).
+  AdapterState adapter_meta() const {
+    if (!lora) return {};
+    io::AdapterMeta m;
+    m.rank = cfg.model.lora_rank;
+    m.alpha = cfg.model.lora_alpha;
+    m.targets = cfg.model.lora_targets;
+    m.experts = cfg.model.lora_experts;
+    m.base_path = std::filesystem::absolute(cfg.model.path).lexically_normal().string();
+    m.base_fingerprint = base_fingerprint;
+    return {lora.get(), m};
   }
   void open_metrics();
   // Runs the validation sets on every rank; rank 0 logs them and appends them to validation.jsonl. Returns the
@@ -172,14 +199,29 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   const auto& c = cfg;
   if (c.model.path.empty())
     throw ConfigError("model.path is empty: set it to a TorchScript policy (make one with scripts/make_tiny_model.py)");
-  const std::string file = ckpt ? io::policy_file(*ckpt) : c.model.path;
+  const bool adapters = c.model.lora_rank > 0;  // the base is always model.path; a checkpoint holds the adapters
+  const std::string file = ckpt && !adapters ? io::policy_file(*ckpt) : c.model.path;
   // ZeRO-3 cuts the weights on the host and moves only this rank's shards to the device (Zero3's constructor).
   policy.emplace(model::Policy::load(file, c.distributed.zero_stage == 3 ? c10::Device(c10::kCPU) : device));
   model::check_contract(*policy);
   check_routing_replay(c, *policy);
-  // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
-  if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
-    sampling_copy.emplace(model::load_frozen(file, device, torch::kBFloat16));  // refreshed before every rollout
+  if (adapters) {
+    base_fingerprint = model::weights_fingerprint(*policy);
+    model::LoraSpec spec;
+    spec.rank = c.model.lora_rank;
+    spec.alpha = c.model.lora_alpha;
+    spec.targets = c.model.lora_targets;
+    spec.experts = c.model.lora_experts;
+    spec.seed = static_cast<uint64_t>(c.train.seed);
+    lora = std::make_unique<model::LoraAdapters>(*policy, spec);
+    policy->add_gate(lora.get());
+    // sampling reads the whole-model methods, which cannot see gated adapters: a copy with them merged
+    const auto dtype = c.rollout.dtype == config::RolloutDtype::kBFloat16 || c.model.dtype == config::Dtype::kBFloat16
+                           ? torch::kBFloat16 : torch::kFloat;
+    sampling_copy.emplace(*policy, model::load_frozen(file, device, dtype), lora.get());
+  } else if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
+    // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
+    sampling_copy.emplace(*policy, model::load_frozen(file, device, torch::kBFloat16), nullptr);
   }
   if (c.algorithm.kl_coef > 0) {
     const std::string ref = c.algorithm.reference_model.empty() ? c.model.path : c.algorithm.reference_model;
@@ -192,8 +234,9 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
 void Trainer::Impl::make_sampler() {
   auto sp = eval::rollout_sampling(cfg);
   sp.progress = cfg.logging.progress;
-  sampler = std::make_unique<rollout::Sampler>(sampling_copy ? *sampling_copy : *policy, *tok, sp);
-  tools = env::make_tool_env(cfg, *tok, sampling_copy ? *sampling_copy : *policy);
+  auto& model = sampling_copy ? sampling_copy->model() : *policy;
+  sampler = std::make_unique<rollout::Sampler>(model, *tok, sp);
+  tools = env::make_tool_env(cfg, *tok, model);
 }
 
 // Rank 0 only: the metrics of steps after the resume point are dropped (they run again), the config written.
@@ -217,6 +260,7 @@ void Trainer::Impl::open_metrics() {
 
 nlohmann::ordered_json Trainer::Impl::validate(int64_t step, TrainSummary& sum) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (lora) eval_model();  // the merged copy takes this step's adapters
   auto summaries = [&] {
     const WholeWeights whole(*engine);  // ZeRO-3: sampling needs the whole weights
     return validation->run();
@@ -269,12 +313,17 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   eo.overlap = cfg.distributed.zero3_overlap;
   eo.bucket_bytes = bucket_bytes;
   eo.device = where.device;
+  eo.lora = s.lora.get();
   s.engine = make_update_engine(*s.policy, eo, s.comm);
   s.make_sampler();
   if (s.reference) s.reference->set_param_dtype(s.policy->parameters().front().scalar_type());
-  if (ckpt) s.carried = restore(*ckpt, *s.engine, *s.progress, s.config_yaml);
+  if (ckpt) s.carried = restore(*ckpt, *s.engine, *s.progress, s.config_yaml, s.adapter_meta());
+  if (s.lora) log::info("training low-rank adapters: rank {}, alpha {}, {} weights adapted ({} trained parameters; the "
+                        "base's {} frozen)", cfg.model.lora_rank, cfg.model.lora_alpha, s.lora->adapters().size(),
+                        s.lora->num_parameters(), s.policy->num_parameters());
   if (cfg.eval.every > 0)
-    s.validation = std::make_unique<eval::Validation>(cfg, *s.policy, *s.tok, s.policy->manifest().max_seq_len, s.comm);
+    s.validation = std::make_unique<eval::Validation>(cfg, s.lora ? s.sampling_copy->model() : *s.policy, *s.tok,
+                                                      s.policy->manifest().max_seq_len, s.comm);
   if (s.comm.is_main()) s.open_metrics();  // only rank 0 writes the run directory
   s.comm.barrier("start-up");
 }
@@ -356,8 +405,9 @@ TrainSummary Trainer::run() {
     const std::vector<data::Example> seen(s.examples.begin(),
                                           s.examples.begin() + std::min(s.examples.size(), heldout.size()));
     sum.heldout_problems = static_cast<int64_t>(heldout.size());
-    sum.heldout_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, heldout, c, s.tools.get());
-    sum.train_greedy_accuracy = greedy_accuracy(*s.policy, *s.tok, *s.verifier, seen, c, s.tools.get());
+    auto& model = s.eval_model();
+    sum.heldout_accuracy = greedy_accuracy(model, *s.tok, *s.verifier, heldout, c, s.tools.get());
+    sum.train_greedy_accuracy = greedy_accuracy(model, *s.tok, *s.verifier, seen, c, s.tools.get());
   }
   return sum;
 }

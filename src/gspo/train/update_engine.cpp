@@ -12,6 +12,7 @@
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/parallel/sharded_adamw.h"
 #include "gspo/io/checkpoint.h"
+#include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/train/grad_clip.h"
 #include "gspo/train/master_weights.h"
@@ -23,14 +24,22 @@ namespace {
 constexpr const char* kAdamWFile = "optimizer.pt";       // written by io::save_optimizer
 constexpr const char* kZeroFile = "optimizer_zero1.pt";
 
-// What the optimizer updates: the policy's parameters (float32), or float32 masters of its bf16 parameters.
+// What the optimizer updates: the policy's parameters (float32), float32 masters of its bf16 parameters, or low-rank
+// adapters (float32) of a frozen base in either dtype.
 class Weights {
  public:
-  Weights(model::Policy& policy, config::Dtype dtype) : policy_(policy) {
+  Weights(model::Policy& policy, config::Dtype dtype, model::LoraAdapters* lora) : policy_(policy), lora_(lora) {
+    if (lora) {  // the adapters froze the base (requires_grad false): it is cast, never updated, has no masters
+      if (dtype == config::Dtype::kBFloat16) policy.set_param_dtype(torch::kBFloat16);
+      return;
+    }
     for (auto& p : policy.parameters()) p.set_requires_grad(true);
     if (dtype == config::Dtype::kBFloat16) master_ = std::make_unique<MasterWeights>(policy, torch::kBFloat16);
   }
-  std::vector<at::Tensor> params() const { return master_ ? master_->params() : policy_.parameters(); }
+  std::vector<at::Tensor> params() const {
+    if (lora_) return lora_->parameters();
+    return master_ ? master_->params() : policy_.parameters();
+  }
   void zero_grad() {
     for (auto& p : params())
       if (p.grad().defined()) p.mutable_grad().zero_();
@@ -52,6 +61,7 @@ class Weights {
     };
     add(policy_.parameters());
     if (master_) add(master_->params());
+    if (lora_) add(lora_->parameters());
     return n;
   }
   void with_float32_policy(const std::function<void()>& f) {
@@ -66,6 +76,7 @@ class Weights {
 
  private:
   model::Policy& policy_;
+  model::LoraAdapters* lora_;
   std::unique_ptr<MasterWeights> master_;
 };
 
@@ -84,7 +95,7 @@ namespace {
 class AdamWEngine : public UpdateEngine {
  public:
   AdamWEngine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
-      : w_(policy, o.dtype), comm_(comm), max_norm_(max_grad_norm(o.optimizer)), bucket_bytes_(o.bucket_bytes) {
+      : w_(policy, o.dtype, o.lora), comm_(comm), max_norm_(max_grad_norm(o.optimizer)), bucket_bytes_(o.bucket_bytes) {
     const auto& h = o.optimizer;
     torch::optim::AdamWOptions ao(h.lr);
     ao.betas({h.beta1, h.beta2}).eps(h.eps).weight_decay(h.weight_decay);
@@ -132,7 +143,7 @@ class AdamWEngine : public UpdateEngine {
 class Zero1Engine : public UpdateEngine {
  public:
   Zero1Engine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
-      : w_(policy, o.dtype), max_norm_(max_grad_norm(o.optimizer)) {
+      : w_(policy, o.dtype, o.lora), max_norm_(max_grad_norm(o.optimizer)) {
     const auto& h = o.optimizer;
     zero_ = std::make_unique<parallel::ShardedAdamW>(w_.params(), parallel::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
                                                  comm);
@@ -171,7 +182,11 @@ class Zero1Engine : public UpdateEngine {
 }  // namespace
 
 std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm) {
-  if (opts.zero_stage == 3) return make_zero3_engine(policy, opts, comm);
+  if (opts.zero_stage == 3) {
+    if (opts.lora) throw ConfigError("model.lora_rank with distributed.zero_stage 3 is not built yet (the frozen base "
+                                     "would be sharded, the adapters replicated); use zero_stage 0 or 1");
+    return make_zero3_engine(policy, opts, comm);
+  }
   if (opts.zero_stage == 1) return std::make_unique<Zero1Engine>(policy, opts, comm);
   return std::make_unique<AdamWEngine>(policy, opts, comm);
 }

@@ -18,7 +18,7 @@
 #include "gspo/model/param_gate.h"
 
 namespace gspo::parallel { class Comm; }
-namespace gspo::model { class Policy; }
+namespace gspo::model { class Policy; class LoraAdapters; }
 
 namespace gspo::train {
 
@@ -96,10 +96,14 @@ struct EngineOptions {
   bool overlap = true;                             // distributed.zero3_overlap
   c10::Device device = c10::kCPU;                  // ZeRO-3: where the shards go (the policy may arrive on the CPU)
   double bucket_bytes = 25.0 * 1024 * 1024;        // gradient all-reduce buckets (plain AdamW)
+  // model.lora_rank > 0: the optimizer updates these adapters (float32, already gating the policy) and nothing else;
+  // the base stays frozen, cast to bf16 for model.dtype bfloat16 (no masters: nothing of it is updated). The engine's
+  // checkpoint files are then the adapters' optimizer state (train/checkpointing.h writes the adapters themselves).
+  model::LoraAdapters* lora = nullptr;
 };
 
 // Sets requires_grad on the policy's parameters and, for bfloat16, takes float32 masters from its (float32) weights
-// and casts the policy to bf16. The policy and `comm` must outlive the engine.
+// and casts the policy to bf16 (with `lora`: see above). The policy, `comm` and the adapters must outlive the engine.
 std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm);
 
 }  // namespace gspo::train
