@@ -35,6 +35,8 @@ CLI::Validator int_at_least(int64_t lo) {
 void add_generate(CLI::App& app, gspo::cli::GenerateArgs& g) {
   auto* c = app.add_subcommand("generate", "sample responses from a policy");
   c->add_option("--model,-m", g.model, "policy file (.pt)")->required();
+  c->add_option("--adapter", g.adapter, "LoRA adapters trained on --model (a gspo checkpoint directory with "
+                "adapter.pt), merged into it");
   c->add_option("--prompt,-p", g.prompts, "prompt text (repeatable: one batch of prompts)");
   c->add_option("--prompt-ids", g.prompt_ids, "prompt as token ids, e.g. 257,72,105 (repeatable)");
   c->add_option("--samples,-n", g.samples, "samples per prompt")->capture_default_str()->check(int_at_least(1));
@@ -56,6 +58,8 @@ void add_generate(CLI::App& app, gspo::cli::GenerateArgs& g) {
 void add_inspect(CLI::App& app, gspo::cli::InspectArgs& a) {
   auto* c = app.add_subcommand("inspect", "check a model file against the contract and summarise it");
   c->add_option("model", a.model, "policy file (.pt)")->required();
+  c->add_option("--adapter", a.adapter, "LoRA adapters trained on the model (a checkpoint directory with "
+                "adapter.pt): checked against it, summarised, and merged before the contract check");
   c->add_option("--device", a.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   c->add_flag("--json", a.json, "print the summary as one JSON object");
 }
@@ -85,6 +89,8 @@ void add_eval(CLI::App& app, gspo::cli::EvalArgs& a) {
                 "reports' settings); omitted = defaults");
   c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
   c->add_option("--model,-m", a.model, "policy file; default model.path");
+  c->add_option("--adapter", a.adapter, "LoRA adapters trained on the model (a checkpoint directory with "
+                "adapter.pt), merged into it; default model.adapter");
   c->add_option("--dataset,-d", a.datasets, "JSONL problems (repeatable; LiveCodeBench rows as they are); default "
                 "eval.datasets, else data.path");
   c->add_option("--samples,-k", a.samples, "responses per problem (K); default eval.samples (4)")

@@ -77,6 +77,75 @@ launch lpart 1 3 "${L[@]}" --set async.partial_rollout=true --set async.max_stal
   else bad "partial rollouts with adapters" "$TMP/lpart.log"; fi
 }
 
+# --- adapters outside training: generate / inspect / eval --adapter, model.adapter to start from ------------------
+CK="$TMP/l1/checkpoints/step_$(printf %08d "$STEPS")"
+# The reference: the base with W + (alpha / r) B A written in by Python (compare_runs.py's merge, float64 then float32).
+"$PY" - "$CK" "$TMP/merged.pt" "$SRC/tests/dist" <<'PY' >"$TMP/merged.log" 2>&1 || bad "Python merge" "$TMP/merged.log"
+import sys, torch
+sys.path.insert(0, sys.argv[3])
+from compare_runs import merged_adapters
+import json
+meta = json.load(open(sys.argv[1] + "/adapter.json"))
+extra = {"gspo_manifest.json": "", "gspo_tokenizer.json": ""}
+m = torch.jit.load(meta["base_path"], map_location="cpu", _extra_files=extra)
+w = merged_adapters(sys.argv[1])
+with torch.no_grad():
+    for n, p in m.named_parameters():
+        p.copy_(w[n].to(p.dtype))
+torch.jit.save(m, sys.argv[2], _extra_files=extra)
+PY
+gen() { "$GSPO" generate -m "$@" -p "1+2=" -p "3+4=" -p "0+0=" -p "2+2=" -t 0 --max-new-tokens 8 --json; }
+# same_gen A B: the same greedy tokens, log-probs within 1e-5 (float32 merge in gspo, float64 in Python)
+same_gen() {
+  "$PY" -c "
+import json, sys
+a, b = ([json.loads(l) for l in t.splitlines()] for t in sys.argv[1:3])
+assert len(a) == len(b) == 4 and all(x['ids'] == y['ids'] for x, y in zip(a, b)), 'tokens differ'
+d = max(abs(p - q) for x, y in zip(a, b) for p, q in zip(x['logprobs'], y['logprobs']))
+assert d <= 1e-5, f'log-probs differ by {d}'
+print(f'{d:.2g}')" "$1" "$2"
+}
+if a="$(gen "$MODELS/tiny_prior.pt" --adapter "$CK" 2>&1)" && b="$(gen "$TMP/merged.pt" 2>&1)" && d="$(same_gen "$a" "$b" 2>&1)"; then
+  if ! same_gen "$a" "$(gen "$MODELS/tiny_prior.pt")" >/dev/null 2>&1; then  # the base answers otherwise
+    ok "generate --adapter = the model Python merged (greedy, 4 prompts: tokens equal, log-probs within $d), not the base"
+  else bad "generate --adapter answers as the base does: the adapters changed nothing greedy decoding shows"; fi
+else bad "generate --adapter vs the Python merge: $d"; fi
+if out="$("$GSPO" inspect "$MODELS/tiny_prior.pt" --adapter "$CK" 2>&1)" && grep -q "LoRA rank 4, alpha 32" <<<"$out"    && grep -q "contract     ok" <<<"$out"; then ok "inspect --adapter: $(grep adapter <<<"$out" | cut -c1-120)"
+else bad "inspect --adapter: $out"; fi
+EV=(eval -m "$MODELS/tiny_prior.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 2 --set rollout.max_new_tokens=8
+    --no-progress)
+if "$GSPO" "${EV[@]}" --adapter "$CK" -o "$TMP/ev" >"$TMP/ev.log" 2>&1 && grep -q '"adapter"' "$TMP/ev/eval_state.json"; then
+  ok "eval --adapter: finished, its state names the adapters"
+else bad "eval --adapter" "$TMP/ev.log"; fi
+rm -f "$TMP/ev/summary.json"  # an unfinished eval: resumable only with the same adapters
+if out="$("$GSPO" "${EV[@]}" --adapter "$TMP/lres/checkpoints/step_00000002" -o "$TMP/ev" 2>&1)"; then
+  bad "eval resumed with other adapters: $out"
+else ok "eval with other adapters does not resume: $(grep -o 'other settings ([^)]*)' <<<"$out")"; fi
+# model.adapter: training starts from those adapters
+# (optimizer.lr 1e-30: a step that changes no float32 value above 1e-29, so the checkpoint shows the start)
+TINY_LR=(--set optimizer.lr=1e-30 --set optimizer.weight_decay=0)
+launch lstart 1 1 "${L[@]}" "${TINY_LR[@]}" --set "model.adapter=$CK" && {
+  if d="$("$PY" -c "
+import torch, sys
+a, b = (torch.jit.load(f + '/adapter.pt') for f in sys.argv[1:3])
+names = [n for n, _ in a.named_parameters()] + [n for n, _ in a.named_buffers()]
+print(max((getattr(a, n) - getattr(b, n)).abs().max().item() for n in names), len(names))" "$CK" "$TMP/lstart/checkpoints/step_00000001")" \
+     && "$PY" -c "import sys; d, n = sys.argv[1].split(); sys.exit(0 if float(d) <= 1e-12 and int(n) >= 2 else 1)" "$d"; then
+    ok "model.adapter: training starts from the given adapters (max |difference| after a 1e-30 step, tensors: $d)"
+  else bad "model.adapter start: $d" "$TMP/lstart.log"; fi
+}
+expect_err start-alpha "differs from the alpha the adapters" -- "${L[@]}" --set model.lora_alpha=16 --set "model.adapter=$CK"
+expect_err start-base "(weights fingerprint" -- "${L[@]}" --set "model.path=$MODELS/tiny.pt" --set "model.adapter=$CK"
+# model.adapter with lora_rank 0: full fine-tuning of the merged model (policy.pt after a 1e-30 step: the Python merge)
+launch fstart 1 1 "${TINY_LR[@]}" --set "model.adapter=$CK" && {
+  if d="$("$PY" -c "
+import torch, sys
+a = dict(torch.jit.load(sys.argv[1]).named_parameters()); b = dict(torch.jit.load(sys.argv[2]).named_parameters())
+print(max((a[n] - b[n]).abs().max().item() for n in a))" "$TMP/fstart/checkpoints/step_00000001/policy.pt" "$TMP/merged.pt")"      && "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 1e-6 else 1)" "$d"; then
+    ok "model.adapter with lora_rank 0: fine-tunes the merged model (max |w - Python merge| $d, tolerance 1e-6)"
+  else bad "model.adapter full fine-tuning start: $d" "$TMP/fstart.log"; fi
+}
+
 # --- config errors ---------------------------------------------------------------------------------------------------
 expect_err dropout "model.lora_dropout must be 0" -- "${L[@]}" --set model.lora_dropout=0.05
 expect_err targets "'lm_head' is not a decoder-layer projection" -- "${L[@]}" --set 'model.lora_targets=[q_proj, lm_head]'

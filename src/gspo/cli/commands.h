@@ -9,6 +9,7 @@ namespace gspo::cli {
 
 struct GenerateArgs {
   std::string model;                 // policy .pt
+  std::string adapter;               // "" = none; else a directory of LoRA adapters merged into the model
   std::string tokenizer;             // "" = embedded
   std::vector<std::string> prompts;  // texts
   std::vector<std::string> prompt_ids;  // comma/space separated id lists (alternative to prompts)
@@ -27,6 +28,7 @@ int generate(const GenerateArgs& a);
 
 struct InspectArgs {
   std::string model;
+  std::string adapter;
   bool json = false;
   std::string device = "cpu";
 };

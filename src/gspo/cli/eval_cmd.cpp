@@ -16,6 +16,7 @@ int eval(const EvalArgs& a) {
   if (!a.since.empty()) overrides.push_back("eval.since=" + a.since);
   if (!a.until.empty()) overrides.push_back("eval.until=" + a.until);
   auto cfg = config::load(a.config, overrides);
+  if (!a.adapter.empty()) cfg.model.adapter = a.adapter;  // (a path: kept out of --set's YAML parsing)
   log::set_level_from_config(config::name_of(cfg.logging.level));
   eval::EvalRequest req{a.model, a.datasets, a.out, !a.no_progress, a.overwrite};
   auto summaries = eval::run_eval(cfg, req);

@@ -10,6 +10,7 @@ struct EvalArgs {
   std::string config;                 // "" = defaults
   std::vector<std::string> overrides;
   std::string model;
+  std::string adapter;                // "" = model.adapter
   std::vector<std::string> datasets;
   int64_t samples = 0;                // 0 = eval.samples
   int64_t max_problems = -1;          // -1 = eval.max_problems

@@ -8,6 +8,7 @@
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/core/parse.h"
+#include "gspo/io/adapter_file.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -48,6 +49,7 @@ void check_args(const GenerateArgs& a) {
 int generate(const GenerateArgs& a) {
   check_args(a);
   auto policy = model::Policy::load(a.model, core::resolve_device(a.device, "--device"));
+  if (!a.adapter.empty()) io::merge_adapter_dir(policy, a.adapter);
   auto tok = tokenizer::from_path_or_spec(a.tokenizer, policy.tokenizer_json(), a.model);
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& p : a.prompts) prompts.push_back(tok->encode_prompt(p));

@@ -4,6 +4,7 @@
 
 #include "gspo/cli/commands.h"
 #include "gspo/core/device.h"
+#include "gspo/io/adapter_file.h"
 #include "gspo/model/policy.h"
 #include "gspo/tokenizer/tokenizer.h"
 
@@ -23,6 +24,8 @@ std::string routing_line(const model::Policy& policy) {
 
 int inspect(const InspectArgs& a) {
   auto policy = model::Policy::load(a.model, core::resolve_device(a.device, "--device"));
+  std::optional<io::AdapterMeta> adapter;
+  if (!a.adapter.empty()) adapter = io::merge_adapter_dir(policy, a.adapter);
   const double diff = model::check_contract(policy);
   const auto& m = policy.manifest();
   std::string tok_type = "none";
@@ -38,6 +41,9 @@ int inspect(const InspectArgs& a) {
                    {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"},
                    {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.has_append() ? 2 : policy.has_slots() ? 1 : 0},
                    {"route_api", policy.has_routing() ? 1 : 0}, {"moe_layers", policy.moe_layers()}};
+  if (adapter)
+    j["adapter"] = {{"path", a.adapter}, {"rank", adapter->rank}, {"alpha", adapter->alpha},
+                    {"weights", adapter->names.size()}, {"targets", adapter->targets}, {"experts", adapter->experts}};
   if (a.json) {
     std::cout << j.dump() << "\n";
     return 0;
@@ -67,6 +73,13 @@ int inspect(const InspectArgs& a) {
                                         "continuous batching)")
             << "\nrouting      " << routing_line(policy)
             << "\ncontract     ok (KV-cache decode vs forward: max |diff| " << diff << ")\n";
+  if (adapter) {
+    std::string targets;
+    for (const auto& t : adapter->targets) targets += (targets.empty() ? "" : " ") + t;
+    std::cout << "adapter      " << a.adapter << ": LoRA rank " << adapter->rank << ", alpha " << adapter->alpha
+              << ", " << adapter->names.size() << " weights (" << targets << (adapter->experts ? ", experts" : "")
+              << "), trained on this base; merged before the checks above\n";
+  }
   return 0;
 }
 

@@ -23,6 +23,7 @@ struct ModelOptions {
   double lora_dropout = 0;
   std::vector<std::string> lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
   bool lora_experts = false;
+  std::string adapter = "";
 
   template <class V>
   void visit(V&& v) {
@@ -44,6 +45,9 @@ struct ModelOptions {
       "is all of them ('all-linear'); the embedding, the head and an MoE router never", any());
     v("lora_experts", lora_experts, "MoE models: every expert's projections get adapters too (routers never)",
       any());
+    v("adapter", adapter, "a directory of low-rank adapters trained on model.path (a gspo checkpoint with "
+      "adapter.pt): gspo eval merges them into the base; gspo train starts its adapters from them (lora_rank as "
+      "they were trained) or, with lora_rank 0, fine-tunes the merged model; empty = none", any());
   }
 };
 

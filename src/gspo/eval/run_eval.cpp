@@ -17,6 +17,8 @@
 #include "gspo/eval/eval.h"
 #include "gspo/eval/evaluator.h"
 #include "gspo/eval/resume.h"
+#include "gspo/io/adapter_file.h"
+#include "gspo/io/checkpoint.h"
 #include "gspo/model/policy.h"
 #include "gspo/tokenizer/tokenizer.h"
 
@@ -72,6 +74,9 @@ nlohmann::ordered_json identity(const config::Config& cfg, const std::string& mo
                   {"system_prompt", cfg.data.system_prompt}, {"enable_thinking", cfg.data.enable_thinking}}},
       {"tokenizer", cfg.tokenizer.path}};
   if (!cfg.tools.list.empty()) id["tools"] = tools_identity(cfg.tools);  // only then: older states still match
+  if (!cfg.model.adapter.empty())  // likewise
+    id["adapter"] = {{"path", cfg.model.adapter},
+                     {"fnv1a64", core::file_fnv1a64(io::adapter_file(cfg.model.adapter))}};
   return id;
 }
 
@@ -134,6 +139,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   auto prepared = prepare_out_dir(req.out_dir, id, req.overwrite, K);
 
   auto policy = model::Policy::load(model_path, core::resolve_device(cfg.model.device, "model.device"));
+  if (!cfg.model.adapter.empty()) io::merge_adapter_dir(policy, cfg.model.adapter);
   const int64_t max_prompt_tokens = eval_prompt_budget(cfg, policy.manifest().max_seq_len, model_path);
   auto tok = tokenizer::from_path_or_spec(cfg.tokenizer.path, policy.tokenizer_json(), model_path);
   if (!prepared) start_out_dir(req.out_dir, id);

@@ -9,6 +9,7 @@
 #include "gspo/core/fs.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/lora.h"
+#include "gspo/model/policy.h"
 
 namespace gspo::io {
 namespace {
@@ -95,6 +96,26 @@ void check_adapter_base(const std::string& dir, const AdapterMeta& meta, const s
                     "fingerprint " + c10::str(meta.base_fingerprint[0]) + ", " + c10::str(meta.base_fingerprint[1]) +
                     "), but model.path is '" + base_path + "' with other weights (" + c10::str(fp[0]) + ", " +
                     c10::str(fp[1]) + "): set model.path to the base they were trained on");
+}
+
+AdapterMeta merge_adapter_dir(model::Policy& base, const std::string& dir) {
+  auto meta = read_adapter_meta(dir);
+  check_adapter_base(dir, meta, base.path(), model::weights_fingerprint(base));
+  std::vector<bool> trainable;
+  for (const auto& p : base.parameters()) trainable.push_back(p.requires_grad());
+  {
+    model::LoraSpec spec;
+    spec.rank = meta.rank;
+    spec.alpha = meta.alpha;
+    spec.targets = meta.targets;
+    spec.experts = meta.experts;
+    model::LoraAdapters lora(base, spec);  // (freezes the base: given back below)
+    load_adapters(dir, lora);
+    lora.merge_into(base);
+  }
+  auto params = base.parameters();
+  for (size_t i = 0; i < params.size(); ++i) params[i].requires_grad_(trainable[i]);
+  return meta;
 }
 
 }  // namespace gspo::io

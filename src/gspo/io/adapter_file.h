@@ -33,5 +33,8 @@ void load_adapters(const std::string& dir, model::LoraAdapters& lora);
 // on; a path that differs but the same fingerprint (a copied file) is accepted.
 void check_adapter_base(const std::string& dir, const AdapterMeta& meta, const std::string& base_path,
                         const std::array<double, 2>& base_fingerprint);
+// Merges the adapters in `dir` into `base` in place (W + (alpha / r) B A in each targeted weight): a model to run or
+// to fine-tune whole, no gate left behind. Checks the base first (check_adapter_base). Returns what adapter.json says.
+AdapterMeta merge_adapter_dir(model::Policy& base, const std::string& dir);
 
 }  // namespace gspo::io

@@ -11,6 +11,7 @@
 #include "gspo/data/dataset.h"
 #include "gspo/env/episode.h"
 #include "gspo/eval/eval_sets.h"
+#include "gspo/io/adapter_file.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/weight_sync.h"
@@ -51,7 +52,13 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
   if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
   auto rows = data::load_dataset(cfg.data);
   s.verifier = reward::make_verifier(cfg, rows);
-  s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout_dtype(cfg)));
+  if (cfg.model.adapter.empty()) {
+    s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout_dtype(cfg)));
+  } else {  // the trainers' start: the adapters merged into the base as its file holds it, then cast
+    s.policy.emplace(model::load_frozen(cfg.model.path, where.device));
+    io::merge_adapter_dir(*s.policy, cfg.model.adapter);
+    s.policy->set_param_dtype(rollout_dtype(cfg));
+  }
   model::check_contract(*s.policy);
   s.tok = tokenizer::from_path_or_spec(cfg.tokenizer.path, s.policy->tokenizer_json(), cfg.model.path);
   int64_t dropped = 0;

@@ -21,6 +21,7 @@
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/eval/eval_sets.h"
 #include "gspo/eval/validation.h"
+#include "gspo/io/adapter_file.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/metrics_log.h"
 #include "gspo/io/tensorboard.h"
@@ -193,6 +194,19 @@ void check_routing_replay(const config::Config& c, const model::Policy& policy) 
                       "none");
 }
 
+// model.adapter with model.lora_rank > 0: the adapters training starts from, trained on this base with this alpha.
+void load_start_adapters(const config::Config& c, model::LoraAdapters& lora, const std::array<double, 2>& base) {
+  const std::string& dir = c.model.adapter;
+  const auto meta = io::read_adapter_meta(dir);
+  io::check_adapter_base(dir, meta, c.model.path, base);
+  if (meta.alpha != c.model.lora_alpha)
+    throw ConfigError(config::set_at(c, "model.lora_alpha") + "model.lora_alpha (" + std::to_string(c.model.lora_alpha) +
+                      ") differs from the alpha the adapters in '" + dir + "' were trained with (" +
+                      std::to_string(meta.alpha) + "): their update would be scaled differently");
+  io::load_adapters(dir, lora);
+  log::info("adapters start from {} (rank {}, alpha {})", dir, meta.rank, meta.alpha);
+}
+
 }  // namespace
 
 void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Device device) {
@@ -205,6 +219,8 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   policy.emplace(model::Policy::load(file, c.distributed.zero_stage == 3 ? c10::Device(c10::kCPU) : device));
   model::check_contract(*policy);
   check_routing_replay(c, *policy);
+  const std::string& start = c.model.adapter;  // adapters to start from (a checkpoint carries its own)
+  if (!adapters && !ckpt && !start.empty()) io::merge_adapter_dir(*policy, start);  // fine-tuned whole from there
   if (adapters) {
     base_fingerprint = model::weights_fingerprint(*policy);
     model::LoraSpec spec;
@@ -214,6 +230,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
     spec.experts = c.model.lora_experts;
     spec.seed = static_cast<uint64_t>(c.train.seed);
     lora = std::make_unique<model::LoraAdapters>(*policy, spec);
+    if (!ckpt && !start.empty()) load_start_adapters(c, *lora, base_fingerprint);
     policy->add_gate(lora.get());
     // sampling reads the whole-model methods, which cannot see gated adapters: a copy with them merged
     const auto dtype = c.rollout.dtype == config::RolloutDtype::kBFloat16 || c.model.dtype == config::Dtype::kBFloat16
@@ -226,6 +243,8 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   if (c.algorithm.kl_coef > 0) {
     const std::string ref = c.algorithm.reference_model.empty() ? c.model.path : c.algorithm.reference_model;
     reference.emplace(model::load_frozen(ref, device));
+    // the model training starts from: the base with model.adapter merged
+    if (c.algorithm.reference_model.empty() && !start.empty()) io::merge_adapter_dir(*reference, start);
   }
   tok = tokenizer::from_path_or_spec(c.tokenizer.path, policy->tokenizer_json(), c.model.path);
 }
