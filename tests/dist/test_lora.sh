@@ -146,6 +146,12 @@ print(max((a[n] - b[n]).abs().max().item() for n in a))" "$TMP/fstart/checkpoint
   else bad "model.adapter full fine-tuning start: $d" "$TMP/fstart.log"; fi
 }
 
+# --- the shipped configs/tiny-lora.yaml trains (on tiny_prior: its own base, tiny_warm.pt, is made by a script) --------
+if "$GSPO" train -c "$SRC/configs/tiny-lora.yaml" --set "model.path=$MODELS/tiny_prior.pt" --set train.max_steps=3 \
+     --set train.threads=1 --set logging.progress=false --set "train.output_dir=$TMP/shipped" >"$TMP/shipped.log" 2>&1 \
+   && grep -q "training low-rank adapters: rank 16" "$TMP/shipped.log"; then ok "configs/tiny-lora.yaml: 3 steps of rank-16 adapters"
+else bad "configs/tiny-lora.yaml" "$TMP/shipped.log"; fi
+
 # --- config errors ---------------------------------------------------------------------------------------------------
 expect_err dropout "model.lora_dropout must be 0" -- "${L[@]}" --set model.lora_dropout=0.05
 expect_err targets "'lm_head' is not a decoder-layer projection" -- "${L[@]}" --set 'model.lora_targets=[q_proj, lm_head]'

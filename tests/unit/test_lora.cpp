@@ -12,6 +12,7 @@
 #include "gspo/core/error.h"
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
+#include "gspo/train/logprobs.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -139,10 +140,58 @@ TEST_CASE("LoRA: targets that match no weight, and rank 0, are config errors", "
   auto policy = test::load_tiny("tiny.pt");
   model::LoraSpec spec;
   spec.targets = {"qkv"};
-  CHECK_THROWS_WITH(model::LoraAdapters(policy, spec), Catch::Contains("model.lora.targets [qkv] match no"));
+  CHECK_THROWS_WITH(model::LoraAdapters(policy, spec), Catch::Contains("model.lora_targets [qkv] match no"));
   spec = {};
   spec.rank = 0;
   CHECK_THROWS_AS(model::LoraAdapters(policy, spec), ConfigError);
   auto flat = test::load_tiny("tiny_without_layers.pt");
   CHECK_THROWS_WITH(model::LoraAdapters(flat, {}), Catch::Contains("no per-layer methods"));
+}
+
+TEST_CASE("LoRA: adapter gradients through the chunked head equal those through whole logits; the frozen head gets none",
+          "[lora]") {
+  // The per-layer pass the trainer runs (train/logprobs.h), the head chunk by chunk (a custom backward that skips the
+  // frozen head's weight gradient) against [N, V] logits through autograd; with and without checkpointing.
+  for (const char* file : {"tiny.pt", "qwen3_moe_tiny.pt"}) {
+    INFO(file);
+    auto policy = test::load_tiny(file);
+    model::LoraSpec spec;
+    spec.rank = 2;
+    spec.experts = true;
+    model::LoraAdapters lora(policy, spec);
+    {
+      torch::NoGradGuard g;
+      for (auto& a : lora.adapters()) a.B.normal_(0.0, 0.05);  // B = 0 would leave A's gradient 0
+    }
+    policy.add_gate(&lora);
+    torch::manual_seed(3);
+    const auto V = policy.manifest().vocab_size;
+    auto ids = torch::randint(3, V, {2, 9}, torch::kLong);
+    auto mask = torch::ones({2, 9}, torch::kLong);
+    mask[1][0] = 0, mask[1][8] = 0;  // a left-padded prompt, a shorter response
+    const auto weights = torch::rand({2, 5});
+    auto grads = [&](bool chunked, bool checkpoint) {
+      for (auto t : lora.parameters()) t.mutable_grad() = torch::Tensor();
+      train::LogprobPass pass{true, checkpoint, chunked};
+      auto lp = train::response_logprobs(policy, ids, mask, 4, 0.7, train::Entropy::kSkip, 3, pass);
+      (lp.logprobs * weights * mask.narrow(1, 4, 5)).sum().backward();
+      std::vector<torch::Tensor> g;
+      for (const auto& t : lora.parameters()) g.push_back(t.grad().clone());
+      return g;
+    };
+    const auto want = grads(false, false);
+    for (bool checkpoint : {false, true}) {
+      const auto got = grads(true, checkpoint);
+      double worst = 0, norm = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        worst = std::max(worst, (got[i] - want[i]).abs().max().item<double>());
+        norm = std::max(norm, want[i].abs().max().item<double>());
+      }
+      INFO("checkpoint " << checkpoint << ": max |difference| " << worst << " of max |gradient| " << norm);
+      CHECK(norm > 0);
+      CHECK(worst <= 1e-5 * norm);
+    }
+    CHECK_FALSE(policy.head_weight().grad().defined());
+    policy.remove_gate(&lora);
+  }
 }

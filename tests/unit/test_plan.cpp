@@ -10,6 +10,8 @@
 #include "gspo/config/load.h"
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
+#include "gspo/model/lora.h"
+#include "gspo/model/policy.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
 #include "gspo/rollout/sampler.h"
@@ -239,4 +241,50 @@ TEST_CASE("plan: rollout ranks hold the policy and the batch's KV cache, trainin
   CHECK_THROWS_WITH(plan::plan_memory(s, cfg, in), Catch::Contains("must be a multiple of the training ranks (3"));
   in.world_size = 2;
   CHECK_THROWS_WITH(plan::plan_rollout_rank(s, cfg, in), Catch::Contains("must leave at least one training rank"));
+}
+
+TEST_CASE("plan: LoRA's adapter count equals the adapters gspo makes, and the frozen base's terms", "[plan][lora]") {
+  // Counted by formula from the shape against the adapters model/lora.h makes on the loaded module, dense and MoE.
+  for (const auto& [file, experts] : {std::pair<std::string, bool>{"tiny.pt", false}, {"qwen3_moe_tiny.pt", true},
+                                      {"qwen3_moe_tiny.pt", false}}) {
+    INFO(file << " experts " << experts);
+    auto policy = test::load_tiny(file);
+    config::ModelOptions m;
+    m.lora_rank = 3;
+    m.lora_experts = experts;
+    model::LoraSpec spec;
+    spec.rank = 3;
+    spec.experts = experts;
+    const model::LoraAdapters lora(policy, spec);
+    CHECK(plan::lora_count(plan::read_model_shape(test::model_path(file)), m).adapters ==
+          static_cast<double>(lora.num_parameters()));
+  }
+  // By hand: a layer of small_llama at r = 4, r (in + out) a weight: q, o 4 x 128, k, v 4 x 96, gate, up, down 4 x 320.
+  const auto s = small_llama();
+  config::ModelOptions m;
+  m.lora_rank = 4;
+  CHECK(plan::lora_count(s, m).adapters == 2 * (2 * 512 + 2 * 384 + 3 * 1280));
+  m.lora_targets = {"q_proj", "v_proj"};
+  CHECK(plan::lora_count(s, m).adapters == 2 * (512 + 384));
+  // Qwen3-8B at r = 32, every projection: 2,424,832 a layer x 36 (docs/lora.md); Qwen3-30B-A3B's attention only
+  // (experts off): r (2 x (2048 + 4096) + 2 x (2048 + 512)) = 557,056 a layer x 48.
+  m.lora_rank = 32;
+  m.lora_targets = config::ModelOptions{}.lora_targets;
+  CHECK(plan::lora_count(plan::read_hf_config(std::string(GSPO_SOURCE_DIR) + "/configs/hf/qwen3-8b.json"), m).adapters ==
+        36.0 * 2424832);
+  CHECK(plan::lora_count(plan::read_hf_config(std::string(GSPO_SOURCE_DIR) + "/configs/hf/qwen3-30b-a3b.json"), m)
+            .adapters == 48.0 * 557056);
+  // The plan: a frozen base (no gradients, masters or moments), 16 B an adapter parameter, a merged sampling copy.
+  auto cfg = config::load("", {"rollout.prompts_per_step=4", "rollout.group_size=4", "rollout.max_new_tokens=24",
+                               "algorithm.num_minibatches=2", "model.lora_rank=4"});
+  plan::PlanInputs in;
+  in.prompt_tokens = 8;
+  const auto p = plan::plan_memory(s, cfg, in);
+  const double N = s.num_parameters(), Na = 2 * (2 * 512 + 2 * 384 + 3 * 1280);
+  CHECK(term(p.resident, "frozen base weights") == 4 * N);
+  CHECK(term(p.resident, "LoRA adapters") == 16 * Na);
+  CHECK(term(p.resident, "sampling copy (adapters merged)") == 4 * N);
+  for (const auto& t : p.resident) CHECK((t.name != "gradients" && t.name != "AdamW moments" && t.name != "weights"));
+  // the widest layer's targets (61600 - norms 128 - q/k norms 32 = 61440) merged, with their gradient in backward
+  CHECK(term(p.phases[2].terms, "LoRA merged layer and its gradient") == 61440 * (2 * 4 + 4));
 }

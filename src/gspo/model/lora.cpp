@@ -39,9 +39,9 @@ std::array<double, 2> weights_fingerprint(const Policy& policy) {
 
 LoraAdapters::LoraAdapters(Policy& policy, const LoraSpec& spec)
     : policy_(policy), scale_(spec.alpha / static_cast<double>(std::max<int64_t>(spec.rank, 1))) {
-  if (spec.rank < 1) throw ConfigError("model.lora.rank must be >= 1 for adapters (0 turns them off)");
+  if (spec.rank < 1) throw ConfigError("model.lora_rank must be >= 1 for adapters (0 turns them off)");
   if (!policy.has_layers())
-    throw ConfigError("model.lora: '" + policy.path() + "' has no per-layer methods (layer_api), through which "
+    throw ConfigError("model.lora_rank: '" + policy.path() + "' has no per-layer methods (layer_api), through which "
                       "adapters merge into each decoder layer; re-export it with scripts/export_hf.py");
   const int64_t L = policy.num_layers();
   by_layer_.resize(L);
@@ -62,7 +62,7 @@ LoraAdapters::LoraAdapters(Policy& policy, const LoraSpec& spec)
   if (adapters_.empty()) {
     std::string list;
     for (const auto& t : spec.targets) list += (list.empty() ? "" : ", ") + t;
-    throw ConfigError("model.lora.targets [" + list + "] match no decoder-layer weight of '" + policy.path() +
+    throw ConfigError("model.lora_targets [" + list + "] match no decoder-layer weight of '" + policy.path() +
                       "' (names such as layers.0.self_attn.q_proj.weight)");
   }
   base_.resize(adapters_.size());

@@ -88,6 +88,10 @@ struct Sizes {
   int64_t P = 0, S = 0, T = 0;  // prompt, response and all columns
   int64_t m = 0;              // rows per micro-batch
   double Tm = 0;              // tokens per micro-batch
+  bool lora = false;          // model.lora_rank > 0: a frozen base, float32 adapters
+  double Na = 0;              // lora: adapter parameters (A and B of every targeted weight)
+  double Nt = 0;              // lora: the targeted weights of the widest decoder layer (merged while it runs)
+  double Na_largest = 0;      // lora: the largest A or B
   bool chunked = false;       // the head runs chunk by chunk
   double head_tokens = 0;     // positions the head holds at once
   std::string head_what = "";  // head_tokens explained
@@ -133,6 +137,13 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
     z.N0 -= n;
     z.Nl = std::max(z.Nl, n);
   }
+  z.lora = cfg.model.lora_rank > 0;
+  if (z.lora) {
+    const auto c = lora_count(shape, cfg.model);
+    z.Na = c.adapters;
+    z.Nt = c.widest_layer_targets;
+    z.Na_largest = c.largest_tensor;
+  }
   z.P = in.prompt_tokens;
   z.S = cfg.rollout.max_new_tokens;
   z.T = z.P + z.S;
@@ -149,6 +160,18 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
 // The model state of ZeRO-0/1 (every weight and gradient on every rank) or ZeRO-3 (shards, and the part kept whole).
 void model_state_terms(const Sizes& z, std::vector<Term>& r) {
   const std::string n = num(z.N);
+  if (z.lora) {  // model/lora.h: the base frozen (no gradients, masters, moments), the adapters float32 with AdamW
+    r.push_back({"frozen base weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype; no gradients, masters "
+                 "or moments)"});
+    const double moments = z.zero1 ? 8.0 / z.W + 4.0 / z.W : 8.0;
+    r.push_back({"LoRA adapters", z.Na * (8 + moments), num(z.Na) + " adapter params x (4 + 4 + " + num(moments) +
+                 ") B (float32 A and B, their gradients, AdamW moments" + (z.zero1 ? " and the gradient shard: "
+                 "ZeRO-1" : "") + ")"});
+    const double sb = z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
+    r.push_back({"sampling copy (adapters merged)", z.N * sb, n + " x " + num(sb) + " B (rollout dtype): the base "
+                 "with W + (alpha / r) B A, merged after each step"});
+    return;
+  }
   if (z.zero3) {
     r.push_back({"ZeRO-3 shards", 16 * z.shard, num(z.shard) + " x 16 B (float32 master, gradient, exp_avg, "
                  "exp_avg_sq: 1/" + std::to_string(z.W) + " of every parameter)"});
@@ -172,7 +195,7 @@ std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
   const std::string n = num(z.N);
   std::vector<Term> r;
   model_state_terms(z, r);
-  if (z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 && z.cfg.distributed.rollout_ranks == 0)
+  if (z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 && z.cfg.distributed.rollout_ranks == 0 && !z.lora)
     r.push_back({"bf16 sampling copy", 2 * z.N, n + " x 2 B (rollout.dtype bfloat16)"});
   if (z.cfg.algorithm.kl_coef > 0)
     r.push_back({"reference model", z.N * z.b, n + " x " + z.bs + " B (algorithm.kl_coef > 0)"});
@@ -245,6 +268,9 @@ std::vector<Term> logprobs_terms(const Sizes& z) {
     t.push_back({"ZeRO-3 gathered layer", layers * z.Nl * z.b, num(z.Nl) + " x " + z.bs + " B (the largest)" +
                  std::string(layers > 1 ? " x 2: the next one prefetched (distributed.zero3_overlap)" : "")});
   }
+  if (z.lora)
+    t.push_back({"LoRA merged layer", z.Nt * (z.b + 4), num(z.Nt) + " targeted weights x (" + z.bs + " + 4) B (W' "
+                 "and the float32 B A it is made from, the widest layer)"});
   return t;
 }
 
@@ -271,7 +297,7 @@ std::vector<Term> backward_terms(const Sizes& z) {
                " B (a layer's gradients in flight, as wide as its forward)"});
   t.push_back({"head", z.head_tokens * V * (z.b + 12), z.head_what + " x vocab x (" + z.bs + " + 12) B (logits, "
                "float32 log-softmax, their gradients)"});
-  if (z.bf16 && z.chunked)
+  if (z.bf16 && z.chunked && !z.lora)  // (a frozen head gets no weight gradient: train/head_logprobs.cpp)
     t.push_back({"head gradient accumulator", V * H * 4, "vocab x hidden x 4 B (float32 sum over the chunks of a "
                  "16-bit head's weight gradient)"});
   if (z.zero3) {  // a layer gathered, its gradients and their float32 flat buffer; unit 0's gradients whole
@@ -282,6 +308,9 @@ std::vector<Term> backward_terms(const Sizes& z) {
                    "prefetched, the previous layer's reduce-scatter in flight: distributed.zero3_overlap)"});
     t.push_back({"embedding and head gradients", z.N0 * z.b, num(z.N0) + " x " + z.bs +
                  " B (reduce-scattered after each micro-batch)"});
+  } else if (z.lora) {
+    t.push_back({"LoRA merged layer and its gradient", z.Nt * (2 * z.b + 4), num(z.Nt) + " targeted weights x (2 x " +
+                 z.bs + " + 4) B (W', its gradient and the float32 B A, the widest layer; the base gets no gradient)"});
   } else if (z.bf16) {
     t.push_back({"bf16 gradients", 2 * z.N, num(z.N) + " x 2 B, until added into the masters"});
   }
@@ -303,7 +332,7 @@ std::vector<Term> step_terms(const Sizes& z) {
                  num(flat) + " x 4 B, plus 4 shard temporaries"});
     return t;
   }
-  const double big = static_cast<double>(z.shape.largest_parameter());
+  const double big = z.lora ? z.Na_largest : static_cast<double>(z.shape.largest_parameter());
   t.push_back({"AdamW temporaries", 8 * big, "2 x the largest tensor (" + num(big) + ") x 4 B"});
   if (z.W > 1)
     t.push_back({"all-reduce buckets", 2 * z.cfg.distributed.bucket_mb * kMiB,
@@ -413,6 +442,9 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   p.micro_tokens = z.m * z.T;
   p.resident = resident_terms(z, in.runtime_mb);
   p.resident_bytes = sum(p.resident);
+  if (z.lora)
+    p.notes.push_back("LoRA rank " + std::to_string(cfg.model.lora_rank) + ": " + num(z.Na) + " adapter parameters (" +
+                      num(std::round(1e4 * z.Na / z.N) / 100) + "% of the model) train; the base is frozen");
   if (async)
     p.phases.push_back(phase("weight sync", weight_sync_terms(z), p.resident_bytes));
   else

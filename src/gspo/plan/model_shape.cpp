@@ -78,6 +78,35 @@ int64_t ModelShape::layer_parameters(int64_t layer) const {
   return n;
 }
 
+LoraCount lora_count(const ModelShape& s, const config::ModelOptions& m) {
+  const double r = static_cast<double>(m.lora_rank), H = s.hidden_size, Q = s.num_heads * s.head_dim,
+               K = s.num_kv_heads * s.head_dim;
+  auto wanted = [&](const char* name) {
+    return std::find(m.lora_targets.begin(), m.lora_targets.end(), name) != m.lora_targets.end();
+  };
+  LoraCount c;
+  for (int64_t l = 0; l < s.num_layers; ++l) {
+    double adapters = 0, targets = 0;
+    auto add = [&](const char* name, double out, double in, double copies) {
+      if (!wanted(name)) return;
+      adapters += copies * r * (in + out);
+      targets += copies * in * out;
+      c.largest_tensor = std::max(c.largest_tensor, r * std::max(in, out));
+    };
+    add("q_proj", Q, H, 1), add("k_proj", K, H, 1), add("v_proj", K, H, 1), add("o_proj", H, Q, 1);
+    if (!s.is_moe_layer(l)) {
+      const double I = s.intermediate_size;
+      add("gate_proj", I, H, 1), add("up_proj", I, H, 1), add("down_proj", H, I, 1);
+    } else if (m.lora_experts) {
+      const double I = s.moe_intermediate_size, E = s.num_experts;
+      add("gate_proj", I, H, E), add("up_proj", I, H, E), add("down_proj", H, I, E);
+    }
+    c.adapters += adapters;
+    c.widest_layer_targets = std::max(c.widest_layer_targets, targets);
+  }
+  return c;
+}
+
 int64_t ModelShape::other_parameters() const {
   int64_t n = vocab_size * hidden_size + hidden_size;  // embedding, final norm
   if (!tie_word_embeddings) n += vocab_size * hidden_size;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "gspo/config/options.h"
+
 namespace gspo::plan {
 
 struct ModelShape {
@@ -39,6 +41,16 @@ struct ModelShape {
   // The largest single parameter tensor (the embedding or the head, in practice).
   int64_t largest_parameter() const;
 };
+
+// Low-rank adapters on `shape` as model/lora.h makes them (model.lora_rank, lora_targets, lora_experts): r (in + out)
+// parameters a targeted weight [out, in] of a decoder layer (an MoE layer's experts only with lora_experts).
+struct LoraCount {
+  double adapters = 0;              // every A and B
+  double widest_layer_targets = 0;  // elements of the targeted weights of the decoder layer that has the most
+  double largest_tensor = 0;        // the largest single A or B
+};
+LoraCount lora_count(const ModelShape& shape, const config::ModelOptions& m);
+
 
 // Hugging Face config.json text -> shape; ConfigError naming `file` and the missing or bad key.
 ModelShape shape_from_hf_config(const std::string& json_text, const std::string& file);

@@ -49,9 +49,12 @@ struct ChunkedHead : torch::autograd::Function<ChunkedHead> {
     const int64_t n = hidden.size(0);
     auto g = grads[0].defined() ? grads[0].to(at::kFloat) : torch::zeros({n}, lse.options());
     const bool wide = weight.scalar_type() != at::kFloat;  // accumulate 16-bit weight gradients in float32
+    // A frozen head (low-rank adapters train, model/lora.h) needs no weight gradient: neither its [V, H] float32
+    // accumulator nor the product that fills it, as costly as the hidden states' own.
+    const bool need_w = ctx->needs_input_grad(1), need_b = bias.defined() && ctx->needs_input_grad(2);
     auto gh = torch::empty_like(hidden);
-    auto gw = torch::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
-    auto gb = bias.defined() ? torch::zeros(bias.sizes(), bias.options().dtype(at::kFloat)) : at::Tensor();
+    auto gw = need_w ? torch::zeros(weight.sizes(), weight.options().dtype(at::kFloat)) : at::Tensor();
+    auto gb = need_b ? torch::zeros(bias.sizes(), bias.options().dtype(at::kFloat)) : at::Tensor();
     for (int64_t i = 0; i < n; i += step) {
       const int64_t c = std::min(step, n - i);
       auto h = hidden.narrow(0, i, c);
@@ -61,14 +64,14 @@ struct ChunkedHead : torch::autograd::Function<ChunkedHead> {
       if (T != 1.0) d.div_(T);                                                          // [c, V] float32
       auto dw = wide ? d.to(weight.scalar_type()) : d;
       gh.narrow(0, i, c).copy_(dw.mm(weight));
-      if (wide)
+      if (need_w && wide)
         gw.add_(dw.t().mm(h).to(at::kFloat));
-      else
+      else if (need_w)
         gw.addmm_(d.t(), h);
-      if (gb.defined()) gb.add_(d.sum(0));
+      if (need_b) gb.add_(d.sum(0));
     }
-    return {gh, gw.to(weight.scalar_type()), gb.defined() ? gb.to(bias.scalar_type()) : at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor()};
+    return {gh, need_w ? gw.to(weight.scalar_type()) : at::Tensor(), need_b ? gb.to(bias.scalar_type()) : at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
