@@ -48,6 +48,10 @@ assert os.path.isabs(meta["base_path"]) and meta["base_path"].endswith("tiny_pri
 print(f"max |behaviour - trainer log-prob| {worst:.2g} over {len(lines)} steps; checkpoint files {files}")
 PY
 )"; then ok "merged sampling copy and adapter checkpoint: $out"; else bad "sampling copy / checkpoint: $out"; fi
+  # the copy holds only the adapted weights of its own: the rest (embedding, norms, head) is the policy's tensors
+  if grep -Eq "sampling copy: shares [1-9][0-9]* of the base" "$TMP/l1.log"; then
+    ok "$(grep -o "sampling copy: shares.*" "$TMP/l1.log" | cut -c1-110)"
+  else bad "the sampling copy shares nothing with the policy" "$TMP/l1.log"; fi
 fi
 
 # --- data parallel: 2 ranks = 1 process (merged weights W + (alpha / r) B A compared) ---------------------------

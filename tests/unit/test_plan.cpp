@@ -283,7 +283,8 @@ TEST_CASE("plan: LoRA's adapter count equals the adapters gspo makes, and the fr
   const double N = s.num_parameters(), Na = 2 * (2 * 512 + 2 * 384 + 3 * 1280);
   CHECK(term(p.resident, "frozen base weights") == 4 * N);
   CHECK(term(p.resident, "LoRA adapters") == 16 * Na);
-  CHECK(term(p.resident, "sampling copy (adapters merged)") == 4 * N);
+  // the copy's own tensors: the adapted weights (2 layers x 61440); the rest is the policy's (share_untargeted)
+  CHECK(term(p.resident, "sampling copy (adapters merged)") == 2 * 61440 * 4);
   for (const auto& t : p.resident) CHECK((t.name != "gradients" && t.name != "AdamW moments" && t.name != "weights"));
   // the widest layer's targets (61600 - norms 128 - q/k norms 32 = 61440) merged, with their gradient in backward
   CHECK(term(p.phases[2].terms, "LoRA merged layer and its gradient") == 61440 * (2 * 4 + 4));

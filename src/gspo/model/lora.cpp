@@ -104,6 +104,21 @@ void LoraAdapters::release(int64_t layer) {
   }
 }
 
+int64_t LoraAdapters::share_untargeted(Policy& copy) const {
+  std::vector<std::string> targeted;
+  for (const auto& a : adapters_) targeted.push_back(a.name);
+  std::sort(targeted.begin(), targeted.end());
+  int64_t shared = 0;
+  for (const auto& [name, w] : policy_.named_parameters()) {
+    if (std::binary_search(targeted.begin(), targeted.end(), name)) continue;
+    const auto mine = copy.parameter(name);
+    if (mine.scalar_type() != w.scalar_type() || !mine.sizes().equals(w.sizes())) continue;
+    copy.swap_parameter(name, w);
+    shared += w.numel();
+  }
+  return shared;
+}
+
 void LoraAdapters::merge_into(Policy& target) const {
   torch::NoGradGuard no_grad;
   for (const auto& a : adapters_) {

@@ -92,6 +92,7 @@ struct Sizes {
   double Na = 0;              // lora: adapter parameters (A and B of every targeted weight)
   double Nt = 0;              // lora: the targeted weights of the widest decoder layer (merged while it runs)
   double Na_largest = 0;      // lora: the largest A or B
+  double Nta = 0;             // lora: every targeted weight's elements
   bool chunked = false;       // the head runs chunk by chunk
   double head_tokens = 0;     // positions the head holds at once
   std::string head_what = "";  // head_tokens explained
@@ -143,6 +144,7 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
     z.Na = c.adapters;
     z.Nt = c.widest_layer_targets;
     z.Na_largest = c.largest_tensor;
+    z.Nta = c.targets;
   }
   z.P = in.prompt_tokens;
   z.S = cfg.rollout.max_new_tokens;
@@ -168,8 +170,12 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
                  ") B (float32 A and B, their gradients, AdamW moments" + (z.zero1 ? " and the gradient shard: "
                  "ZeRO-1" : "") + ")"});
     const double sb = z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
-    r.push_back({"sampling copy (adapters merged)", z.N * sb, n + " x " + num(sb) + " B (rollout dtype): the base "
-                 "with W + (alpha / r) B A, merged after each step"});
+    if (sb == z.b)  // model/lora.h share_untargeted: the copy's other weights are the policy's own tensors
+      r.push_back({"sampling copy (adapters merged)", z.Nta * sb, num(z.Nta) + " adapted weights x " + num(sb) +
+                   " B: W + (alpha / r) B A, merged after each step; the rest is shared with the base"});
+    else
+      r.push_back({"sampling copy (adapters merged)", z.N * sb, n + " x " + num(sb) + " B (rollout.dtype differs "
+                   "from model.dtype: nothing shared)"});
     return;
   }
   if (z.zero3) {

@@ -102,6 +102,7 @@ LoraCount lora_count(const ModelShape& s, const config::ModelOptions& m) {
       add("gate_proj", I, H, E), add("up_proj", I, H, E), add("down_proj", H, I, E);
     }
     c.adapters += adapters;
+    c.targets += targets;
     c.widest_layer_targets = std::max(c.widest_layer_targets, targets);
   }
   return c;

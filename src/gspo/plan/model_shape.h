@@ -46,6 +46,7 @@ struct ModelShape {
 // parameters a targeted weight [out, in] of a decoder layer (an MoE layer's experts only with lora_experts).
 struct LoraCount {
   double adapters = 0;              // every A and B
+  double targets = 0;               // elements of every targeted weight
   double widest_layer_targets = 0;  // elements of the targeted weights of the decoder layer that has the most
   double largest_tensor = 0;        // the largest single A or B
 };

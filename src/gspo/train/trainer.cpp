@@ -235,7 +235,8 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
     // sampling reads the whole-model methods, which cannot see gated adapters: a copy with them merged
     const auto dtype = c.rollout.dtype == config::RolloutDtype::kBFloat16 || c.model.dtype == config::Dtype::kBFloat16
                            ? torch::kBFloat16 : torch::kFloat;
-    sampling_copy.emplace(*policy, model::load_frozen(file, device, dtype), lora.get());
+    // on the host: once the engine has cast the base, the copy shares its untargeted tensors and moves the rest
+    sampling_copy.emplace(*policy, model::load_frozen(file, c10::kCPU, dtype), lora.get());
   } else if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
     // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
     sampling_copy.emplace(*policy, model::load_frozen(file, device, torch::kBFloat16), nullptr);
@@ -334,6 +335,13 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   eo.device = where.device;
   eo.lora = s.lora.get();
   s.engine = make_update_engine(*s.policy, eo, s.comm);
+  if (s.lora) {
+    auto& copy = s.sampling_copy->model();
+    const int64_t shared = s.lora->share_untargeted(copy);
+    copy.move_to(where.device);
+    log::info("sampling copy: shares {} of the base's {} weights with the policy; holds {} of its own (the adapted "
+              "weights, merged after each step)", shared, s.policy->num_parameters(), copy.num_parameters() - shared);
+  }
   s.make_sampler();
   if (s.reference) s.reference->set_param_dtype(s.policy->parameters().front().scalar_type());
   if (ckpt) s.carried = restore(*ckpt, *s.engine, *s.progress, s.config_yaml, s.adapter_meta());
