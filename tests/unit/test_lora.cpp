@@ -148,7 +148,7 @@ TEST_CASE("LoRA: targets that match no weight, and rank 0, are config errors", "
   CHECK_THROWS_WITH(model::LoraAdapters(flat, {}), Catch::Contains("no per-layer methods"));
 }
 
-TEST_CASE("LoRA: adapter gradients through the chunked head equal those through whole logits; the frozen head gets none",
+TEST_CASE("LoRA: adapter gradients through the chunked head equal those through whole logits, and the frozen head gets none",
           "[lora]") {
   // The per-layer pass the trainer runs (train/logprobs.h), the head chunk by chunk (a custom backward that skips the
   // frozen head's weight gradient) against [N, V] logits through autograd; with and without checkpointing.
