@@ -2,7 +2,12 @@
 """Exports a gspo policy back to a Hugging Face directory (the reverse of scripts/export_hf.py).
 
     scripts/py scripts/export_to_hf.py --checkpoint RUN/checkpoints/step_00000200 --out DIR
-        [--dtype original|float32|bfloat16|float16] [--max-shard-size 5GB] [--overwrite]
+        [--dtype original|float32|bfloat16|float16] [--max-shard-size 5GB] [--overwrite] [--peft]
+
+A checkpoint of low-rank adapters (model.lora_rank: adapter.pt + adapter.json, no policy.pt) exports the base it
+names (adapter.json's base_path) with W + (alpha / r) B A merged into every adapted weight (in float32, then cast);
+with --peft, DIR receives the adapters alone as PEFT writes them (adapter_config.json + adapter_model.safetensors,
+scripts/peft_adapter.py), for peft.PeftModel.from_pretrained on the base's Hugging Face model.
 
 --checkpoint takes a checkpoint directory (its policy.pt), a run directory (its newest complete checkpoint) or a
 policy .pt itself. DIR receives:
@@ -41,6 +46,9 @@ import sys
 import zipfile
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peft_adapter  # noqa: E402  (scripts/peft_adapter.py)
 
 FAMILIES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
             "qwen3_moe": "Qwen3MoeForCausalLM"}
@@ -200,17 +208,23 @@ class PolicyArchive:
 # ---- the Hugging Face side -----------------------------------------------------------------------------------
 
 def resolve_policy(path):
+    """(policy .pt, checkpoint directory of adapters or None): a checkpoint of adapters names its base."""
     if not os.path.exists(path):
         raise ExportError(5, f"{path}: no such checkpoint, run directory or policy file")
     if os.path.isfile(path):
-        return path
-    if os.path.isfile(os.path.join(path, "policy.pt")):
-        return os.path.join(path, "policy.pt")
+        return path, None
     root = os.path.join(path, "checkpoints")
     steps = sorted(n for n in os.listdir(root) if n.startswith("step_")
                    and os.path.isfile(os.path.join(root, n, "state.json"))) if os.path.isdir(root) else []
-    if steps:
-        return os.path.join(root, steps[-1], "policy.pt")
+    ckpt = os.path.join(root, steps[-1]) if steps and not os.path.isfile(os.path.join(path, "state.json")) else path
+    if os.path.isfile(os.path.join(ckpt, "policy.pt")):
+        return os.path.join(ckpt, "policy.pt"), None
+    if os.path.isfile(os.path.join(ckpt, "adapter.json")):
+        base = json.load(open(os.path.join(ckpt, "adapter.json"))).get("base_path", "")
+        if not os.path.isfile(base):
+            raise ExportError(5, f"{ckpt}/adapter.json: base_path {base!r}, the model the adapters were trained on, "
+                                 f"is not there")
+        return base, ckpt
     raise ExportError(5, f"{path}: neither a checkpoint (no policy.pt) nor a run directory with a complete "
                          f"checkpoint (no checkpoints/step_*/state.json)")
 
@@ -356,7 +370,7 @@ def shard(plan, max_bytes):
     return shards
 
 
-def write_safetensors(path, arc, items):
+def write_safetensors(path, arc, items, merge):
     """One safetensors file, streamed: header first, then each tensor read, cast and written in turn."""
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for hf_name, _, ref, nbytes, dtype in items:
@@ -367,16 +381,48 @@ def write_safetensors(path, arc, items):
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(blob)))
         f.write(blob)
-        for hf_name, _, ref, nbytes, dtype in items:
+        for hf_name, gspo_name, ref, nbytes, dtype in items:
             t = arc.read(ref)
+            if gspo_name in merge:  # an adapted weight: W + (alpha / r) B A, in float32
+                a, b, scale = merge[gspo_name]
+                t = (t.float() + scale * (b.float() @ a.float())).to(t.dtype)
             if t.dtype != dtype:
                 t = t.to(dtype)
             f.write(t.contiguous().view(torch.uint8).numpy().data if nbytes else b"")
             del t
 
 
+def export_peft(a, base, ckpt):
+    meta, adapters = peft_adapter.read_gspo(ckpt)
+    name = os.path.abspath(base)  # (PEFT reads it only when no model is given to from_pretrained)
+    if os.path.exists(a.out) and os.listdir(a.out) and not a.overwrite:
+        raise ExportError(2, f"{a.out}: exists and is not empty (give --overwrite to replace it)")
+    tmp = a.out.rstrip("/") + f".tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    try:
+        peft_adapter.write_peft(tmp, meta, adapters, name)
+        if os.path.exists(a.out):
+            shutil.rmtree(a.out)
+        os.rename(tmp, a.out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    print(f"wrote {a.out}: PEFT LoRA adapter, {len(adapters)} modules, r {meta['rank']}, lora_alpha {meta['alpha']:g}; "
+          f"base {name}")
+
+
 def export(a):
-    src = resolve_policy(a.checkpoint)
+    src, ckpt = resolve_policy(a.checkpoint)
+    if a.peft:
+        if not ckpt:
+            raise ExportError(2, f"{a.checkpoint}: --peft exports low-rank adapters; this checkpoint holds a whole "
+                                 f"policy (export it without --peft)")
+        return export_peft(a, src, ckpt)
+    merge = {}
+    if ckpt:
+        meta, adapters = peft_adapter.read_gspo(ckpt)
+        merge = {n: (A, B, meta["alpha"] / meta["rank"]) for n, A, B in adapters}
     arc = PolicyArchive(src)
     man = arc.manifest
     fam = man.get("architecture")
@@ -393,9 +439,9 @@ def export(a):
     if getattr(torch, out_dtype, None) not in ST_DTYPE:
         raise ExportError(4, f"{src}: manifest hf_source.dtype {out_dtype!r} is not a floating dtype safetensors takes")
     plan = []
-    for hf_name, _, ref in weight_plan(arc, tied):
+    for hf_name, gspo_name, ref in weight_plan(arc, tied):
         dtype = getattr(torch, exceptions.get(hf_name, out_dtype))
-        plan.append((hf_name, None, ref, ref.numel() * torch.empty(0, dtype=dtype).element_size(), dtype))
+        plan.append((hf_name, gspo_name, ref, ref.numel() * torch.empty(0, dtype=dtype).element_size(), dtype))
     config_text, config_origin = write_config(man, arc, out_dtype, tied)
     extra = tokenizer_files(man, arc.tokenizer)
 
@@ -407,12 +453,12 @@ def export(a):
     try:
         shards = shard(plan, parse_size(a.max_shard_size))
         if len(shards) == 1:
-            write_safetensors(os.path.join(tmp, "model.safetensors"), arc, shards[0])
+            write_safetensors(os.path.join(tmp, "model.safetensors"), arc, shards[0], merge)
         else:
             weight_map = {}
             for k, items in enumerate(shards):
                 name = f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
-                write_safetensors(os.path.join(tmp, name), arc, items)
+                write_safetensors(os.path.join(tmp, name), arc, items, merge)
                 weight_map.update({it[0]: name for it in items})
             index = {"metadata": {"total_size": sum(it[3] for it in plan)}, "weight_map": weight_map}
             with open(os.path.join(tmp, "model.safetensors.index.json"), "w") as f:
@@ -442,10 +488,12 @@ def main():
                    help="weights' dtype: original = what export_hf.py read (per tensor)")
     p.add_argument("--max-shard-size", default="5GB", help="largest safetensors file before sharding (5GB)")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--peft", action="store_true", help="a checkpoint of LoRA adapters: write them as a PEFT adapter "
+                   "directory instead of the merged model")
     a = p.parse_args()
     try:
         export(a)
-    except ExportError as e:
+    except (ExportError, peft_adapter.AdapterError) as e:
         print(f"export_to_hf: error: {e}", file=sys.stderr)
         sys.exit(e.code)
     except OSError as e:

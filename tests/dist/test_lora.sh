@@ -125,6 +125,20 @@ rm -f "$TMP/ev/summary.json"  # an unfinished eval: resumable only with the same
 if out="$("$GSPO" "${EV[@]}" --adapter "$TMP/lres/checkpoints/step_00000002" -o "$TMP/ev" 2>&1)"; then
   bad "eval resumed with other adapters: $out"
 else ok "eval with other adapters does not resume: $(grep -o 'other settings ([^)]*)' <<<"$out")"; fi
+# PEFT round trip of a trained checkpoint: export --peft, import back onto the same base: the same tensors, bit for bit
+if "$PY" "$SRC/scripts/export_to_hf.py" --checkpoint "$CK" --out "$TMP/peft" --peft >"$TMP/peft.log" 2>&1 \
+   && "$PY" "$SRC/scripts/peft_adapter.py" import --peft "$TMP/peft" --base "$MODELS/tiny_prior.pt" --out "$TMP/back" \
+        >>"$TMP/peft.log" 2>&1 \
+   && "$PY" -c "
+import json, sys, torch
+a, b = (torch.jit.load(d + '/adapter.pt') for d in sys.argv[1:3])
+ma, mb = (json.load(open(d + '/adapter.json')) for d in sys.argv[1:3])
+assert ma['names'] == mb['names'] and ma['rank'] == mb['rank'] and ma['alpha'] == mb['alpha'], (ma, mb)
+assert ma['base_fingerprint'] == mb['base_fingerprint'] or all(abs(x - y) <= 1e-9 * (1 + abs(x)) for x, y in zip(ma['base_fingerprint'], mb['base_fingerprint']))
+pa, pb = dict(a.named_parameters()), dict(b.named_parameters())
+assert len(pa) == len(pb) == 2 * len(ma['names']) and all(torch.equal(pa[k], pb[k]) for k in pa)" "$CK" "$TMP/back" 2>>"$TMP/peft.log"; then
+  ok "PEFT round trip: export_to_hf.py --peft then peft_adapter.py import gives the checkpoint's adapters bit for bit"
+else bad "PEFT round trip" "$TMP/peft.log"; fi
 # model.adapter: training starts from those adapters
 # (optimizer.lr 1e-30: a step that changes no float32 value above 1e-29, so the checkpoint shows the start)
 TINY_LR=(--set optimizer.lr=1e-30 --set optimizer.weight_decay=0)

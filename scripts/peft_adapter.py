@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""LoRA adapters between gspo and PEFT (docs/lora.md).
+
+    scripts/py scripts/peft_adapter.py import --peft PEFT_DIR --base POLICY.pt --out ADAPTER_DIR [--overwrite]
+
+writes ADAPTER_DIR/adapter.pt + adapter.json from a PEFT LoRA directory (adapter_config.json +
+adapter_model.safetensors) trained on the Hugging Face model that POLICY.pt was exported from (scripts/export_hf.py):
+train on from it with `model.adapter: ADAPTER_DIR` (and model.lora_rank / lora_alpha as it says), or run it with
+`gspo generate / eval --adapter ADAPTER_DIR`. The export direction is `scripts/export_to_hf.py --peft`, which uses
+write_peft() below.
+
+Names: gspo's weight "layers.3.self_attn.q_proj.weight" is the Hugging Face module "model.layers.3.self_attn.q_proj",
+whose PEFT tensors are "base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight" ([r, in]) and ".lora_B.weight"
+([out, r]); per-expert MoE projections likewise ("model.layers.3.mlp.experts.5.gate_proj"). The update is
+(lora_alpha / r) B A, or (lora_alpha / sqrt(r)) B A with use_rslora (imported as alpha' = lora_alpha x sqrt(r)).
+Refused with exit 4, naming the key: DoRA, fan_in_fan_out, bias other than "none", modules_to_save, a rank_pattern
+or alpha_pattern that applies to an adapted module, a target that is not a decoder-layer projection. lora_dropout is dropped (gspo merges adapters, where
+no input dropout applies) with a note. Exit 5: a missing or unreadable file; 2: --out in use.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import sys
+
+import torch
+from safetensors.torch import load_file, save_file
+
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+PREFIX = "base_model.model."
+KEY = re.compile(r"^base_model\.model\.model\.(layers\.\d+\..*\.([A-Za-z0-9_]+))\.lora_([AB])\.weight$")
+
+
+class AdapterError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def read_gspo(ckpt):
+    """adapter.json and the A, B tensors of a gspo checkpoint of adapters: (meta, [(name, A, B)])."""
+    meta_path, pt = os.path.join(ckpt, "adapter.json"), os.path.join(ckpt, "adapter.pt")
+    if not (os.path.isfile(meta_path) and os.path.isfile(pt)):
+        raise AdapterError(5, f"{ckpt}: no adapter.json / adapter.pt (not a checkpoint of LoRA adapters)")
+    meta = json.load(open(meta_path))
+    saved = torch.jit.load(pt, map_location="cpu")
+    tensors = dict(saved.named_parameters())
+    out = [(name, tensors[str(2 * k)].detach(), tensors[str(2 * k + 1)].detach()) for k, name in enumerate(meta["names"])]
+    return meta, out
+
+
+def write_gspo(out, meta, adapters):
+    """adapter.pt (parameters "0", "1", ...: A then B of each adapter, as gspo's io::save_tensors writes them) and
+    adapter.json into directory `out`."""
+
+    class Tensors(torch.nn.Module):
+        def __init__(self, ts):
+            super().__init__()
+            for i, t in enumerate(ts):
+                self.register_parameter(str(i), torch.nn.Parameter(t.contiguous(), requires_grad=False))
+
+    flat = [t.float() for _, a, b in adapters for t in (a, b)]
+    torch.jit.script(Tensors(flat)).save(os.path.join(out, "adapter.pt"))
+    meta = dict(meta, names=[n for n, _, _ in adapters])
+    with open(os.path.join(out, "adapter.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+
+
+def write_peft(out, meta, adapters, base_model_name):
+    """adapter_config.json + adapter_model.safetensors (float32) into directory `out`. target_modules lists every
+    adapted module by its full name, so PEFT adapts exactly gspo's weights (not, say, every expert's gate_proj)."""
+    tensors, modules = {}, []
+    for name, a, b in adapters:
+        module = "model." + name[: -len(".weight")]
+        modules.append(module)
+        tensors[f"{PREFIX}{module}.lora_A.weight"] = a.float().contiguous()
+        tensors[f"{PREFIX}{module}.lora_B.weight"] = b.float().contiguous()
+    config = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base_model_name,
+              "r": meta["rank"], "lora_alpha": meta["alpha"], "lora_dropout": 0.0, "target_modules": modules,
+              "bias": "none", "fan_in_fan_out": False, "use_rslora": False, "use_dora": False,
+              "modules_to_save": None, "init_lora_weights": True, "inference_mode": True}
+    save_file(tensors, os.path.join(out, "adapter_model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(out, "adapter_config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+
+
+def weights_fingerprint(policy_path):
+    """gspo's model::weights_fingerprint: the sum and the sum of squares of every parameter, in double."""
+    m = torch.jit.load(policy_path, map_location="cpu")
+    s = q = 0.0
+    for p in m.parameters():
+        d = p.detach().double()
+        s += d.sum().item()
+        q += d.square().sum().item()
+    return [s, q], m
+
+
+def read_peft(peft_dir):
+    """(rank, alpha as gspo scales it, dropout, {gspo weight name: (A, B)}) of a PEFT LoRA directory."""
+    cfg_path = os.path.join(peft_dir, "adapter_config.json")
+    st = os.path.join(peft_dir, "adapter_model.safetensors")
+    if not os.path.isfile(cfg_path) or not os.path.isfile(st):
+        raise AdapterError(5, f"{peft_dir}: no adapter_config.json / adapter_model.safetensors (not a PEFT adapter)")
+    cfg = json.load(open(cfg_path))
+    where = f"{cfg_path}"
+    if cfg.get("peft_type", "LORA") != "LORA":
+        raise AdapterError(4, f"{where}: peft_type {cfg.get('peft_type')!r}: only LORA adapters import")
+    for key, ok in (("use_dora", False), ("fan_in_fan_out", False)):
+        if bool(cfg.get(key, ok)) != ok:
+            raise AdapterError(4, f"{where}: {key} {cfg.get(key)!r} is not supported (gspo merges W + (alpha / r) B A)")
+    if cfg.get("bias", "none") != "none":
+        raise AdapterError(4, f"{where}: bias {cfg.get('bias')!r}: only 'none' imports (gspo trains no biases)")
+    if cfg.get("modules_to_save"):
+        raise AdapterError(4, f"{where}: modules_to_save {cfg['modules_to_save']}: gspo trains adapters only")
+    r, alpha = int(cfg["r"]), float(cfg["lora_alpha"])
+    if cfg.get("use_rslora"):
+        alpha *= math.sqrt(r)  # (alpha / sqrt(r)) B A == (alpha sqrt(r) / r) B A
+    pairs = {}
+    for key, t in load_file(st).items():
+        m = KEY.match(key)
+        if not m or m.group(2) not in PROJECTIONS:
+            raise AdapterError(4, f"{st}: tensor {key!r} is not the LoRA A or B of a decoder-layer projection "
+                                  f"({', '.join(PROJECTIONS)})")
+        pairs.setdefault(m.group(1) + ".weight", {})[m.group(3)] = t
+    # Another rank or alpha for some modules: refused where it applies (PEFT writes patterns for modules a model may
+    # not have, e.g. transformers' fused MoE experts, and ignores them).
+    for key in ("rank_pattern", "alpha_pattern"):
+        for pattern in cfg.get(key) or {}:
+            hit = [n for n in pairs if re.search(pattern, "model." + n[: -len(".weight")])]
+            if hit:
+                raise AdapterError(4, f"{where}: {key} {pattern!r} applies to {hit[0]}: one rank and one alpha for "
+                                      f"every adapter only")
+    return r, alpha, float(cfg.get("lora_dropout", 0.0)), pairs
+
+
+def import_peft(a):
+    if os.path.exists(a.out) and os.listdir(a.out) and not a.overwrite:
+        raise AdapterError(2, f"{a.out}: exists and is not empty (give --overwrite to replace it)")
+    if not os.path.isfile(a.base):
+        raise AdapterError(5, f"{a.base}: no such policy file")
+    r, alpha, dropout, pairs = read_peft(a.peft)
+    fingerprint, base = weights_fingerprint(a.base)
+    weights = dict(base.named_parameters())
+    adapters = []
+    for name, _ in base.named_parameters():  # gspo's order: the module's (model/lora.h)
+        if name not in pairs:
+            continue
+        ab = pairs.pop(name)
+        if set(ab) != {"A", "B"}:
+            raise AdapterError(4, f"{a.peft}: {name} has lora_{'A' if 'A' in ab else 'B'} only")
+        out, inp = weights[name].shape
+        if tuple(ab["A"].shape) != (r, inp) or tuple(ab["B"].shape) != (out, r):
+            raise AdapterError(4, f"{a.peft}: {name}: A {tuple(ab['A'].shape)}, B {tuple(ab['B'].shape)}; the base's "
+                                  f"weight is {(out, inp)} at r {r}: trained on another base?")
+        adapters.append((name, ab["A"], ab["B"]))
+    if pairs:
+        raise AdapterError(4, f"{a.peft}: adapters for weights {a.base} does not have: {sorted(pairs)[:3]}")
+    if not adapters:
+        raise AdapterError(4, f"{a.peft}: no adapters")
+    targets = sorted({n.rsplit(".", 2)[-2] for n, _, _ in adapters}, key=PROJECTIONS.index)
+    meta = {"rank": r, "alpha": alpha, "targets": targets, "experts": any(".experts." in n for n, _, _ in adapters),
+            "base_path": os.path.abspath(a.base), "base_fingerprint": fingerprint}
+    tmp = a.out.rstrip("/") + f".tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    try:
+        write_gspo(tmp, meta, adapters)
+        if os.path.exists(a.out):
+            shutil.rmtree(a.out)
+        os.rename(tmp, a.out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    note = f"; lora_dropout {dropout} dropped (merged adapters have no input dropout)" if dropout else ""
+    print(f"wrote {a.out}: {len(adapters)} adapters, rank {r}, alpha {alpha:g} (model.lora_rank={r} "
+          f"model.lora_alpha={alpha:g}), targets {' '.join(targets)}{note}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    imp = sub.add_parser("import", help="a PEFT LoRA directory into gspo's adapter.pt + adapter.json")
+    imp.add_argument("--peft", required=True, help="PEFT adapter directory")
+    imp.add_argument("--base", required=True, help="the gspo policy .pt exported from the adapters' base model")
+    imp.add_argument("--out", required=True, help="directory to write adapter.pt and adapter.json into")
+    imp.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
+    a = p.parse_args()
+    try:
+        import_peft(a)
+    except AdapterError as e:
+        print(f"peft_adapter: error: {e}", file=sys.stderr)
+        sys.exit(e.code)
+    except OSError as e:
+        print(f"peft_adapter: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        sys.exit(5)
+
+
+if __name__ == "__main__":
+    main()
