@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Low-rank adapters in training (model.lora_rank, docs/lora.md) on tiny_prior: with B = 0 the first step samples what
 # full fine-tuning's first step samples (every sample-derived metric equal); the merged sampling copy follows the
-# adapters (behaviour log-probs equal the trainer's at every step); 2 ranks (plain AdamW and ZeRO-1) = 1 process on
-# the merged weights; a checkpoint holds adapter.pt + adapter.json and no policy.pt, a resume continues bit for bit and
+# adapters (behaviour log-probs equal the trainer's at every step); 2 ranks (plain AdamW and ZeRO-1) and a rollout
+# rank beside a trainer (the adapters alone sent) = 1 process on the merged weights; a checkpoint holds adapter.pt + adapter.json and no policy.pt, a resume continues bit for bit and
 # refuses another base or a full-fine-tuning config; partial rollouts run with adapters; bad settings are config
 # errors naming the keys.
 # usage: test_lora.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
@@ -57,6 +57,19 @@ fi
 # --- data parallel: 2 ranks = 1 process (merged weights W + (alpha / r) B A compared) ---------------------------
 run l2 2 "${L[@]}" && same "LoRA, 2 ranks = 1 process" l1 l2
 run l2z1 2 "${L[@]}" --set distributed.zero_stage=1 && same "LoRA, 2 ranks ZeRO-1 = 1 process" l1 l2z1
+
+# --- a rollout rank beside a trainer: adapters alone travel (float32), merged into the rollout rank's copy ----------
+run la11 2 "${L[@]}" --set distributed.rollout_ranks=1 && {
+  CMP_EXTRA="--one-sided version_lag_mean,version_lag_max" same "LoRA, 1 rollout rank + 1 trainer, max_staleness 0 = 1 process" l1 la11
+  if mb="$("$PY" -c "
+import json, sys
+ms = [json.loads(l) for l in open(sys.argv[1])]
+sync = [m['weight_sync_mb'] for m in ms if m.get('weight_sync_mb', 0) > 0]
+assert sync, 'no weight sync recorded'
+print(max(sync))" "$TMP/la11/metrics.jsonl")" && "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.2 else 1)" "$mb"; then
+    ok "LoRA weight sync: ${mb} MB a sync (the adapters in float32, under 0.2 MB; the whole model would be ~0.6 MB)"
+  else bad "LoRA weight sync size: $mb MB" "$TMP/la11.rank0.log"; fi
+}
 
 # --- resume: bit for bit; another base or a full-fine-tuning config refused --------------------------------------
 launch lres 1 2 "${L[@]}" && launch lres 1 "$STEPS" "${L[@]}" --resume auto && {
@@ -174,8 +187,6 @@ else bad "configs/tiny-lora.yaml" "$TMP/shipped.log"; fi
 expect_err dropout "model.lora_dropout must be 0" -- "${L[@]}" --set model.lora_dropout=0.05
 expect_err targets "'lm_head' is not a decoder-layer projection" -- "${L[@]}" --set 'model.lora_targets=[q_proj, lm_head]'
 expect_err zero3 "model.lora_rank with distributed.zero_stage 3 is not built yet" -- "${L[@]}" --set distributed.zero_stage=3
-expect_err rollout-ranks "model.lora_rank with distributed.rollout_ranks is not built yet" WORLD_SIZE=2 -- "${L[@]}" \
-  --set distributed.rollout_ranks=1
 expect_err per-layer "model.lora_rank needs the per-layer pass" -- "${L[@]}" --set train.chunked_head=false \
   --set train.activation_checkpointing=false
 

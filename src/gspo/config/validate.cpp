@@ -206,9 +206,6 @@ void validate_lora(const Config& c, std::vector<std::string>& e) {
     e.push_back(at(c, "distributed.zero_stage") + ": model.lora_rank with distributed.zero_stage 3 is not built yet "
                 "(a sharded frozen base beside replicated adapters); use zero_stage 0 (adapters are small: their "
                 "AdamW state is 16 bytes a parameter, ~1.4 GB for Qwen3-8B at rank 32)");
-  if (c.distributed.rollout_ranks > 0)
-    e.push_back(at(c, "distributed.rollout_ranks") + ": model.lora_rank with distributed.rollout_ranks is not built "
-                "yet (the weight sync sends whole weights, not adapters); use async.partial_rollout on the trainers");
 }
 
 // distributed.rollout_ranks and the async section (the world size is checked at launch: train/rank_share.h).

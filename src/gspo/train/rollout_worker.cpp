@@ -12,6 +12,7 @@
 #include "gspo/env/episode.h"
 #include "gspo/eval/eval_sets.h"
 #include "gspo/io/adapter_file.h"
+#include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/weight_sync.h"
@@ -21,6 +22,7 @@
 #include "gspo/train/async_schedule.h"
 #include "gspo/train/partial_source.h"
 #include "gspo/train/rollout_source.h"
+#include "gspo/train/sampling_copy.h"
 #include "gspo/train/scored_wire.h"
 #include "gspo/train/training_data.h"
 
@@ -31,7 +33,9 @@ struct RolloutWorker::Impl {
   parallel::Comm& group;  // the rollout ranks
   parallel::Comm& link;   // the world
   AsyncLayout layout;
-  std::optional<model::Policy> policy;
+  std::optional<model::Policy> policy;         // the base, with model.lora_rank > 0 (a sampling copy samples)
+  std::unique_ptr<model::LoraAdapters> lora;   // model.lora_rank > 0: the adapters trainer 0 sends
+  std::optional<SamplingCopy> copy;            // with lora: the base with the adapters merged, what samples
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<data::Example> examples;
   std::unique_ptr<reward::Verifier> verifier;
@@ -43,6 +47,23 @@ struct RolloutWorker::Impl {
   Impl(const config::Config& c, const Placement& where)
       : cfg(c), group(*where.comm), link(*where.link), layout(c, where.link->world_size()) {}
   void send_shares(int64_t batch, const Scored& s, std::vector<double> metrics);
+  // model.lora_rank > 0: adapters on the base (as the trainers make them; model.adapter's when it starts from some)
+  // and a copy that shares the base's untargeted tensors, the adapters merged into it before each batch they changed.
+  void make_adapters(c10::Device device) {
+    const auto& m = cfg.model;
+    model::LoraSpec spec;
+    spec.rank = m.lora_rank;
+    spec.alpha = m.lora_alpha;
+    spec.targets = m.lora_targets;
+    spec.experts = m.lora_experts;
+    spec.seed = static_cast<uint64_t>(cfg.train.seed);
+    lora = std::make_unique<model::LoraAdapters>(*policy, spec);
+    if (!m.adapter.empty()) io::load_adapters(m.adapter, *lora);  // (the trainers check the base)
+    copy.emplace(*policy, model::load_frozen(m.path, c10::kCPU, rollout_dtype(cfg)), lora.get());
+    lora->share_untargeted(copy->model());
+    copy->model().move_to(device);
+  }
+  model::Policy& sampling_model() { return copy ? copy->model() : *policy; }
 };
 
 RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) {
@@ -52,7 +73,10 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
   if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
   auto rows = data::load_dataset(cfg.data);
   s.verifier = reward::make_verifier(cfg, rows);
-  if (cfg.model.adapter.empty()) {
+  if (cfg.model.lora_rank > 0) {
+    s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout_dtype(cfg)));
+    s.make_adapters(where.device);
+  } else if (cfg.model.adapter.empty()) {
     s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout_dtype(cfg)));
   } else {  // the trainers' start: the adapters merged into the base as its file holds it, then cast
     s.policy.emplace(model::load_frozen(cfg.model.path, where.device));
@@ -65,13 +89,14 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
   s.examples = fit_training_rows(std::move(rows), cfg, *s.tok, *s.policy, false, dropped);
   auto sp = eval::rollout_sampling(cfg);
   sp.progress = cfg.logging.progress && s.group.is_main();  // the live rollout line, on the first rollout rank
-  s.sampler = std::make_unique<rollout::Sampler>(*s.policy, *s.tok, sp);
-  s.tools = env::make_tool_env(cfg, *s.tok, *s.policy);
+  s.sampler = std::make_unique<rollout::Sampler>(s.sampling_model(), *s.tok, sp);
+  s.tools = env::make_tool_env(cfg, *s.tok, s.sampling_model());
+  SamplingCopy* copy = s.copy ? &*s.copy : nullptr;
   if (cfg.async.partial_rollout)
-    s.source = std::make_unique<PartialSource>(cfg, *s.policy, nullptr, *s.tok, s.examples, *s.verifier, *s.sampler,
+    s.source = std::make_unique<PartialSource>(cfg, *s.policy, copy, *s.tok, s.examples, *s.verifier, *s.sampler,
                                                s.group);
   else
-    s.source = std::make_unique<InProcessSource>(cfg, *s.policy, nullptr, *s.tok, s.examples, *s.verifier, *s.sampler,
+    s.source = std::make_unique<InProcessSource>(cfg, *s.policy, copy, *s.tok, s.examples, *s.verifier, *s.sampler,
                                                  s.group, s.tools.get());
 }
 
@@ -118,9 +143,14 @@ TrainSummary RolloutWorker::run() {
       break;
     }
     if (ctl.epoch >= 0) cursor.restore(ctl.epoch, ctl.position);
-    if (ctl.weights)
+    if (ctl.weights && s.lora) {  // the adapters, float32, merged into the copy before the batch samples
+      parallel::receive_weights(s.link, 0, kTagWeights, s.lora->parameters(), at::kFloat,
+                                c.distributed.bucket_mb * 1024 * 1024, c.async.wait_timeout_s);
+      s.copy->mark_stale();
+    } else if (ctl.weights) {
       parallel::receive_weights(s.link, 0, kTagWeights, s.policy->parameters(), rollout_dtype(c),
                                 c.distributed.bucket_mb * 1024 * 1024, c.async.wait_timeout_s);
+    }
     const double waited = core::seconds_since(t_wait);
     const auto t_work = core::Clock::now();
     StepMetrics m;

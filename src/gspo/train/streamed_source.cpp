@@ -5,6 +5,7 @@
 #include "gspo/core/clock.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
+#include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/train/scored_wire.h"
@@ -16,8 +17,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 }
 
 StreamedSource::StreamedSource(const config::Config& cfg, parallel::Comm& link, parallel::Comm& trainers,
-                               model::Policy& policy, UpdateEngine& engine, int64_t start, const data::Cursor& cursor)
-    : cfg_(cfg), link_(link), trainers_(trainers), policy_(policy), engine_(engine),
+                               model::Policy& policy, UpdateEngine& engine, int64_t start, const data::Cursor& cursor,
+                               const model::LoraAdapters* lora)
+    : cfg_(cfg), link_(link), trainers_(trainers), policy_(policy), engine_(engine), lora_(lora),
       layout_(cfg, link.world_size()), start_(start), asked_(start), received_(start), sender_(link, kTagWeights) {
   ask(start, &cursor, nullptr);
 }
@@ -39,7 +41,9 @@ void StreamedSource::ask(int64_t version, const data::Cursor* cursor, StepMetric
   for (int64_t r = 0; r < layout_.rollouts; ++r) peers.push_back(layout_.rollout_world_rank(r));
   {
     const WholeWeights whole(engine_);
-    if (trainers_.rank() == 0)
+    if (trainers_.rank() == 0 && lora_)
+      bytes = sender_.send(lora_->parameters(), peers, at::kFloat, cfg_.distributed.bucket_mb * kMiB);
+    else if (trainers_.rank() == 0)
       bytes = sender_.send(policy_.parameters(), peers, rollout_dtype(cfg_), cfg_.distributed.bucket_mb * kMiB);
   }
   if (trainers_.rank() == 0) {

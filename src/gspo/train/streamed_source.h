@@ -10,6 +10,8 @@
 #include "gspo/train/async_schedule.h"
 #include "gspo/train/rollout_source.h"
 
+namespace gspo::model { class LoraAdapters; }
+
 namespace gspo::train {
 
 class UpdateEngine;
@@ -19,8 +21,11 @@ class StreamedSource : public RolloutSource {
   // `link`: the world group (trainers and rollout ranks); `trainers`: the trainers' group (its rank is this
   // trainer's). `start`: the rollout steps completed (the run's or the resume's start), `cursor` the data position
   // there. Trainer 0 asks for the first batches at once, with the current weights.
+  // `lora` (model.lora_rank > 0): the weights sent are the adapters alone, in float32 (the rollout ranks merge them
+  // into their copy of the base): r (in + out) a weight instead of out x in.
   StreamedSource(const config::Config& cfg, parallel::Comm& link, parallel::Comm& trainers, model::Policy& policy,
-                 UpdateEngine& engine, int64_t start, const data::Cursor& cursor);
+                 UpdateEngine& engine, int64_t start, const data::Cursor& cursor,
+                 const model::LoraAdapters* lora = nullptr);
   // This trainer's share of batch id.version (the step about to train), waited for. Advances `cursor` over the
   // batch's prompts as the rollout ranks did.
   Scored next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) override;
@@ -39,6 +44,7 @@ class StreamedSource : public RolloutSource {
   parallel::Comm& trainers_;
   model::Policy& policy_;
   UpdateEngine& engine_;
+  const model::LoraAdapters* lora_;
   AsyncLayout layout_;
   int64_t start_;
   int64_t asked_ = 0;     // batches [start, asked_) were asked for

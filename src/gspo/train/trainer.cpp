@@ -167,7 +167,8 @@ struct Trainer::Impl {
   nlohmann::ordered_json validate(int64_t step, TrainSummary& sum);
   StepRunner step_runner() {
     if (link)
-      source = std::make_unique<StreamedSource>(cfg, *link, comm, *policy, *engine, progress->step, progress->cursor);
+      source = std::make_unique<StreamedSource>(cfg, *link, comm, *policy, *engine, progress->step, progress->cursor,
+                                                lora.get());
     else if (cfg.async.partial_rollout)
       source = std::make_unique<PartialSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok, examples,
                                                *verifier, *sampler, comm);
