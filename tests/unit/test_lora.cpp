@@ -235,3 +235,36 @@ TEST_CASE("LoRA: with a bf16 base the adapters stay float32 and their gradients 
   CHECK(den > 0);
   CHECK(std::sqrt(num / den) < 3e-2);
 }
+
+TEST_CASE("LoRA: a sampling copy shares every untargeted tensor with the base, a tied head too, and samples the adapted "
+          "model", "[lora]") {
+  for (const char* file : {"tiny_qwen3.pt", "tiny.pt"}) {  // tied and untied embeddings
+    INFO(file);
+    auto policy = test::load_tiny(file);
+    model::LoraSpec spec;
+    spec.rank = 2;
+    model::LoraAdapters lora(policy, spec);
+    {
+      torch::NoGradGuard g;
+      for (auto& a : lora.adapters()) a.B.normal_(0.0, 0.05);
+    }
+    auto copy = test::load_tiny(file);
+    const int64_t shared = lora.share_untargeted(copy);
+    int64_t targeted = 0;
+    for (const auto& a : lora.adapters()) targeted += policy.parameter(a.name).numel();
+    CHECK(shared + targeted == policy.num_parameters());
+    CHECK(copy.head_weight().unsafeGetTensorImpl() == policy.head_weight().unsafeGetTensorImpl());
+    for (const auto& [name, w] : policy.named_parameters()) {
+      const bool adapted = std::any_of(lora.adapters().begin(), lora.adapters().end(),
+                                       [&](const auto& a) { return a.name == name; });
+      CHECK((copy.parameter(name).unsafeGetTensorImpl() == w.unsafeGetTensorImpl()) != adapted);
+    }
+    lora.merge_into(copy);
+    policy.add_gate(&lora);
+    auto ids = torch::randint(3, policy.manifest().vocab_size, {2, 7}, torch::kLong);
+    auto mask = torch::ones({2, 7}, torch::kLong);
+    torch::NoGradGuard g;
+    CHECK(rel_err(copy.logits(ids, mask).to(torch::kFloat), layered_logits(policy, ids, mask, false)) < 1e-5);
+    policy.remove_gate(&lora);
+  }
+}

@@ -116,6 +116,17 @@ int64_t LoraAdapters::share_untargeted(Policy& copy) const {
     copy.swap_parameter(name, w);
     shared += w.numel();
   }
+  // A tied head is the embedding under a second name, which named_parameters() lists once: the copy's own head would
+  // stay (a vocab x hidden tensor), so it takes the policy's too (the contract's head is lm_head).
+  const auto head = policy_.head_weight();
+  const auto mine = copy.head_weight();
+  if (mine.unsafeGetTensorImpl() != head.unsafeGetTensorImpl() && mine.scalar_type() == head.scalar_type() &&
+      mine.sizes().equals(head.sizes())) {
+    try {
+      copy.swap_parameter("lm_head.weight", head);
+    } catch (const std::out_of_range&) {  // a head under another name: it stays the copy's own
+    }
+  }
   return shared;
 }
 

@@ -340,8 +340,8 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
     auto& copy = s.sampling_copy->model();
     const int64_t shared = s.lora->share_untargeted(copy);
     copy.move_to(where.device);
-    log::info("sampling copy: shares {} of the base's {} weights with the policy; holds {} of its own (the adapted "
-              "weights, merged after each step)", shared, s.policy->num_parameters(), copy.num_parameters() - shared);
+    log::info("sampling copy: shares {} of the base's {} weights with the policy; holds the {} adapted ones, merged "
+              "after each step", shared, s.policy->num_parameters(), s.policy->num_parameters() - shared);
   }
   s.make_sampler();
   if (s.reference) s.reference->set_param_dtype(s.policy->parameters().front().scalar_type());
