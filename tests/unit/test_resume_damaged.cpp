@@ -44,6 +44,22 @@ TEST_CASE("checkpoint_damage reads every file back and names the damaged one", "
   CHECK_THAT(io::checkpoint_damage(ckpt), Catch::Contains("'step' must be a non-negative integer"));
 }
 
+TEST_CASE("checkpoint_damage reads a checkpoint of adapters back: adapter.pt and adapter.json", "[io][resume][lora]") {
+  const auto out = test::fresh_dir("damage_check_lora");
+  auto c = cfg(out, 2);
+  c.model.lora_rank = 2;
+  cli::TrainJob(c, "").run();
+  const std::string ckpt = out + "/checkpoints/step_00000002";
+  CHECK(io::checkpoint_damage(ckpt).empty());
+  const auto meta = core::read_text(ckpt + "/adapter.json");
+  core::atomic_write(ckpt + "/adapter.json", meta.substr(0, meta.size() / 2));  // torn
+  CHECK_THAT(io::checkpoint_damage(ckpt), Catch::Contains("adapter.json"));
+  core::atomic_write(ckpt + "/adapter.json", meta);
+  const auto pt = core::read_text(ckpt + "/adapter.pt");
+  std::ofstream(ckpt + "/adapter.pt", std::ios::binary | std::ios::trunc) << pt.substr(0, pt.size() / 2);
+  CHECK_THAT(io::checkpoint_damage(ckpt), Catch::Contains("adapter.pt"));
+}
+
 TEST_CASE("resume auto passes over a damaged newest checkpoint to the newest intact one and keeps it",
           "[train][resume]") {
   const auto out = test::fresh_dir("damage_resume");

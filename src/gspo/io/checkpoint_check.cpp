@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "gspo/core/error.h"
+#include "gspo/io/adapter_file.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/core/fs.h"
 
@@ -35,6 +36,13 @@ std::string checkpoint_damage(const std::string& dir) {
   }
   if (!exists(policy_file(dir)) && !exists(adapter_file(dir)))
     return "'" + policy_file(dir) + "' (or, training adapters, '" + adapter_file(dir) + "') is missing";
+  if (exists(adapter_file(dir))) {  // the adapters' description, read as a resume reads it
+    try {
+      read_adapter_meta(dir);
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
   for (const auto& name : list_dir(dir)) {
     if (name.size() < 3 || name.compare(name.size() - 3, 3, ".pt") != 0) continue;
     auto problem = archive_damage(dir + "/" + name);
