@@ -40,7 +40,6 @@ import json
 import os
 import pickle
 import re
-import shutil
 import struct
 import sys
 import zipfile
@@ -49,6 +48,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peft_adapter  # noqa: E402  (scripts/peft_adapter.py)
+from replaced_dir import replaced_dir  # noqa: E402
 
 FAMILIES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
             "qwen3_moe": "Qwen3MoeForCausalLM"}
@@ -395,19 +395,8 @@ def write_safetensors(path, arc, items, merge):
 def export_peft(a, base, ckpt):
     meta, adapters = peft_adapter.read_gspo(ckpt)
     name = os.path.abspath(base)  # (PEFT reads it only when no model is given to from_pretrained)
-    if os.path.exists(a.out) and os.listdir(a.out) and not a.overwrite:
-        raise ExportError(2, f"{a.out}: exists and is not empty (give --overwrite to replace it)")
-    tmp = a.out.rstrip("/") + f".tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    try:
+    with replaced_dir(a.out, a.overwrite, lambda m: ExportError(2, m)) as tmp:
         peft_adapter.write_peft(tmp, meta, adapters, name)
-        if os.path.exists(a.out):
-            shutil.rmtree(a.out)
-        os.rename(tmp, a.out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     print(f"wrote {a.out}: PEFT LoRA adapter, {len(adapters)} modules, r {meta['rank']}, lora_alpha {meta['alpha']:g}; "
           f"base {name}")
 
@@ -445,12 +434,7 @@ def export(a):
     config_text, config_origin = write_config(man, arc, out_dtype, tied)
     extra = tokenizer_files(man, arc.tokenizer)
 
-    if os.path.exists(a.out) and os.listdir(a.out) and not a.overwrite:
-        raise ExportError(2, f"{a.out}: exists and is not empty (give --overwrite to replace it)")
-    tmp = a.out.rstrip("/") + f".tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    try:
+    with replaced_dir(a.out, a.overwrite, lambda m: ExportError(2, m)) as tmp:
         shards = shard(plan, parse_size(a.max_shard_size))
         if len(shards) == 1:
             write_safetensors(os.path.join(tmp, "model.safetensors"), arc, shards[0], merge)
@@ -468,12 +452,6 @@ def export(a):
         for name, text in extra.items():
             with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
                 f.write(text)
-        if os.path.exists(a.out):
-            shutil.rmtree(a.out)
-        os.rename(tmp, a.out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     params = sum(it[2].numel() for it in plan)
     print(f"wrote {a.out}: {fam}, {params} parameters in {len(shards)} safetensors file(s), {out_dtype}"
           f"{' (tied embeddings)' if tied else ''}; config.json {config_origin}; "

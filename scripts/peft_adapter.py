@@ -22,11 +22,12 @@ import json
 import math
 import os
 import re
-import shutil
 import sys
 
 import torch
 from safetensors.torch import load_file, save_file
+
+from replaced_dir import replaced_dir
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 PREFIX = "base_model.model."
@@ -138,8 +139,6 @@ def read_peft(peft_dir):
 
 
 def import_peft(a):
-    if os.path.exists(a.out) and os.listdir(a.out) and not a.overwrite:
-        raise AdapterError(2, f"{a.out}: exists and is not empty (give --overwrite to replace it)")
     if not os.path.isfile(a.base):
         raise AdapterError(5, f"{a.base}: no such policy file")
     r, alpha, dropout, pairs = read_peft(a.peft)
@@ -164,17 +163,8 @@ def import_peft(a):
     targets = sorted({n.rsplit(".", 2)[-2] for n, _, _ in adapters}, key=PROJECTIONS.index)
     meta = {"rank": r, "alpha": alpha, "targets": targets, "experts": any(".experts." in n for n, _, _ in adapters),
             "base_path": os.path.abspath(a.base), "base_fingerprint": fingerprint}
-    tmp = a.out.rstrip("/") + f".tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    try:
+    with replaced_dir(a.out, a.overwrite, lambda m: AdapterError(2, m)) as tmp:
         write_gspo(tmp, meta, adapters)
-        if os.path.exists(a.out):
-            shutil.rmtree(a.out)
-        os.rename(tmp, a.out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     note = f"; lora_dropout {dropout} dropped (merged adapters have no input dropout)" if dropout else ""
     print(f"wrote {a.out}: {len(adapters)} adapters, rank {r}, alpha {alpha:g} (model.lora_rank={r} "
           f"model.lora_alpha={alpha:g}), targets {' '.join(targets)}{note}")

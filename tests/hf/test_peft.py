@@ -35,6 +35,9 @@ SRC = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(SRC, "scripts"))
 import export_hf  # noqa: E402
 
+sys.path.insert(0, HERE)
+from test_import_parity import Failures  # noqa: E402  (one line per check, the failures kept)
+
 COMMON = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
               num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-6, bos_token_id=None,
               eos_token_id=511, pad_token_id=None, head_dim=16)  # EOS: an id the prompts do not hold
@@ -71,16 +74,6 @@ def run(cmd, expect=0):
 def logits_of(model, ids):
     with torch.no_grad():
         return model(input_ids=torch.tensor([ids])).logits[0].float()
-
-
-class Failures:
-    def __init__(self):
-        self.items = []
-
-    def check(self, ok, what):
-        print(("ok    " if ok else "FAIL  ") + what, flush=True)
-        if not ok:
-            self.items.append(what)
 
 
 def run_model(name, seed, a, fails):

@@ -26,15 +26,14 @@ bool targeted(const std::string& name, const LoraSpec& spec, int64_t& layer) {
 
 }  // namespace
 
-std::array<double, 2> weights_fingerprint(const Policy& policy) {
-  torch::NoGradGuard g;
-  double sum = 0, sq = 0;
-  for (const auto& p : policy.parameters()) {
-    const auto d = p.detach().to(torch::kCPU, torch::kDouble);
-    sum += d.sum().item<double>();
-    sq += d.square().sum().item<double>();
-  }
-  return {sum, sq};
+LoraSpec lora_spec(const config::ModelOptions& m, uint64_t seed) {
+  LoraSpec spec;
+  spec.rank = m.lora_rank;
+  spec.alpha = m.lora_alpha;
+  spec.targets = m.lora_targets;
+  spec.experts = m.lora_experts;
+  spec.seed = seed;
+  return spec;
 }
 
 LoraAdapters::LoraAdapters(Policy& policy, const LoraSpec& spec)

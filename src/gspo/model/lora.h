@@ -14,11 +14,11 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "gspo/config/options.h"
 #include "gspo/model/param_gate.h"
 
 namespace gspo::model {
@@ -33,9 +33,10 @@ struct LoraSpec {
   uint64_t seed = 0;     // A's initialisation (the same on every rank)
 };
 
-// What identifies a base model's weights: the sum and the sum of squares of every parameter, in double (computed on
-// the host). Equal files give equal values; a checkpoint of adapters records it to refuse another base.
-std::array<double, 2> weights_fingerprint(const Policy& policy);
+// The adapters model.lora_rank / lora_alpha / lora_targets / lora_experts ask for, A drawn from `seed` (train.seed:
+// the trainers and the rollout ranks draw the same).
+LoraSpec lora_spec(const config::ModelOptions& m, uint64_t seed);
+
 
 class LoraAdapters final : public ParamGate {
  public:

@@ -217,6 +217,17 @@ std::vector<std::string> Policy::methods() const {
   return out;
 }
 
+std::array<double, 2> weights_fingerprint(const Policy& policy) {
+  torch::NoGradGuard g;
+  double sum = 0, sq = 0;
+  for (const auto& p : policy.parameters()) {
+    const auto d = p.detach().to(torch::kCPU, torch::kDouble);
+    sum += d.sum().item<double>();
+    sq += d.square().sum().item<double>();
+  }
+  return {sum, sq};
+}
+
 Policy load_frozen(const std::string& path, c10::Device device, std::optional<c10::ScalarType> dtype) {
   auto p = Policy::load(path, device);
   if (dtype && p.parameters().front().scalar_type() != *dtype) p.set_param_dtype(*dtype);

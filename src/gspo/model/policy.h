@@ -4,6 +4,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -161,5 +162,10 @@ double check_contract(Policy& policy);
 // A policy that is run, never trained (a bf16 sampling copy, the KL reference, a rollout rank's policy): loaded on
 // `device`, cast to `dtype` when it differs from the file's, no parameter requiring gradients.
 Policy load_frozen(const std::string& path, c10::Device device, std::optional<c10::ScalarType> dtype = std::nullopt);
+
+// What identifies a policy's weights: the sum and the sum of squares of every parameter, in double (on the host).
+// Equal weights give equal values: ranks compare it after the initial broadcast, and a checkpoint of adapters records
+// its base's to refuse another one.
+std::array<double, 2> weights_fingerprint(const Policy& policy);
 
 }  // namespace gspo::model

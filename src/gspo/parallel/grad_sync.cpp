@@ -77,15 +77,5 @@ void broadcast_parameters(Comm& comm, const std::vector<at::Tensor>& params, dou
   per_bucket(data, bucket_bytes, [&](at::Tensor& flat) { comm.broadcast(flat, 0); });
 }
 
-std::vector<double> fingerprint(const std::vector<at::Tensor>& params) {
-  double sum = 0, sq = 0;
-  torch::NoGradGuard g;
-  for (const auto& p : params) {
-    auto d = p.detach().to(torch::kCPU, torch::kDouble);
-    sum += d.sum().item<double>();
-    sq += (d * d).sum().item<double>();
-  }
-  return {sum, sq};
-}
 
 }  // namespace gspo::parallel

@@ -22,7 +22,4 @@ int64_t all_reduce_gradients(Comm& comm, const std::vector<at::Tensor>& params, 
 // Every rank's parameters become rank 0's (bucketed broadcasts).
 void broadcast_parameters(Comm& comm, const std::vector<at::Tensor>& params, double bucket_bytes);
 
-// sum over parameters of (sum of the float64 values, sum of squares): equal on every rank when the weights are.
-std::vector<double> fingerprint(const std::vector<at::Tensor>& params);
-
 }  // namespace gspo::parallel

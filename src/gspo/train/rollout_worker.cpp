@@ -51,13 +51,7 @@ struct RolloutWorker::Impl {
   // and a copy that shares the base's untargeted tensors, the adapters merged into it before each batch they changed.
   void make_adapters(c10::Device device) {
     const auto& m = cfg.model;
-    model::LoraSpec spec;
-    spec.rank = m.lora_rank;
-    spec.alpha = m.lora_alpha;
-    spec.targets = m.lora_targets;
-    spec.experts = m.lora_experts;
-    spec.seed = static_cast<uint64_t>(cfg.train.seed);
-    lora = std::make_unique<model::LoraAdapters>(*policy, spec);
+    lora = std::make_unique<model::LoraAdapters>(*policy, model::lora_spec(m, static_cast<uint64_t>(cfg.train.seed)));
     if (!m.adapter.empty()) io::load_adapters(m.adapter, *lora);  // (the trainers check the base)
     copy.emplace(*policy, model::load_frozen(m.path, c10::kCPU, rollout_dtype(cfg)), lora.get());
     lora->share_untargeted(copy->model());

@@ -38,6 +38,7 @@
 #include "gspo/train/step.h"
 #include "gspo/train/partial_source.h"
 #include "gspo/train/streamed_source.h"
+#include "gspo/train/async_schedule.h"
 #include "gspo/train/training_data.h"
 #include "gspo/train/update_engine.h"
 
@@ -51,8 +52,8 @@ void sync_initial_weights(model::Policy& policy, parallel::Comm& comm, double bu
   auto params = policy.parameters();
   if (broadcast) parallel::broadcast_parameters(comm, params, bucket_bytes);
   if (comm.world_size() == 1) return;
-  auto mine = parallel::fingerprint(params);
-  auto all = comm.all_gather(torch::tensor(mine, torch::kDouble)).view({-1, 2});
+  const auto mine = model::weights_fingerprint(policy);
+  auto all = comm.all_gather(torch::tensor({mine[0], mine[1]}, torch::kDouble)).view({-1, 2});
   for (int64_t r = 0; r < all.size(0); ++r)
     if (all[r][0].item<double>() != mine[0] || all[r][1].item<double>() != mine[1])
       throw DistributedError("rank " + std::to_string(comm.rank()) + ": the weights differ from rank " +
@@ -224,20 +225,12 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   if (!adapters && !ckpt && !start.empty()) io::merge_adapter_dir(*policy, start);  // fine-tuned whole from there
   if (adapters) {
     base_fingerprint = model::weights_fingerprint(*policy);
-    model::LoraSpec spec;
-    spec.rank = c.model.lora_rank;
-    spec.alpha = c.model.lora_alpha;
-    spec.targets = c.model.lora_targets;
-    spec.experts = c.model.lora_experts;
-    spec.seed = static_cast<uint64_t>(c.train.seed);
-    lora = std::make_unique<model::LoraAdapters>(*policy, spec);
+    lora = std::make_unique<model::LoraAdapters>(*policy, model::lora_spec(c.model, static_cast<uint64_t>(c.train.seed)));
     if (!ckpt && !start.empty()) load_start_adapters(c, *lora, base_fingerprint);
     policy->add_gate(lora.get());
     // sampling reads the whole-model methods, which cannot see gated adapters: a copy with them merged
-    const auto dtype = c.rollout.dtype == config::RolloutDtype::kBFloat16 || c.model.dtype == config::Dtype::kBFloat16
-                           ? torch::kBFloat16 : torch::kFloat;
     // on the host: once the engine has cast the base, the copy shares its untargeted tensors and moves the rest
-    sampling_copy.emplace(*policy, model::load_frozen(file, c10::kCPU, dtype), lora.get());
+    sampling_copy.emplace(*policy, model::load_frozen(file, c10::kCPU, rollout_dtype(c)), lora.get());
   } else if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
     // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
     sampling_copy.emplace(*policy, model::load_frozen(file, device, torch::kBFloat16), nullptr);
