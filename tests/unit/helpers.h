@@ -2,6 +2,7 @@
 // ctest fixture "models"), data in ../shared with its skip marker, and small tensor helpers.
 #pragma once
 #include <dirent.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -66,16 +67,22 @@ E parse(const std::string& name) {
 }
 
 // Live processes on this machine whose command line contains `marker` (a zombie's command line is empty, so it
-// never counts).
-inline int processes_with(const std::string& marker) {
+// never counts) and, given `cwd_prefix`, whose working directory starts with it: a sandbox runs in
+// /tmp/gspo-sbx-<pid of its owner>-..., so another test's sandboxes, running beside this one under ctest -j, do not
+// count.
+inline int processes_with(const std::string& marker, const std::string& cwd_prefix = "") {
   int n = 0;
   DIR* d = opendir("/proc");
   if (d == nullptr) return 0;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline");
+    const std::string proc = std::string("/proc/") + e->d_name;
+    std::ifstream f(proc + "/cmdline");
     std::string cmd((std::istreambuf_iterator<char>(f)), {});
-    if (cmd.find(marker) != std::string::npos) ++n;
+    if (cmd.find(marker) == std::string::npos) continue;
+    char cwd[4096];
+    const ssize_t len = cwd_prefix.empty() ? 0 : readlink((proc + "/cwd").c_str(), cwd, sizeof cwd);
+    if (cwd_prefix.empty() || (len > 0 && std::string(cwd, static_cast<size_t>(len)).rfind(cwd_prefix, 0) == 0)) ++n;
   }
   closedir(d);
   return n;

@@ -194,7 +194,7 @@ TEST_CASE("python tool: the sandbox's attack programs sent as tool calls are con
       py("import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(64):\n    sys.stdout.write(chunk)\n"));
   REQUIRE(obs.size() == 6);
   CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 30);
-  CHECK(test::processes_with("main.py") == 0);
+  CHECK(test::processes_with("main.py", "/tmp/gspo-sbx-" + std::to_string(getpid()) + "-") == 0);  // this test's
   CHECK_FALSE(core::exists(target));
   CHECK(obs[3].find("connected") == std::string::npos);
   usleep(200 * 1000);
