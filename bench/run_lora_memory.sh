@@ -4,7 +4,9 @@
 # figure beside it), then under `ulimit -d CAP_MB` (RLIMIT_DATA: the process's private writable memory, heap and
 # anonymous maps, which hold every tensor): full fine-tuning (16 B a parameter of weights, gradients and AdamW
 # moments) fails to allocate, LoRA (a frozen 4 B base, adapted weights copied once, float32 adapters) trains.
-# usage: bash bench/run_lora_memory.sh [CAP_MB]   (default 1700; ~2 minutes on 2 cores; build/gspo must exist)
+# Then, uncapped, LoRA on 2 ranks: ZeRO-1 (the base whole on each) against ZeRO-3 (the base sharded), and ZeRO-3
+# trainers beside a rollout rank.
+# usage: bash bench/run_lora_memory.sh [CAP_MB]   (default 1700; ~4 minutes on 2 cores; build/gspo must exist)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CAP_MB="${1:-1700}"
@@ -35,3 +37,24 @@ echo "LoRA r 16, uncapped:          $(one lora 0 "${LORA[@]}")   plan: $(plan "$
 echo "cap: ulimit -d $((CAP_MB * 1024)) KB ($CAP_MB MB of private writable memory)"
 echo "full fine-tuning, capped:     $(one full_cap $((CAP_MB * 1024)))"
 echo "LoRA r 16, capped:            $(one lora_cap $((CAP_MB * 1024)) "${LORA[@]}")"
+# ZeRO-3 over the frozen base (model.lora_rank with distributed.zero_stage 3), uncapped, 1 thread a rank: the largest
+# rank's peak RSS and its update-phase peak. Beside a rollout rank the trainers never gather the base whole.
+many() {  # many NAME NPROC [--set ...]: like one, launched as NPROC local ranks
+  local name="$1" n="$2"; shift 2
+  scripts/launch_local.sh -n "$n" --port $((29700 + RANDOM % 200)) build/gspo "${ARGS[@]}" --set train.threads=1 \
+    --set "train.output_dir=$W/$name" "$@" >"$W/$name.log" 2>&1
+  local rc=$?
+  if [ -s "$W/$name/metrics.jsonl" ]; then
+    "$PY" -c "
+import json, statistics, sys
+ms = [json.loads(l) for l in open(sys.argv[1])]
+print(f'peak RSS {max(m[\"peak_rss_mb\"] for m in ms):.0f} MB (largest trainer), update phase {max(m[\"peak_mb_update\"] for m in ms):.0f} MB, '
+      f'{statistics.median(m[\"time_step_s\"] for m in ms):.2f} s a step', end='')" "$W/$name/metrics.jsonl"
+  else printf "no step finished: %s" "$(grep -m1 -iE 'error|bad_alloc|memory' "$W/$name.log" | cut -c1-100)"; fi
+  echo " (exit $rc)"
+}
+Z3=(--set distributed.zero_stage=3 --set train.activation_checkpointing=true)
+echo "LoRA r 16, 2 ranks ZeRO-1:    $(many lora_z1 2 "${LORA[@]}" --set distributed.zero_stage=1)"
+echo "LoRA r 16, 2 ranks ZeRO-3:    $(many lora_z3 2 "${LORA[@]}" "${Z3[@]}")   plan: $(plan "${LORA[@]}" "${Z3[@]}" -n 2)"
+echo "LoRA r 16, ZeRO-3, 2 trainers + 1 rollout rank: $(many lora_z3r 3 "${LORA[@]}" "${Z3[@]}" \
+  --set distributed.rollout_ranks=1)"

@@ -2,7 +2,8 @@
 # Low-rank adapters in training (model.lora_rank, docs/lora.md) on tiny_prior: with B = 0 the first step samples what
 # full fine-tuning's first step samples (every sample-derived metric equal); the merged sampling copy follows the
 # adapters (behaviour log-probs equal the trainer's at every step); 2 ranks (plain AdamW and ZeRO-1) and a rollout
-# rank beside a trainer (the adapters alone sent) = 1 process on the merged weights; a checkpoint holds adapter.pt + adapter.json and no policy.pt, a resume continues bit for bit and
+# rank beside a trainer (the adapters alone sent), ZeRO-3 over the frozen base (2 ranks, and 2 trainers beside a
+# rollout rank, and resumed with ZeRO-1) = 1 process on the merged weights; a checkpoint holds adapter.pt + adapter.json and no policy.pt, a resume continues bit for bit and
 # refuses another base or a full-fine-tuning config; partial rollouts run with adapters; bad settings are config
 # errors naming the keys.
 # usage: test_lora.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
@@ -57,6 +58,24 @@ fi
 # --- data parallel: 2 ranks = 1 process (merged weights W + (alpha / r) B A compared) ---------------------------
 run l2 2 "${L[@]}" && same "LoRA, 2 ranks = 1 process" l1 l2
 run l2z1 2 "${L[@]}" --set distributed.zero_stage=1 && same "LoRA, 2 ranks ZeRO-1 = 1 process" l1 l2z1
+
+# --- ZeRO-3: the frozen base sharded over the ranks (no masters, moments or gradients), the adapters replicated ------
+Z3=(--set distributed.zero_stage=3 --set train.activation_checkpointing=true)
+run l2z3 2 "${L[@]}" "${Z3[@]}" && {
+  same "LoRA, 2 ranks ZeRO-3 (frozen base sharded) = 1 process" l1 l2z3
+  # (the bytes a rank holds are tests/unit/test_zero3.cpp's and bench/run_lora_memory.sh's: on this 2-layer model a
+  # layer kept gathered for the next forward weighs as much as the half of the base a rank no longer holds)
+  if grep -q "sampling: the whole hold gathers the sharded base" "$TMP/l2z3.log"; then
+    ok "LoRA ZeRO-3 samples through the whole hold (no sampling copy): $(grep -o "sampling: the whole.*" "$TMP/l2z3.log" | head -1 | cut -c1-100)"
+  else bad "LoRA ZeRO-3: no sampling line" "$TMP/l2z3.log"; fi
+}
+# trainers under ZeRO-3 beside a rollout rank: the adapters alone are sent, the base is never gathered whole
+run la12z3 3 "${L[@]}" "${Z3[@]}" --set distributed.rollout_ranks=1 && \
+  CMP_EXTRA="--one-sided version_lag_mean,version_lag_max" same "LoRA, 1 rollout rank + 2 ZeRO-3 trainers = 1 process" l1 la12z3
+# the adapters' optimizer state is ZeRO-1's under ZeRO-3 too: 2 steps sharded, resumed with zero_stage 1
+PHASES[lz3to1]="2 2 ${L[*]} ${Z3[*]}"$'\n'"2 $STEPS ${L[*]} --set distributed.zero_stage=1 --resume auto"$'\n'
+launch lz3to1 2 2 "${L[@]}" "${Z3[@]}" && launch lz3to1 2 "$STEPS" "${L[@]}" --set distributed.zero_stage=1 --resume auto \
+  && same "LoRA, ZeRO-3 for 2 steps then resumed with ZeRO-1 = 1 process" l1 lz3to1
 
 # --- a rollout rank beside a trainer: adapters alone travel (float32), merged into the rollout rank's copy ----------
 run la11 2 "${L[@]}" --set distributed.rollout_ranks=1 && {
@@ -186,7 +205,10 @@ else bad "configs/tiny-lora.yaml" "$TMP/shipped.log"; fi
 # --- config errors ---------------------------------------------------------------------------------------------------
 expect_err dropout "model.lora_dropout must be 0" -- "${L[@]}" --set model.lora_dropout=0.05
 expect_err targets "'lm_head' is not a decoder-layer projection" -- "${L[@]}" --set 'model.lora_targets=[q_proj, lm_head]'
-expect_err zero3 "model.lora_rank with distributed.zero_stage 3 is not built yet" -- "${L[@]}" --set distributed.zero_stage=3
+expect_err z3-keep "distributed.zero3_keep_whole with model.lora_rank" -- "${L[@]}" "${Z3[@]}" \
+  --set distributed.zero3_keep_whole=true
+expect_err z3-bf16 "rollout.dtype bfloat16 with model.lora_rank, distributed.zero_stage 3" -- "${L[@]}" "${Z3[@]}" \
+  --set rollout.dtype=bfloat16
 expect_err per-layer "model.lora_rank needs the per-layer pass" -- "${L[@]}" --set train.chunked_head=false \
   --set train.activation_checkpointing=false
 

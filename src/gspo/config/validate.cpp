@@ -202,10 +202,15 @@ void validate_lora(const Config& c, std::vector<std::string>& e) {
   if (!c.train.chunked_head && !c.train.activation_checkpointing)
     e.push_back(at(c, "train.chunked_head") + ": model.lora_rank needs the per-layer pass (train.chunked_head or "
                 "train.activation_checkpointing true): the adapters merge into each decoder layer as gspo runs it");
-  if (c.distributed.zero_stage == 3)
-    e.push_back(at(c, "distributed.zero_stage") + ": model.lora_rank with distributed.zero_stage 3 is not built yet "
-                "(a sharded frozen base beside replicated adapters); use zero_stage 0 (adapters are small: their "
-                "AdamW state is 16 bytes a parameter, ~1.4 GB for Qwen3-8B at rank 32)");
+  if (c.distributed.zero_stage == 3 && c.distributed.zero3_keep_whole)
+    e.push_back(at(c, "distributed.zero3_keep_whole") + ": distributed.zero3_keep_whole with model.lora_rank: the whole "
+                "weights hold the adapters merged in for sampling, which a training pass would merge again; set it "
+                "false (adapters train a base too big to keep whole anyway)");
+  if (c.distributed.zero_stage == 3 && c.rollout.dtype == RolloutDtype::kBFloat16 && c.model.dtype == Dtype::kFloat32 &&
+      c.distributed.rollout_ranks == 0)
+    e.push_back(at(c, "rollout.dtype") + ": rollout.dtype bfloat16 with model.lora_rank, distributed.zero_stage 3 and "
+                "model.dtype float32: the sampler reads the gathered base itself, in model.dtype; set model.dtype "
+                "bfloat16 (the frozen base then is bf16 too) or rollout.dtype same");
 }
 
 // distributed.rollout_ranks and the async section (the world size is checked at launch: train/rank_share.h).

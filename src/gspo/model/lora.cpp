@@ -78,6 +78,15 @@ std::vector<at::Tensor> LoraAdapters::parameters() const {
   return out;
 }
 
+void LoraAdapters::move_to(c10::Device device) {
+  torch::NoGradGuard g;
+  for (auto& a : adapters_) {
+    if (a.A.device() == device) continue;
+    a.A = a.A.detach().to(device).requires_grad_(true);
+    a.B = a.B.detach().to(device).requires_grad_(true);
+  }
+}
+
 int64_t LoraAdapters::num_parameters() const {
   int64_t n = 0;
   for (const auto& a : adapters_) n += a.A.numel() + a.B.numel();

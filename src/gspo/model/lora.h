@@ -54,6 +54,9 @@ class LoraAdapters final : public ParamGate {
   ~LoraAdapters() override;
 
   const std::vector<Adapter>& adapters() const { return adapters_; }
+  // Moves every A and B to `device` as new leaves (before an optimizer takes them): a policy that distributed.
+  // zero_stage 3 loads on the host to shard gets its adapters there first.
+  void move_to(c10::Device device);
   std::vector<at::Tensor> parameters() const;  // A then B of each adapter, in adapters() order
   double scale() const { return scale_; }      // alpha / rank
   int64_t num_parameters() const;               // elements of every A and B

@@ -32,6 +32,12 @@ class Policy {
   Policy& operator=(Policy&&) noexcept;
   ~Policy();
 
+  // A second Policy over this one's TorchScript module: the same parameters, buffers and submodules (nothing is
+  // copied; a tensor swapped or set in one is seen by both), without this one's gates. Its whole-model methods run on
+  // whatever the weights hold when called: with distributed.zero_stage 3 and adapters, the engine's whole hold
+  // gathers the base and merges the adapters into it in place, and the sampler reads them through such a view.
+  Policy ungated_view() const;
+
   const Manifest& manifest() const;
   const std::string& path() const;
   const std::string& tokenizer_json() const;  // the embedded tokenizer spec ("" when none)

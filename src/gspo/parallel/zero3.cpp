@@ -13,8 +13,9 @@
 namespace gspo::parallel {
 
 Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, bool keep_whole, bool overlap,
-             c10::Device device, Comm& comm)
-    : policy_(policy), dtype_(dtype), h_(hyper), comm_(comm), keep_whole_(keep_whole), overlap_(overlap) {
+             c10::Device device, Comm& comm, bool frozen)
+    : policy_(policy), dtype_(dtype), h_(hyper), comm_(comm), keep_whole_(keep_whole), overlap_(overlap),
+      frozen_(frozen) {
   if (!policy.has_layers())
     throw ConfigError("distributed.zero_stage 3 shards by decoder layer and needs a model with the per-layer methods "
                       "(docs/model-contract.md); '" + policy.path() + "' has none: use zero_stage 0 or 1");
@@ -25,17 +26,18 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
   for (auto& ps : policy.parameter_units()) {
     Unit u;
     for (auto& p : ps) {
-      if (p.scalar_type() != torch::kFloat)
+      if (!frozen_ && p.scalar_type() != torch::kFloat)
         throw ConfigError("distributed.zero_stage 3 takes a float32 policy to shard (model.dtype casts it); this "
                           "model has a " + std::string(c10::toString(p.scalar_type())) + " parameter");
-      p.set_requires_grad(true);
+      if (!frozen_) p.set_requires_grad(true);
       u.shapes.push_back(p.sizes().vec());
       u.numels.push_back(p.numel());
       u.numel += p.numel();
     }
     u.params = ps;
     u.shard = shard_of(u.numel, W);
-    u.master = torch::zeros({u.shard}, torch::TensorOptions(device).dtype(torch::kFloat));  // padding stays 0
+    // padding stays 0; frozen: the base's own values in the training dtype (no master to update)
+    u.master = torch::zeros({u.shard}, torch::TensorOptions(device).dtype(frozen_ ? dtype_ : torch::kFloat));
     const auto [lo, hi] = range_of(u.numel, W, comm_.rank());
     int64_t off = 0;
     for (auto& p : ps) {  // the part of each parameter in [lo, hi)
@@ -43,18 +45,20 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
       if (a < b) u.master.narrow(0, a - lo, b - a).copy_(p.detach().reshape(-1).narrow(0, a - off, b - a));
       off += n;
     }
-    u.exp_avg = torch::zeros_like(u.master);
-    u.exp_avg_sq = torch::zeros_like(u.master);
-    u.grad = torch::zeros_like(u.master);
+    const auto state = frozen_ ? torch::empty({0}, u.master.options().dtype(torch::kFloat)) : torch::zeros_like(u.master);
+    u.exp_avg = state;
+    u.exp_avg_sq = frozen_ ? state : torch::zeros_like(u.master);
+    u.grad = frozen_ ? state : torch::zeros_like(u.master);
     u.used.assign(ps.size(), 0);
     u.local.assign(ps.size(), 0);
-    u.active = torch::zeros({u.shard}, u.master.options().dtype(torch::kBool));
+    u.active = torch::zeros({frozen_ ? 0 : u.shard}, u.master.options().dtype(torch::kBool));
     numel_ += u.numel;
     units_.push_back(std::move(u));
     auto& done = units_.back();
     if (units_.size() == 1) {  // unit 0 stays whole, in the training dtype
       for (auto& p : done.params) p.set_data(p.detach().to(device, dtype_));
       done.holds = 1;
+      if (frozen_) done.master = torch::empty({0}, done.master.options());  // never stepped, so never gathered again
     } else {
       empty(done);
     }
@@ -150,6 +154,12 @@ void Zero3::hold_whole(bool on) {
     for (size_t i = 1; i < units_.size(); ++i) release(static_cast<int64_t>(i) - 1);
     core::release_free_host_memory();  // the gathered copy's pages (CPU runs)
   }
+}
+
+int64_t Zero3::shard_bytes() const {
+  int64_t n = 0;
+  for (const auto& u : units_) n += static_cast<int64_t>(u.master.nbytes());
+  return n;
 }
 
 int64_t Zero3::model_state_bytes() const {

@@ -47,8 +47,15 @@ class Zero3 final : public model::ParamGate {
   // `dtype` (the training dtype), and the policy moved to `device`. A policy loaded on the CPU thus never has its
   // whole float32 weights on the device (host memory: one unit's flat copy more while it is cut). Throws ConfigError
   // when the policy has no per-layer methods.
+  //
+  // `frozen` (a base that low-rank adapters train on, model.lora_rank): the shards are the weights themselves in
+  // `dtype` (the policy may already hold them in it), with no masters, moments or gradient shards, and no parameter
+  // requires a gradient: per rank b (N - N0) / W bytes of base instead of 16 N / W (unit 0, whole anyway, keeps no
+  // shard). Gradients are never reduced
+  // (backward_done() and reduce_ends() drop any), and the optimizer's methods (reduce_gradients, step, the shard
+  // state) are not to be called.
   Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, bool keep_whole, bool overlap,
-        c10::Device device, Comm& comm);
+        c10::Device device, Comm& comm, bool frozen = false);
   ~Zero3() override;
   Zero3(const Zero3&) = delete;
   Zero3& operator=(const Zero3&) = delete;
@@ -80,6 +87,8 @@ class Zero3 final : public model::ParamGate {
   int64_t state_bytes() const;        // AdamW moments held by this rank
   // Masters, moments and gradient shards, plus the parameters whole now and their gradients (training tensors).
   int64_t model_state_bytes() const;
+  // Bytes of this rank's weight shards (float32 masters; frozen: the base's shards in the training dtype).
+  int64_t shard_bytes() const;
   int64_t steps() const { return step_; }
   int64_t numel() const { return numel_; }
 
@@ -116,7 +125,7 @@ class Zero3 final : public model::ParamGate {
   Comm& comm_;
   std::vector<Unit> units_;
   int64_t numel_ = 0, step_ = 0, whole_holds_ = 0;
-  bool keep_whole_ = false, overlap_ = true, idle_ = false;
+  bool keep_whole_ = false, overlap_ = true, idle_ = false, frozen_ = false;
   int64_t ahead_ = -1;        // the layer gathered (or gathering) ahead of its acquire, or kept at its release
   Comm::Pending ahead_fetch_;  // its all-gather, while in flight
   struct GradFlight {

@@ -15,6 +15,10 @@ namespace gspo::parallel {
 // overlap, completed by the next settle_grads() (the next unit's reduce, or anything that reads the shards).
 void Zero3::reduce_unit(Unit& u) {
   torch::NoGradGuard g;
+  if (frozen_) {  // a frozen base has no gradient to keep (none is asked for: this only drops a stray one)
+    for (auto& p : u.params) p.mutable_grad() = at::Tensor();
+    return;
+  }
   settle_grads();
   const int64_t W = comm_.world_size();
   auto flat = torch::zeros({u.shard * W}, u.master.options());

@@ -163,12 +163,20 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
 void model_state_terms(const Sizes& z, std::vector<Term>& r) {
   const std::string n = num(z.N);
   if (z.lora) {  // model/lora.h: the base frozen (no gradients, masters, moments), the adapters float32 with AdamW
-    r.push_back({"frozen base weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype; no gradients, masters "
-                 "or moments)"});
-    const double moments = z.zero1 ? 8.0 / z.W + 4.0 / z.W : 8.0;
+    if (z.zero3) {  // train/zero3_engine.h make_zero3_lora_engine: the base's shards, unit 0 also whole
+      r.push_back({"frozen base shards", z.shard * z.b, num(z.shard) + " x " + z.bs + " B (1/" + std::to_string(z.W) +
+                   " of the base in model.dtype: no gradients, masters or moments)"});
+      r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
+    } else {
+      r.push_back({"frozen base weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype; no gradients, "
+                   "masters or moments)"});
+    }
+    const bool sharded = z.zero1 || z.zero3;  // ZeRO-3 steps the adapters with ZeRO-1
+    const double moments = sharded ? 8.0 / z.W + 4.0 / z.W : 8.0;
     r.push_back({"LoRA adapters", z.Na * (8 + moments), num(z.Na) + " adapter params x (4 + 4 + " + num(moments) +
-                 ") B (float32 A and B, their gradients, AdamW moments" + (z.zero1 ? " and the gradient shard: "
+                 ") B (float32 A and B, their gradients, AdamW moments" + (sharded ? " and the gradient shard: "
                  "ZeRO-1" : "") + ")"});
+    if (z.zero3) return;  // sampling reads the gathered base with the adapters merged in place: no copy
     const double sb = z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
     if (sb == z.b)  // model/lora.h share_untargeted: the copy's other weights are the policy's own tensors
       r.push_back({"sampling copy (adapters merged)", z.Nta * sb, num(z.Nta) + " adapted weights x " + num(sb) +
@@ -254,6 +262,9 @@ std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& 
 // A training rank beside rollout ranks samples nothing: after a step that makes a version the rollout ranks need,
 // trainer 0 holds the weights cast to the rollout dtype until they are taken (ZeRO-3: every decoder layer gathered).
 std::vector<Term> weight_sync_terms(const Sizes& z) {
+  if (z.lora)  // train/streamed_source.cpp: the adapters alone, never the base (nor its gather)
+    return {{"adapters for the rollout ranks (trainer 0)", z.Na * 4, num(z.Na) + " x 4 B (float32 A and B), kept "
+             "until every rollout rank took them; the other trainers: 0"}};
   const double sb = z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
   std::vector<Term> t{{"weights for the rollout ranks (trainer 0)", z.N * sb, num(z.N) + " x " + num(sb) +
                        " B (rollout dtype), kept until every rollout rank took them; the other trainers: 0"}};
@@ -306,7 +317,12 @@ std::vector<Term> backward_terms(const Sizes& z) {
   if (z.bf16 && z.chunked && !z.lora)  // (a frozen head gets no weight gradient: train/head_logprobs.cpp)
     t.push_back({"head gradient accumulator", V * H * 4, "vocab x hidden x 4 B (float32 sum over the chunks of a "
                  "16-bit head's weight gradient)"});
-  if (z.zero3) {  // a layer gathered, its gradients and their float32 flat buffer; unit 0's gradients whole
+  if (z.zero3 && z.lora) {  // a frozen layer gathered (and the next one prefetched), no gradient of it reduced
+    const double layers = z.cfg.distributed.zero3_overlap ? 2 : 1;
+    t.push_back({"ZeRO-3 gathered layer", layers * z.Nl * z.b, num(z.Nl) + " x " + z.bs + " B (frozen: no gradients)" +
+                 std::string(layers > 1 ? " x 2: the next one prefetched (distributed.zero3_overlap)" : "")});
+  }
+  if (z.zero3 && !z.lora) {  // a layer gathered, its gradients and their float32 flat buffer; unit 0's gradients whole
     t.push_back({"ZeRO-3 gathered layer and its gradients", z.Nl * (2 * z.b + 4), num(z.Nl) + " x (2 x " + z.bs +
                  " + 4) B (weights, gradients, float32 reduce-scatter buffer)"});
     if (z.cfg.distributed.zero3_overlap)
@@ -326,6 +342,12 @@ std::vector<Term> backward_terms(const Sizes& z) {
 // The optimizer step's transients: ZeRO-1's flat copies, or AdamW's per-tensor temporaries and the buckets.
 std::vector<Term> step_terms(const Sizes& z) {
   std::vector<Term> t;
+  if (z.lora && (z.zero1 || z.zero3)) {  // ZeRO-1 over the adapters (ZeRO-3 too: the base takes no step)
+    const double shard = std::ceil(z.Na / static_cast<double>(z.W)), flat = shard * z.W;
+    t.push_back({"ZeRO-1 flat copies", 8 * flat + 16 * shard, "the adapters' flat weights and their all-gather, 2 x " +
+                 num(flat) + " x 4 B, plus 4 shard temporaries"});
+    return t;
+  }
   if (z.zero3) {
     const double unit = std::max(z.Nl, z.N0) / static_cast<double>(z.W);
     t.push_back({"ZeRO-3 step temporaries", 24 * unit + z.N0 * z.b, "6 x the largest unit's shard (" + num(unit) +

@@ -16,7 +16,8 @@ double SamplingCopy::refresh() {
   } else {
     auto dst = copy_.parameters();
     auto src = policy_.parameters();
-    for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
+    for (size_t i = 0; i < dst.size(); ++i)
+      if (!dst[i].is_same(src[i])) dst[i].copy_(src[i]);  // a view of the policy (ZeRO-3 adapters): nothing to copy
   }
   stale_ = false;
   return core::seconds_since(t);

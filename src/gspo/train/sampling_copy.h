@@ -2,6 +2,8 @@
 // policy (the policy's weights, cast), or low-rank adapters (model.lora_rank: the base with the adapters merged,
 // W + (alpha / r) B A, since the whole-model methods sampling runs cannot see the gated adapters). After each step
 // that changed the trained weights it is stale, and takes them again before the next use (sampling, validation).
+// With distributed.zero_stage 3 and adapters it is the policy's ungated view (Policy::ungated_view): the engine's whole
+// hold merges the adapters into the gathered base in place, and there is nothing to copy.
 #pragma once
 #include "gspo/model/policy.h"
 

@@ -40,7 +40,7 @@ void StreamedSource::ask(int64_t version, const data::Cursor* cursor, StepMetric
   std::vector<int64_t> peers;
   for (int64_t r = 0; r < layout_.rollouts; ++r) peers.push_back(layout_.rollout_world_rank(r));
   {
-    const WholeWeights whole(engine_);
+    const WholeWeights whole(engine_, lora_ == nullptr);  // adapters go alone: the base is not gathered for them
     if (trainers_.rank() == 0 && lora_)
       bytes = sender_.send(lora_->parameters(), peers, at::kFloat, cfg_.distributed.bucket_mb * kMiB);
     else if (trainers_.rank() == 0)

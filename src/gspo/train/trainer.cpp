@@ -229,8 +229,10 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
     if (!ckpt && !start.empty()) load_start_adapters(c, *lora, base_fingerprint);
     policy->add_gate(lora.get());
     // sampling reads the whole-model methods, which cannot see gated adapters: a copy with them merged
-    // on the host: once the engine has cast the base, the copy shares its untargeted tensors and moves the rest
-    sampling_copy.emplace(*policy, model::load_frozen(file, c10::kCPU, rollout_dtype(c)), lora.get());
+    // on the host: once the engine has cast the base, the copy shares its untargeted tensors and moves the rest.
+    // ZeRO-3 instead merges them into its whole hold, which a view of the policy samples (made after the engine)
+    if (c.distributed.zero_stage != 3)
+      sampling_copy.emplace(*policy, model::load_frozen(file, c10::kCPU, rollout_dtype(c)), lora.get());
   } else if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
     // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
     sampling_copy.emplace(*policy, model::load_frozen(file, device, torch::kBFloat16), nullptr);
@@ -329,7 +331,10 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   eo.device = where.device;
   eo.lora = s.lora.get();
   s.engine = make_update_engine(*s.policy, eo, s.comm);
-  if (s.lora) {
+  if (s.lora && cfg.distributed.zero_stage == 3) {
+    s.sampling_copy.emplace(*s.policy, s.policy->ungated_view(), nullptr);
+    log::info("sampling: the whole hold gathers the sharded base and merges the adapters into it in place (no copy)");
+  } else if (s.lora) {
     auto& copy = s.sampling_copy->model();
     const int64_t shared = s.lora->share_untargeted(copy);
     copy.move_to(where.device);

@@ -182,11 +182,13 @@ class Zero1Engine : public UpdateEngine {
 }  // namespace
 
 std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm) {
-  if (opts.zero_stage == 3) {
-    if (opts.lora) throw ConfigError("model.lora_rank with distributed.zero_stage 3 is not built yet (the frozen base "
-                                     "would be sharded, the adapters replicated); use zero_stage 0 or 1");
-    return make_zero3_engine(policy, opts, comm);
+  if (opts.zero_stage == 3 && opts.lora) {
+    opts.lora->move_to(opts.device);  // the policy came on the host, to be cut: its adapters with it
+    // first: the adapters' engine casts the whole base (bf16) on the host, which Zero3 then cuts
+    auto adapters = std::make_unique<Zero1Engine>(policy, opts, comm);
+    return make_zero3_lora_engine(policy, opts, comm, std::move(adapters));
   }
+  if (opts.zero_stage == 3) return make_zero3_engine(policy, opts, comm);
   if (opts.zero_stage == 1) return std::make_unique<Zero1Engine>(policy, opts, comm);
   return std::make_unique<AdamWEngine>(policy, opts, comm);
 }

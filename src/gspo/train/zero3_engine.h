@@ -13,6 +13,13 @@ namespace gspo::train {
 // shards); the weights resume from the checkpoint's consolidated float32 policy.pt.
 std::unique_ptr<UpdateEngine> make_zero3_engine(model::Policy& policy, const EngineOptions& opts,
                                                 parallel::Comm& comm);
+// distributed.zero_stage 3 with low-rank adapters (opts.lora, already gating the policy; docs/lora.md): the frozen base
+// sharded by parallel::Zero3 (frozen: b N / W bytes a rank, gathered per layer as it runs, ahead of the adapters in
+// the policy's gate chain), the adapters replicated and stepped by `adapters` (the ZeRO-1 engine over them: their
+// moments sharded). The whole hold (rollout, validation) gathers the base and merges the adapters into it in place, so
+// a view of the policy without gates (Policy::ungated_view) samples the adapted model with no copy of its own.
+std::unique_ptr<UpdateEngine> make_zero3_lora_engine(model::Policy& policy, const EngineOptions& opts,
+                                                     parallel::Comm& comm, std::unique_ptr<UpdateEngine> adapters);
 // Whether checkpoint `dir` holds ZeRO-3 shard files.
 bool written_by_zero3(const std::string& dir);
 // ConfigError: checkpoint `dir` was written by the engine of distributed.zero_stage `written`.
