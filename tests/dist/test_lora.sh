@@ -3,7 +3,8 @@
 # full fine-tuning's first step samples (every sample-derived metric equal); the merged sampling copy follows the
 # adapters (behaviour log-probs equal the trainer's at every step); 2 ranks (plain AdamW and ZeRO-1) and a rollout
 # rank beside a trainer (the adapters alone sent), ZeRO-3 over the frozen base (2 ranks, and 2 trainers beside a
-# rollout rank, and resumed with ZeRO-1) = 1 process on the merged weights; a checkpoint holds adapter.pt + adapter.json and no policy.pt, a resume continues bit for bit and
+# rollout rank, and resumed with ZeRO-1) = 1 process on the merged weights; a KL penalty's reference is the base
+# with the adapters off (= a loaded copy of it, also under ZeRO-3); a checkpoint holds adapter.pt + adapter.json and no policy.pt, a resume continues bit for bit and
 # refuses another base or a full-fine-tuning config; partial rollouts run with adapters; bad settings are config
 # errors naming the keys.
 # usage: test_lora.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
@@ -77,6 +78,22 @@ PHASES[lz3to1]="2 2 ${L[*]} ${Z3[*]}"$'\n'"2 $STEPS ${L[*]} --set distributed.ze
 launch lz3to1 2 2 "${L[@]}" "${Z3[@]}" && launch lz3to1 2 "$STEPS" "${L[@]}" --set distributed.zero_stage=1 --resume auto \
   && same "LoRA, ZeRO-3 for 2 steps then resumed with ZeRO-1 = 1 process" l1 lz3to1
 
+# --- a KL penalty to the base: the policy's frozen base is the reference (adapters off), no second copy ------------
+KL=(--set algorithm.kl_coef=0.1)
+run lkl 1 "${L[@]}" "${KL[@]}" && run lklref 1 "${L[@]}" "${KL[@]}" --set "algorithm.reference_model=$MODELS/tiny_prior.pt" && {
+  if grep -q "KL reference: the policy's frozen base" "$TMP/lkl.log" && ! grep -q "KL reference: the policy's frozen base" "$TMP/lklref.log" \
+     && kl="$("$PY" -c "
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+assert all(x['kl'] == y['kl'] for x, y in zip(a, b)) and len(a) == len(b), [(x['kl'], y['kl']) for x, y in zip(a, b)]
+assert max(x['kl'] for x in a) > 0, 'KL stayed 0: the adapters never moved the policy off the base'
+print(', '.join(f\"{x['kl']:.3g}\" for x in a))" "$TMP/lkl/metrics.jsonl" "$TMP/lklref/metrics.jsonl" 2>&1)"; then
+    ok "KL to the base with the adapters off = KL to a loaded copy of it, every step equal (kl $kl)"
+  else bad "KL reference = the base: $kl" "$TMP/lkl.log"; fi
+  same "LoRA + KL: the base as reference = a loaded reference model" lklref lkl
+}
+run lklz3 2 "${L[@]}" "${KL[@]}" "${Z3[@]}" && same "LoRA + KL to the base, 2 ranks ZeRO-3 = 1 process" lkl lklz3
+
 # --- a rollout rank beside a trainer: adapters alone travel (float32), merged into the rollout rank's copy ----------
 run la11 2 "${L[@]}" --set distributed.rollout_ranks=1 && {
   CMP_EXTRA="--one-sided version_lag_mean,version_lag_max" same "LoRA, 1 rollout rank + 1 trainer, max_staleness 0 = 1 process" l1 la11
@@ -146,6 +163,14 @@ if a="$(gen "$MODELS/tiny_prior.pt" --adapter "$CK" 2>&1)" && b="$(gen "$TMP/mer
     ok "generate --adapter = the model Python merged (greedy, 4 prompts: tokens equal, log-probs within $d), not the base"
   else bad "generate --adapter answers as the base does: the adapters changed nothing greedy decoding shows"; fi
 else bad "generate --adapter vs the Python merge: $d"; fi
+# -m a checkpoint of adapters (or its run directory): its base from adapter.json, the adapters merged
+if a2="$(gen "$TMP/l1" 2>"$TMP/gen_run.log")" && d="$(same_gen "$a" "$a2" 2>&1)" \
+   && grep -q "with adapters $CK (from checkpoint $CK)" "$TMP/gen_run.log"; then
+  ok "generate -m RUN_DIR of adapters = the base --adapter its newest checkpoint (log-probs within $d)"
+else bad "generate -m RUN_DIR of adapters: $d $(cat "$TMP/gen_run.log")"; fi
+if out="$("$GSPO" generate -m "$CK" --adapter "$TMP/lres/checkpoints/step_00000002" -p "1+2=" 2>&1)"; then
+  bad "generate -m a checkpoint of adapters with other --adapter ran: $out"
+else ok "generate -m CHECKPOINT --adapter OTHER refused: $(grep -o "is a checkpoint of adapters.*" <<<"$out" | cut -c1-80)"; fi
 if out="$("$GSPO" inspect "$MODELS/tiny_prior.pt" --adapter "$CK" 2>&1)" && grep -q "LoRA rank 4, alpha 32" <<<"$out"    && grep -q "contract     ok" <<<"$out"; then ok "inspect --adapter: $(grep adapter <<<"$out" | cut -c1-120)"
 else bad "inspect --adapter: $out"; fi
 EV=(eval -m "$MODELS/tiny_prior.pt" -d "$SRC/data/math_sample.jsonl" -k 2 --max-problems 2 --set rollout.max_new_tokens=8

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -288,4 +289,27 @@ TEST_CASE("plan: LoRA's adapter count equals the adapters gspo makes, and the fr
   for (const auto& t : p.resident) CHECK((t.name != "gradients" && t.name != "AdamW moments" && t.name != "weights"));
   // the widest layer's targets (61600 - norms 128 - q/k norms 32 = 61440) merged, with their gradient in backward
   CHECK(term(p.phases[2].terms, "LoRA merged layer and its gradient") == 61440 * (2 * 4 + 4));
+
+  // A KL penalty's reference is the frozen base itself (no reference model term); with another reference it is loaded.
+  auto kl = cfg;
+  kl.algorithm.kl_coef = 0.1;
+  const auto p_kl = plan::plan_memory(s, kl, in);
+  for (const auto& t : p_kl.resident) CHECK(t.name != "reference model");
+  kl.algorithm.reference_model = "other.pt";
+  CHECK(term(plan::plan_memory(s, kl, in).resident, "reference model") == 4 * N);
+
+  // ZeRO-3 on 2 ranks: the base's shards (1/2 of the decoder layers; unit 0 whole, unsharded), the adapters under ZeRO-1 (4 + 4 +
+  // (8 + 4) / 2 B), no sampling copy, and the rollout's gathered layers.
+  auto z3 = cfg;
+  z3.distributed.zero_stage = 3;
+  z3.train.activation_checkpointing = true;
+  in.world_size = 2;
+  const auto p3 = plan::plan_memory(s, z3, in);
+  double layers = 0;
+  for (int64_t l = 0; l < s.num_layers; ++l) layers += static_cast<double>(s.layer_parameters(l));
+  CHECK(term(p3.resident, "frozen base shards") == 4 * std::ceil(layers / 2));
+  CHECK(term(p3.resident, "LoRA adapters") == 14 * Na);
+  for (const auto& t : p3.resident) CHECK((t.name != "sampling copy (adapters merged)" && t.name != "ZeRO-3 shards"));
+  for (const auto& ph : p3.phases)
+    if (ph.name == "rollout") CHECK(term(ph.terms, "ZeRO-3 gathered layers") == 4 * layers);
 }

@@ -6,6 +6,7 @@
 #include "gspo/core/log.h"
 #include "gspo/eval/eval.h"
 #include "gspo/eval/summary.h"
+#include "gspo/io/model_ref.h"
 
 namespace gspo::cli {
 
@@ -18,7 +19,13 @@ int eval(const EvalArgs& a) {
   auto cfg = config::load(a.config, overrides);
   if (!a.adapter.empty()) cfg.model.adapter = a.adapter;  // (a path: kept out of --set's YAML parsing)
   log::set_level_from_config(config::name_of(cfg.logging.level));
-  eval::EvalRequest req{a.model, a.datasets, a.out, !a.no_progress, a.overwrite};
+  std::string model = a.model;
+  if (!model.empty()) {  // a run or checkpoint directory: what it last saved
+    const auto ref = io::resolve_model_ref(model, cfg.model.adapter);
+    model = ref.model;
+    cfg.model.adapter = ref.adapter;
+  }
+  eval::EvalRequest req{model, a.datasets, a.out, !a.no_progress, a.overwrite};
   auto summaries = eval::run_eval(cfg, req);
   std::cout << eval::format_table(summaries) << "samples: " << a.out << "/samples.jsonl, summary: " << a.out
             << "/summary.json\n";

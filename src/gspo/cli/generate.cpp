@@ -9,6 +9,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/parse.h"
 #include "gspo/io/adapter_file.h"
+#include "gspo/io/model_ref.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -48,9 +49,10 @@ void check_args(const GenerateArgs& a) {
 
 int generate(const GenerateArgs& a) {
   check_args(a);
-  auto policy = model::Policy::load(a.model, core::resolve_device(a.device, "--device"));
-  if (!a.adapter.empty()) io::merge_adapter_dir(policy, a.adapter);
-  auto tok = tokenizer::from_path_or_spec(a.tokenizer, policy.tokenizer_json(), a.model);
+  const auto ref = io::resolve_model_ref(a.model, a.adapter);
+  auto policy = model::Policy::load(ref.model, core::resolve_device(a.device, "--device"));
+  if (!ref.adapter.empty()) io::merge_adapter_dir(policy, ref.adapter);
+  auto tok = tokenizer::from_path_or_spec(a.tokenizer, policy.tokenizer_json(), ref.model);
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& p : a.prompts) prompts.push_back(tok->encode_prompt(p));
   for (const auto& p : a.prompt_ids) {

@@ -213,6 +213,11 @@ void validate_lora(const Config& c, std::vector<std::string>& e) {
                 "bfloat16 (the frozen base then is bf16 too) or rollout.dtype same");
 }
 
+bool reference_is_base(const Config& c) {
+  return c.algorithm.kl_coef > 0 && c.model.lora_rank > 0 && c.algorithm.reference_model.empty() &&
+         c.model.adapter.empty();
+}
+
 // distributed.rollout_ranks and the async section (the world size is checked at launch: train/rank_share.h).
 int64_t prompts_in_flight(const Config& c) {
   if (c.async.prompts_in_flight > 0) return c.async.prompts_in_flight;

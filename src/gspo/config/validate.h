@@ -20,6 +20,10 @@ std::vector<std::string> validate(const Config& cfg);
 int64_t prompts_in_flight(const Config& c);
 int64_t carry_steps(const Config& c);
 
+// algorithm.kl_coef > 0 with adapters that start from the base itself (model.lora_rank > 0, no model.adapter, no
+// algorithm.reference_model): the KL reference is the policy's own frozen base with the adapters off, not a copy.
+bool reference_is_base(const Config& c);
+
 // The prefix of an error about `key`: where it was set ("run.yaml:12: ", "--set: "), or "" for a default.
 std::string set_at(const Config& cfg, const std::string& key);
 

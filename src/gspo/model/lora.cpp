@@ -93,7 +93,14 @@ int64_t LoraAdapters::num_parameters() const {
   return n;
 }
 
+void LoraAdapters::set_enabled(bool on) {
+  for (int64_t h : holds_)
+    if (h > 0) throw std::logic_error("LoraAdapters::set_enabled while a decoder layer is held");
+  enabled_ = on;
+}
+
 void LoraAdapters::acquire(int64_t layer) {
+  if (!enabled_) return;
   if (holds_.at(layer)++ > 0) return;
   torch::AutoGradMode on(true);  // also inside a checkpointed layer's backward, where grad mode is off
   for (auto i : by_layer_[layer]) {
@@ -105,6 +112,7 @@ void LoraAdapters::acquire(int64_t layer) {
 }
 
 void LoraAdapters::release(int64_t layer) {
+  if (!enabled_) return;
   if (--holds_.at(layer) > 0) return;
   for (auto i : by_layer_[layer]) {
     policy_.swap_parameter(adapters_[i].name, base_[i]);

@@ -68,6 +68,12 @@ class LoraAdapters final : public ParamGate {
   // Returns the elements now shared. A Qwen3-30B-A3B with attention adapters then copies 0.9 G of its 30.5 G weights.
   int64_t share_untargeted(Policy& copy) const;
 
+  // Off (false): acquire() and release() leave the weights alone, so the policy runs its frozen base: the KL
+  // reference when that is the base (train/step.cpp), with no second copy of it. std::logic_error while a layer is
+  // held. AdaptersOff below switches them off for a scope.
+  void set_enabled(bool on);
+  bool enabled() const { return enabled_; }
+
   void acquire(int64_t layer) override;
   void release(int64_t layer) override;
   void backward_done(int64_t) override {}
@@ -81,6 +87,19 @@ class LoraAdapters final : public ParamGate {
   std::vector<std::vector<size_t>> by_layer_;  // adapters of each decoder layer
   std::vector<int64_t> holds_;                 // nested acquires per layer
   std::vector<at::Tensor> base_;               // per adapter: W, kept while the merged weight is in its place
+  bool enabled_ = true;
+};
+
+// The adapters switched off for a scope (the policy runs its base), on again when it ends, by a return or an exception.
+class AdaptersOff {
+ public:
+  explicit AdaptersOff(LoraAdapters& lora) : lora_(lora) { lora_.set_enabled(false); }
+  ~AdaptersOff() { lora_.set_enabled(true); }
+  AdaptersOff(const AdaptersOff&) = delete;
+  AdaptersOff& operator=(const AdaptersOff&) = delete;
+
+ private:
+  LoraAdapters& lora_;
 };
 
 }  // namespace gspo::model

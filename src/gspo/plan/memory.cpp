@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "gspo/config/validate.h"
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/rollout/sampler.h"
@@ -164,8 +165,9 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
   const std::string n = num(z.N);
   if (z.lora) {  // model/lora.h: the base frozen (no gradients, masters, moments), the adapters float32 with AdamW
     if (z.zero3) {  // train/zero3_engine.h make_zero3_lora_engine: the base's shards, unit 0 also whole
-      r.push_back({"frozen base shards", z.shard * z.b, num(z.shard) + " x " + z.bs + " B (1/" + std::to_string(z.W) +
-                   " of the base in model.dtype: no gradients, masters or moments)"});
+      const double shard = std::ceil((z.N - z.N0) / static_cast<double>(z.W));  // unit 0 keeps no shard (whole)
+      r.push_back({"frozen base shards", shard * z.b, num(shard) + " x " + z.bs + " B (1/" + std::to_string(z.W) +
+                   " of the decoder layers in model.dtype: no gradients, masters or moments)"});
       r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
     } else {
       r.push_back({"frozen base weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype; no gradients, "
@@ -211,7 +213,7 @@ std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
   model_state_terms(z, r);
   if (z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 && z.cfg.distributed.rollout_ranks == 0 && !z.lora)
     r.push_back({"bf16 sampling copy", 2 * z.N, n + " x 2 B (rollout.dtype bfloat16)"});
-  if (z.cfg.algorithm.kl_coef > 0)
+  if (z.cfg.algorithm.kl_coef > 0 && !config::reference_is_base(z.cfg))  // else the frozen base is the reference
     r.push_back({"reference model", z.N * z.b, n + " x " + z.bs + " B (algorithm.kl_coef > 0)"});
   r.push_back({"runtime", runtime_mb * kMiB, num(runtime_mb) + " MiB: LibTorch and the binary before any model "
                "(measured, --runtime-mb)"});

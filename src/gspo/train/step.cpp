@@ -6,8 +6,9 @@
 
 #include "gspo/core/resources.h"
 #include "gspo/core/clock.h"
-#include "gspo/parallel/comm.h"
+#include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/noise.h"
 #include "gspo/rollout/sampler.h"
@@ -156,6 +157,11 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
       else if (routes.record)
         mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape);
       mi.old_lp = recompute ? train_lp : mi.behaviour_lp;
+      if (p_.reference_base) {  // the policy's base (its adapters off); an idle micro-batch too: ZeRO-3 gathers in it
+        const model::AdaptersOff base_only(*p_.reference_base);
+        mi.ref_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk, eval_pass_,
+                                      {}, mi.shape).logprobs;
+      }
       if (mi.idle) continue;
       if (p_.reference)
         mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,

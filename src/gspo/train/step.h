@@ -19,6 +19,8 @@
 #include "gspo/train/logprobs.h"
 #include "gspo/train/rollout_source.h"  // Scored, the source; with it the config, cursor, batch and metrics
 
+namespace gspo::model { class LoraAdapters; }
+
 namespace gspo::train {
 
 class UpdateEngine;
@@ -41,6 +43,9 @@ struct StepParts {
   RolloutSource& source;             // the scored rounds the step trains on
   parallel::Comm& comm;
   UpdateEngine& engine;
+  // algorithm.kl_coef > 0 with adapters and no other reference (algorithm.reference_model, model.adapter): the
+  // reference is the policy's own frozen base, run with these adapters off (reference then null).
+  model::LoraAdapters* reference_base = nullptr;
 };
 
 // This rank's per-row metric columns (response_len, truncated, advantage), zero_variance's sum and sample_tokens.

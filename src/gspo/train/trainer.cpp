@@ -177,7 +177,8 @@ struct Trainer::Impl {
       source = std::make_unique<InProcessSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok,
                                                  examples, *verifier, *sampler, comm, tools.get());
     source->resume_carried(carried);
-    return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *verifier, *source, comm, *engine});
+    return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *verifier, *source, comm, *engine,
+                       config::reference_is_base(cfg) ? lora.get() : nullptr});
   }
 };
 
@@ -237,7 +238,9 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
     // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
     sampling_copy.emplace(*policy, model::load_frozen(file, device, torch::kBFloat16), nullptr);
   }
-  if (c.algorithm.kl_coef > 0) {
+  if (config::reference_is_base(c)) {
+    log::info("KL reference: the policy's frozen base, run with the adapters off (no second copy of the model)");
+  } else if (c.algorithm.kl_coef > 0) {
     const std::string ref = c.algorithm.reference_model.empty() ? c.model.path : c.algorithm.reference_model;
     reference.emplace(model::load_frozen(ref, device));
     // the model training starts from: the base with model.adapter merged
