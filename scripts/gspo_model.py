@@ -179,6 +179,8 @@ class MLP(nn.Module):
         self.up_proj = Linear(hidden, intermediate, bias=False)
         self.down_proj = Linear(intermediate, hidden, bias=False)
         self.register_buffer("last_load", torch.zeros(0), persistent=False)  # dense: no routing to report
+        self.top_k = 0  # (what moe_routing reads of a dense layer)
+        self.norm_topk_prob = False
 
     def forward(self, x: Tensor) -> Tensor:
         return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
@@ -258,6 +260,12 @@ class Block(nn.Module):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, None, 0, None, None, None)
         y, chosen = self.mlp.routed(self.post_attention_layernorm(x), routes)
         return x + y, chosen
+
+    def attention(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """The layer up to its feed-forward over a full sequence: (x + attention, its post-attention norm). The
+        layer's output is the first plus the feed-forward of the second."""
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, None, 0, None, None, None)
+        return x, self.post_attention_layernorm(x)
 
 
 class CausalLM(nn.Module):
@@ -528,6 +536,39 @@ class CausalLM(nn.Module):
                 out, chosen = block.routed(x, cos, sin, mask, routes)
             i += 1
         return out, chosen
+
+    # ---- Expert-parallel methods (optional, ep_api 1): an MoE layer run in two parts, so gspo can run its experts
+    # itself, each rank only its own (parallel/expert_parallel.h). The router and experts are the parameters
+    # layers.<i>.mlp.gate.weight [E, H] and layers.<i>.mlp.experts.<e>.{gate,up,down}_proj.weight.
+
+    @torch.jit.export
+    def ep_api(self) -> int:
+        """Version of the expert-parallel methods (docs/model-contract.md, "Expert-parallel methods")."""
+        return 1  # EP_API_VERSION
+
+    @torch.jit.export
+    def attention_block(self, index: int, x: Tensor, cos: Tensor, sin: Tensor,
+                        mask: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """Decoder layer `index` up to its feed-forward: (h, n) with h = x + attention, n its post-attention norm;
+        layer(index, ...) = h + the feed-forward of n."""
+        out = (x, x)
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out = block.attention(x, cos, sin, mask)
+            i += 1
+        return out
+
+    @torch.jit.export
+    def moe_routing(self, index: int) -> Tuple[int, bool]:
+        """Decoder layer `index`'s routing: (top_k, norm_topk_prob); (0, False) for a dense layer."""
+        out = (0, False)
+        i = 0
+        for block in self.layers:
+            if i == index and block.mlp.last_load.numel() > 0:
+                out = (block.mlp.top_k, block.mlp.norm_topk_prob)
+            i += 1
+        return out
 
     @torch.jit.export
     def expert_load(self) -> List[Tensor]:

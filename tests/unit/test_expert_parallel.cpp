@@ -4,7 +4,9 @@
 // experts: outputs, token gradients and the local experts' gradients equal the reference's within 1e-5 (float32;
 // sums in another order), the router's gradient summed over the ranks too. Adversarial routing (Routing Replay's
 // given experts): every token of every rank to the last rank's experts (the others receive nothing), and a rank
-// with no token at all. Bitwise determinism over two runs.
+// with no token at all. Bitwise determinism over two runs. And inside an exported Qwen3-MoE (its ep_api methods):
+// each MoE layer with the experts on 2 ranks equals the model's own layer over every row (outputs, gradients of the
+// input, the experts and the router within 1e-5), and at world size 1 within 1e-6.
 #include <catch2/catch.hpp>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -13,8 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
+#include "gspo/parallel/expert_layer.h"
 #include "gspo/parallel/expert_parallel.h"
+#include "helpers.h"
 #include "two_ranks.h"
 
 using namespace gspo;
@@ -156,4 +161,75 @@ TEST_CASE("expert parallelism: bad routing is refused before anything is sent", 
   CHECK_THROWS_WITH(parallel::ExpertRoute(torch::tensor({{0, 4}}, torch::kLong), 4, one),
                     Catch::Contains("outside [0, 4)"));
   CHECK_THROWS_WITH(parallel::ExpertRoute(torch::tensor({{0, 1}}, torch::kInt), 4, one), Catch::Contains("int64"));
+}
+
+namespace {
+
+struct LayerRun {
+  torch::Tensor out, x_grad, router_grad;
+  std::vector<torch::Tensor> expert_grads;  // gate, up, down of experts [first, first + count)
+};
+
+// Decoder layer `layer` of qwen3_moe_tiny over rows [first, first + count): the model's own layer (comm null) or its
+// expert-parallel form; loss sum(out * R).
+LayerRun run_layer(int64_t layer, const torch::Tensor& ids, const torch::Tensor& r, int64_t first, int64_t count,
+                   parallel::Comm* comm) {
+  auto policy = test::load_tiny("qwen3_moe_tiny.pt");
+  for (auto& p : policy.parameters()) p.requires_grad_(true);
+  const auto rows = ids.narrow(0, first, count);
+  const auto ctx = policy.layer_context(torch::ones_like(rows));
+  auto x = policy.embed(rows).detach().requires_grad_(true);
+  auto out = comm ? parallel::expert_parallel_layer(policy, layer, x, ctx, *comm)
+                  : policy.layer(layer, x, ctx, /*checkpoint=*/false);
+  (out * r.narrow(0, first, count)).sum().backward();
+  const std::string prefix = "layers." + std::to_string(layer) + ".mlp.";
+  LayerRun run{out.detach(), x.grad(), policy.parameter(prefix + "gate.weight").grad().clone(), {}};
+  if (comm) comm->all_reduce(run.router_grad);
+  const int64_t n = policy.parameter(prefix + "gate.weight").size(0), W = comm ? comm->world_size() : 1;
+  const int64_t e0 = comm ? comm->rank() * n / W : 0;
+  for (int64_t e = e0; e < e0 + n / W; ++e)
+    for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
+      const auto g = policy.parameter(prefix + "experts." + std::to_string(e) + "." + proj + ".weight").grad();
+      run.expert_grads.push_back(g.defined() ? g.clone() : torch::Tensor());
+    }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("expert parallelism in an exported Qwen3-MoE: each MoE layer with its experts on 2 ranks equals the model's "
+          "own layer, outputs and gradients", "[dist][ep]") {
+  auto probe = test::load_tiny("qwen3_moe_tiny.pt");
+  REQUIRE(probe.has_expert_parallel());
+  REQUIRE_FALSE(probe.moe_layers().empty());
+  CHECK(probe.moe_routing(probe.moe_layers()[0]).first == 2);
+  auto g = at::make_generator<at::CPUGeneratorImpl>(7);
+  const auto ids = torch::randint(3, 200, {4, 6}, g, torch::kLong);
+  const int64_t H = probe.manifest().hidden_size;
+  const auto r = torch::randn({4, 6, H}, g);
+  for (int64_t layer : probe.moe_layers()) {
+    INFO("layer " << layer);
+    const auto ref = run_layer(layer, ids, r, 0, 4, nullptr);
+    parallel::Comm one(parallel::LaunchEnv{}, config::DistributedOptions{}, c10::kCPU);
+    const auto alone = run_layer(layer, ids, r, 0, 4, &one);
+    CHECK(max_diff(alone.out, ref.out) < 1e-6);
+    CHECK(max_diff(alone.x_grad, ref.x_grad) < 1e-6);
+    std::vector<LayerRun> got(2);
+    const auto errors = test::run_ranks(2, [&](parallel::Comm& comm, int rank) {
+      got[rank] = run_layer(layer, ids, r, 2 * rank, 2, &comm);
+    });
+    REQUIRE(errors[0] == "");
+    REQUIRE(errors[1] == "");
+    for (int rank = 0; rank < 2; ++rank) {
+      INFO("rank " << rank);
+      CHECK(max_diff(got[rank].out, ref.out.narrow(0, 2 * rank, 2)) < 1e-5);
+      CHECK(max_diff(got[rank].x_grad, ref.x_grad.narrow(0, 2 * rank, 2)) < 1e-5);
+      CHECK(max_diff(got[rank].router_grad, ref.router_grad) < 1e-5);
+      for (size_t i = 0; i < got[rank].expert_grads.size(); ++i) {
+        const auto& want = ref.expert_grads[rank * got[rank].expert_grads.size() + i];
+        const auto& mine = got[rank].expert_grads[i];
+        CHECK(max_diff(mine.defined() ? mine : torch::zeros_like(want), want.defined() ? want : torch::zeros_like(mine)) < 1e-5);
+      }
+    }
+  }
 }

@@ -122,6 +122,16 @@ class Policy {
   };
   Routed routed_layer(int64_t index, const at::Tensor& x, const LayerContext& ctx);
 
+  // ---- Optional expert-parallel methods (docs/model-contract.md, "Expert-parallel methods", ep_api 1; with the
+  // per-layer methods): an MoE layer in two parts, so gspo can run its experts on the ranks that hold them
+  // (parallel/expert_parallel.h). Call the others only when has_expert_parallel().
+  bool has_expert_parallel() const;
+  // Decoder layer `index` up to its feed-forward: {h, n} with h = x + attention and n its post-attention norm, so that
+  // layer() = h + the feed-forward of n. The layer is held through the gates, as layer() holds it.
+  std::pair<at::Tensor, at::Tensor> attention_block(int64_t index, const at::Tensor& x, const LayerContext& ctx);
+  // Decoder layer `index`'s router: {top_k, norm_topk_prob}; {0, false} for a dense layer.
+  std::pair<int64_t, bool> moe_routing(int64_t index);
+
   std::vector<at::Tensor> parameters() const;
   // Every parameter by its module name ("layers.3.self_attn.q_proj.weight"), each once (a tied weight under its first
   // name), in the module's order.

@@ -32,4 +32,24 @@ Policy::Routed Policy::routed_layer(int64_t index, const at::Tensor& x, const La
   return run_routed(impl_->module, index, x, c.cos, c.sin, c.mask, at::Tensor());
 }
 
+bool Policy::has_expert_parallel() const {
+  return impl_->layer_api > 0 && impl_->module.find_method("ep_api").has_value() &&
+         impl_->module.find_method("attention_block").has_value() && impl_->module.find_method("moe_routing").has_value();
+}
+
+std::pair<at::Tensor, at::Tensor> Policy::attention_block(int64_t index, const at::Tensor& x, const LayerContext& c) {
+  if (!has_expert_parallel())
+    throw ModelContractError("'" + impl_->path + "' has no expert-parallel methods (ep_api; docs/model-contract.md, "
+                             "\"Expert-parallel methods\"): re-export it with scripts/export_hf.py");
+  GateHold hold(impl_->gate, index, index + 1 < impl_->num_layers ? index + 1 : 0);
+  auto out = impl_->module.get_method("attention_block")(
+      {index, x, c.cos, c.sin, c.mask.defined() ? c10::IValue(c.mask) : c10::IValue()}).toTuple();
+  return {out->elements()[0].toTensor(), out->elements()[1].toTensor()};
+}
+
+std::pair<int64_t, bool> Policy::moe_routing(int64_t index) {
+  auto out = impl_->module.get_method("moe_routing")({index}).toTuple();
+  return {out->elements()[0].toInt(), out->elements()[1].toBool()};
+}
+
 }  // namespace gspo::model
