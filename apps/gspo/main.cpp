@@ -34,7 +34,8 @@ CLI::Validator int_at_least(int64_t lo) {
 
 void add_generate(CLI::App& app, gspo::cli::GenerateArgs& g) {
   auto* c = app.add_subcommand("generate", "sample responses from a policy");
-  c->add_option("--model,-m", g.model, "policy file (.pt)")->required();
+  c->add_option("--model,-m", g.model, "policy file (.pt), or a checkpoint or run directory (its newest checkpoint)")
+      ->required();
   c->add_option("--adapter", g.adapter, "LoRA adapters trained on --model (a gspo checkpoint directory with "
                 "adapter.pt), merged into it");
   c->add_option("--prompt,-p", g.prompts, "prompt text (repeatable: one batch of prompts)");
@@ -88,7 +89,8 @@ void add_eval(CLI::App& app, gspo::cli::EvalArgs& a) {
   c->add_option("--config,-c", a.config, "YAML config (eval, rollout, data, reward sections; configs/eval/ has the "
                 "reports' settings); omitted = defaults");
   c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
-  c->add_option("--model,-m", a.model, "policy file; default model.path");
+  c->add_option("--model,-m", a.model, "policy file, or a checkpoint or run directory (its newest checkpoint); default "
+                 "model.path");
   c->add_option("--adapter", a.adapter, "LoRA adapters trained on the model (a checkpoint directory with "
                 "adapter.pt), merged into it; default model.adapter");
   c->add_option("--dataset,-d", a.datasets, "JSONL problems (repeatable; LiveCodeBench rows as they are); default "
