@@ -6,7 +6,8 @@
 // given experts): every token of every rank to the last rank's experts (the others receive nothing), and a rank
 // with no token at all. Bitwise determinism over two runs. And inside an exported Qwen3-MoE (its ep_api methods):
 // each MoE layer with the experts on 2 ranks equals the model's own layer over every row (outputs, gradients of the
-// input, the experts and the router within 1e-5), and at world size 1 within 1e-6.
+// input, the experts and the router within 1e-5), and at world size 1 within 1e-6; checkpointed (the backward
+// recomputing the layer and its exchanges) it gives the uncheckpointed values (1e-7).
 #include <catch2/catch.hpp>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -173,13 +174,13 @@ struct LayerRun {
 // Decoder layer `layer` of qwen3_moe_tiny over rows [first, first + count): the model's own layer (comm null) or its
 // expert-parallel form; loss sum(out * R).
 LayerRun run_layer(int64_t layer, const torch::Tensor& ids, const torch::Tensor& r, int64_t first, int64_t count,
-                   parallel::Comm* comm) {
+                   parallel::Comm* comm, bool checkpoint = false) {
   auto policy = test::load_tiny("qwen3_moe_tiny.pt");
   for (auto& p : policy.parameters()) p.requires_grad_(true);
   const auto rows = ids.narrow(0, first, count);
   const auto ctx = policy.layer_context(torch::ones_like(rows));
   auto x = policy.embed(rows).detach().requires_grad_(true);
-  auto out = comm ? parallel::expert_parallel_layer(policy, layer, x, ctx, *comm)
+  auto out = comm ? parallel::expert_parallel_layer(policy, layer, x, ctx, *comm, {}, checkpoint)
                   : policy.layer(layer, x, ctx, /*checkpoint=*/false);
   (out * r.narrow(0, first, count)).sum().backward();
   const std::string prefix = "layers." + std::to_string(layer) + ".mlp.";
@@ -214,9 +215,10 @@ TEST_CASE("expert parallelism in an exported Qwen3-MoE: each MoE layer with its 
     const auto alone = run_layer(layer, ids, r, 0, 4, &one);
     CHECK(max_diff(alone.out, ref.out) < 1e-6);
     CHECK(max_diff(alone.x_grad, ref.x_grad) < 1e-6);
-    std::vector<LayerRun> got(2);
+    std::vector<LayerRun> got(2), recomputed(2);
     const auto errors = test::run_ranks(2, [&](parallel::Comm& comm, int rank) {
       got[rank] = run_layer(layer, ids, r, 2 * rank, 2, &comm);
+      recomputed[rank] = run_layer(layer, ids, r, 2 * rank, 2, &comm, /*checkpoint=*/true);
     });
     REQUIRE(errors[0] == "");
     REQUIRE(errors[1] == "");
@@ -225,6 +227,13 @@ TEST_CASE("expert parallelism in an exported Qwen3-MoE: each MoE layer with its 
       CHECK(max_diff(got[rank].out, ref.out.narrow(0, 2 * rank, 2)) < 1e-5);
       CHECK(max_diff(got[rank].x_grad, ref.x_grad.narrow(0, 2 * rank, 2)) < 1e-5);
       CHECK(max_diff(got[rank].router_grad, ref.router_grad) < 1e-5);
+      // activation checkpointing: the backward recomputes the layer, exchanges included: the same values
+      CHECK(max_diff(recomputed[rank].out, got[rank].out) < 1e-7);
+      CHECK(max_diff(recomputed[rank].x_grad, got[rank].x_grad) < 1e-7);
+      CHECK(max_diff(recomputed[rank].router_grad, got[rank].router_grad) < 1e-7);
+      for (size_t i = 0; i < got[rank].expert_grads.size(); ++i)
+        if (got[rank].expert_grads[i].defined())
+          CHECK(max_diff(recomputed[rank].expert_grads[i], got[rank].expert_grads[i]) < 1e-7);
       for (size_t i = 0; i < got[rank].expert_grads.size(); ++i) {
         const auto& want = ref.expert_grads[rank * got[rank].expert_grads.size() + i];
         const auto& mine = got[rank].expert_grads[i];

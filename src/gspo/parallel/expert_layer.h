@@ -4,8 +4,10 @@
 // down}_proj.weight), added to the residual; a dense layer runs as Policy::layer. Gradients reach the policy's own
 // parameters: the attention's and the router's (this rank's tokens' share: summed over the ranks like any replicated
 // weight) and this rank's experts' (every token routed to them, from every rank: no reduction inside the group).
-// Not yet: activation checkpointing of such a layer (its recompute would redo the exchanges), and keeping the local
-// experts stacked (each call stacks them: one copy of this rank's experts of the layer while it runs).
+// With `checkpoint` (and grad mode on) only x is kept: the backward runs the layer again, exchanges included (every
+// rank's backward does, in the same order), and backpropagates through that graph, as Policy::layer's checkpointing.
+// Not yet: keeping the local experts stacked (each call stacks them: one copy of this rank's experts of the layer while
+// it runs).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -21,6 +23,7 @@ class Comm;
 // ModelContractError when the model lacks the expert-parallel methods; std::invalid_argument when its experts do not
 // split over the group.
 at::Tensor expert_parallel_layer(model::Policy& policy, int64_t index, const at::Tensor& x,
-                                 const model::LayerContext& ctx, Comm& group, const at::Tensor& routes = {});
+                                 const model::LayerContext& ctx, Comm& group, const at::Tensor& routes = {},
+                                 bool checkpoint = false);
 
 }  // namespace gspo::parallel
