@@ -55,24 +55,16 @@ Policy Policy::load(const std::string& path, c10::Device device) {
   probe_layers(*impl);
   probe_slots(*impl);
   probe_routing(*impl);
+  probe_expert_parallel(*impl);
   impl->module.eval();
   return Policy(std::move(impl));
 }
 
 Policy Policy::ungated_view() const {
-  auto impl = std::make_unique<Impl>();
-  impl->module = impl_->module;  // a handle: the same module object
-  impl->manifest = impl_->manifest;
-  impl->path = impl_->path;
-  impl->tokenizer = impl_->tokenizer;
-  impl->device = impl_->device;
-  impl->has_logits_from = impl_->has_logits_from;
-  impl->layer_api = impl_->layer_api;
-  impl->num_layers = impl_->num_layers;
-  impl->slot_api = impl_->slot_api;
-  impl->route_api = impl_->route_api;
-  impl->moe_layers = impl_->moe_layers;
-  return Policy(std::move(impl));  // no gates
+  auto impl = std::make_unique<Impl>(*impl_);  // the module is a handle: the same module object
+  impl->gates = GateChain();
+  impl->gate = nullptr;
+  return Policy(std::move(impl));
 }
 
 const Manifest& Policy::manifest() const { return impl_->manifest; }

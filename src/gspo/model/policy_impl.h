@@ -26,6 +26,7 @@ struct Policy::Impl {
   int64_t slot_api = 0;          // version of the slot methods (0 = none), probed once at load
   int64_t route_api = 0;         // version of the routing methods (0 = none), probed once at load
   std::vector<int64_t> moe_layers;  // decoder layers that route tokens to experts, when route_api > 0
+  int64_t ep_api = 0;               // version of the expert-parallel methods (0 = none), probed once at load
   GateChain gates;                  // who holds the layers' weights (add_gate): ZeRO-3, adapters
   ParamGate* gate = nullptr;        // &gates while it holds any, else nullptr (no gate: nothing to ask)
 };
@@ -48,6 +49,9 @@ void probe_slots(Policy::Impl& impl);
 // Throws ModelContractError for an unknown version, missing routing methods, routing without the per-layer methods
 // (call after probe_layers) or a layer index outside [0, num_layers).
 void probe_routing(Policy::Impl& impl);
+// Sets impl.ep_api from the model's ep_api() (0 when absent). Throws ModelContractError for an unknown version, a
+// missing expert-parallel method, or one without the per-layer methods (call after probe_layers).
+void probe_expert_parallel(Policy::Impl& impl);
 // The model's routed_layer(index, x, cos, sin, mask, routes): (output, experts); undefined mask/routes pass as None.
 Policy::Routed run_routed(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
                           const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& routes);

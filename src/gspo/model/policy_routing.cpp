@@ -32,10 +32,16 @@ Policy::Routed Policy::routed_layer(int64_t index, const at::Tensor& x, const La
   return run_routed(impl_->module, index, x, c.cos, c.sin, c.mask, at::Tensor());
 }
 
-bool Policy::has_expert_parallel() const {
-  return impl_->layer_api > 0 && impl_->module.find_method("ep_api").has_value() &&
-         impl_->module.find_method("attention_block").has_value() && impl_->module.find_method("moe_routing").has_value();
+void probe_expert_parallel(Policy::Impl& impl) {
+  const int64_t version = probe_interface(impl, "ep_api", 1, {"attention_block", "moe_routing"},
+                                          "Expert-parallel methods", "expert-parallel method");
+  if (version > 0 && impl.layer_api == 0)
+    throw ModelContractError("'" + impl.path + "' has ep_api() but not the per-layer methods it runs through "
+                             "(layer_api; docs/model-contract.md, \"Expert-parallel methods\")");
+  impl.ep_api = version;
 }
+
+bool Policy::has_expert_parallel() const { return impl_->ep_api > 0; }
 
 std::pair<at::Tensor, at::Tensor> Policy::attention_block(int64_t index, const at::Tensor& x, const LayerContext& c) {
   if (!has_expert_parallel())

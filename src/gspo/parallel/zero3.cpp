@@ -45,10 +45,12 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
       if (a < b) u.master.narrow(0, a - lo, b - a).copy_(p.detach().reshape(-1).narrow(0, a - off, b - a));
       off += n;
     }
-    const auto state = frozen_ ? torch::empty({0}, u.master.options().dtype(torch::kFloat)) : torch::zeros_like(u.master);
-    u.exp_avg = state;
-    u.exp_avg_sq = frozen_ ? state : torch::zeros_like(u.master);
-    u.grad = frozen_ ? state : torch::zeros_like(u.master);
+    auto state = [&] {  // float32 [shard]; frozen: none
+      return frozen_ ? torch::empty({0}, u.master.options().dtype(torch::kFloat)) : torch::zeros_like(u.master);
+    };
+    u.exp_avg = state();
+    u.exp_avg_sq = state();
+    u.grad = state();
     u.used.assign(ps.size(), 0);
     u.local.assign(ps.size(), 0);
     u.active = torch::zeros({frozen_ ? 0 : u.shard}, u.master.options().dtype(torch::kBool));

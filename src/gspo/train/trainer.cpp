@@ -146,6 +146,8 @@ struct Trainer::Impl {
     return sampling_copy->model();
   }
   void make_sampler();
+  // With adapters (after the update engine, which casts or shards the base): what samples with them merged.
+  void make_lora_sampling_copy(c10::Device device);
   // Collective: a checkpoint of the state after progress.step (what the source carries into the next step with it).
   std::string save(Progress& p) {
     return save_checkpoint(cfg, config_yaml, *policy, *engine, p, comm, source->carried_examples(), adapter_meta());
@@ -228,12 +230,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
     base_fingerprint = model::weights_fingerprint(*policy);
     lora = std::make_unique<model::LoraAdapters>(*policy, model::lora_spec(c.model, static_cast<uint64_t>(c.train.seed)));
     if (!ckpt && !start.empty()) load_start_adapters(c, *lora, base_fingerprint);
-    policy->add_gate(lora.get());
-    // sampling reads the whole-model methods, which cannot see gated adapters: a copy with them merged
-    // on the host: once the engine has cast the base, the copy shares its untargeted tensors and moves the rest.
-    // ZeRO-3 instead merges them into its whole hold, which a view of the policy samples (made after the engine)
-    if (c.distributed.zero_stage != 3)
-      sampling_copy.emplace(*policy, model::load_frozen(file, c10::kCPU, rollout_dtype(c)), lora.get());
+    policy->add_gate(lora.get());  // (what samples with them: make_lora_sampling_copy, once the engine is made)
   } else if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
     // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
     sampling_copy.emplace(*policy, model::load_frozen(file, device, torch::kBFloat16), nullptr);
@@ -247,6 +244,23 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
     if (c.algorithm.reference_model.empty() && !start.empty()) io::merge_adapter_dir(*reference, start);
   }
   tok = tokenizer::from_path_or_spec(c.tokenizer.path, policy->tokenizer_json(), c.model.path);
+}
+
+// Sampling reads the whole-model methods, which cannot see gated adapters. ZeRO-3 merges them into its whole hold, which
+// a view of the policy samples; otherwise a copy loaded on the host takes the (cast) base's untargeted tensors and
+// moves only its adapted weights to the device, where they are merged after each step.
+void Trainer::Impl::make_lora_sampling_copy(c10::Device device) {
+  if (cfg.distributed.zero_stage == 3) {
+    sampling_copy.emplace(*policy, policy->ungated_view(), nullptr);
+    log::info("sampling: the whole hold gathers the sharded base and merges the adapters into it in place (no copy)");
+    return;
+  }
+  sampling_copy.emplace(*policy, model::load_frozen(cfg.model.path, c10::kCPU, rollout_dtype(cfg)), lora.get());
+  auto& copy = sampling_copy->model();
+  const int64_t shared = lora->share_untargeted(copy);
+  copy.move_to(device);
+  log::info("sampling copy: shares {} of the base's {} weights with the policy; holds the {} adapted ones, merged "
+            "after each step", shared, policy->num_parameters(), policy->num_parameters() - shared);
 }
 
 // After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
@@ -334,16 +348,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   eo.device = where.device;
   eo.lora = s.lora.get();
   s.engine = make_update_engine(*s.policy, eo, s.comm);
-  if (s.lora && cfg.distributed.zero_stage == 3) {
-    s.sampling_copy.emplace(*s.policy, s.policy->ungated_view(), nullptr);
-    log::info("sampling: the whole hold gathers the sharded base and merges the adapters into it in place (no copy)");
-  } else if (s.lora) {
-    auto& copy = s.sampling_copy->model();
-    const int64_t shared = s.lora->share_untargeted(copy);
-    copy.move_to(where.device);
-    log::info("sampling copy: shares {} of the base's {} weights with the policy; holds the {} adapted ones, merged "
-              "after each step", shared, s.policy->num_parameters(), s.policy->num_parameters() - shared);
-  }
+  if (s.lora) s.make_lora_sampling_copy(where.device);
   s.make_sampler();
   if (s.reference) s.reference->set_param_dtype(s.policy->parameters().front().scalar_type());
   if (ckpt) s.carried = restore(*ckpt, *s.engine, *s.progress, s.config_yaml, s.adapter_meta());

@@ -2,6 +2,8 @@
 // layer, the adapters trained by another engine, and the whole hold that merges them into the gathered base.
 #include <torch/torch.h>
 
+#include <utility>
+
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/zero3.h"
@@ -51,15 +53,14 @@ class Zero3LoraEngine : public UpdateEngine {
   }
   bool lockstep() const override { return true; }
   // An idle pass (lockstep) backpropagates 0 x its loss, which a non-finite loss would turn into NaN gradients: the
-  // adapters' gradients are put back as they were before it.
+  // adapters' gradients are set aside (moved, not copied) while it runs, and what it left is dropped.
   void set_idle(bool idle) override {
-    torch::NoGradGuard g;
     auto params = lora_.parameters();
     if (idle) {
       saved_.clear();
-      for (const auto& p : params) saved_.push_back(p.grad().defined() ? p.grad().clone() : at::Tensor());
+      for (auto& p : params) saved_.push_back(std::exchange(p.mutable_grad(), at::Tensor()));
     } else if (saved_.size() == params.size()) {
-      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = saved_[i];
+      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = std::move(saved_[i]);
       saved_.clear();
     }
   }
