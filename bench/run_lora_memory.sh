@@ -5,7 +5,7 @@
 # anonymous maps, which hold every tensor): full fine-tuning (16 B a parameter of weights, gradients and AdamW
 # moments) fails to allocate, LoRA (a frozen 4 B base, adapted weights copied once, float32 adapters) trains.
 # Then, uncapped, LoRA on 2 ranks: ZeRO-1 (the base whole on each) against ZeRO-3 (the base sharded), and ZeRO-3
-# trainers beside a rollout rank.
+# trainers beside a rollout rank; last both on 2 ranks under `ulimit -d RANK_CAP_MB` a rank (default 1500).
 # usage: bash bench/run_lora_memory.sh [CAP_MB]   (default 1700; ~4 minutes on 2 cores; build/gspo must exist)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,8 +39,9 @@ echo "full fine-tuning, capped:     $(one full_cap $((CAP_MB * 1024)))"
 echo "LoRA r 16, capped:            $(one lora_cap $((CAP_MB * 1024)) "${LORA[@]}")"
 # ZeRO-3 over the frozen base (model.lora_rank with distributed.zero_stage 3), uncapped, 1 thread a rank: the largest
 # rank's peak RSS and its update-phase peak. Beside a rollout rank the trainers never gather the base whole.
-many() {  # many NAME NPROC [--set ...]: like one, launched as NPROC local ranks
+many() {  # many NAME NPROC [--set ...]: like one, launched as NPROC local ranks (under `ulimit -d $RANK_CAP_KB` if set)
   local name="$1" n="$2"; shift 2
+  [ -n "${RANK_CAP_KB:-}" ] && ulimit -d "$RANK_CAP_KB"
   scripts/launch_local.sh -n "$n" --port $((29700 + RANDOM % 200)) build/gspo "${ARGS[@]}" --set train.threads=1 \
     --set "train.output_dir=$W/$name" "$@" >"$W/$name.log" 2>&1
   local rc=$?
@@ -58,3 +59,7 @@ echo "LoRA r 16, 2 ranks ZeRO-1:    $(many lora_z1 2 "${LORA[@]}" --set distribu
 echo "LoRA r 16, 2 ranks ZeRO-3:    $(many lora_z3 2 "${LORA[@]}" "${Z3[@]}")   plan: $(plan "${LORA[@]}" "${Z3[@]}" -n 2)"
 echo "LoRA r 16, ZeRO-3, 2 trainers + 1 rollout rank: $(many lora_z3r 3 "${LORA[@]}" "${Z3[@]}" \
   --set distributed.rollout_ranks=1)"
+RANK_CAP_MB="${RANK_CAP_MB:-1500}"
+echo "cap: ulimit -d $((RANK_CAP_MB * 1024)) KB a rank"
+echo "LoRA r 16, 2 ranks ZeRO-1, capped: $(RANK_CAP_KB=$((RANK_CAP_MB * 1024)) many lora_z1_cap 2 "${LORA[@]}" --set distributed.zero_stage=1)"
+echo "LoRA r 16, 2 ranks ZeRO-3, capped: $(RANK_CAP_KB=$((RANK_CAP_MB * 1024)) many lora_z3_cap 2 "${LORA[@]}" "${Z3[@]}")"
