@@ -20,6 +20,7 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/expert_layer.h"
 #include "gspo/parallel/expert_parallel.h"
+#include "gspo/parallel/expert_shards.h"
 #include "helpers.h"
 #include "two_ranks.h"
 
@@ -241,4 +242,79 @@ TEST_CASE("expert parallelism in an exported Qwen3-MoE: each MoE layer with its 
       }
     }
   }
+}
+
+TEST_CASE("expert shards: a rank keeps its experts, frees the others, and gathers them back whole", "[dist][ep]") {
+  auto whole = test::load_tiny("qwen3_moe_tiny.pt");
+  const auto ids = torch::randint(3, 200, {2, 5}, torch::kLong);
+  const auto mask = torch::ones({2, 5}, torch::kLong);
+  const auto want = whole.logits(ids, mask);
+  const auto named = whole.named_parameters();
+  for (int E : {2, 4}) {
+    INFO("E = " << E);
+    std::vector<torch::Tensor> logits(E);
+    std::vector<int64_t> kept(E), freed(E);
+    const auto errors = test::run_ranks(E, [&](parallel::Comm& world, int rank) {
+      auto policy = test::load_tiny("qwen3_moe_tiny.pt");
+      const auto groups = parallel::open_expert_groups(world, E);
+      parallel::ExpertShards shards(policy, *groups.group);
+      kept[rank] = static_cast<int64_t>(shards.local().size());
+      for (const auto& p : shards.remote()) freed[rank] += p.numel();
+      // every expert parameter placed: kept ones hold the file's values, the owner of a freed one is another rank
+      for (const auto& [name, value] : named) {
+        const auto* at = shards.place(policy.parameter(name));
+        if (name.find(".experts.") == std::string::npos) {
+          if (at) throw std::runtime_error(name + " placed as an expert");
+          continue;
+        }
+        if (!at) throw std::runtime_error(name + " not placed");
+        const int64_t e = std::stoll(name.substr(name.find(".experts.") + 9));
+        if (at->owner != e / (4 / E) || at->kept != (at->owner == rank))
+          throw std::runtime_error(name + ": owner " + std::to_string(at->owner));
+        if (at->kept && !torch::equal(policy.parameter(name), value)) throw std::runtime_error(name + " changed");
+      }
+      bool refused = false;
+      try {
+        policy.logits(ids, mask);
+      } catch (const std::exception&) {
+        refused = true;
+      }
+      if (!refused) throw std::runtime_error("the whole-model method ran without the freed experts");
+      shards.hold_whole(true);
+      logits[rank] = policy.logits(ids, mask);
+      for (const auto& [name, value] : named)
+        if (!torch::equal(policy.parameter(name), value)) throw std::runtime_error(name + " gathered wrong");
+      shards.hold_whole(false);
+      for (const auto& p : shards.remote())
+        if (p.numel() != 0) throw std::runtime_error("a freed expert kept its values");
+    });
+    for (int rank = 0; rank < E; ++rank) {
+      INFO("rank " << rank);
+      REQUIRE(errors[rank] == "");
+      CHECK(kept[rank] == 2 * 3 * (4 / E));  // 2 MoE layers x gate/up/down x the rank's experts
+      CHECK(freed[rank] == 0);
+      CHECK(torch::equal(logits[rank], want));  // the same weights, the same code path: the same bits
+    }
+  }
+}
+
+TEST_CASE("expert groups: E consecutive ranks share the experts, the ranks at the same place are replicas", "[dist][ep]") {
+  std::vector<std::vector<int64_t>> seen(4);
+  const auto errors = test::run_ranks(4, [&](parallel::Comm& world, int rank) {
+    const auto g = parallel::open_expert_groups(world, 2);
+    // who is where: the sum of world ranks over each group tells the members apart
+    auto in_group = torch::tensor({static_cast<double>(rank)}, torch::kDouble);
+    auto in_replicas = in_group.clone();
+    g.group->all_reduce(in_group);
+    g.replicas->all_reduce(in_replicas);
+    seen[rank] = {g.group->rank(), g.group->world_size(), static_cast<int64_t>(in_group.item<double>()),
+                  g.replicas->rank(), g.replicas->world_size(), static_cast<int64_t>(in_replicas.item<double>())};
+  });
+  for (int rank = 0; rank < 4; ++rank) REQUIRE(errors[rank] == "");
+  CHECK(seen[0] == std::vector<int64_t>{0, 2, 1, 0, 2, 2});  // group {0, 1}, replicas {0, 2}
+  CHECK(seen[1] == std::vector<int64_t>{1, 2, 1, 0, 2, 4});  // group {0, 1}, replicas {1, 3}
+  CHECK(seen[2] == std::vector<int64_t>{0, 2, 5, 1, 2, 2});  // group {2, 3}, replicas {0, 2}
+  CHECK(seen[3] == std::vector<int64_t>{1, 2, 5, 1, 2, 4});
+  const auto one = test::run_ranks(1, [](parallel::Comm& world, int) { parallel::open_expert_groups(world, 2); });
+  CHECK_THAT(one[0], Catch::Contains("expert parallelism over 2 ranks does not divide a world of 1"));
 }

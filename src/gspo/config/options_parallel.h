@@ -22,6 +22,7 @@ struct DistributedOptions {
   bool zero3_keep_whole = false;
   bool zero3_overlap = true;
   int64_t rollout_ranks = 0;
+  int64_t expert_parallel = 1;
 
   template <class V>
   void visit(V&& v) {
@@ -44,6 +45,12 @@ struct DistributedOptions {
       "ranks of the world sample and score the batches and stream them to the first world size - K, which only train "
       "and send them new weights (async.*); 0 = every rank samples, then every rank trains (the synchronous schedule)",
       at_least(0));
+    v("expert_parallel", expert_parallel, "expert parallelism (docs/distributed.md, \"Expert parallelism\"): groups "
+      "of E consecutive ranks share each MoE layer's experts, rank r of a group holding experts [r n/E, (r+1) n/E) "
+      "(their weights, float32 masters, gradients and moments); tokens travel to their experts by all-to-all. E "
+      "divides the world size and every MoE layer's expert count; needs an MoE model with the expert-parallel methods "
+      "(ep_api) and zero_stage 1 (the rest of the moments sharded over the world, the experts' over the ranks holding "
+      "the same experts); 1 = off", at_least(1));
   }
 };
 

@@ -183,6 +183,31 @@ void validate_sharding(const Config& c, std::vector<std::string>& e) {
     e.push_back(at(c, "distributed.zero3_keep_whole") + ": distributed.zero3_keep_whole applies to zero_stage 3 only");
 }
 
+// distributed.expert_parallel: what it is built with so far (the world size and the model are checked at launch:
+// train/rank_share.h, train/expert_setup.cpp).
+void validate_expert_parallel(const Config& c, std::vector<std::string>& e) {
+  const int64_t E = c.distributed.expert_parallel;
+  if (E <= 1) return;
+  const std::string head = at(c, "distributed.expert_parallel") + ": distributed.expert_parallel " + std::to_string(E);
+  if (c.distributed.zero_stage != 1)
+    e.push_back(head + " needs distributed.zero_stage 1 (got " + std::to_string(c.distributed.zero_stage) + "): the "
+                "moments are sharded, the experts' over the ranks holding the same experts, the rest over the world" +
+                (c.distributed.zero_stage == 3 ? "; non-expert weights sharded by ZeRO-3 beside sharded experts are "
+                 "not built yet" : ""));
+  if (!c.train.chunked_head && !c.train.activation_checkpointing)
+    e.push_back(head + " needs the per-layer pass (train.chunked_head or train.activation_checkpointing true): gspo "
+                "runs each MoE layer's experts across the group itself");
+  if (c.model.lora_rank > 0)
+    e.push_back(head + " with model.lora_rank " + std::to_string(c.model.lora_rank) + ": adapters of sharded experts "
+                "are not built yet; set one of them off");
+  if (c.distributed.rollout_ranks > 0)
+    e.push_back(head + " with distributed.rollout_ranks " + std::to_string(c.distributed.rollout_ranks) + ": rollout "
+                "ranks beside expert-parallel trainers are not built yet");
+  if (c.algorithm.kl_coef > 0)
+    e.push_back(head + " with algorithm.kl_coef " + value_text(c.algorithm.kl_coef) + ": a KL reference with sharded "
+                "experts is not built yet (GSPO trains without one: kl_coef 0)");
+}
+
 // model.lora_*: what the adapters merge into and what is built with them.
 void validate_lora(const Config& c, std::vector<std::string>& e) {
   const auto& m = c.model;
@@ -327,6 +352,7 @@ std::vector<std::string> validate(const Config& c) {
   validate_tools(c, e);
   validate_eval(c, e);
   validate_sharding(c, e);
+  validate_expert_parallel(c, e);
   validate_lora(c, e);
   validate_async(c, e);
   validate_shaping(c, e);

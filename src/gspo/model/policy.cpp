@@ -75,7 +75,8 @@ c10::Device Policy::device() const { return impl_->device; }
 void require_whole(const Policy::Impl& impl, const char* method) {
   if (impl.gate && !impl.gate->whole())
     throw Error(std::string("Policy::") + method + " needs the whole model, but its decoder layers' weights are "
-                "held by a gate: sharded (distributed.zero_stage 3) and not gathered now, or adapted (model.lora: "
+                "held by a gate: sharded (distributed.zero_stage 3, or experts under distributed.expert_parallel) and not "
+                "gathered now, or adapted (model.lora: "
                 "the adapters merge only into layers run one by one; sample from a merged copy)");
 }
 

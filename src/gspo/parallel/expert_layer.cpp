@@ -13,7 +13,7 @@ namespace gspo::parallel {
 namespace {
 
 at::Tensor run(model::Policy& policy, int64_t index, const at::Tensor& x, const model::LayerContext& ctx, Comm& group,
-               const at::Tensor& routes);
+               const at::Tensor& routes, at::Tensor* chosen = nullptr);
 
 // The layer's forward without a graph, keeping x (and the tables); backward recomputes it under grad mode and
 // backpropagates through the fresh graph: parameter gradients accumulate into .grad there, x's is returned.
@@ -53,8 +53,9 @@ std::optional<at::Tensor> opt(const at::Tensor& t) { return t.defined() ? std::o
 
 at::Tensor expert_parallel_layer(model::Policy& policy, int64_t index, const at::Tensor& x,
                                  const model::LayerContext& ctx, Comm& group, const at::Tensor& routes,
-                                 bool checkpoint) {
-  if (!checkpoint || !torch::GradMode::is_enabled()) return run(policy, index, x, ctx, group, routes);
+                                 bool checkpoint, at::Tensor* chosen) {
+  if (!checkpoint || !torch::GradMode::is_enabled()) return run(policy, index, x, ctx, group, routes, chosen);
+  if (chosen) throw std::invalid_argument("expert_parallel_layer: routing is recorded by passes without checkpointing");
   return Checkpointed::apply(x, reinterpret_cast<int64_t>(&policy), index, ctx.cos, ctx.sin, opt(ctx.mask), opt(routes),
                              reinterpret_cast<int64_t>(&group));
 }
@@ -62,9 +63,12 @@ at::Tensor expert_parallel_layer(model::Policy& policy, int64_t index, const at:
 namespace {
 
 at::Tensor run(model::Policy& policy, int64_t index, const at::Tensor& x, const model::LayerContext& ctx, Comm& group,
-               const at::Tensor& routes) {
+               const at::Tensor& routes, at::Tensor* chosen) {
   const auto [top_k, norm_topk] = policy.moe_routing(index);
-  if (top_k == 0) return policy.layer(index, x, ctx, /*checkpoint=*/false);
+  if (top_k == 0) {
+    if (chosen) *chosen = torch::empty({0}, torch::kLong);
+    return policy.layer(index, x, ctx, /*checkpoint=*/false);
+  }
   auto [h, n] = policy.attention_block(index, x, ctx);
   const std::string prefix = "layers." + std::to_string(index) + ".mlp.";
   const auto router = policy.parameter(prefix + "gate.weight");
@@ -83,7 +87,8 @@ at::Tensor run(model::Policy& policy, int64_t index, const at::Tensor& x, const 
   const int64_t H = n.size(-1);
   const auto flat_routes = routes.defined() ? routes.reshape({-1, top_k}) : routes;
   const auto y = expert_parallel_moe(n.reshape({-1, H}), router, torch::stack(gate), torch::stack(up),
-                                     torch::stack(down), top_k, norm_topk, group, flat_routes);
+                                     torch::stack(down), top_k, norm_topk, group, flat_routes, chosen);
+  if (chosen) *chosen = chosen->view({n.size(0), n.size(1), top_k});
   return h + y.view(n.sizes());
 }
 

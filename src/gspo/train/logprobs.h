@@ -7,6 +7,7 @@
 #include "gspo/train/routing.h"
 
 namespace gspo::model { class Policy; }
+namespace gspo::parallel { class Comm; }
 
 namespace gspo::train {
 
@@ -31,6 +32,10 @@ struct LogprobPass {
   bool layers = true;        // drive the per-layer methods (rows right-aligned: causal attention, no mask)
   bool checkpoint = false;   // layers, grad on: each decoder layer keeps only its input, recomputed in backward
   bool chunked_head = true;  // layers: log-probs from hidden states a chunk at a time, no [N, V] logits
+  // distributed.expert_parallel: the group whose ranks hold the experts between them (parallel/expert_shards.h); MoE
+  // layers then run through parallel::expert_parallel_layer (collective: every rank of the group makes the same
+  // passes). Needs `layers`.
+  parallel::Comm* experts = nullptr;
 };
 
 // ids/mask: [n, P + R] in the rollout layout (left-padded prompt of P columns, right-padded response of R).
@@ -47,9 +52,9 @@ TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, co
                                 const KnownShape& known = {});
 
 // The experts every MoE layer routes each token of ids/mask [n, P + R] to (rollout layout), in the per-layer pass's
-// layout: the decoder layers only (no head), no gradient. Needs policy.has_routing().
+// layout: the decoder layers only (no head), no gradient. Needs policy.has_routing(). `experts`: as LogprobPass's.
 RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len,
-                          const KnownShape& known = {});
+                          const KnownShape& known = {}, parallel::Comm* experts = nullptr);
 
 // pred [n, R, V] (float32, bfloat16 or half; may be a strided view), targets [n, R] int64 ->
 // log_softmax(pred / temperature)[target] as [n, R] float32, differentiable with respect to pred. Computed a chunk

@@ -41,6 +41,11 @@ void check_world_size(const config::Config& cfg, int64_t world_size) {
     throw ConfigError(config::set_at(cfg, "async.prompts_in_flight") + "async.prompts_in_flight (" +
                       std::to_string(in_flight) + ") must be a multiple of the world size " +
                       std::to_string(world_size) + " so each rank keeps as many groups in flight");
+  const int64_t E = cfg.distributed.expert_parallel;
+  if (E > 1 && world_size % E != 0)
+    throw ConfigError(config::set_at(cfg, "distributed.expert_parallel") + "distributed.expert_parallel (" +
+                      std::to_string(E) + ") must divide the world size " + std::to_string(world_size) +
+                      " (groups of E consecutive ranks share the experts)");
   if (!prompts_divide(cfg, world_size))
     throw ConfigError(config::set_at(cfg, "rollout.prompts_per_step") + "rollout.prompts_per_step (" +
                       std::to_string(cfg.rollout.prompts_per_step) + ") must be a multiple of the world size " +

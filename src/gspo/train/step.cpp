@@ -77,6 +77,7 @@ StepRunner::StepRunner(StepParts parts) : p_(parts) {
   const auto& tr = p_.cfg.train;
   eval_pass_ = {tr.chunked_head || tr.activation_checkpointing, false, tr.chunked_head};
   train_pass_ = {eval_pass_.layers, tr.activation_checkpointing, tr.chunked_head};
+  eval_pass_.experts = train_pass_.experts = p_.experts;
   total_optimizer_steps_ = p_.cfg.train.max_steps * a.num_minibatches;
   const bool moe = p_.policy.has_routing() && !p_.policy.moe_layers().empty();
   replay_routes_ = moe && a.routing_replay == config::RoutingReplay::kOld;
@@ -155,7 +156,7 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
         train_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
                                      eval_pass_, routes, mi.shape).logprobs;
       else if (routes.record)
-        mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape);
+        mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape, p_.experts);
       mi.old_lp = recompute ? train_lp : mi.behaviour_lp;
       if (p_.reference_base) {  // the policy's base (its adapters off); an idle micro-batch too: ZeRO-3 gathers in it
         const model::AdaptersOff base_only(*p_.reference_base);
@@ -187,7 +188,7 @@ void StepRunner::measure_routing(const std::vector<MiniBatch>& plan, int64_t P, 
   RoutingChange change(moe.size());
   for (const auto& mb : plan)
     for (const auto& mi : mb.micros) {
-      auto now = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape);
+      auto now = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape, p_.experts);
       if (!mi.idle) change.add(mi.routes, now, moe);
     }
   const auto L = static_cast<int64_t>(moe.size());
@@ -288,7 +289,7 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.partial_on = p_.cfg.async.partial_rollout;
   m.zero3_gathers = gathers.gathers;
   m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
-  record_expert_load(p_.policy, m);
+  if (!p_.experts) record_expert_load(p_.policy, m);  // expert parallelism: the model's own MoE forward never runs
   reduce_across_ranks(m, p_.comm);
   const auto counters = p_.comm.take_counters();
   m.time_comm_s = counters.seconds;

@@ -46,6 +46,9 @@ struct StepParts {
   // algorithm.kl_coef > 0 with adapters and no other reference (algorithm.reference_model, model.adapter): the
   // reference is the policy's own frozen base, run with these adapters off (reference then null).
   model::LoraAdapters* reference_base = nullptr;
+  // distributed.expert_parallel > 1: the group sharing the experts (every pass of the step runs its MoE layers
+  // across it: LogprobPass::experts).
+  parallel::Comm* experts = nullptr;
 };
 
 // This rank's per-row metric columns (response_len, truncated, advantage), zero_variance's sum and sample_tokens.

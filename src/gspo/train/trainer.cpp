@@ -32,6 +32,7 @@
 #include "gspo/tokenizer/chat_tools.h"
 #include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/checkpointing.h"
+#include "gspo/train/expert_setup.h"
 #include "gspo/train/greedy_eval.h"
 #include "gspo/train/rank_share.h"
 #include "gspo/train/sampling_copy.h"
@@ -116,6 +117,7 @@ struct Trainer::Impl {
   std::optional<model::Policy> policy;
   std::unique_ptr<model::LoraAdapters> lora;  // model.lora_rank > 0: gating the policy, the only weights trained
   std::array<double, 2> base_fingerprint{};   // with lora: model.path's weights as loaded
+  std::unique_ptr<ExpertParallel> experts;    // distributed.expert_parallel > 1: this rank's experts (a gate)
   std::optional<model::Policy> reference;  // only when algorithm.kl_coef > 0
   std::optional<SamplingCopy> sampling_copy;  // rollout.dtype bfloat16 with float32 training; adapters merged (lora)
   std::unique_ptr<tokenizer::Tokenizer> tok;
@@ -180,7 +182,8 @@ struct Trainer::Impl {
                                                  examples, *verifier, *sampler, comm, tools.get());
     source->resume_carried(carried);
     return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *verifier, *source, comm, *engine,
-                       config::reference_is_base(cfg) ? lora.get() : nullptr});
+                       config::reference_is_base(cfg) ? lora.get() : nullptr,
+                       experts ? &experts->shards->group() : nullptr});
   }
 };
 
@@ -338,6 +341,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
                               at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.train.seed))});
   const double bucket_bytes = cfg.distributed.bucket_mb * 1024 * 1024;
   sync_initial_weights(*s.policy, s.comm, bucket_bytes, cfg.distributed.zero_stage != 3);
+  s.experts = setup_expert_parallel(cfg, *s.policy, s.comm);  // after the broadcast: the experts are freed here
   EngineOptions eo;  // named fields: a positional list once put bucket_bytes into keep_whole
   eo.optimizer = cfg.optimizer;
   eo.dtype = cfg.model.dtype;
@@ -347,6 +351,10 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   eo.bucket_bytes = bucket_bytes;
   eo.device = where.device;
   eo.lora = s.lora.get();
+  if (s.experts) {
+    eo.experts = s.experts->shards.get();
+    eo.expert_replicas = s.experts->groups.replicas.get();
+  }
   s.engine = make_update_engine(*s.policy, eo, s.comm);
   if (s.lora) s.make_lora_sampling_copy(where.device);
   s.make_sampler();

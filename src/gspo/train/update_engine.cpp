@@ -15,7 +15,7 @@
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/train/grad_clip.h"
-#include "gspo/train/master_weights.h"
+#include "gspo/train/engine_weights.h"
 #include "gspo/train/zero3_engine.h"
 
 namespace gspo::train {
@@ -23,62 +23,6 @@ namespace {
 
 constexpr const char* kAdamWFile = "optimizer.pt";       // written by io::save_optimizer
 constexpr const char* kZeroFile = "optimizer_zero1.pt";
-
-// What the optimizer updates: the policy's parameters (float32), float32 masters of its bf16 parameters, or low-rank
-// adapters (float32) of a frozen base in either dtype.
-class Weights {
- public:
-  Weights(model::Policy& policy, config::Dtype dtype, model::LoraAdapters* lora) : policy_(policy), lora_(lora) {
-    if (lora) {  // the adapters froze the base (requires_grad false): it is cast, never updated, has no masters
-      if (dtype == config::Dtype::kBFloat16) policy.set_param_dtype(torch::kBFloat16);
-      return;
-    }
-    for (auto& p : policy.parameters()) p.set_requires_grad(true);
-    if (dtype == config::Dtype::kBFloat16) master_ = std::make_unique<MasterWeights>(policy, torch::kBFloat16);
-  }
-  std::vector<at::Tensor> params() const {
-    if (lora_) return lora_->parameters();
-    return master_ ? master_->params() : policy_.parameters();
-  }
-  void zero_grad() {
-    for (auto& p : params())
-      if (p.grad().defined()) p.mutable_grad().zero_();
-  }
-  void after_backward() {
-    if (master_) master_->accumulate_grads();  // bf16 gradients summed in float32
-  }
-  void publish() {
-    if (master_) master_->copy_to_model();
-  }
-  // The policy's parameters (training dtype) and their gradients, plus the masters and theirs; each tensor once.
-  int64_t bytes() const {
-    int64_t n = 0;
-    auto add = [&n](const std::vector<at::Tensor>& ts) {
-      for (const auto& t : ts) {
-        n += static_cast<int64_t>(t.nbytes());
-        if (t.grad().defined()) n += static_cast<int64_t>(t.grad().nbytes());
-      }
-    };
-    add(policy_.parameters());
-    if (master_) add(master_->params());
-    if (lora_) add(lora_->parameters());
-    return n;
-  }
-  void with_float32_policy(const std::function<void()>& f) {
-    if (master_) master_->with_float32_policy(f);
-    else f();
-  }
-  bool finite() const {
-    for (const auto& p : params())
-      if (!torch::isfinite(p).all().item<bool>()) return false;
-    return true;
-  }
-
- private:
-  model::Policy& policy_;
-  model::LoraAdapters* lora_;
-  std::unique_ptr<MasterWeights> master_;
-};
 
 // A checkpoint whose optimizer files are the other engine's.
 }  // namespace
@@ -188,6 +132,7 @@ std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const En
     auto adapters = std::make_unique<Zero1Engine>(policy, opts, comm);
     return make_zero3_lora_engine(policy, opts, comm, std::move(adapters));
   }
+  if (opts.experts) return make_expert_parallel_engine(policy, opts, comm);
   if (opts.zero_stage == 3) return make_zero3_engine(policy, opts, comm);
   if (opts.zero_stage == 1) return std::make_unique<Zero1Engine>(policy, opts, comm);
   return std::make_unique<AdamWEngine>(policy, opts, comm);

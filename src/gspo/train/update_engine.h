@@ -17,7 +17,7 @@
 #include "gspo/config/options.h"
 #include "gspo/model/param_gate.h"
 
-namespace gspo::parallel { class Comm; }
+namespace gspo::parallel { class Comm; class ExpertShards; }
 namespace gspo::model { class Policy; class LoraAdapters; }
 
 namespace gspo::train {
@@ -100,6 +100,10 @@ struct EngineOptions {
   // the base stays frozen, cast to bf16 for model.dtype bfloat16 (no masters: nothing of it is updated). The engine's
   // checkpoint files are then the adapters' optimizer state (train/checkpointing.h writes the adapters themselves).
   model::LoraAdapters* lora = nullptr;
+  // distributed.expert_parallel > 1: the experts this rank keeps (the others freed, parallel/expert_shards.h) and the
+  // ranks keeping the same ones (make_update_engine then makes the expert-parallel engine: zero_stage 1).
+  parallel::ExpertShards* experts = nullptr;
+  parallel::Comm* expert_replicas = nullptr;
 };
 
 // Sets requires_grad on the policy's parameters and, for bfloat16, takes float32 masters from its (float32) weights

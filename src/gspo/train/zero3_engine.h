@@ -1,4 +1,4 @@
-// Private to src/gspo/train (update_engine.cpp, zero3_engine.cpp): the ZeRO-3 update engine, and what the engines
+// Private to src/gspo/train (update_engine.cpp and the engines' files): the ZeRO-3 and expert-parallel update engines, and what the engines
 // share about each other's checkpoint files.
 #pragma once
 #include <cstdint>
@@ -20,6 +20,13 @@ std::unique_ptr<UpdateEngine> make_zero3_engine(model::Policy& policy, const Eng
 // a view of the policy without gates (Policy::ungated_view) samples the adapted model with no copy of its own.
 std::unique_ptr<UpdateEngine> make_zero3_lora_engine(model::Policy& policy, const EngineOptions& opts,
                                                      parallel::Comm& comm, std::unique_ptr<UpdateEngine> adapters);
+// distributed.expert_parallel > 1 (opts.experts, opts.expert_replicas; docs/distributed.md, "Expert parallelism"):
+// ZeRO-1 twice, the non-expert weights' moments sharded over the world and the kept experts' over their replicas;
+// gradients summed over the world and over the replicas respectively; one global norm (the experts' squared norm
+// summed over the group). Checkpoints hold ZeRO-1's file (optimizer_zero1.pt, every parameter in the policy's order,
+// consolidated on rank 0): they resume at any expert-parallel size or world size, with or without expert parallelism.
+std::unique_ptr<UpdateEngine> make_expert_parallel_engine(model::Policy& policy, const EngineOptions& opts,
+                                                          parallel::Comm& comm);
 // Whether checkpoint `dir` holds ZeRO-3 shard files.
 bool written_by_zero3(const std::string& dir);
 // ConfigError: checkpoint `dir` was written by the engine of distributed.zero_stage `written`.

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Expert parallelism in training (distributed.expert_parallel, #37; docs/distributed.md, "Expert parallelism") on the
+# exported qwen3_moe_tiny (3 layers, MoE layers 0 and 2 with 4 experts, top-2): every layout trains as one process
+# does with ZeRO-1 (metrics and final weights, compare_runs.py's tolerances): 2 ranks E = 2, 4 ranks E = 4, 4 ranks
+# E = 2 (two replicas of each expert), with Routing Replay and the routing-change metric on 2 ranks E = 2, and a run
+# saved at E = 2 on 2 ranks resumed at E = 4 on 4 (the experts re-cut). A rank keeps only its experts (model state per
+# rank below one process's). Layouts that cannot work are config errors naming the key and the numbers.
+# usage: test_expert_parallel.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
+set -u
+GSPO="$1"; MODELS="$2"; SRC="$3"; PY="${4:-/usr/bin/python3}"
+TMP="$(mktemp -d)"; trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
+LAUNCH="$SRC/scripts/launch_local.sh"
+source "$SRC/tests/dist/lib.sh"
+export INITIAL="$MODELS/qwen3_moe_tiny.pt"
+
+# prompts_per_step 4: whole groups on 1, 2 and 4 ranks
+MOE=(--set "model.path=$MODELS/qwen3_moe_tiny.pt" --set 'reward.regex=^[\x00-\x7f]' --set rollout.prompts_per_step=4
+     --set distributed.zero_stage=1)
+EP() { echo "--set distributed.expert_parallel=$1"; }
+
+run z1 1 "${MOE[@]}" && {
+  run e2 2 "${MOE[@]}" $(EP 2) && same "E = 2 on 2 ranks = 1 process" z1 e2
+  run e4 4 "${MOE[@]}" $(EP 4) && same "E = 4 on 4 ranks = 1 process" z1 e4
+  run e22 4 "${MOE[@]}" $(EP 2) && same "E = 2 on 4 ranks (2 replicas of each expert) = 1 process" z1 e22
+}
+# Routing Replay (the recorded experts dispatched) and the routing-change metric, activation checkpointing on
+RR=(--set algorithm.routing_replay=old --set algorithm.routing_metrics=true)
+run r1 1 "${MOE[@]}" "${RR[@]}" && run r2 2 "${MOE[@]}" "${RR[@]}" $(EP 2) && \
+  same "E = 2 with Routing Replay and the routing-change metric = 1 process" r1 r2
+
+# A rank holds only its experts: model state per rank below one process's (the experts are 2/3 of this model)
+if [ -f "$TMP/e4/metrics.jsonl" ] && [ -f "$TMP/z1/metrics.jsonl" ]; then
+  if out="$("$PY" - "$TMP" <<'PY'
+import json, sys
+t = sys.argv[1]
+last = lambda r: [json.loads(l) for l in open(f"{t}/{r}/metrics.jsonl")][-1]
+one, e2, e4 = (last(r)["model_state_mb_per_rank"] for r in ("z1", "e2", "e4"))
+assert e4 < e2 < one, (one, e2, e4)
+print(f"model state MB a rank: 1 process {one:.3f}, E = 2 {e2:.3f}, E = 4 {e4:.3f}")
+PY
+)"; then ok "$out"; else bad "model state per rank: $out"; fi
+fi
+
+# Saved at E = 2 on 2 ranks, resumed at E = 4 on 4: the checkpoint's experts and moments re-cut
+STEPS_SAVED=$STEPS; STEPS=2
+run rs 2 "${MOE[@]}" $(EP 2) && STEPS=$STEPS_SAVED && run rs 4 "${MOE[@]}" $(EP 4) --resume auto && \
+  same "E = 2 on 2 ranks to step 2, resumed at E = 4 on 4 = 1 process" z1 rs
+STEPS=$STEPS_SAVED
+
+# --- layouts that cannot work: config errors naming the key and the numbers --------------------------------------
+refuse() {  # refuse NAME NPROC PATTERN [extra --set ...]: exit 2 (a config error) with PATTERN in the log
+  local name="$1" n="$2" pat="$3" rc=0; shift 3
+  "$LAUNCH" -n "$n" --port "$(free_port)" "$GSPO" "${TRAIN[@]}" --set train.max_steps=1 \
+    --set "train.output_dir=$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 2 ]; then bad "$name: exit $rc, not 2 (a config error)" "$TMP/$name.log"
+  elif grep -q -- "$pat" "$TMP/$name.log"; then ok "$name refused: $(grep -m1 -o -- "$pat.*" "$TMP/$name.log" | cut -c1-120)"
+  else bad "$name: no error matching '$pat'" "$TMP/$name.log"; fi
+}
+refuse world3 2 "distributed.expert_parallel (3) must divide the world size 2" "${MOE[@]}" $(EP 3)
+refuse experts3 3 "layer 0 has 4 experts, which 3 ranks cannot share evenly" "${MOE[@]}" $(EP 3) \
+  --set rollout.prompts_per_step=3
+refuse dense 2 "is dense (no MoE layer)" --set "model.path=$MODELS/tiny_qwen3.pt" --set distributed.zero_stage=1 $(EP 2)
+refuse stage0 2 "distributed.expert_parallel 2 needs distributed.zero_stage 1 (got 0)" "${MOE[@]}" \
+  --set distributed.zero_stage=0 $(EP 2)
+
+echo "expert parallel: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
