@@ -23,20 +23,40 @@ run z1 1 "${MOE[@]}" && {
   run e4 4 "${MOE[@]}" $(EP 4) && same "E = 4 on 4 ranks = 1 process" z1 e4
   run e22 4 "${MOE[@]}" $(EP 2) && same "E = 2 on 4 ranks (2 replicas of each expert) = 1 process" z1 e22
 }
+# One row a micro-batch: the ranks' shares of a mini-batch differ, so the rank with fewer runs idle passes that only
+# keep it in step, and those must keep the gradients the other rank's tokens bring its experts
+run z1m 1 "${MOE[@]}" --set algorithm.micro_batch_size=1 && run e2m 2 "${MOE[@]}" --set algorithm.micro_batch_size=1 \
+  $(EP 2) && same "E = 2, one row a micro-batch (idle lockstep passes) = 1 process" z1m e2m
+# bf16 weights with float32 masters: the consolidated checkpoint (every expert, float32) resumes without expert
+# parallelism on one process
+STEPS_SAVED=$STEPS; STEPS=2
+run b2 2 "${MOE[@]}" --set model.dtype=bfloat16 $(EP 2) && STEPS=3 && run b2 1 "${MOE[@]}" --set model.dtype=bfloat16 \
+  --resume auto && "$PY" - "$TMP/b2" <<'PY' && ok "bf16: E = 2 to step 2, resumed on one process to step 3" || bad "bf16 E = 2 checkpoint resumed on one process" "$TMP/b2.log"
+import json, sys
+lines = [json.loads(l) for l in open(f"{sys.argv[1]}/metrics.jsonl")]
+assert [m["step"] for m in lines] == [1, 2, 3], [m["step"] for m in lines]
+assert all(m["grad_norm"] > 0 for m in lines), [m["grad_norm"] for m in lines]
+PY
+STEPS=$STEPS_SAVED
 # Routing Replay (the recorded experts dispatched) and the routing-change metric, activation checkpointing on
 RR=(--set algorithm.routing_replay=old --set algorithm.routing_metrics=true)
 run r1 1 "${MOE[@]}" "${RR[@]}" && run r2 2 "${MOE[@]}" "${RR[@]}" $(EP 2) && \
   same "E = 2 with Routing Replay and the routing-change metric = 1 process" r1 r2
 
-# A rank holds only its experts: model state per rank below one process's (the experts are 2/3 of this model)
-if [ -f "$TMP/e4/metrics.jsonl" ] && [ -f "$TMP/z1/metrics.jsonl" ]; then
+# A rank holds only its experts: model state per rank below one process's (the experts are 2/3 of this model); the
+# expert load is measured under expert parallelism too
+if [ -f "$TMP/e4/metrics.jsonl" ] && [ -f "$TMP/e22/metrics.jsonl" ] && [ -f "$TMP/z1/metrics.jsonl" ]; then
   if out="$("$PY" - "$TMP" <<'PY'
 import json, sys
 t = sys.argv[1]
 last = lambda r: [json.loads(l) for l in open(f"{t}/{r}/metrics.jsonl")][-1]
 one, e2, e4 = (last(r)["model_state_mb_per_rank"] for r in ("z1", "e2", "e4"))
 assert e4 < e2 < one, (one, e2, e4)
-print(f"model state MB a rank: 1 process {one:.3f}, E = 2 {e2:.3f}, E = 4 {e4:.3f}")
+# the expert load, measured from the exchange: per MoE layer, between balanced (1) and one expert taking all (4)
+loads = [last(r)["moe_load_imbalance"] for r in ("z1", "e2", "e4", "e22")]
+assert all(len(l) == 2 and all(1 <= v <= 4 for v in l) for l in loads), loads
+print(f"model state MB a rank: 1 process {one:.3f}, E = 2 {e2:.3f}, E = 4 {e4:.3f}; expert load imbalance "
+      f"{loads[0]} (1 process), {loads[1]} (E = 2)")
 PY
 )"; then ok "$out"; else bad "model state per rank: $out"; fi
 fi

@@ -20,7 +20,7 @@ at::Tensor run(model::Policy& policy, int64_t index, const at::Tensor& x, const 
 struct Checkpointed : torch::autograd::Function<Checkpointed> {
   static at::Tensor forward(torch::autograd::AutogradContext* c, const at::Tensor& x, int64_t policy, int64_t index,
                             const at::Tensor& cos, const at::Tensor& sin, const std::optional<at::Tensor>& mask,
-                            const std::optional<at::Tensor>& routes, int64_t group) {
+                            const std::optional<at::Tensor>& routes, int64_t group, int64_t chosen) {
     c->save_for_backward({x, cos, sin});
     c->saved_data["mask"] = mask ? c10::IValue(*mask) : c10::IValue();  // (not differentiated: no saved variable)
     c->saved_data["routes"] = routes ? c10::IValue(*routes) : c10::IValue();
@@ -28,7 +28,7 @@ struct Checkpointed : torch::autograd::Function<Checkpointed> {
     c->saved_data["index"] = index;
     c->saved_data["group"] = group;
     return run(*reinterpret_cast<model::Policy*>(policy), index, x, {cos, sin, mask.value_or(at::Tensor())},
-               *reinterpret_cast<Comm*>(group), routes.value_or(at::Tensor()));
+               *reinterpret_cast<Comm*>(group), routes.value_or(at::Tensor()), reinterpret_cast<at::Tensor*>(chosen));
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* c,
                                                  torch::autograd::variable_list grads) {
@@ -43,7 +43,8 @@ struct Checkpointed : torch::autograd::Function<Checkpointed> {
               *reinterpret_cast<Comm*>(c->saved_data["group"].toInt()), tensor_or_none(c->saved_data["routes"]));
     }
     torch::autograd::backward({y}, {grads[0]});
-    return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -55,9 +56,8 @@ at::Tensor expert_parallel_layer(model::Policy& policy, int64_t index, const at:
                                  const model::LayerContext& ctx, Comm& group, const at::Tensor& routes,
                                  bool checkpoint, at::Tensor* chosen) {
   if (!checkpoint || !torch::GradMode::is_enabled()) return run(policy, index, x, ctx, group, routes, chosen);
-  if (chosen) throw std::invalid_argument("expert_parallel_layer: routing is recorded by passes without checkpointing");
   return Checkpointed::apply(x, reinterpret_cast<int64_t>(&policy), index, ctx.cos, ctx.sin, opt(ctx.mask), opt(routes),
-                             reinterpret_cast<int64_t>(&group));
+                             reinterpret_cast<int64_t>(&group), reinterpret_cast<int64_t>(chosen));
 }
 
 namespace {

@@ -6,8 +6,7 @@
 // weight) and this rank's experts' (every token routed to them, from every rank: no reduction inside the group).
 // With `checkpoint` (and grad mode on) only x is kept: the backward runs the layer again, exchanges included (every
 // rank's backward does, in the same order), and backpropagates through that graph, as Policy::layer's checkpointing.
-// `chosen` (without checkpointing: the passes that record routing run without a graph): the experts each token used,
-// [B, T, top_k] int64, or an empty tensor for a dense layer.
+// `chosen`: the experts each token used in the forward, [B, T, top_k] int64, or an empty tensor for a dense layer.
 // Not yet: keeping the local experts stacked (each call stacks them: one copy of this rank's experts of the layer while
 // it runs).
 #pragma once

@@ -120,7 +120,8 @@ void require_routing(const model::Policy& policy) {
 
 // embed and the decoder layers over right-aligned rows (checkpointed when asked and grad is on); MoE layers replay
 // and/or record experts as `routes` says (a recording layer runs without checkpointing: recording passes are no-grad ones).
-// `experts` (expert parallelism): MoE layers run across that group, recording from what their exchange routed.
+// `experts` (expert parallelism): MoE layers run across that group, recording what their exchange routed (in the
+// forward, checkpointed or not).
 at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpoint, RouteIO routes,
                       parallel::Comm* experts) {
   auto x = policy.embed(a.ids);
@@ -135,8 +136,7 @@ at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpo
     if (experts) {
       at::Tensor chosen;
       const bool record = routes.record && !replay.defined();
-      x = parallel::expert_parallel_layer(policy, i, x, ctx, *experts, replay, checkpoint && !record,
-                                          record ? &chosen : nullptr);
+      x = parallel::expert_parallel_layer(policy, i, x, ctx, *experts, replay, checkpoint, record ? &chosen : nullptr);
       if (record && chosen.numel() > 0) routes.record->experts[i] = chosen.to(at::kShort);
       if (routes.record && replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
     } else if (routes.record && !replay.defined()) {

@@ -289,7 +289,7 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.partial_on = p_.cfg.async.partial_rollout;
   m.zero3_gathers = gathers.gathers;
   m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
-  if (!p_.experts) record_expert_load(p_.policy, m);  // expert parallelism: the model's own MoE forward never runs
+  if (!p_.experts) record_expert_load(p_.policy, m);  // (expert parallelism: measured in update(), from the exchange)
   reduce_across_ranks(m, p_.comm);
   const auto counters = p_.comm.take_counters();
   m.time_comm_s = counters.seconds;

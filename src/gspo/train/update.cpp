@@ -3,6 +3,7 @@
 // on by every rank, so all of them skip (or stop) together.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -39,6 +40,32 @@ at::Tensor high_entropy_tokens(const at::Tensor& entropy, const at::Tensor& loss
   return valid & (entropy >= threshold);
 }
 
+// Expert parallelism's moe_load_imbalance: per MoE layer, the largest expert's share of the routing slots of the last
+// training forward (`last`, this rank's rows; summed over the group, every column as the model's own count) times
+// the layer's experts. Collective over the group.
+void record_expert_load(model::Policy& policy, const RouteRecord& last, parallel::Comm& group, StepMetrics& m) {
+  std::vector<at::Tensor> counts;
+  std::vector<int64_t> experts;
+  for (int64_t layer : policy.moe_layers()) {
+    experts.push_back(policy.parameter("layers." + std::to_string(layer) + ".mlp.gate.weight").size(0));
+    const auto& chosen = last.empty() ? at::Tensor() : last.experts.at(layer);
+    counts.push_back(chosen.defined() ? torch::bincount(chosen.reshape({-1}).to(torch::kLong), {}, experts.back())
+                                            .to(torch::kDouble).cpu()
+                                      : torch::zeros({experts.back()}, torch::kDouble));
+  }
+  auto all = torch::cat(counts);
+  group.all_reduce(all);
+  int64_t at = 0;
+  for (int64_t n : experts) {
+    const auto c = all.narrow(0, at, n);
+    at += n;
+    const double total = c.sum().item<double>();
+    if (total > 0) m.moe_load_imbalance.push_back(c.max().item<double>() / total * static_cast<double>(n));
+  }
+  if (!m.moe_load_imbalance.empty())
+    m.moe_load_imbalance_max = *std::max_element(m.moe_load_imbalance.begin(), m.moe_load_imbalance.end());
+}
+
 [[noreturn]] void nonfinite(int64_t step, size_t mb, const std::string& what) {
   throw TrainingError("step " + std::to_string(step + 1) + ", mini-batch " + std::to_string(mb + 1) + ": non-finite " +
                       what + "; stopped before applying it (nothing was saved from this step; the last checkpoint "
@@ -50,6 +77,7 @@ at::Tensor high_entropy_tokens(const at::Tensor& entropy, const at::Tensor& loss
 void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progress, StepMetrics& m) {
   const auto& c = p_.cfg;
   Totals t;
+  RouteRecord last;  // expert parallelism: the experts of the last training forward (moe_load_imbalance)
   // Lockstep engines (ZeRO-3): the backward an idle micro-batch, or one after a non-finite loss, still runs on this
   // rank, so the others' gathers and reduce-scatters find it; its gradients are discarded.
   auto keep_in_step = [&](const TokenLogprobs& tl) {
@@ -66,7 +94,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     for (auto& mi : plan[k].micros) {
       auto tl = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kCompute,
                                   c.train.logprob_chunk_tokens, train_pass_,
-                                  {replay_routes_ ? &mi.routes : nullptr, nullptr}, mi.shape);
+                                  {replay_routes_ ? &mi.routes : nullptr, p_.experts ? &last : nullptr}, mi.shape);
       if (mi.idle || bad) {  // reached with `bad` set by lockstep engines only
         keep_in_step(tl);
         continue;
@@ -124,6 +152,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     t.grad_norm_max = std::max(t.grad_norm_max, gnorm);
   }
 
+  if (p_.experts) record_expert_load(p_.policy, last, *p_.experts, m);
   const auto& L = t.loss;
   m.seq_ratio = {L.seq_ratio_sum, L.sequences};
   m.seq_ratio_min = L.sequences > 0 ? L.seq_ratio_min : kNoValue;
