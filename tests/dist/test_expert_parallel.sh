@@ -4,7 +4,8 @@
 # does with ZeRO-1 (metrics and final weights, compare_runs.py's tolerances): 2 ranks E = 2, 4 ranks E = 4, 4 ranks
 # E = 2 (two replicas of each expert), with Routing Replay and the routing-change metric on 2 ranks E = 2, and a run
 # saved at E = 2 on 2 ranks resumed at E = 4 on 4 (the experts re-cut). A rank keeps only its experts (model state per
-# rank below one process's). Layouts that cannot work are config errors naming the key and the numbers.
+# rank below one process's), the 4 ranks load the model in turns. Layouts that cannot work are config errors naming the
+# key and the numbers.
 # usage: test_expert_parallel.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
 set -u
 GSPO="$1"; MODELS="$2"; SRC="$3"; PY="${4:-/usr/bin/python3}"
@@ -61,6 +62,16 @@ PY
 )"; then ok "$out"; else bad "model state per rank: $out"; fi
 fi
 
+# Loading in turns (item 7): the 4 ranks of this "node" load one after another, each keeping its experts before the
+# next reads the file; rank 0 reports the node's host memory against all at once
+if grep -q "loaded in turns by 4 ranks of a node" "$TMP/e4.log" && "$PY" - "$TMP/e4.log" <<'PY'
+import re, sys
+m = re.search(r"at most (\d+) MB .* all at once it would be (\d+) MB", open(sys.argv[1]).read())
+assert m and 0 < int(m[1]) <= int(m[2]), m and m.groups()
+PY
+then ok "$(grep -o "loaded in turns by 4 ranks.*" "$TMP/e4.log" | cut -c1-150)"
+else bad "no report of loading in turns on 4 ranks" "$TMP/e4.log"; fi
+
 # Saved at E = 2 on 2 ranks, resumed at E = 4 on 4: the checkpoint's experts and moments re-cut
 STEPS_SAVED=$STEPS; STEPS=2
 run rs 2 "${MOE[@]}" $(EP 2) && STEPS=$STEPS_SAVED && run rs 4 "${MOE[@]}" $(EP 4) --resume auto && \
@@ -82,6 +93,8 @@ refuse experts3 3 "layer 0 has 4 experts, which 3 ranks cannot share evenly" "${
 refuse dense 2 "is dense (no MoE layer)" --set "model.path=$MODELS/tiny_qwen3.pt" --set distributed.zero_stage=1 $(EP 2)
 refuse stage0 2 "distributed.expert_parallel 2 needs distributed.zero_stage 1 (got 0)" "${MOE[@]}" \
   --set distributed.zero_stage=0 $(EP 2)
+refuse bf16copy 2 "rollout.dtype bfloat16 with distributed.expert_parallel 2: the bf16 sampling copy would hold every" \
+  "${MOE[@]}" --set rollout.dtype=bfloat16 $(EP 2)
 
 echo "expert parallel: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -206,6 +206,10 @@ void validate_expert_parallel(const Config& c, std::vector<std::string>& e) {
   if (c.algorithm.kl_coef > 0)
     e.push_back(head + " with algorithm.kl_coef " + value_text(c.algorithm.kl_coef) + ": a KL reference with sharded "
                 "experts is not built yet (GSPO trains without one: kl_coef 0)");
+  if (c.rollout.dtype == RolloutDtype::kBFloat16)
+    e.push_back(at(c, "rollout.dtype") + ": rollout.dtype bfloat16 with distributed.expert_parallel " + std::to_string(E) +
+                ": the bf16 sampling copy would hold every expert on every rank; set model.dtype bfloat16 with "
+                "rollout.dtype same (the sampler then reads the training weights)");
 }
 
 // model.lora_*: what the adapters merge into and what is built with them.

@@ -49,11 +49,13 @@ namespace {
 // Every rank starts from rank 0's weights; a fingerprint comparison afterwards proves it.
 // `broadcast` false (ZeRO-3: every rank read the same file, and 4 bytes x parameters from rank 0 to every rank
 // would be start-up's largest cost at scale): only the check that they agree.
-void sync_initial_weights(model::Policy& policy, parallel::Comm& comm, double bucket_bytes, bool broadcast) {
+// `as_loaded` (expert parallelism: each rank keeps other experts): the fingerprint taken before they were freed.
+void sync_initial_weights(model::Policy& policy, parallel::Comm& comm, double bucket_bytes, bool broadcast,
+                          const std::array<double, 2>* as_loaded = nullptr) {
   auto params = policy.parameters();
   if (broadcast) parallel::broadcast_parameters(comm, params, bucket_bytes);
   if (comm.world_size() == 1) return;
-  const auto mine = model::weights_fingerprint(policy);
+  const auto mine = as_loaded ? *as_loaded : model::weights_fingerprint(policy);
   auto all = comm.all_gather(torch::tensor({mine[0], mine[1]}, torch::kDouble)).view({-1, 2});
   for (int64_t r = 0; r < all.size(0); ++r)
     if (all[r][0].item<double>() != mine[0] || all[r][1].item<double>() != mine[1])
@@ -223,8 +225,10 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
     throw ConfigError("model.path is empty: set it to a TorchScript policy (make one with scripts/make_tiny_model.py)");
   const bool adapters = c.model.lora_rank > 0;  // the base is always model.path; a checkpoint holds the adapters
   const std::string file = ckpt && !adapters ? io::policy_file(*ckpt) : c.model.path;
-  // ZeRO-3 cuts the weights on the host and moves only this rank's shards to the device (Zero3's constructor).
-  policy.emplace(model::Policy::load(file, c.distributed.zero_stage == 3 ? c10::Device(c10::kCPU) : device));
+  // ZeRO-3 cuts the weights on the host and moves only this rank's shards to the device (Zero3's constructor); expert
+  // parallelism frees the other ranks' experts on the host, then moves the rest (Trainer's constructor).
+  const bool cut_on_host = c.distributed.zero_stage == 3 || c.distributed.expert_parallel > 1;
+  policy.emplace(model::Policy::load(file, cut_on_host ? c10::Device(c10::kCPU) : device));
   model::check_contract(*policy);
   check_routing_replay(c, *policy);
   const std::string& start = c.model.adapter;  // adapters to start from (a checkpoint carries its own)
@@ -332,7 +336,13 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   auto rows = data::load_dataset(cfg.data);
   s.verifier = reward::make_verifier(cfg, rows);
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
-  s.load_models(ckpt, where.device);
+  s.experts = open_expert_parallel(cfg, s.comm);
+  load_in_turns(s.comm, s.experts != nullptr, [&] {  // expert parallelism: a rank's experts kept before the next loads
+    s.load_models(ckpt, where.device);
+    if (!s.experts) return;
+    keep_experts(cfg, *s.policy, *s.experts, s.comm.rank());
+    s.policy->move_to(where.device);  // (loaded on the host: the whole model may not fit the device)
+  });
   if (s.comm.is_main()) warn_cpu_bf16(cfg, where.device);
   s.examples = fit_training_rows(std::move(rows), cfg, *s.tok, *s.policy, s.comm.is_main(), s.dropped_prompts);
   s.progress.emplace(Progress{0, 0,
@@ -340,8 +350,8 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
                                            static_cast<uint64_t>(cfg.data.seed)),
                               at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.train.seed))});
   const double bucket_bytes = cfg.distributed.bucket_mb * 1024 * 1024;
-  sync_initial_weights(*s.policy, s.comm, bucket_bytes, cfg.distributed.zero_stage != 3);
-  s.experts = setup_expert_parallel(cfg, *s.policy, s.comm);  // after the broadcast: the experts are freed here
+  sync_initial_weights(*s.policy, s.comm, bucket_bytes, cfg.distributed.zero_stage != 3 && !s.experts,
+                       s.experts ? &s.experts->as_loaded : nullptr);
   EngineOptions eo;  // named fields: a positional list once put bucket_bytes into keep_whole
   eo.optimizer = cfg.optimizer;
   eo.dtype = cfg.model.dtype;
