@@ -313,3 +313,34 @@ TEST_CASE("plan: LoRA's adapter count equals the adapters gspo makes, and the fr
   for (const auto& ph : p3.phases)
     if (ph.name == "rollout") CHECK(term(ph.terms, "ZeRO-3 gathered layers") == 4 * layers);
 }
+
+TEST_CASE("plan: expert parallelism keeps 1/E of the experts, their moments sharded over the replicas", "[plan]") {
+  // qwen3_moe_tiny: MoE layers 0 and 2 of 4 experts (hidden 32, expert MLP 24): 2 x 4 x 3 x 32 x 24 expert parameters
+  const auto s = plan::read_model_shape(test::model_path("qwen3_moe_tiny.pt"));
+  const double N = s.num_parameters(), Ne = 2 * 4 * 3 * 32 * 24, Nd = N - Ne;
+  plan::PlanInputs in;
+  in.world_size = 4;
+  in.prompt_tokens = 8;
+  in.runtime_mb = 100;
+  auto at = [&](int64_t E) {
+    return config::load("", {"rollout.prompts_per_step=4", "rollout.group_size=4", "rollout.max_new_tokens=24",
+                             "distributed.zero_stage=1", "distributed.expert_parallel=" + std::to_string(E)});
+  };
+  const auto p = plan::plan_memory(s, at(2), in);  // groups of 2: each expert on 2 ranks (R = 2 replicas)
+  const double kept = Nd + Ne / 2;
+  CHECK(term(p.resident, "weights") == 4 * kept);
+  CHECK(term(p.resident, "gradients") == 4 * kept);
+  CHECK(term(p.resident, "AdamW moments") == 8 * (std::ceil(Nd / 4) + std::ceil(Ne / 2 / 2)));
+  // the sampler gathers the other half of the experts (float32 here), freed after
+  CHECK(term(p.phases[0].terms, "experts gathered for the sampler") == Ne / 2 * 4);
+  CHECK(term(p.phases[1].terms, "local experts stacked") == 2 * 3 * 32 * 24 * 4);  // one layer's 2 local experts
+  // rows out and back: the micro-batch's tokens x top-2 x hidden x 4 B x 2
+  CHECK(term(p.phases[1].terms, "expert exchange rows") == p.micro_tokens * 2 * 32 * 4 * 2.0);
+  CHECK(p.not_built.at(0).bytes == Ne / 2 * 4);
+  // without expert parallelism, the plan says what it would give
+  const auto none = plan::plan_memory(s, at(1), in);
+  CHECK(term(none.resident, "weights") == 4 * N);
+  CHECK(std::any_of(none.notes.begin(), none.notes.end(),
+                    [](const std::string& n) { return n.find("with distributed.expert_parallel 4") == 0; }));
+  CHECK_THROWS_WITH(plan::plan_memory(s, at(3), in), Catch::Contains("must divide --world-size (4)"));
+}

@@ -94,6 +94,11 @@ struct Sizes {
   double Nt = 0;              // lora: the targeted weights of the widest decoder layer (merged while it runs)
   double Na_largest = 0;      // lora: the largest A or B
   double Nta = 0;             // lora: every targeted weight's elements
+  int64_t E = 1;              // distributed.expert_parallel: ranks sharing each MoE layer's experts
+  int64_t R = 1;              // W / E: the ranks holding the same experts (their moments are sharded over these)
+  double Ne = 0;              // every expert's parameters (all MoE layers)
+  double Nk = 0;              // parameters this rank keeps: the rest whole, 1/E of the experts
+  double Nle = 0;             // one MoE layer's experts this rank keeps (n/E x 3 x H x I_moe)
   bool chunked = false;       // the head runs chunk by chunk
   double head_tokens = 0;     // positions the head holds at once
   std::string head_what = "";  // head_tokens explained
@@ -139,6 +144,20 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
     z.N0 -= n;
     z.Nl = std::max(z.Nl, n);
   }
+  const auto& sh = shape;
+  z.Ne = static_cast<double>(sh.moe_layers.size()) * sh.num_experts * 3 * sh.hidden_size * sh.moe_intermediate_size;
+  z.E = cfg.distributed.expert_parallel;
+  if (z.E > 1) {
+    if (sh.moe_layers.empty())
+      throw ConfigError("distributed.expert_parallel " + std::to_string(z.E) + ": the model is dense (no MoE layer)");
+    if (z.W % z.E != 0 || sh.num_experts % z.E != 0)
+      throw ConfigError("distributed.expert_parallel " + std::to_string(z.E) + " must divide --world-size (" +
+                        std::to_string(z.W) + ") and the experts of a layer (" + std::to_string(sh.num_experts) + ")");
+    z.R = z.W / z.E;
+    z.shard = std::ceil((z.N - z.Ne) / z.W) + std::ceil(z.Ne / z.E / z.R);
+  }
+  z.Nk = z.N - z.Ne + z.Ne / z.E;
+  z.Nle = static_cast<double>(sh.num_experts / z.E) * 3 * sh.hidden_size * sh.moe_intermediate_size;
   z.lora = cfg.model.lora_rank > 0;
   if (z.lora) {
     const auto c = lora_count(shape, cfg.model);
@@ -195,6 +214,18 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
     if (z.cfg.distributed.zero3_keep_whole)
       r.push_back({"decoder layers whole", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
                    " B (distributed.zero3_keep_whole)"});
+    return;
+  }
+  if (z.E > 1) {  // train/expert_parallel_engine.cpp: ZeRO-1 over the world for the rest, over the replicas for experts
+    const std::string k = num(z.Nk), e = std::to_string(z.E);
+    const std::string what = k + " params (the " + num(z.N - z.Ne) + " outside the experts whole, 1/" + e + " of the " +
+                             num(z.Ne) + " experts' parameters: distributed.expert_parallel " + e + ")";
+    r.push_back({"weights", z.Nk * z.b, what + " x " + z.bs + " B (model.dtype)"});
+    r.push_back({"gradients", 4 * z.Nk, k + " x 4 B float32"});
+    if (z.bf16) r.push_back({"master weights", 4 * z.Nk, k + " x 4 B float32"});
+    r.push_back({"AdamW moments", 8 * z.shard, num(z.shard) + " x 8 B (ZeRO-1: 1/" + std::to_string(z.W) + " of the "
+                 "rest, 1/" + std::to_string(z.R) + " of this rank's experts over the ranks holding them)"});
+    r.push_back({"ZeRO-1 gradient shards", 4 * z.shard, num(z.shard) + " x 4 B"});
     return;
   }
   r.push_back({"weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype)"});
@@ -258,7 +289,25 @@ std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& 
   if (z.zero3 && !z.cfg.distributed.zero3_keep_whole)
     t.push_back({"ZeRO-3 gathered layers", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
                  " B (every decoder layer gathered for the sampler, freed after)"});
+  if (z.E > 1)
+    t.push_back({"experts gathered for the sampler", z.Ne * (1 - 1.0 / z.E) * z.b, num(z.Ne) + " x (1 - 1/" +
+                 std::to_string(z.E) + ") x " + z.bs + " B (the other ranks' experts, freed after: the rollout's "
+                 "exchange per decode step is not built yet)"});
   return t;
+}
+
+// Expert parallelism in a pass over a micro-batch: the MoE layer running holds its local experts stacked (and their
+// gradients in the backward), and the tokens' rows sent to their experts and received back.
+void exchange_terms(const Sizes& z, bool backward, std::vector<Term>& t) {
+  if (z.E <= 1) return;
+  const double k = z.shape.experts_per_token, H = z.shape.hidden_size;
+  const double stacked = (backward ? 2 : 1) * z.Nle * z.b;
+  t.push_back({"local experts stacked", stacked, num(z.Nle) + " params of one MoE layer's local experts x " + z.bs +
+               " B" + std::string(backward ? " x 2 (and their gradients)" : "") + " (stacked per call)"});
+  const double rows = (backward ? 4 : 2) * k * z.Tm * H * z.b;
+  t.push_back({"expert exchange rows", rows, num(z.Tm) + " tokens x top-" + num(k) + " x " + num(H) + " x " + z.bs +
+               " B x " + std::string(backward ? "4 (rows sent and received, and their gradients)" : "2 (sent and "
+               "received; balanced routing)")});
 }
 
 // A training rank beside rollout ranks samples nothing: after a step that makes a version the rollout ranks need,
@@ -287,6 +336,7 @@ std::vector<Term> logprobs_terms(const Sizes& z) {
     t.push_back({"ZeRO-3 gathered layer", layers * z.Nl * z.b, num(z.Nl) + " x " + z.bs + " B (the largest)" +
                  std::string(layers > 1 ? " x 2: the next one prefetched (distributed.zero3_overlap)" : "")});
   }
+  exchange_terms(z, false, t);
   if (z.lora)
     t.push_back({"LoRA merged layer", z.Nt * (z.b + 4), num(z.Nt) + " targeted weights x (" + z.bs + " + 4) B (W' "
                  "and the float32 B A it is made from, the widest layer)"});
@@ -319,6 +369,7 @@ std::vector<Term> backward_terms(const Sizes& z) {
   if (z.bf16 && z.chunked && !z.lora)  // (a frozen head gets no weight gradient: train/head_logprobs.cpp)
     t.push_back({"head gradient accumulator", V * H * 4, "vocab x hidden x 4 B (float32 sum over the chunks of a "
                  "16-bit head's weight gradient)"});
+  exchange_terms(z, true, t);
   if (z.zero3 && z.lora) {  // a frozen layer gathered (and the next one prefetched), no gradient of it reduced
     const double layers = z.cfg.distributed.zero3_overlap ? 2 : 1;
     t.push_back({"ZeRO-3 gathered layer", layers * z.Nl * z.b, num(z.Nl) + " x " + z.bs + " B (frozen: no gradients)" +
@@ -336,7 +387,7 @@ std::vector<Term> backward_terms(const Sizes& z) {
     t.push_back({"LoRA merged layer and its gradient", z.Nt * (2 * z.b + 4), num(z.Nt) + " targeted weights x (2 x " +
                  z.bs + " + 4) B (W', its gradient and the float32 B A, the widest layer; the base gets no gradient)"});
   } else if (z.bf16) {
-    t.push_back({"bf16 gradients", 2 * z.N, num(z.N) + " x 2 B, until added into the masters"});
+    t.push_back({"bf16 gradients", 2 * z.Nk, num(z.Nk) + " x 2 B, until added into the masters"});
   }
   return t;
 }
@@ -354,6 +405,13 @@ std::vector<Term> step_terms(const Sizes& z) {
     const double unit = std::max(z.Nl, z.N0) / static_cast<double>(z.W);
     t.push_back({"ZeRO-3 step temporaries", 24 * unit + z.N0 * z.b, "6 x the largest unit's shard (" + num(unit) +
                  ") x 4 B, and the whole embedding and head gathered anew"});
+    return t;
+  }
+  if (z.E > 1) {
+    const double flat = std::ceil((z.N - z.Ne) / z.W) * z.W + std::ceil(z.Ne / z.E / z.R) * z.R;
+    t.push_back({"ZeRO-1 flat copies", 8 * flat + 16 * z.shard, "flat weights and their all-gather (the rest over "
+                 "the world, the kept experts over their replicas), 2 x " + num(flat) + " x 4 B, plus 4 shard "
+                 "temporaries"});
     return t;
   }
   if (z.zero1) {
@@ -375,18 +433,20 @@ void add_not_built(const Sizes& z, MemoryPlan& p) {
   const double b = z.b;
   const std::string W = std::to_string(z.W);
   if (z.shape.moe_layers.empty()) return;
-  const double expert = static_cast<double>(z.shape.moe_layers.size()) * z.shape.num_experts * 3 *
-                        z.shape.hidden_size * z.shape.moe_intermediate_size;
-  if (z.zero3) {  // the state is sharded already; the rollout's whole copy of the experts is what remains
-    p.not_built.push_back({"expert parallelism over " + W + " ranks (not available)", expert * b * (1 - 1.0 / z.W),
-                           "saves in the rollout: " + num(expert) + " expert params x " + z.bs + " B x (1 - 1/" + W +
-                           ") of the gathered copy (the sampler would run experts on their owners)"});
+  if (z.E > 1) {  // the training state is cut; the sampler's gathered experts are what remains
+    p.not_built.push_back({"the rollout's expert exchange (not available)", z.Ne * (1 - 1.0 / z.E) * b,
+                           "saves in the rollout: the " + num(z.Ne) + " experts' parameters x (1 - 1/" +
+                           std::to_string(z.E) + ") x " + z.bs + " B gathered for the sampler"});
     return;
   }
-  const double per_param = b + 4 + (z.bf16 ? 4 : 0) + (z.zero1 ? 8.0 / z.W : 8.0);
-  p.not_built.push_back({"expert parallelism over " + W + " ranks (not available)",
-                         expert * per_param * (1 - 1.0 / z.W),
-                         "saves: " + num(expert) + " expert params x " + num(per_param) + " B x (1 - 1/" + W + ")"});
+  const double expert = static_cast<double>(z.shape.moe_layers.size()) * z.shape.num_experts * 3 *
+                        z.shape.hidden_size * z.shape.moe_intermediate_size;
+  if (z.zero3)  // the state is sharded already; the rollout's whole copy of the experts is what remains
+    p.not_built.push_back({"expert parallelism with ZeRO-3 over " + W + " ranks (not available)",
+                           expert * b * (1 - 1.0 / z.W), "saves in the rollout: " + num(expert) + " expert params x " +
+                           z.bs + " B x (1 - 1/" + W + ") of the gathered copy (the sampler would run experts on "
+                           "their owners)"});
+  // (without ZeRO-3, distributed.expert_parallel is built: plan_memory notes its peak)
 }
 
 // ZeRO-3's start-up: every rank reads the whole float32 model into host memory and cuts it unit by unit (unit 0,
@@ -503,7 +563,29 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
       p.peak_phase = ph.name;
     }
   if (W > 1) add_not_built(z, p);
-  if (W > 1 && !z.zero3) {  // the same run with ZeRO-3, for comparison
+  if (z.E > 1) {
+    const double L = static_cast<double>(std::min<int64_t>(W, 8)), k = shape.experts_per_token;
+    p.notes.push_back("host memory while loading (a node's ranks in turns, train/expert_setup.h): " + mib(4 * z.N) +
+                      " for the rank reading the float32 model, " + mib(4 * z.Nk) + " kept after; a node of " +
+                      num(L) + " ranks at most " + mib(4 * z.N + (L - 1) * 4 * z.Nk) + " (all at once: " +
+                      mib(L * 4 * z.N) + ")");
+    p.notes.push_back("expert exchange per MoE layer: top-" + num(k) + " x " + num(shape.hidden_size) + " x " + z.bs +
+                      " B = " + num(k * shape.hidden_size * z.b) + " B a token each way (dispatch and combine), "
+                      "in the forward and again in the backward (activation checkpointing recomputes the forward's "
+                      "too); " + mib(k * shape.hidden_size * z.b * z.Tm) + " a layer for the largest micro-batch");
+  }
+  const bool ep_fits = z.E == 1 && !z.zero3 && !z.lora && W > 1 && !shape.moe_layers.empty() &&
+                       shape.num_experts % W == 0 && cfg.distributed.rollout_ranks == 0;
+  if (ep_fits) {  // the same run with the experts shared by every rank, for comparison
+    config::Config ce = cfg;
+    ce.distributed.expert_parallel = W;
+    ce.distributed.zero_stage = 1;
+    ce.train.chunked_head = true;
+    const auto pe = plan_memory(shape, ce, given);
+    p.notes.push_back("with distributed.expert_parallel " + std::to_string(W) + " (and zero_stage 1): peak " +
+                      mib(pe.peak_bytes) + " per rank (" + pe.peak_phase + ")");
+  }
+  if (W > 1 && !z.zero3 && z.E == 1) {  // the same run with ZeRO-3, for comparison
     config::Config c3 = cfg;
     c3.distributed.zero_stage = 3;
     c3.train.activation_checkpointing = true;
