@@ -28,16 +28,35 @@ run z1 1 "${MOE[@]}" && {
 # keep it in step, and those must keep the gradients the other rank's tokens bring its experts
 run z1m 1 "${MOE[@]}" --set algorithm.micro_batch_size=1 && run e2m 2 "${MOE[@]}" --set algorithm.micro_batch_size=1 \
   $(EP 2) && same "E = 2, one row a micro-batch (idle lockstep passes) = 1 process" z1m e2m
-# bf16 weights with float32 masters: the consolidated checkpoint (every expert, float32) resumes without expert
-# parallelism on one process
+# bf16 weights with float32 masters: saved at E = 2 on 2 ranks, resumed at E = 4 on 4 (the experts' moments read from
+# the files of the ranks that wrote them), the checkpoint's files as documented; one process without expert
+# parallelism refuses it by name
 STEPS_SAVED=$STEPS; STEPS=2
-run b2 2 "${MOE[@]}" --set model.dtype=bfloat16 $(EP 2) && STEPS=3 && run b2 1 "${MOE[@]}" --set model.dtype=bfloat16 \
-  --resume auto && "$PY" - "$TMP/b2" <<'PY' && ok "bf16: E = 2 to step 2, resumed on one process to step 3" || bad "bf16 E = 2 checkpoint resumed on one process" "$TMP/b2.log"
-import json, sys
-lines = [json.loads(l) for l in open(f"{sys.argv[1]}/metrics.jsonl")]
+run b2 2 "${MOE[@]}" --set model.dtype=bfloat16 $(EP 2) && STEPS=3 && run b2 4 "${MOE[@]}" --set model.dtype=bfloat16 \
+  $(EP 4) --resume auto && "$PY" - "$TMP/b2" <<'PY' && ok "bf16: E = 2 to step 2, resumed at E = 4 to step 3; checkpoint files per rank" || bad "bf16 E = 2 checkpoint resumed at E = 4" "$TMP/b2.log"
+import json, os, sys
+run = sys.argv[1]
+lines = [json.loads(l) for l in open(f"{run}/metrics.jsonl")]
 assert [m["step"] for m in lines] == [1, 2, 3], [m["step"] for m in lines]
 assert all(m["grad_norm"] > 0 for m in lines), [m["grad_norm"] for m in lines]
+two = sorted(os.listdir(f"{run}/checkpoints/step_00000002"))
+three = sorted(os.listdir(f"{run}/checkpoints/step_00000003"))
+assert {"policy.pt", "optimizer_zero1.pt", "optimizer_experts_0.pt", "optimizer_experts_1.pt"} <= set(two), two
+assert "optimizer_experts_3.pt" in three and "optimizer_experts_4.pt" not in three, three
 PY
+refuse_resume() {
+  "$GSPO" "${TRAIN[@]}" "${MOE[@]}" --set model.dtype=bfloat16 --set train.max_steps=4 --set "train.output_dir=$TMP/b2" \
+    --resume auto >"$TMP/b2one.log" 2>&1
+  local rc=$?
+  if [ "$rc" -eq 2 ] && grep -q "was written with distributed.expert_parallel" "$TMP/b2one.log"; then
+    ok "one process without expert parallelism refuses the checkpoint: $(grep -o "resume it with.*" "$TMP/b2one.log" | cut -c1-80)"
+  else bad "resume without expert parallelism: exit $rc" "$TMP/b2one.log"; fi
+}
+[ -d "$TMP/b2/checkpoints" ] && refuse_resume
+# A ZeRO-1 checkpoint of one process (every parameter's moments in one file) resumed with E = 2 on 2 ranks
+STEPS=2
+run zr 1 "${MOE[@]}" && STEPS=$STEPS_SAVED && run zr 2 "${MOE[@]}" $(EP 2) --resume auto && \
+  same "1 process ZeRO-1 to step 2, resumed at E = 2 on 2 ranks = 1 process" z1 zr
 STEPS=$STEPS_SAVED
 # Routing Replay (the recorded experts dispatched) and the routing-change metric, activation checkpointing on
 RR=(--set algorithm.routing_replay=old --set algorithm.routing_metrics=true)

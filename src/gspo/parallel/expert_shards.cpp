@@ -111,6 +111,33 @@ std::vector<at::Tensor> ExpertShards::gather_remote(const std::vector<at::Tensor
   return out;
 }
 
+std::vector<at::Tensor> ExpertShards::gather_remote_at_root(const std::vector<at::Tensor>& local_values) const {
+  if (local_values.size() != local_.size())
+    throw std::invalid_argument("ExpertShards::gather_remote_at_root: " + std::to_string(local_values.size()) +
+                                " values for " + std::to_string(local_.size()) + " kept expert parameters");
+  constexpr int kTag = 37;
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> out;
+  const int64_t E = group_.world_size(), g = group_.rank();
+  size_t lo = 0;
+  for (int64_t layer = 0; layer < static_cast<int64_t>(per_rank_.size()); ++layer) {
+    const int64_t per = per_rank_[layer];
+    for (int k = 0; per > 0 && k < 3; ++k, lo += per) {
+      std::vector<at::Tensor> mine(local_values.begin() + lo, local_values.begin() + lo + per);
+      if (g != 0) {
+        group_.send(torch::stack(mine).reshape({-1}).contiguous(), 0, kTag, "experts for a checkpoint");
+        continue;
+      }
+      for (int64_t q = 1; q < E; ++q) {
+        auto block = torch::empty({per * mine.front().numel()}, mine.front().options());
+        group_.recv(block, q, kTag, "experts for a checkpoint");
+        for (int64_t j = 0; j < per; ++j) out.push_back(block.view({per, -1})[j].view(mine.front().sizes()));
+      }
+    }
+  }
+  return out;
+}
+
 void ExpertShards::set_remote(const std::vector<at::Tensor>& values) {
   if (values.size() != remote_.size())
     throw std::invalid_argument("ExpertShards::set_remote: " + std::to_string(values.size()) + " values for " +

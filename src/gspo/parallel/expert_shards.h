@@ -63,6 +63,9 @@ class ExpertShards : public model::ParamGate {
   // Collective over the group: the freed experts' values (remote() order) from each rank's `local_values` (local()
   // order, the same shapes; any floating dtype, e.g. float32 masters).
   std::vector<at::Tensor> gather_remote(const std::vector<at::Tensor>& local_values) const;
+  // Collective over the group, point to point: gather_remote()'s values at group rank 0 only (the others send theirs
+  // and get an empty vector), one block of experts in flight at a time: what a consolidated checkpoint needs.
+  std::vector<at::Tensor> gather_remote_at_root(const std::vector<at::Tensor>& local_values) const;
   // The freed parameters take `values` (remote() order), or give their values back (empty tensors again).
   void set_remote(const std::vector<at::Tensor>& values);
   void free_remote();

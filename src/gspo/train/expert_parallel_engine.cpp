@@ -2,6 +2,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdio>
+#include <map>
 
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
@@ -27,13 +29,19 @@ class ExpertParallelEngine : public UpdateEngine {
     const auto model = policy.parameters();
     const auto params = w_.params();  // the policy's, or float32 masters in the same order
     std::vector<at::Tensor> dense, kept(shards_.local().size());
+    kept_model_.resize(kept.size());
     for (size_t i = 0; i < model.size(); ++i) {
       const auto* at = shards_.place(model[i]);
       places_.push_back(at);
-      if (!at) dense.push_back(params[i]);
-      else if (at->kept) kept[at->index] = params[i];
+      if (!at) {
+        dense.push_back(params[i]);
+      } else if (at->kept) {
+        kept[at->index] = params[i];
+        kept_model_[at->index] = model[i];
+      }
     }
     kept_ = kept;
+    per_ = shards_.per_rank(policy.moe_layers().front());  // (every MoE layer of a model has as many experts)
     int64_t offset = 0;  // where each kept parameter starts in a rank's flat expert state (the same on every rank)
     for (const auto& p : kept) {
       kept_offset_.push_back(offset);
@@ -72,45 +80,94 @@ class ExpertParallelEngine : public UpdateEngine {
   bool lockstep() const override { return true; }  // every pass exchanges tokens within the group
   void hold_whole(bool on) override { shards_.hold_whole(on); }
 
-  // Collective: the moments of every parameter in the policy's order (rank 0), and the float32 experts this rank does
-  // not keep (rank 0, for the consolidated policy.pt).
-  void gather_for_save(const std::string&) override {
-    auto dense = dense_->gather_state();
+  // Collective. The non-expert moments gathered (rank 0 writes them, ZeRO-1's file over those parameters); each rank
+  // of the first group writes its experts' moments (gathered over its replicas) into `staging`; group 0 sends rank 0
+  // the float32 experts it lacks for the consolidated policy.pt.
+  void gather_for_save(const std::string& staging) override {
+    dense_state_ = dense_->gather_state();
     auto kept = experts_->gather_state();
     auto& group = shards_.group();
-    const auto m = group.all_gather(kept[1]), v = group.all_gather(kept[2]);
-    auto remote = shards_.gather_remote(kept_);  // masters (bf16 training) or the float32 policy: float32 either way
-    if (!world_.is_main()) return;
-    const auto model = policy_.parameters();
-    const int64_t per_rank = kept[1].numel();
-    std::vector<at::Tensor> ms, vs;
-    int64_t d = 0;
-    for (size_t i = 0; i < model.size(); ++i) {
-      const auto* at = places_[i];
-      if (!at) {
-        const int64_t n = model[i].numel();
-        ms.push_back(dense[1].narrow(0, d, n));
-        vs.push_back(dense[2].narrow(0, d, n));
-        d += n;
-        continue;
+    if (world_.rank() < group.world_size()) {  // the first group: one copy of every expert
+      core::ensure_dir(staging);
+      std::vector<at::Tensor> file{torch::tensor({group.world_size(), per_}, torch::kLong), kept[0]};
+      for (size_t i = 0; i < kept_.size(); ++i) {
+        file.push_back(kept[1].narrow(0, kept_offset_[i], kept_[i].numel()).view_as(kept_[i]));
+        file.push_back(kept[2].narrow(0, kept_offset_[i], kept_[i].numel()).view_as(kept_[i]));
       }
-      const int64_t from = at->owner * per_rank + kept_offset_[at->owner_index];
-      const int64_t n = shards_.full_numel(model[i]);
-      ms.push_back(m.narrow(0, from, n));
-      vs.push_back(v.narrow(0, from, n));
+      io::save_tensors(staging + "/" + expert_file(group.rank()), file, "expert optimizer state");
+      remote_ = shards_.gather_remote_at_root(kept_);  // masters or the float32 policy: float32 either way
     }
-    saved_ = {dense[0], torch::cat(ms), torch::cat(vs)};
-    remote_ = std::move(remote);
+    staging_ = staging;
+    files_ = group.world_size();
+    world_.barrier("expert shards of a checkpoint written");
   }
   void save(const std::string& dir) override {
-    io::save_tensors(dir + "/" + kZero1File, saved_, "ZeRO-1 optimizer state");
-    saved_.clear();
+    io::save_tensors(dir + "/" + kZero1File, dense_state_, "ZeRO-1 optimizer state (outside the experts)");
+    dense_state_.clear();
+    for (int64_t g = 0; g < files_; ++g) {
+      const std::string from = staging_ + "/" + expert_file(g), to = dir + "/" + expert_file(g);
+      if (std::rename(from.c_str(), to.c_str()) != 0)
+        throw IoError("cannot move the expert shard '" + from + "' into checkpoint '" + dir + "'");
+    }
+    core::remove_all(staging_);
   }
-  // Any world size and expert-parallel size: this rank's shares of ZeRO-1's full-length state.
+  // Any world size and expert-parallel size: this rank's experts from the files that hold them, or (a checkpoint of
+  // the ZeRO-1 engine, no expert files) its shares of ZeRO-1's full-length state.
   void load(const std::string& dir) override {
     const std::string file = dir + "/" + kZero1File;
     if (!core::exists(file)) wrong_engine(dir, written_by_zero3(dir) ? 3 : 0);
-    const auto full = io::load_tensors(file, "ZeRO-1 optimizer state");
+    if (!core::exists(dir + "/" + expert_file(0))) return load_full(dir, io::load_tensors(file, "ZeRO-1 optimizer state"));
+    const auto dense = io::load_tensors(file, "ZeRO-1 optimizer state (outside the experts)");
+    dense_->load_state(dense, file);
+    std::map<int64_t, std::vector<at::Tensor>> files;  // by the writing rank's place in its group
+    const int64_t old_per = (files[0] = read_expert_file(dir, 0))[0][1].item<int64_t>();
+    std::vector<at::Tensor> km, kv;
+    for (size_t i = 0; i < kept_.size(); ++i) {
+      const auto* at = shards_.place(kept_model_[i]);
+      const int64_t block = at->owner_index / per_, expert = shards_.group().rank() * per_ + at->owner_index % per_;
+      const int64_t owner = expert / old_per, index = block * old_per + expert % old_per;
+      auto it = files.find(owner);
+      if (it == files.end()) it = files.emplace(owner, read_expert_file(dir, owner)).first;
+      const auto& f = it->second;
+      if (static_cast<int64_t>(f.size()) < 4 + 2 * index || !f[2 + 2 * index].sizes().equals(kept_[i].sizes()))
+        throw IoError("'" + dir + "/" + expert_file(owner) + "' does not hold the moments of expert " +
+                      std::to_string(expert) + " of this model");
+      km.push_back(f[2 + 2 * index].reshape({-1}));
+      kv.push_back(f[3 + 2 * index].reshape({-1}));
+    }
+    experts_->load_state({dense[0], torch::cat(km), torch::cat(kv)}, dir + "/" + expert_file(0));
+  }
+  // Rank 0, after gather_for_save: the policy in float32 with every expert (the consolidated policy.pt).
+  void with_float32_policy(const std::function<void()>& f) override {
+    if (remote_.size() != shards_.remote().size())
+      throw Error("expert parallelism: the experts of other ranks were not gathered before saving the policy");
+    w_.with_float32_policy([&] {
+      shards_.set_remote(remote_);
+      try {
+        f();
+      } catch (...) {
+        shards_.free_remote();
+        throw;
+      }
+      shards_.free_remote();
+    });
+    remote_.clear();
+  }
+
+ private:
+  static std::string expert_file(int64_t g) { return "optimizer_experts_" + std::to_string(g) + ".pt"; }
+  static std::vector<at::Tensor> read_expert_file(const std::string& dir, int64_t g) {
+    const std::string path = dir + "/" + expert_file(g);
+    if (!core::exists(path))
+      throw IoError("checkpoint '" + dir + "' lacks " + expert_file(g) + " (written with expert parallelism: one file "
+                    "per rank of the first group)");
+    auto f = io::load_tensors(path, "expert optimizer state");
+    if (f.size() < 2 || f[0].numel() != 2) throw IoError("'" + path + "' is not an expert optimizer state file");
+    return f;
+  }
+  // A ZeRO-1 checkpoint written without expert parallelism: every parameter's moments in the policy's order.
+  void load_full(const std::string& dir, const std::vector<at::Tensor>& full) {
+    const std::string file = dir + "/" + kZero1File;
     const auto model = policy_.parameters();
     int64_t total = 0;
     for (const auto& p : model) total += shards_.full_numel(p);
@@ -134,34 +191,21 @@ class ExpertParallelEngine : public UpdateEngine {
     dense_->load_state({full[0], torch::cat(dm), torch::cat(dv)}, file);
     experts_->load_state({full[0], torch::cat(km), torch::cat(kv)}, file);
   }
-  // Rank 0, after gather_for_save: the policy in float32 with every expert (the consolidated policy.pt).
-  void with_float32_policy(const std::function<void()>& f) override {
-    if (remote_.size() != shards_.remote().size())
-      throw Error("expert parallelism: the experts of other ranks were not gathered before saving the policy");
-    w_.with_float32_policy([&] {
-      shards_.set_remote(remote_);
-      try {
-        f();
-      } catch (...) {
-        shards_.free_remote();
-        throw;
-      }
-      shards_.free_remote();
-    });
-    remote_.clear();
-  }
 
- private:
   Weights w_;
   model::Policy& policy_;
   parallel::ExpertShards& shards_;
   parallel::Comm& world_;
   double max_norm_, norm_ = 0;
   std::vector<const parallel::ExpertShards::Place*> places_;  // per policy parameter; null: not an expert's
-  std::vector<at::Tensor> kept_;                               // what the optimizer updates of the kept experts
+  std::vector<at::Tensor> kept_;        // what the optimizer updates of the kept experts (local() order)
+  std::vector<at::Tensor> kept_model_;  // the policy's parameters they belong to
   std::vector<int64_t> kept_offset_;
+  int64_t per_ = 1;                     // experts of a layer this rank keeps
   std::unique_ptr<parallel::ShardedAdamW> dense_, experts_;
-  std::vector<at::Tensor> saved_, remote_;
+  std::vector<at::Tensor> dense_state_, remote_;
+  std::string staging_;
+  int64_t files_ = 0;
 };
 
 }  // namespace

@@ -111,6 +111,10 @@ class Zero1Engine : public UpdateEngine {
   void load(const std::string& dir) override {
     const std::string file = dir + "/" + kZeroFile;
     if (!core::exists(file)) wrong_engine(dir, written_by_zero3(dir) ? 3 : 0);
+    if (core::exists(dir + "/optimizer_experts_0.pt"))
+      throw ConfigError("checkpoint '" + dir + "' was written with distributed.expert_parallel (its experts' moments "
+                        "are in one file per rank of a group): resume it with distributed.expert_parallel > 1, any E "
+                        "that divides the ranks and the experts");
     zero_->load_state(io::load_tensors(file, "ZeRO-1 optimizer state"), file);
   }
   void with_float32_policy(const std::function<void()>& f) override { w_.with_float32_policy(f); }

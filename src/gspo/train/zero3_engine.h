@@ -23,8 +23,10 @@ std::unique_ptr<UpdateEngine> make_zero3_lora_engine(model::Policy& policy, cons
 // distributed.expert_parallel > 1 (opts.experts, opts.expert_replicas; docs/distributed.md, "Expert parallelism"):
 // ZeRO-1 twice, the non-expert weights' moments sharded over the world and the kept experts' over their replicas;
 // gradients summed over the world and over the replicas respectively; one global norm (the experts' squared norm
-// summed over the group). Checkpoints hold ZeRO-1's file (optimizer_zero1.pt, every parameter in the policy's order,
-// consolidated on rank 0): they resume at any expert-parallel size or world size, with or without expert parallelism.
+// summed over the group). Checkpoints: ZeRO-1's file over the non-expert parameters (rank 0), one file of expert
+// moments per rank of the first group (optimizer_experts_<g>.pt, written by that rank), and the consolidated float32
+// policy.pt (rank 0 receives the experts it lacks from its group). They resume at any expert-parallel size and world
+// size (each rank reads the files holding its experts); a ZeRO-1 checkpoint without expert files resumes too.
 std::unique_ptr<UpdateEngine> make_expert_parallel_engine(model::Policy& policy, const EngineOptions& opts,
                                                           parallel::Comm& comm);
 // Whether checkpoint `dir` holds ZeRO-3 shard files.
