@@ -11,7 +11,7 @@ source "$SRC/scripts/pyenv.sh" >/dev/null 2>&1 || true
 PY="${GSPO_PY:-python3}"
 
 cell() {  # cell HF CONFIG RESPONSE RANKS STAGE [KV_MB]
-  local sets=(--set "distributed.zero_stage=$5" --set "rollout.max_new_tokens=$3")
+  local sets=(--set "distributed.zero_stage=$5" --set "rollout.max_new_tokens=$3" --set distributed.expert_parallel=1)
   [ -n "${6:-}" ] && sets+=(--set "rollout.kv_cache_mb=$6")
   "$GSPO" plan -c "$SRC/configs/$2" --hf-config "$SRC/configs/hf/$1.json" -n "$4" --prompt-tokens 1024 --json \
     "${sets[@]}" | "$PY" -c 'import json,sys; p=json.load(sys.stdin); print("%.0f (%s)" % (p["peak_mb"] / 1024, p["peak_phase"]))'

@@ -320,7 +320,9 @@ expect help-plan 0 "plan" -- "$GSPO" --help
 expect plan-tiny 0 "peak per rank:" -- "$GSPO" plan -c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny.pt"
 expect plan-json 0 '"peak_phase"' -- "$GSPO" plan -c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny.pt" --json
 expect plan-moe 0 "2 MoE layers x 4 experts" -- "$GSPO" plan --set "model.path=$MODELS/qwen3_moe_tiny.pt" -n 2 --set rollout.prompts_per_step=4
-expect plan-30b-too-big 0 "does NOT fit 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 8
+expect plan-30b-too-big 0 "does NOT fit 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 32
+expect plan-30b-h200 0 "fits 141 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 32 --device-gb 141
+expect plan-30b-ep-ranks 2 "distributed.expert_parallel 32 must divide --world-size (8)" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 8
 expect plan-world-size 2 "rollout.prompts_per_step (16) must be a multiple of --world-size (3)" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" -n 3
 expect plan-world-size-zero 2 "" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" -n 0
 expect plan-no-model 2 "model.path is empty: set it, or plan from a Hugging Face config.json with --hf-config" -- "$GSPO" plan
