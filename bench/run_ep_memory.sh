@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Expert parallelism under a memory cap (#37 item 6, docs/distributed.md "Expert parallelism"): a random Qwen3-MoE of
-# 101.7M parameters (4 layers, hidden 256, 32 experts of MLP 1024, top-4; 100.7M in the experts: bench/make_moe_model.py)
+# 101.6M parameters (4 layers, hidden 256, 32 experts of MLP 1024, top-4; 100.7M in the experts: scripts/make_moe_model.py)
 # trained 3 steps with ZeRO-1, first uncapped on one process and on 4 ranks with distributed.expert_parallel 4 (peak
 # RSS per rank, seconds a step, seconds in collectives, gspo plan's figure beside it, the node's host memory while the
 # 4 ranks load in turns), then both under `ulimit -d CAP_MB` a process (RLIMIT_DATA: private writable memory, which
@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 CAP_MB="${1:-3000}"
 source scripts/pyenv.sh; PY="$GSPO_PY"
 W="$(mktemp -d)"; trap 'rm -rf "$W"' EXIT
-"$PY" bench/make_moe_model.py --out "$W/moe.pt" --experts 32 --moe-intermediate 1024
+"$PY" scripts/make_moe_model.py --out "$W/moe.pt" --layers 4 --hidden 256 --experts 32 --moe-intermediate 1024 \
+  --top-k 4 >/dev/null
 ARGS=(train -c configs/tiny.yaml --set "model.path=$W/moe.pt" --set train.max_steps=3 --set rollout.prompts_per_step=4
       --set rollout.group_size=4 --set rollout.max_new_tokens=16 --set algorithm.num_minibatches=2
       --set distributed.zero_stage=1 --set reward.kind=regex --set 'reward.regex=^[\x00-\x7f]'
