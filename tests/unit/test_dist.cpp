@@ -163,6 +163,55 @@ TEST_CASE("asynchronous all-gathers and reduce-scatters in flight together compl
   CHECK(errors.error[1] == "");
 }
 
+TEST_CASE("sharded AdamW moved a chunk at a time equals one chunk, and one process's AdamW on the summed gradients",
+          "[dist][optim]") {
+  // 3 ranks, parameters of 35, 3 and 1 elements (39: shards of 13, no padding) and of 35 + 3 (38: one padding
+  // element); chunks of 4 and 5 elements (pieces that cross parameters and the shard's end) against the default (one
+  // chunk), and against torch's AdamW over the gradients summed over the ranks.
+  for (const std::vector<std::vector<int64_t>>& shapes :
+       {std::vector<std::vector<int64_t>>{{7, 5}, {3}, {1}}, std::vector<std::vector<int64_t>>{{7, 5}, {3}}}) {
+    for (int64_t chunk : {4, 5}) {
+      INFO("chunk " << chunk << ", " << shapes.size() << " parameters");
+      torch::manual_seed(11);
+      std::vector<torch::Tensor> init, ref;
+      for (const auto& sh : shapes) init.push_back(torch::randn(sh));
+      for (auto& p : init) ref.push_back(p.clone().set_requires_grad(true));
+      torch::optim::AdamW adamw(ref, torch::optim::AdamWOptions(1e-2).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1));
+      std::vector<std::vector<torch::Tensor>> rank_grads(3 * 3);  // [step * 3 + rank]
+      for (int step = 0; step < 3; ++step) {
+        for (size_t i = 0; i < ref.size(); ++i) ref[i].mutable_grad() = torch::zeros(shapes[i]);
+        for (int r = 0; r < 3; ++r)
+          for (size_t i = 0; i < ref.size(); ++i) {
+            rank_grads[step * 3 + r].push_back(torch::randn(shapes[i]));
+            ref[i].mutable_grad() += rank_grads[step * 3 + r].back();
+          }
+        adamw.step();
+      }
+      std::vector<std::vector<torch::Tensor>> chunked(3), whole(3);
+      std::vector<std::vector<double>> norms(3);
+      const auto errors = test::run_ranks(3, [&](parallel::Comm& comm, int rank) {
+        for (auto* out : {&chunked[rank], &whole[rank]}) {
+          for (const auto& p : init) out->push_back(p.clone());
+          parallel::ShardedAdamW opt(*out, {0.9, 0.95, 1e-8, 0.1}, comm, out == &chunked[rank] ? chunk : 0);
+          for (int step = 0; step < 3; ++step) {
+            for (size_t i = 0; i < out->size(); ++i) (*out)[i].mutable_grad() = rank_grads[step * 3 + rank][i].clone();
+            norms[rank].push_back(opt.reduce_gradients());
+            opt.step(1e-2, 1.0);
+          }
+        }
+      });
+      for (int r = 0; r < 3; ++r) REQUIRE(errors[r] == "");
+      for (int r = 0; r < 3; ++r)
+        for (size_t i = 0; i < init.size(); ++i) {
+          CHECK((chunked[r][i] - whole[r][i]).abs().max().item<double>() < 1e-7);
+          CHECK((chunked[r][i] - ref[i].detach()).abs().max().item<double>() < 1e-6);
+        }
+      for (int r = 0; r < 3; ++r)
+        for (int step = 0; step < 3; ++step) CHECK(norms[r][step] == Approx(norms[r][3 + step]).epsilon(1e-6));
+    }
+  }
+}
+
 TEST_CASE("sharded AdamW (1 shard) follows torch::optim::AdamW step for step", "[dist][optim]") {
   // Same gradients into both; clipping applied through grad_scale on one side and by hand on the other.
   torch::manual_seed(3);

@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "gspo/core/error.h"
 #include "gspo/parallel/comm.h"
@@ -11,15 +13,19 @@
 
 namespace gspo::parallel {
 
-ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Comm& comm)
+ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Comm& comm, int64_t chunk)
     : params_(std::move(params)), h_(hyper), comm_(comm) {
+  offsets_.push_back(0);
   for (const auto& p : params_) {
     if (p.scalar_type() != torch::kFloat)
       throw ConfigError("distributed.zero_stage 1 keeps float32 parameters; this model has a " +
                         std::string(c10::toString(p.scalar_type())) + " parameter");
+    if (!p.is_contiguous()) throw std::invalid_argument("ShardedAdamW: a parameter is not contiguous");
     numel_ += p.numel();
+    offsets_.push_back(numel_);
   }
   shard_ = shard_of(numel_, comm_.world_size());
+  chunk_ = std::max<int64_t>(1, std::min(shard_, chunk > 0 ? chunk : default_chunk(comm_.world_size())));
   auto opts = params_.empty() ? torch::TensorOptions(torch::kFloat) : params_[0].options();
   grad_shard_ = torch::zeros({shard_}, opts);
   exp_avg_ = torch::zeros({shard_}, opts);
@@ -29,15 +35,38 @@ ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Com
 int64_t ShardedAdamW::state_bytes() const { return static_cast<int64_t>(exp_avg_.nbytes() + exp_avg_sq_.nbytes()); }
 int64_t ShardedAdamW::grad_shard_bytes() const { return static_cast<int64_t>(grad_shard_.nbytes()); }
 
-// One value per parameter element (`of(param)` gives the tensor for each), flattened in order and zero-padded to
-// shard_ * world_size.
+int64_t ShardedAdamW::default_chunk(int64_t world) { return std::max<int64_t>(int64_t{1} << 16, kChunkElements / world); }
+
+// Elements [a, b) of the parameters flattened in order, `of(param)` giving each one's tensor (undefined: zeros), into
+// `out`; the padding past the last parameter reads as zeros.
 template <class F>
-at::Tensor ShardedAdamW::flat(F&& of) const {
-  std::vector<at::Tensor> parts;
-  for (const auto& p : params_) parts.push_back(of(p).reshape(-1));
-  const int64_t pad = shard_ * comm_.world_size() - numel_;
-  if (pad > 0) parts.push_back(torch::zeros({pad}, parts.front().options()));
-  return torch::cat(parts);
+void ShardedAdamW::read_flat(int64_t a, int64_t b, F&& of, at::Tensor out) const {
+  auto it = std::upper_bound(offsets_.begin(), offsets_.end(), a) - 1;
+  for (int64_t at = a; at < b;) {
+    if (at >= numel_) {
+      out.narrow(0, at - a, b - at).zero_();
+      return;
+    }
+    const auto i = static_cast<size_t>(it - offsets_.begin());
+    const int64_t end = std::min(b, offsets_[i + 1]);
+    const auto t = of(params_[i]);  // undefined: zeros (a parameter without a gradient)
+    if (t.defined()) out.narrow(0, at - a, end - at).copy_(t.reshape({-1}).narrow(0, at - offsets_[i], end - at));
+    else out.narrow(0, at - a, end - at).zero_();
+    at = end;
+    ++it;
+  }
+}
+
+// `src` into the parameters' flat elements [a, a + src.numel()), clipped to the parameters (padding dropped).
+void ShardedAdamW::write_flat(int64_t a, const at::Tensor& src) {
+  const int64_t b = std::min(numel_, a + src.numel());
+  auto it = std::upper_bound(offsets_.begin(), offsets_.end(), a) - 1;
+  for (int64_t at = a; at < b; ++it) {
+    const auto i = static_cast<size_t>(it - offsets_.begin());
+    const int64_t end = std::min(b, offsets_[i + 1]);
+    params_[i].detach().view({-1}).narrow(0, at - offsets_[i], end - at).copy_(src.narrow(0, at - a, end - at));
+    at = end;
+  }
 }
 
 double ShardedAdamW::reduce_gradients() {
@@ -49,8 +78,17 @@ double ShardedAdamW::reduce_gradients() {
     for (const auto& p : params_) numels.push_back(p.numel());
     active_ = active_mask(used, numels, comm_.world_size(), comm_.rank(), grad_shard_.device());
   }
-  comm_.reduce_scatter(flat([](const at::Tensor& p) { return p.grad().defined() ? p.grad() : torch::zeros_like(p); }),
-                       grad_shard_);
+  // chunk by chunk: rank q's piece of a chunk is its shard's elements [c0, c0 + c), so no whole flat copy exists
+  const int64_t W = comm_.world_size();
+  auto grad_or_zero = [](const at::Tensor& p) { return p.grad(); };
+  for (int64_t c0 = 0; c0 < shard_; c0 += chunk_) {
+    const int64_t c = std::min(chunk_, shard_ - c0);
+    auto full = torch::empty({W * c}, grad_shard_.options());
+    for (int64_t q = 0; q < W; ++q)
+      read_flat(q * shard_ + c0, q * shard_ + c0 + c, grad_or_zero, full.narrow(0, q * c, c));
+    auto mine = grad_shard_.narrow(0, c0, c);
+    comm_.reduce_scatter(full, mine);
+  }
   auto sq = grad_shard_.to(torch::kDouble).pow(2).sum().reshape({1});
   comm_.all_reduce(sq);
   return std::sqrt(sq.item<double>());
@@ -76,14 +114,16 @@ void adamw_shard_step(at::Tensor& p, at::Tensor& exp_avg, at::Tensor& exp_avg_sq
 void ShardedAdamW::step(double lr, double grad_scale) {
   torch::NoGradGuard g;
   ++step_;
-  auto p = flat([](const at::Tensor& t) { return t.detach(); }).narrow(0, comm_.rank() * shard_, shard_).clone();
+  const int64_t W = comm_.world_size();
+  auto p = torch::empty({shard_}, grad_shard_.options());
+  read_flat(comm_.rank() * shard_, (comm_.rank() + 1) * shard_, [](const at::Tensor& t) { return t.detach(); }, p);
   adamw_shard_step(p, exp_avg_, exp_avg_sq_, grad_scale == 1.0 ? grad_shard_ : grad_shard_ * grad_scale, active_, lr,
                    step_, h_);
-  auto gathered = comm_.all_gather(p);
-  int64_t off = 0;
-  for (auto& param : params_) {
-    param.detach().copy_(gathered.narrow(0, off, param.numel()).view_as(param));
-    off += param.numel();
+  for (int64_t c0 = 0; c0 < shard_; c0 += chunk_) {
+    const int64_t c = std::min(chunk_, shard_ - c0);
+    auto full = torch::empty({W * c}, p.options());
+    comm_.all_gather_into(p.narrow(0, c0, c), full);
+    for (int64_t q = 0; q < W; ++q) write_flat(q * shard_ + c0, full.narrow(0, q * c, c));
   }
 }
 

@@ -2,7 +2,9 @@
 // vector padded to a multiple of the world size, are cut into equal contiguous shards; rank r keeps exp_avg and
 // exp_avg_sq for shard r only. One step: gradients reduce-scattered (each rank receives the summed gradient of its
 // shard), the global gradient norm all-reduced from the shards' squared norms, AdamW applied to the shard exactly
-// as torch::optim::AdamW does element by element, and the updated shards all-gathered into every rank's weights.
+// as torch::optim::AdamW does element by element, and the updated shards all-gathered into every rank's weights. The
+// collectives go a chunk of every shard at a time, read from and written to the parameters in place: no flat copy of
+// the whole model exists (transient: the shard's weights, AdamW's temporaries over it, and one chunk x world buffer).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -26,7 +28,12 @@ void adamw_shard_step(at::Tensor& p, at::Tensor& exp_avg, at::Tensor& exp_avg_sq
 
 class ShardedAdamW {
  public:
-  ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Comm& comm);
+  // `chunk`: elements of a rank's shard each collective of a step moves (0: default_chunk); the transient buffers of a
+  // step are chunk x world size elements, never a whole flat copy of the parameters.
+  ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Comm& comm, int64_t chunk = 0);
+  // 2^26 / world elements (a 256 MiB float32 buffer across the ranks), at least 2^16.
+  static int64_t default_chunk(int64_t world);
+  static constexpr int64_t kChunkElements = int64_t{1} << 26;
 
   // Collective. Reduce-scatters the summed gradients (a parameter without .grad on a rank counts as zero there;
   // one without a gradient on any rank is skipped by step(), as torch::optim::AdamW skips it) and returns the
@@ -49,11 +56,13 @@ class ShardedAdamW {
 
  private:
   template <class F>
-  at::Tensor flat(F&& of) const;  // [shard_ * world]: of(param) for every parameter, flattened, zero-padded
+  void read_flat(int64_t a, int64_t b, F&& of, at::Tensor out) const;
+  void write_flat(int64_t a, const at::Tensor& src);
   std::vector<at::Tensor> params_;
   AdamWHyper h_;
   Comm& comm_;
-  int64_t numel_ = 0, shard_ = 0, step_ = 0;
+  std::vector<int64_t> offsets_;  // where each parameter starts in the flat order (and the total, last)
+  int64_t numel_ = 0, shard_ = 0, step_ = 0, chunk_ = 1;
   at::Tensor grad_shard_, exp_avg_, exp_avg_sq_;
   std::vector<char> used_;  // per parameter: has a gradient on some rank (what active_ was built from)
   at::Tensor active_;       // [shard_] true where the parameter is used; the others are left untouched

@@ -8,6 +8,7 @@
 #include "gspo/config/validate.h"
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
+#include "gspo/parallel/sharded_adamw.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
@@ -392,13 +393,20 @@ std::vector<Term> backward_terms(const Sizes& z) {
   return t;
 }
 
-// The optimizer step's transients: ZeRO-1's flat copies, or AdamW's per-tensor temporaries and the buckets.
+// ZeRO-1's step (parallel/sharded_adamw.h) over `shard` elements a rank of a group of `ranks`: the shard's weights,
+// AdamW's 4 temporaries over it, and one chunk of every rank's shard in flight (the collectives go a chunk at a time).
+Term zero1_step(double shard, int64_t ranks, const std::string& what) {
+  const double chunk = std::min(shard, static_cast<double>(parallel::ShardedAdamW::default_chunk(ranks)));
+  return {"ZeRO-1 step buffers", 20 * shard + 4 * chunk * ranks, what + ": the shard's weights and 4 AdamW "
+          "temporaries, 5 x " + num(shard) + " x 4 B, and a chunk of " + num(chunk) + " x " + std::to_string(ranks) +
+          " ranks x 4 B"};
+}
+
+// The optimizer step's transients: ZeRO-1's shard buffers, or AdamW's per-tensor temporaries and the buckets.
 std::vector<Term> step_terms(const Sizes& z) {
   std::vector<Term> t;
   if (z.lora && (z.zero1 || z.zero3)) {  // ZeRO-1 over the adapters (ZeRO-3 too: the base takes no step)
-    const double shard = std::ceil(z.Na / static_cast<double>(z.W)), flat = shard * z.W;
-    t.push_back({"ZeRO-1 flat copies", 8 * flat + 16 * shard, "the adapters' flat weights and their all-gather, 2 x " +
-                 num(flat) + " x 4 B, plus 4 shard temporaries"});
+    t.push_back(zero1_step(std::ceil(z.Na / static_cast<double>(z.W)), z.W, "the adapters"));
     return t;
   }
   if (z.zero3) {
@@ -407,17 +415,14 @@ std::vector<Term> step_terms(const Sizes& z) {
                  ") x 4 B, and the whole embedding and head gathered anew"});
     return t;
   }
-  if (z.E > 1) {
-    const double flat = std::ceil((z.N - z.Ne) / z.W) * z.W + std::ceil(z.Ne / z.E / z.R) * z.R;
-    t.push_back({"ZeRO-1 flat copies", 8 * flat + 16 * z.shard, "flat weights and their all-gather (the rest over "
-                 "the world, the kept experts over their replicas), 2 x " + num(flat) + " x 4 B, plus 4 shard "
-                 "temporaries"});
+  if (z.E > 1) {  // the rest over the world, then the kept experts over their replicas: one after the other
+    const auto dense = zero1_step(std::ceil((z.N - z.Ne) / z.W), z.W, "outside the experts");
+    const auto experts = zero1_step(std::ceil(z.Ne / z.E / z.R), z.R, "the kept experts");
+    t.push_back(dense.bytes >= experts.bytes ? dense : experts);
     return t;
   }
   if (z.zero1) {
-    const double flat = z.shard * z.W;
-    t.push_back({"ZeRO-1 flat copies", 8 * flat + 16 * z.shard, "flat weights and their all-gather, 2 x " +
-                 num(flat) + " x 4 B, plus 4 shard temporaries"});
+    t.push_back(zero1_step(z.shard, z.W, "every parameter"));
     return t;
   }
   const double big = z.lora ? z.Na_largest : static_cast<double>(z.shape.largest_parameter());
