@@ -12,7 +12,7 @@ CAP_MB="${1:-3000}"
 source scripts/pyenv.sh; PY="$GSPO_PY"
 W="$(mktemp -d)"; trap 'rm -rf "$W"' EXIT
 "$PY" scripts/make_moe_model.py --out "$W/moe.pt" --layers 4 --hidden 256 --experts 32 --moe-intermediate 1024 \
-  --top-k 4 >/dev/null
+  --top-k 4 >"$W/make.log" 2>&1 || { echo "scripts/make_moe_model.py failed:"; tail -5 "$W/make.log"; exit 1; }
 ARGS=(train -c configs/tiny.yaml --set "model.path=$W/moe.pt" --set train.max_steps=3 --set rollout.prompts_per_step=4
       --set rollout.group_size=4 --set rollout.max_new_tokens=16 --set algorithm.num_minibatches=2
       --set distributed.zero_stage=1 --set reward.kind=regex --set 'reward.regex=^[\x00-\x7f]'
