@@ -58,6 +58,14 @@ STEPS=2
 run zr 1 "${MOE[@]}" && STEPS=$STEPS_SAVED && run zr 2 "${MOE[@]}" $(EP 2) --resume auto && \
   same "1 process ZeRO-1 to step 2, resumed at E = 2 on 2 ranks = 1 process" z1 zr
 STEPS=$STEPS_SAVED
+# Validation during training and partial rollouts beside expert parallelism: the whole hold gathers the experts for the
+# sampler and the evaluation, every rank in step
+printf '{"prompt": "1+1=", "answer": "2"}\n{"prompt": "2+3=", "answer": "5"}\n' >"$TMP/val.jsonl"
+run vp 2 "${MOE[@]}" $(EP 2) --set eval.every=2 --set eval.samples=2 --set "eval.datasets=[$TMP/val.jsonl]" \
+  --set async.partial_rollout=true --set async.max_staleness=1 && \
+  if [ "$(wc -l <"$TMP/vp/validation.jsonl")" -eq 3 ] && grep -q "rows spanning versions" "$TMP/vp.log"; then
+    ok "validation (before training, after steps 2 and 4) and partial rollouts at E = 2"
+  else bad "validation / partial rollouts at E = 2" "$TMP/vp.log"; fi
 # Routing Replay (the recorded experts dispatched) and the routing-change metric, activation checkpointing on
 RR=(--set algorithm.routing_replay=old --set algorithm.routing_metrics=true)
 run r1 1 "${MOE[@]}" "${RR[@]}" && run r2 2 "${MOE[@]}" "${RR[@]}" $(EP 2) && \
