@@ -344,7 +344,8 @@ struct StepMetrics {
       "(distributed.zero3_overlap); the rest waited for their all-gather");
     v("moe_load_imbalance", moe_load_imbalance, Reduce::kLocal, Match::kNone, Shown::kMoe,
       "per MoE layer: the largest expert's share of routing slots times the number of experts in the last "
-      "training forward (1 = balanced; padding tokens included)");
+      "training forward (1 = balanced; padding tokens included; with distributed.expert_parallel, the experts the "
+      "exchange routed, counted over the group)");
     v("moe_load_imbalance_max", moe_load_imbalance_max, Reduce::kLocal, Match::kNone, Shown::kMoe,
       "the largest of them");
     // Routing flips at near-ties of router scores, which rounding between world sizes can move: not compared.
