@@ -187,7 +187,7 @@ TEST_CASE("sharded AdamW moved a chunk at a time equals one chunk, and one proce
           }
         adamw.step();
       }
-      std::vector<std::vector<torch::Tensor>> chunked(3), whole(3);
+      std::vector<std::vector<torch::Tensor>> chunked(3), whole(3), state(3);
       std::vector<std::vector<double>> norms(3);
       const auto errors = test::run_ranks(3, [&](parallel::Comm& comm, int rank) {
         for (auto* out : {&chunked[rank], &whole[rank]}) {
@@ -198,6 +198,7 @@ TEST_CASE("sharded AdamW moved a chunk at a time equals one chunk, and one proce
             norms[rank].push_back(opt.reduce_gradients());
             opt.step(1e-2, 1.0);
           }
+          if (out == &chunked[rank]) state[rank] = opt.gather_state();  // rank 0 alone receives the moments
         }
       });
       for (int r = 0; r < 3; ++r) REQUIRE(errors[r] == "");
@@ -208,6 +209,20 @@ TEST_CASE("sharded AdamW moved a chunk at a time equals one chunk, and one proce
         }
       for (int r = 0; r < 3; ++r)
         for (int step = 0; step < 3; ++step) CHECK(norms[r][step] == Approx(norms[r][3 + step]).epsilon(1e-6));
+      // the gathered moments are torch's exp_avg and exp_avg_sq of every parameter, in order, at rank 0 only
+      CHECK(state[1].empty());
+      CHECK(state[2].empty());
+      REQUIRE(state[0].size() == 3);
+      CHECK(state[0][0].item<int64_t>() == 3);
+      std::vector<torch::Tensor> m, v;
+      for (const auto& p : ref) {
+        const auto& st = static_cast<const torch::optim::AdamWParamState&>(
+            *adamw.state().at(p.unsafeGetTensorImpl()));
+        m.push_back(st.exp_avg().reshape({-1}));
+        v.push_back(st.exp_avg_sq().reshape({-1}));
+      }
+      CHECK((state[0][1] - torch::cat(m)).abs().max().item<double>() < 1e-6);
+      CHECK((state[0][2] - torch::cat(v)).abs().max().item<double>() < 1e-6);
     }
   }
 }

@@ -128,9 +128,24 @@ void ShardedAdamW::step(double lr, double grad_scale) {
 }
 
 std::vector<at::Tensor> ShardedAdamW::gather_state() {
-  auto m = comm_.all_gather(exp_avg_).narrow(0, 0, numel_).to(torch::kCPU);
-  auto v = comm_.all_gather(exp_avg_sq_).narrow(0, 0, numel_).to(torch::kCPU);
-  return {torch::tensor({step_}, torch::kLong), m, v};
+  constexpr int kTag = 41;
+  const int64_t W = comm_.world_size();
+  if (comm_.rank() != 0) {  // point to point to rank 0 alone: no rank but the writer holds the whole moments
+    comm_.send(exp_avg_, 0, kTag, "ZeRO-1 moments for a checkpoint");
+    comm_.send(exp_avg_sq_, 0, kTag, "ZeRO-1 moments for a checkpoint");
+    return {};
+  }
+  auto m = torch::empty({shard_ * W}, torch::kFloat), v = torch::empty({shard_ * W}, torch::kFloat);
+  m.narrow(0, 0, shard_).copy_(exp_avg_);
+  v.narrow(0, 0, shard_).copy_(exp_avg_sq_);
+  auto piece = torch::empty_like(exp_avg_);
+  for (int64_t q = 1; q < W; ++q) {
+    comm_.recv(piece, q, kTag, "ZeRO-1 moments for a checkpoint");
+    m.narrow(0, q * shard_, shard_).copy_(piece);
+    comm_.recv(piece, q, kTag, "ZeRO-1 moments for a checkpoint");
+    v.narrow(0, q * shard_, shard_).copy_(piece);
+  }
+  return {torch::tensor({step_}, torch::kLong), m.narrow(0, 0, numel_), v.narrow(0, 0, numel_)};
 }
 
 void ShardedAdamW::load_state(const std::vector<at::Tensor>& full, const std::string& from) {

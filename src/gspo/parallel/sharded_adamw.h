@@ -49,7 +49,8 @@ class ShardedAdamW {
   int64_t grad_shard_bytes() const;                  // bytes of this rank's reduced gradient shard
   int64_t steps() const { return step_; }
 
-  // Collective: every rank's moments gathered into full-length [step, exp_avg, exp_avg_sq]; any rank may save them.
+  // Collective: every rank's moments gathered at rank 0 into full-length [step, exp_avg, exp_avg_sq] (host tensors),
+  // sent to it point to point; the other ranks get an empty vector (only the writer of a checkpoint holds them all).
   std::vector<at::Tensor> gather_state();
   // Takes this rank's shard of full-length state from gather_state(), saved at any world size.
   void load_state(const std::vector<at::Tensor>& full, const std::string& from);
