@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <stdexcept>
 
 #include "gspo/model/policy.h"
@@ -38,6 +39,7 @@ ExpertShards::ExpertShards(model::Policy& policy, Comm& group) : policy_(policy)
   const int64_t E = group.world_size(), g = group.rank();
   per_rank_.assign(policy.num_layers(), 0);
   torch::NoGradGuard no_grad;
+  int64_t block = 0;
   for (int64_t layer : policy.moe_layers()) {
     const int64_t n = policy.parameter("layers." + std::to_string(layer) + ".mlp.gate.weight").size(0);
     if (n % E != 0)
@@ -45,11 +47,12 @@ ExpertShards::ExpertShards(model::Policy& policy, Comm& group) : policy_(policy)
                                   " experts do not split over " + std::to_string(E) + " ranks");
     const int64_t per = n / E;
     per_rank_[layer] = per;
-    for (const char* kind : kKinds)
+    for (const char* kind : kKinds) {
       for (int64_t e = 0; e < n; ++e) {
         auto p = policy.parameter(expert_name(layer, e, kind));
-        Place at{e / per == g, 0, e / per, 0};  // owner_index below
-        if (e / per == g) {
+        // owner_index: the place of (layer, kind, e mod per) in any rank's local(), blocks of `per` in order
+        Place at{e / per == g, 0, e / per, block + e % per};
+        if (at.kept) {
           at.index = static_cast<int64_t>(local_.size());
           local_.push_back(p);
         } else {
@@ -59,15 +62,6 @@ ExpertShards::ExpertShards(model::Policy& policy, Comm& group) : policy_(policy)
         }
         places_[p.unsafeGetTensorImpl()] = at;
       }
-  }
-  // owner_index is the position of (layer, kind, e mod per) in any rank's local(): blocks of `per` in order
-  int64_t block = 0;
-  for (int64_t layer : policy.moe_layers()) {
-    const int64_t per = per_rank_[layer];
-    const int64_t n = per * E;
-    for (const char* kind : kKinds) {
-      for (int64_t e = 0; e < n; ++e)
-        places_[policy.parameter(expert_name(layer, e, kind)).unsafeGetTensorImpl()].owner_index = block + e % per;
       block += per;
     }
   }
@@ -90,51 +84,48 @@ int64_t ExpertShards::full_numel(const at::Tensor& param) const {
   return c10::multiply_integers(remote_shape_[at->index]);
 }
 
-std::vector<at::Tensor> ExpertShards::gather_remote(const std::vector<at::Tensor>& local_values) const {
+void ExpertShards::for_each_block(const std::vector<at::Tensor>& local_values, const char* caller,
+                                  const std::function<void(const std::vector<at::Tensor>&)>& f) const {
   if (local_values.size() != local_.size())
-    throw std::invalid_argument("ExpertShards::gather_remote: " + std::to_string(local_values.size()) +
+    throw std::invalid_argument(std::string("ExpertShards::") + caller + ": " + std::to_string(local_values.size()) +
                                 " values for " + std::to_string(local_.size()) + " kept expert parameters");
+  size_t lo = 0;
+  for (const int64_t per : per_rank_)
+    for (int k = 0; per > 0 && k < 3; ++k, lo += per)
+      f(std::vector<at::Tensor>(local_values.begin() + lo, local_values.begin() + lo + per));
+}
+
+std::vector<at::Tensor> ExpertShards::gather_remote(const std::vector<at::Tensor>& local_values) const {
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> out;
   out.reserve(remote_.size());
   const int64_t E = group_.world_size(), g = group_.rank();
-  size_t lo = 0;
-  for (int64_t layer = 0; layer < static_cast<int64_t>(per_rank_.size()); ++layer) {
-    const int64_t per = per_rank_[layer];
-    for (int k = 0; per > 0 && k < 3; ++k, lo += per) {
-      std::vector<at::Tensor> mine(local_values.begin() + lo, local_values.begin() + lo + per);
-      auto full = group_.all_gather(torch::stack(mine).reshape({-1})).view({E * per, -1});
-      for (int64_t e = 0; e < E * per; ++e)
-        if (e / per != g) out.push_back(full[e].view(mine.front().sizes()));
-    }
-  }
+  for_each_block(local_values, "gather_remote", [&](const std::vector<at::Tensor>& mine) {
+    const auto per = static_cast<int64_t>(mine.size());
+    auto full = group_.all_gather(torch::stack(mine).reshape({-1})).view({E * per, -1});
+    for (int64_t e = 0; e < E * per; ++e)
+      if (e / per != g) out.push_back(full[e].view(mine.front().sizes()));
+  });
   return out;
 }
 
 std::vector<at::Tensor> ExpertShards::gather_remote_at_root(const std::vector<at::Tensor>& local_values) const {
-  if (local_values.size() != local_.size())
-    throw std::invalid_argument("ExpertShards::gather_remote_at_root: " + std::to_string(local_values.size()) +
-                                " values for " + std::to_string(local_.size()) + " kept expert parameters");
   constexpr int kTag = 37;
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> out;
   const int64_t E = group_.world_size(), g = group_.rank();
-  size_t lo = 0;
-  for (int64_t layer = 0; layer < static_cast<int64_t>(per_rank_.size()); ++layer) {
-    const int64_t per = per_rank_[layer];
-    for (int k = 0; per > 0 && k < 3; ++k, lo += per) {
-      std::vector<at::Tensor> mine(local_values.begin() + lo, local_values.begin() + lo + per);
-      if (g != 0) {
-        group_.send(torch::stack(mine).reshape({-1}).contiguous(), 0, kTag, "experts for a checkpoint");
-        continue;
-      }
-      for (int64_t q = 1; q < E; ++q) {
-        auto block = torch::empty({per * mine.front().numel()}, mine.front().options());
-        group_.recv(block, q, kTag, "experts for a checkpoint");
-        for (int64_t j = 0; j < per; ++j) out.push_back(block.view({per, -1})[j].view(mine.front().sizes()));
-      }
+  for_each_block(local_values, "gather_remote_at_root", [&](const std::vector<at::Tensor>& mine) {
+    const auto per = static_cast<int64_t>(mine.size());
+    if (g != 0) {
+      group_.send(torch::stack(mine).reshape({-1}).contiguous(), 0, kTag, "experts for a checkpoint");
+      return;
     }
-  }
+    for (int64_t q = 1; q < E; ++q) {
+      auto block = torch::empty({per * mine.front().numel()}, mine.front().options());
+      group_.recv(block, q, kTag, "experts for a checkpoint");
+      for (int64_t j = 0; j < per; ++j) out.push_back(block.view({per, -1})[j].view(mine.front().sizes()));
+    }
+  });
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -80,6 +81,10 @@ class ExpertShards : public model::ParamGate {
   bool frees_weights() const override { return false; }
 
  private:
+  // f(this rank's values of one block: one MoE layer's gate, up or down of its kept experts), in local() order.
+  void for_each_block(const std::vector<at::Tensor>& local_values, const char* caller,
+                      const std::function<void(const std::vector<at::Tensor>&)>& f) const;
+
   model::Policy& policy_;
   Comm& group_;
   std::vector<int64_t> per_rank_;  // by decoder layer (0: dense)
