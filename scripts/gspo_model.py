@@ -251,8 +251,16 @@ class Block(nn.Module):
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], kv: Optional[Tensor], start: int,
                 position: Optional[Tensor], slots: Optional[Tensor] = None,
                 source: Optional[Tensor] = None, columns: Optional[Tensor] = None) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start, position, slots, source, columns)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        h, n = self.cached_attention(x, cos, sin, mask, kv, start, position, slots, source, columns)
+        return h + self.mlp(n)
+
+    def cached_attention(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], kv: Optional[Tensor],
+                         start: int, position: Optional[Tensor], slots: Optional[Tensor] = None,
+                         source: Optional[Tensor] = None, columns: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        """forward up to the feed-forward: (h, n), h = x + attention (the cache written as forward writes it) and n its
+        post-attention norm; forward = h + mlp(n)."""
+        h = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start, position, slots, source, columns)
+        return h, self.post_attention_layernorm(h)
 
     def routed(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor],
                routes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
@@ -394,16 +402,12 @@ class CausalLM(nn.Module):
         lengths[k]), cache rows slots[m] get prompt source[m]'s keys/values in columns [0, T) (columns past a prompt's
         length hold padding the decode mask never reaches before overwriting). Returns [K, V] float32 logits of each
         prompt's last real token."""
-        k_rows, t = input_ids.shape
-        mask = (torch.arange(t, device=input_ids.device).view(1, t) < lengths.view(k_rows, 1)).to(torch.long)
-        x = self.embed_tokens(input_ids)
-        cos, sin = self._rope(mask, 0, t, x.dtype)
+        x, cos, sin, mask, cols = self.prefill_context(input_ids, lengths)
         i = 0
         for layer in self.layers:
-            x = layer(x, cos, sin, None, cache[i], 0, None, slots, source)
+            x = layer(x, cos, sin, mask, cache[i], 0, None, slots, source, cols)
             i += 1
-        last = (lengths - 1).view(k_rows, 1, 1).expand(k_rows, 1, x.shape[2])
-        return self.lm_head(self.norm(x.gather(1, last))).squeeze(1).float()
+        return self.slot_logits(x, lengths - 1)
 
     @torch.jit.export
     def decode_slots(self, input_ids: Tensor, cache: Tensor, columns: Tensor, width: int) -> Tensor:
@@ -412,17 +416,12 @@ class CausalLM(nn.Module):
         columns[s] + 1 bounds the columns read; a row whose column is >= width is written but attends over all
         `width`). Returns [S, V] float32 logits. Shapes depend on S and width only, so with width = the cache's length
         a CUDA graph can replay it."""
-        s = input_ids.shape[0]
-        x = self.embed_tokens(input_ids)
-        cos = self.cos_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
-        sin = self.sin_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
-        k_idx = torch.arange(0, width, device=input_ids.device).view(1, 1, 1, width)
-        mask = k_idx <= columns.view(s, 1, 1, 1)
+        x, cos, sin, mask, cols = self.decode_context(input_ids, columns, width)
         i = 0
         for layer in self.layers:
-            x = layer(x, cos, sin, mask, cache[i], width, None, columns, None)
+            x = layer(x, cos, sin, mask, cache[i], width, None, columns, None, cols)
             i += 1
-        return self.lm_head(self.norm(x)).squeeze(1).float()
+        return self.slot_logits(x, None)
 
     @torch.jit.export
     def append_slots(self, input_ids: Tensor, lengths: Tensor, cache: Tensor, slots: Tensor, columns: Tensor,
@@ -437,19 +436,12 @@ class CausalLM(nn.Module):
 
     def _append(self, input_ids: Tensor, lengths: Tensor, cache: Tensor, slots: Tensor, columns: Tensor,
                 width: int) -> Tensor:
-        m, t = input_ids.shape
-        cols = columns.view(m, 1) + torch.arange(t, device=input_ids.device).view(1, t)
-        x = self.embed_tokens(input_ids)
-        cos = self.cos_table.index_select(0, cols.reshape(-1)).to(x.dtype).view(m, 1, t, self.head_dim)
-        sin = self.sin_table.index_select(0, cols.reshape(-1)).to(x.dtype).view(m, 1, t, self.head_dim)
-        k_idx = torch.arange(0, width, device=input_ids.device).view(1, 1, 1, width)
-        mask = k_idx <= cols.view(m, 1, t, 1)
+        x, cos, sin, mask, cols = self.append_context(input_ids, columns, width)
         i = 0
         for layer in self.layers:
             x = layer(x, cos, sin, mask, cache[i], width, None, slots, None, cols)
             i += 1
-        last = (lengths - 1).view(m, 1, 1).expand(m, 1, x.shape[2])
-        return self.lm_head(self.norm(x.gather(1, last))).squeeze(1).float()
+        return self.slot_logits(x, lengths - 1)
 
     @torch.jit.export
     def copy_slots(self, cache: Tensor, src: Tensor, dst: Tensor, columns: int):
@@ -544,7 +536,7 @@ class CausalLM(nn.Module):
     @torch.jit.export
     def ep_api(self) -> int:
         """Version of the expert-parallel methods (docs/model-contract.md, "Expert-parallel methods")."""
-        return 1  # EP_API_VERSION
+        return 2  # EP_API_VERSION: 2 = 1 and the slot passes one layer at a time
 
     @torch.jit.export
     def attention_block(self, index: int, x: Tensor, cos: Tensor, sin: Tensor,
@@ -569,6 +561,81 @@ class CausalLM(nn.Module):
                 out = (block.mlp.top_k, block.mlp.norm_topk_prob)
             i += 1
         return out
+
+    # ep_api 2: the slot methods' passes one layer at a time, so the MoE layers of a rollout's decode step can run their
+    # experts on the ranks that hold them. prefill_slots = prefill_context, then per layer slot_attention (cache
+    # written as prefill_slots writes it) and h + feed_forward(n), then slot_logits(x, lengths - 1); the same for
+    # decode_slots (decode_context; slots = columns; slot_logits(x, None)) and append_slots (append_context).
+
+    @torch.jit.export
+    def prefill_context(self, input_ids: Tensor,
+                        lengths: Tensor) -> Tuple[Tensor, Tensor, Tensor, Optional[Tensor], Optional[Tensor]]:
+        """prefill_slots' pass: (x, cos, sin, mask, columns) with x the embedded ids; mask and columns None."""
+        k_rows, t = input_ids.shape
+        valid = (torch.arange(t, device=input_ids.device).view(1, t) < lengths.view(k_rows, 1)).to(torch.long)
+        x = self.embed_tokens(input_ids)
+        cos, sin = self._rope(valid, 0, t, x.dtype)
+        none: Optional[Tensor] = None
+        return x, cos, sin, none, none
+
+    @torch.jit.export
+    def decode_context(self, input_ids: Tensor, columns: Tensor,
+                       width: int) -> Tuple[Tensor, Tensor, Tensor, Optional[Tensor], Optional[Tensor]]:
+        """decode_slots' pass: (x, cos, sin, mask over `width` columns, None)."""
+        s = input_ids.shape[0]
+        x = self.embed_tokens(input_ids)
+        cos = self.cos_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
+        sin = self.sin_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
+        k_idx = torch.arange(0, width, device=input_ids.device).view(1, 1, 1, width)
+        none: Optional[Tensor] = None
+        return x, cos, sin, k_idx <= columns.view(s, 1, 1, 1), none
+
+    @torch.jit.export
+    def append_context(self, input_ids: Tensor, columns: Tensor,
+                       width: int) -> Tuple[Tensor, Tensor, Tensor, Optional[Tensor], Optional[Tensor]]:
+        """append_slots' pass: (x, cos, sin, mask, the [M, K] cache column of every token)."""
+        m, t = input_ids.shape
+        cols = columns.view(m, 1) + torch.arange(t, device=input_ids.device).view(1, t)
+        x = self.embed_tokens(input_ids)
+        cos = self.cos_table.index_select(0, cols.reshape(-1)).to(x.dtype).view(m, 1, t, self.head_dim)
+        sin = self.sin_table.index_select(0, cols.reshape(-1)).to(x.dtype).view(m, 1, t, self.head_dim)
+        k_idx = torch.arange(0, width, device=input_ids.device).view(1, 1, 1, width)
+        return x, cos, sin, k_idx <= cols.view(m, 1, t, 1), cols
+
+    @torch.jit.export
+    def slot_attention(self, index: int, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], cache: Tensor,
+                       start: int, slots: Tensor, source: Optional[Tensor],
+                       columns: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """Decoder layer `index` of a slot pass up to its feed-forward, through cache[index]: (h, n) with h = x +
+        attention and n its post-attention norm (start: 0 for prefill, else the width; slots: the slot methods' slots,
+        decode's columns; source: prefill's; columns: the context's)."""
+        out = (x, x)
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out = block.cached_attention(x, cos, sin, mask, cache[i], start, None, slots, source, columns)
+            i += 1
+        return out
+
+    @torch.jit.export
+    def feed_forward(self, index: int, n: Tensor) -> Tensor:
+        """Decoder layer `index`'s feed-forward (the MLP, or the routed experts) of n [..., H]."""
+        out = n
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out = block.mlp(n)
+            i += 1
+        return out
+
+    @torch.jit.export
+    def slot_logits(self, x: Tensor, last: Optional[Tensor]) -> Tensor:
+        """[M, V] float32 logits of a slot pass's hidden states x [M, T, H]: at column last[m] of each row, or (None) of
+        the one column of a decode."""
+        if last is None:
+            return self.lm_head(self.norm(x)).squeeze(1).float()
+        at = last.view(-1, 1, 1).expand(x.shape[0], 1, x.shape[2])
+        return self.lm_head(self.norm(x.gather(1, at))).squeeze(1).float()
 
     @torch.jit.export
     def expert_load(self) -> List[Tensor]:

@@ -320,7 +320,8 @@ expect help-plan 0 "plan" -- "$GSPO" --help
 expect plan-tiny 0 "peak per rank:" -- "$GSPO" plan -c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny.pt"
 expect plan-json 0 '"peak_phase"' -- "$GSPO" plan -c "$SRC/configs/tiny.yaml" --set "model.path=$MODELS/tiny.pt" --json
 expect plan-moe 0 "2 MoE layers x 4 experts" -- "$GSPO" plan --set "model.path=$MODELS/qwen3_moe_tiny.pt" -n 2 --set rollout.prompts_per_step=4
-expect plan-30b-too-big 0 "does NOT fit 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 32
+expect plan-30b-80gb 0 "fits 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 32
+expect plan-30b-16-too-big 0 "in the update phase; does NOT fit 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 16 --set distributed.expert_parallel=16
 expect plan-30b-h200 0 "fits 141 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 32 --device-gb 141
 expect plan-30b-ep-ranks 2 "distributed.expert_parallel 32 must divide --world-size (8)" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 8
 expect plan-world-size 2 "rollout.prompts_per_step (16) must be a multiple of --world-size (3)" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" -n 3

@@ -58,14 +58,29 @@ STEPS=2
 run zr 1 "${MOE[@]}" && STEPS=$STEPS_SAVED && run zr 2 "${MOE[@]}" $(EP 2) --resume auto && \
   same "1 process ZeRO-1 to step 2, resumed at E = 2 on 2 ranks = 1 process" z1 zr
 STEPS=$STEPS_SAVED
-# Validation during training and partial rollouts beside expert parallelism: the whole hold gathers the experts for the
-# sampler and the evaluation, every rank in step
-printf '{"prompt": "1+1=", "answer": "2"}\n{"prompt": "2+3=", "answer": "5"}\n' >"$TMP/val.jsonl"
-run vp 2 "${MOE[@]}" $(EP 2) --set eval.every=2 --set eval.samples=2 --set "eval.datasets=[$TMP/val.jsonl]" \
-  --set async.partial_rollout=true --set async.max_staleness=1 && \
+# Validation during training and partial rollouts beside expert parallelism: the sampler exchanges each MoE layer's
+# rows with the group (no rank gathers the experts), the ranks' validation shards unequal (3 problems on 2 ranks), every
+# rank in step; the training metrics (the partial rollouts' samples among them) and the validation lines (avg@K, pass@k,
+# rewards, response tokens) equal 2 ranks' without expert parallelism (partial rollouts stop by each rank's share of
+# groups, so the world size decides which rows are carried: 1 process is another run)
+printf '{"prompt": "1+1=", "answer": "2"}\n{"prompt": "2+3=", "answer": "5"}\n{"prompt": "7-4=", "answer": "3"}\n' \
+  >"$TMP/val.jsonl"
+VP=(--set eval.every=2 --set eval.samples=2 --set "eval.datasets=[$TMP/val.jsonl]" --set async.partial_rollout=true
+    --set async.max_staleness=1)
+run vp 2 "${MOE[@]}" $(EP 2) "${VP[@]}" && \
   if [ "$(wc -l <"$TMP/vp/validation.jsonl")" -eq 3 ] && grep -q "rows spanning versions" "$TMP/vp.log"; then
     ok "validation (before training, after steps 2 and 4) and partial rollouts at E = 2"
   else bad "validation / partial rollouts at E = 2" "$TMP/vp.log"; fi
+run vp2 2 "${MOE[@]}" "${VP[@]}" && {
+  same "E = 2 with validation and partial rollouts = 2 ranks without expert parallelism" vp2 vp
+  "$PY" - "$TMP" <<'PY' && ok "validation at E = 2 = without expert parallelism (3 lines: samples, rewards, tokens)" || bad "validation at E = 2 differs"
+import json, sys
+t = sys.argv[1]
+lines = lambda r: [json.loads(l)["datasets"] for l in open(f"{t}/{r}/validation.jsonl")]
+want, ep = lines("vp2"), lines("vp")
+assert len(want) == 3 and want == ep, (want, ep)
+PY
+}
 # Routing Replay (the recorded experts dispatched) and the routing-change metric, activation checkpointing on
 RR=(--set algorithm.routing_replay=old --set algorithm.routing_metrics=true)
 run r1 1 "${MOE[@]}" "${RR[@]}" && run r2 2 "${MOE[@]}" "${RR[@]}" $(EP 2) && \

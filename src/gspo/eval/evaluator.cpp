@@ -4,6 +4,7 @@
 
 #include "gspo/data/dataset.h"
 #include "gspo/env/episode.h"
+#include "gspo/model/expert_runner.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -19,6 +20,8 @@ Evaluator::Evaluator(const config::Config& cfg, model::Policy& policy, const tok
       chunk_(static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step))) {}
 
 Evaluator::~Evaluator() = default;
+
+void Evaluator::end_sampling() { model::finish_expert_passes(sampler_->policy()); }
 
 Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Grader& grader, size_t begin, size_t end) {
   const int64_t K = samples_;

@@ -35,6 +35,10 @@ class Evaluator {
   // cut into calls (batch size, resume point, ranks), up to floating-point differences across batch shapes.
   Graded run(const EvalSet& set, size_t set_index, const Grader& grader, size_t begin, size_t end);
 
+  // This rank's sampling is over for now: collective over the expert group when the policy samples with its experts
+  // on other ranks (model::finish_expert_passes), nothing otherwise. Every rank calls it at the same point.
+  void end_sampling();
+
   int64_t samples() const { return samples_; }
   // Problems per sampling call: rollout.prompts_per_step.
   size_t chunk() const { return chunk_; }

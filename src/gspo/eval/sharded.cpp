@@ -78,6 +78,7 @@ nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set
     auto graded = evaluator.run(set, set_index, grader, start, std::min(end, start + evaluator.chunk()));
     for (const auto& p : graded.problems) mine.push_back(stats_of(p));
   }
+  evaluator.end_sampling();  // (ranks' shards may take different numbers of calls)
   if (comm.world_size() == 1) return summarize(set.name, mine, grader.math);
   std::set<std::string> level_set;
   for (const auto& ex : set.rows)

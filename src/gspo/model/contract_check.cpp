@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "gspo/core/error.h"
+#include "gspo/model/expert_runner.h"
 #include "gspo/model/policy.h"
 
 namespace gspo::model {
@@ -144,6 +145,44 @@ void check_append(Policy& policy, const at::Tensor& ids, const at::Tensor& full,
                              std::to_string(worst) + " (tolerance " + std::to_string(tol) + ")");
 }
 
+// The model's own feed-forward as an ExpertRunner, so the slot methods run one layer at a time (ep_api 2) can be
+// checked against forward like the whole slot methods; each MoE layer must get the pass's tokens.
+class OwnExperts final : public ExpertRunner {
+ public:
+  explicit OwnExperts(Policy& policy) : policy_(policy) {}
+  void begin_pass(int64_t tokens) override { tokens_ = tokens; }
+  at::Tensor feed_forward(int64_t index, const at::Tensor& n) override {
+    if (n.dim() != 2 || n.size(0) != tokens_)
+      throw ModelContractError(policy_.path() + ": slot_attention gave MoE layer " + std::to_string(index) + " " +
+                               std::to_string(n.numel()) + " values, not the pass's " + std::to_string(tokens_) +
+                               " tokens");
+    ++calls;
+    return policy_.feed_forward(index, n);
+  }
+  void finish() override {}
+  int64_t calls = 0;
+
+ private:
+  Policy& policy_;
+  int64_t tokens_ = 0;
+};
+
+// The slot methods again, one layer at a time (ep_api 2): each MoE layer's feed-forward through a runner.
+void check_expert_slots(Policy& policy, const at::Tensor& ids, const at::Tensor& full, int64_t pad,
+                        bool low_precision) {
+  OwnExperts own(policy);
+  policy.set_expert_runner(&own);
+  struct Unset {
+    Policy& p;
+    ~Unset() { p.set_expert_runner(nullptr); }
+  } unset{policy};
+  check_slots(policy, ids, full, pad, low_precision);
+  check_append(policy, ids, full, pad, low_precision);
+  if (!policy.moe_layers().empty() && own.calls == 0)
+    throw ModelContractError(policy.path() + ": the slot passes one layer at a time ran no MoE layer through the "
+                             "runner, though moe_layers() names some");
+}
+
 // The routing methods (route_api 1), layer by layer on the same batch: routed_layer without routes is layer; an MoE
 // layer (and only the layers moe_layers() names) reports int64 experts [B, T, top_k], none negative;
 // replaying its own experts gives its output back, and replaying other experts (each token given its neighbour's)
@@ -223,6 +262,7 @@ double check_contract(Policy& policy) {
   if (policy.has_slots()) check_slots(policy, gen, full, m.pad_token_id, low_precision);
   if (policy.has_append()) check_append(policy, gen, full, m.pad_token_id, low_precision);
   if (policy.has_routing()) check_routing(policy, gen, mask, low_precision);
+  if (policy.has_expert_slots()) check_expert_slots(policy, gen, full, m.pad_token_id, low_precision);
 
   auto cache = call("init_cache(2, T)", file, [&] { return policy.init_cache(B, T + 2); });
   auto first = call("prefill", file, [&] {

@@ -16,6 +16,8 @@
 
 namespace gspo::model {
 
+class ExpertRunner;  // expert_runner.h
+
 // Inputs shared by every decoder layer of one full-sequence pass (private to the model; gspo only passes them on).
 struct LayerContext {
   at::Tensor cos, sin;  // rotary tables [B, 1, T, D]
@@ -131,6 +133,15 @@ class Policy {
   std::pair<at::Tensor, at::Tensor> attention_block(int64_t index, const at::Tensor& x, const LayerContext& ctx);
   // Decoder layer `index`'s router: {top_k, norm_topk_prob}; {0, false} for a dense layer.
   std::pair<int64_t, bool> moe_routing(int64_t index);
+  // ep_api 2 (with slot_api 2): the slot methods' passes one layer at a time, so a rollout's MoE layers can run their
+  // experts elsewhere. While a runner is set (model/expert_runner.h; not owned, null to unset), prefill_slots,
+  // decode_slots and append_slots run that way, each MoE layer's feed-forward through the runner (the whole-model
+  // check is not made: the runner holds the experts); the other layers through the model's feed_forward.
+  bool has_expert_slots() const;
+  void set_expert_runner(ExpertRunner* runner);
+  ExpertRunner* expert_runner() const;
+  // Decoder layer `index`'s feed-forward (its MLP, or its routed experts) of n [..., H] (ep_api 2).
+  at::Tensor feed_forward(int64_t index, const at::Tensor& n);
 
   std::vector<at::Tensor> parameters() const;
   // Every parameter by its module name ("layers.3.self_attn.q_proj.weight"), each once (a tied weight under its first

@@ -27,6 +27,7 @@ struct Policy::Impl {
   int64_t route_api = 0;         // version of the routing methods (0 = none), probed once at load
   std::vector<int64_t> moe_layers;  // decoder layers that route tokens to experts, when route_api > 0
   int64_t ep_api = 0;               // version of the expert-parallel methods (0 = none), probed once at load
+  ExpertRunner* runner = nullptr;   // set: the slot methods run one layer at a time, MoE layers through it
   GateChain gates;                  // who holds the layers' weights (add_gate): ZeRO-3, adapters
   ParamGate* gate = nullptr;        // &gates while it holds any, else nullptr (no gate: nothing to ask)
 };
@@ -49,6 +50,12 @@ void probe_slots(Policy::Impl& impl);
 // Throws ModelContractError for an unknown version, missing routing methods, routing without the per-layer methods
 // (call after probe_layers) or a layer index outside [0, num_layers).
 void probe_routing(Policy::Impl& impl);
+// A slot method's pass one layer at a time (ep_api 2): `context` (prefill_context, decode_context, append_context) with
+// `args`, then every layer's slot_attention (start, slots, source as the slot method passes them) and its feed-forward,
+// through `runner` for the MoE layers (null: the model's feed_forward for every layer), then slot_logits(x, last).
+at::Tensor run_slot_pass(Policy::Impl& impl, ExpertRunner* runner, const char* context, std::vector<c10::IValue> args,
+                         at::Tensor& cache, int64_t start, const at::Tensor& slots, const c10::IValue& source,
+                         const c10::IValue& last);
 // Sets impl.ep_api from the model's ep_api() (0 when absent). Throws ModelContractError for an unknown version, a
 // missing expert-parallel method, or one without the per-layer methods (call after probe_layers).
 void probe_expert_parallel(Policy::Impl& impl);

@@ -33,11 +33,17 @@ Policy::Routed Policy::routed_layer(int64_t index, const at::Tensor& x, const La
 }
 
 void probe_expert_parallel(Policy::Impl& impl) {
-  const int64_t version = probe_interface(impl, "ep_api", 1, {"attention_block", "moe_routing"},
-                                          "Expert-parallel methods", "expert-parallel method");
+  const int64_t version = probe_interface(impl, "ep_api", 2, {"attention_block", "moe_routing"},
+                                          "Expert-parallel methods", "expert-parallel method", 1);
   if (version > 0 && impl.layer_api == 0)
     throw ModelContractError("'" + impl.path + "' has ep_api() but not the per-layer methods it runs through "
                              "(layer_api; docs/model-contract.md, \"Expert-parallel methods\")");
+  if (version >= 2)
+    for (const char* m : {"prefill_context", "decode_context", "append_context", "slot_attention", "feed_forward",
+                          "slot_logits"})
+      if (!impl.module.find_method(m))
+        throw ModelContractError("'" + impl.path + "' has ep_api() " + std::to_string(version) +
+                                 " but lacks the expert-parallel method '" + m + "' (docs/model-contract.md)");
   impl.ep_api = version;
 }
 

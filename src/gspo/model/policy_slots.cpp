@@ -20,16 +20,25 @@ bool Policy::has_append() const { return impl_->slot_api >= 2; }
 
 at::Tensor Policy::prefill_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache,
                                  const at::Tensor& slots, const at::Tensor& source) {
+  if (impl_->runner)
+    return run_slot_pass(*impl_, impl_->runner, "prefill_context", {ids, lengths}, cache, 0, slots, source,
+                         lengths - 1);
   require_whole(*impl_, "prefill_slots");
   return impl_->module.get_method("prefill_slots")({ids, lengths, cache, slots, source}).toTensor();
 }
 
 at::Tensor Policy::decode_slots(const at::Tensor& ids, at::Tensor& cache, const at::Tensor& columns, int64_t width) {
+  if (impl_->runner)
+    return run_slot_pass(*impl_, impl_->runner, "decode_context", {ids, columns, width}, cache, width, columns,
+                         c10::IValue(), c10::IValue());
   return impl_->module.get_method("decode_slots")({ids, cache, columns, width}).toTensor();
 }
 
 at::Tensor Policy::append_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache,
                                 const at::Tensor& slots, const at::Tensor& columns, int64_t width) {
+  if (impl_->runner)
+    return run_slot_pass(*impl_, impl_->runner, "append_context", {ids, columns, width}, cache, width, slots,
+                         c10::IValue(), lengths - 1);
   return impl_->module.get_method("append_slots")({ids, lengths, cache, slots, columns, width}).toTensor();
 }
 

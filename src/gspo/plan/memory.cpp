@@ -8,6 +8,7 @@
 #include "gspo/config/validate.h"
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
+#include "gspo/parallel/expert_rollout.h"
 #include "gspo/parallel/sharded_adamw.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/minibatch.h"
@@ -257,10 +258,15 @@ std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& 
   if (z.zero3 && !z.cfg.distributed.zero3_keep_whole)
     t.push_back({"ZeRO-3 gathered layers", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
                  " B (every decoder layer gathered for the sampler, freed after)"});
-  if (z.E > 1)
-    t.push_back({"experts gathered for the sampler", z.Ne * (1 - 1.0 / z.E) * z.b, num(z.Ne) + " x (1 - 1/" +
-                 std::to_string(z.E) + ") x " + z.bs + " B (the other ranks' experts, freed after: the rollout's "
-                 "exchange per decode step is not built yet)"});
+  if (z.E > 1) {  // parallel/expert_rollout.h: a pass's rows of the whole group gathered, float32 sums back
+    const double chunk = static_cast<double>(
+        std::max<int64_t>(64, parallel::RolloutExperts::kDefaultGatherRows / z.E));
+    const double m = std::min(chunk, std::max(prefill_tokens, static_cast<double>(rows)));
+    const double per_row = static_cast<double>(z.shape.hidden_size) * (z.b + 4) + 4.0 * z.shape.num_experts;
+    t.push_back({"rollout expert exchange", z.E * m * per_row, std::to_string(z.E) + " ranks x " + num(m) +
+                 " rows (a pass's largest share, at most " + num(chunk) + " a chunk) x (hidden x (" + z.bs +
+                 " + 4) + experts x 4) B: the group's rows gathered, routed, float32 sums reduce-scattered back"});
+  }
   return t;
 }
 
@@ -400,17 +406,12 @@ std::vector<Term> step_terms(const Sizes& z) {
   return t;
 }
 
-// What expert parallelism, which gspo does not have yet, would save by the same formulas.
+// What the layouts gspo does not have (expert parallelism with ZeRO-3) would save, by the same formulas.
 void add_not_built(const Sizes& z, MemoryPlan& p) {
   const double b = z.b;
   const std::string W = std::to_string(z.W);
   if (z.shape.moe_layers.empty()) return;
-  if (z.E > 1) {  // the training state is cut; the sampler's gathered experts are what remains
-    p.not_built.push_back({"the rollout's expert exchange (not available)", z.Ne * (1 - 1.0 / z.E) * b,
-                           "saves in the rollout: the " + num(z.Ne) + " experts' parameters x (1 - 1/" +
-                           std::to_string(z.E) + ") x " + z.bs + " B gathered for the sampler"});
-    return;
-  }
+  if (z.E > 1) return;  // built: training, the rollout's exchange
   const double expert = static_cast<double>(z.shape.moe_layers.size()) * z.shape.num_experts * 3 *
                         z.shape.hidden_size * z.shape.moe_intermediate_size;
   if (z.zero3)  // the state is sharded already; the rollout's whole copy of the experts is what remains

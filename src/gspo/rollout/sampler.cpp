@@ -161,7 +161,9 @@ void Sampler::run_slots(const std::vector<std::vector<int64_t>>& prompts, int64_
                         const CallPlan* plan) {
   auto layout = slot_layout(policy_, prompts, G, slots, columns, plan);
   const int64_t n = static_cast<int64_t>(prompts.size()) * G;
-  DecodeLoop({policy_, tok_, params_, stats_, progress, slot_graph_, hook_}, *layout, noise, n, 0, plan, G).run(rows);
+  std::unique_ptr<DecodeGraph> eager;  // experts on other ranks: each MoE layer's exchange runs on the host
+  auto& graph = policy_.expert_runner() ? eager : slot_graph_;
+  DecodeLoop({policy_, tok_, params_, stats_, progress, graph, hook_}, *layout, noise, n, 0, plan, G).run(rows);
 }
 
 void Sampler::run_batches(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
@@ -234,8 +236,10 @@ RolloutBatch Sampler::run(const std::vector<std::vector<int64_t>>& prompts, int6
     if (turns && !policy_.has_append())
       throw ConfigError("multi-turn rollouts append tokens to a running row: the model needs the slot methods with "
                         "append_slots (slot_api 2; re-export it with scripts/gspo_model.py)");
-    // A plan's rows start at their own positions: their own cache columns too.
-    switch (turns || plan ? Schedule::kSlotPool : schedule_for(N, slots, params_.continuous, policy_.has_slots())) {
+    // A plan's rows start at their own positions: their own cache columns too. Experts on other ranks
+    // (model/expert_runner.h): the slot methods are what runs one layer at a time.
+    const bool experts_elsewhere = policy_.expert_runner() != nullptr;
+    switch (turns || plan || experts_elsewhere ? Schedule::kSlotPool : schedule_for(N, slots, params_.continuous, policy_.has_slots())) {
       case Schedule::kAllRows: run_static(prompts, G, noise, rows, 0, progress); break;
       case Schedule::kSlotPool: run_slots(prompts, G, noise, slots, P + R, rows, progress, plan); break;
       case Schedule::kStaticBatches: run_batches(prompts, G, noise, slots, rows, progress); break;

@@ -136,6 +136,7 @@ class Sampler {
   void set_hook(SlotHook* hook) { hook_ = hook; }
 
   const SamplerStats& last_stats() const { return stats_; }
+  model::Policy& policy() const { return policy_; }
   const SamplingParams& params() const { return params_; }
 
  private:

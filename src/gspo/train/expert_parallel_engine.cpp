@@ -10,6 +10,7 @@
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
+#include "gspo/parallel/expert_rollout.h"
 #include "gspo/parallel/expert_shards.h"
 #include "gspo/parallel/sharded_adamw.h"
 #include "gspo/train/engine_weights.h"
@@ -78,7 +79,15 @@ class ExpertParallelEngine : public UpdateEngine {
   // rank's experts are the other ranks' tokens' and must be kept (ZeRO-3's engine discards an idle pass's gradients).
   void set_idle(bool) override {}
   bool lockstep() const override { return true; }  // every pass exchanges tokens within the group
-  void hold_whole(bool on) override { shards_.hold_whole(on); }
+  // Sampling scopes: the policy samples with its slot methods one layer at a time, each MoE layer's experts run by
+  // the group (parallel/expert_rollout.h); no rank gathers the experts it does not keep.
+  void hold_whole(bool on) override {
+    policy_.set_expert_runner(nullptr);
+    rollout_.reset();
+    if (!on) return;
+    rollout_ = std::make_unique<parallel::RolloutExperts>(policy_, shards_.group());
+    policy_.set_expert_runner(rollout_.get());
+  }
 
   // Collective. The non-expert moments gathered (rank 0 writes them, ZeRO-1's file over those parameters); each rank
   // of the first group writes its experts' moments (gathered over its replicas) into `staging`; group 0 sends rank 0
@@ -203,6 +212,7 @@ class ExpertParallelEngine : public UpdateEngine {
   std::vector<int64_t> kept_offset_;
   int64_t per_ = 1;                     // experts of a layer this rank keeps
   std::unique_ptr<parallel::ShardedAdamW> dense_, experts_;
+  std::unique_ptr<parallel::RolloutExperts> rollout_;  // the policy's expert runner while a sampling scope holds
   std::vector<at::Tensor> dense_state_, remote_;
   std::string staging_;
   int64_t files_ = 0;

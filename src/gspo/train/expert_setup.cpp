@@ -36,6 +36,9 @@ void keep_experts(const config::Config& cfg, model::Policy& policy, ExpertParall
   if (!policy.has_expert_parallel())
     throw ConfigError(head + "has no expert-parallel methods (ep_api, attention_block, moe_routing; docs/model-"
                       "contract.md): re-export it with scripts/export_hf.py");
+  if (!policy.has_expert_slots())
+    throw ConfigError(head + "cannot sample with its experts shared: the rollout runs the slot methods one layer at a "
+                      "time (ep_api 2 and slot_api 2; docs/model-contract.md): re-export it with scripts/export_hf.py");
   for (int64_t layer : policy.moe_layers()) {
     const int64_t n = policy.parameter("layers." + std::to_string(layer) + ".mlp.gate.weight").size(0);
     if (n % E != 0)

@@ -11,6 +11,7 @@
 #include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
+#include "gspo/model/expert_runner.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/rollout/batch_merge.h"
@@ -101,6 +102,7 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
   }
   auto t = core::Clock::now();
   auto batch = sampler_.generate(prompts, G, key, plan);
+  model::finish_expert_passes(sampler_.policy());  // before any other collective
   m.time_sample_s += core::seconds_since(t);
   record_sampler(sampler_.last_stats(), m);
 

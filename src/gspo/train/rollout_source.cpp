@@ -6,6 +6,7 @@
 
 #include "gspo/core/clock.h"
 #include "gspo/env/episode.h"
+#include "gspo/model/expert_runner.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/reward/verifier.h"
@@ -121,6 +122,7 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   std::vector<std::string> questions;
   for (const auto* ex : exs) questions.push_back(ex->prompt);
   auto sampled = env::sample(tools_, sampler_, prompts, std::move(questions), G, rollout_noise(c, id, first_row));
+  model::finish_expert_passes(sampler_.policy());  // before any other collective
   const auto& batch = sampled.batch;
   m.time_sample_s += core::seconds_since(t);
   if (tools_) record_tools(tools_->hook, batch, m);

@@ -25,6 +25,7 @@
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/metrics_log.h"
 #include "gspo/io/tensorboard.h"
+#include "gspo/model/expert_runner.h"
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
@@ -461,6 +462,7 @@ TrainSummary Trainer::run() {
     sum.heldout_accuracy = greedy_accuracy(model, *s.tok, *s.verifier, heldout, c, s.tools.get());
     sum.train_greedy_accuracy = greedy_accuracy(model, *s.tok, *s.verifier, seen, c, s.tools.get());
   }
+  if (!heldout.empty()) model::finish_expert_passes(*s.policy);  // rank 0's group serves its passes until it is done
   return sum;
 }
 

@@ -1,0 +1,181 @@
+// Expert parallelism's rollout (parallel/expert_rollout.h) against one process holding every expert. The runner alone:
+// on 2 and 4 Gloo ranks, each with its own rows and 1/E of the experts, every MoE layer's feed-forward equals the
+// model's own (its feed_forward method, the exported SparseMoE, over the whole model) within 1e-5 (float32, sums in
+// another order): ranks with different row counts, passes cut into chunks, every row routed to one rank's experts
+// (the router rewritten), a rank with no row, and a rank that has finished taking part in two more passes of the
+// other. The sampler on it: greedy responses of every rank's own prompts identical to one process's, log-probs within
+// 1e-5, the ranks making different numbers of sampler calls before the phase ends, no rank ever holding another's
+// experts.
+#include <catch2/catch.hpp>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "gspo/model/expert_runner.h"
+#include "gspo/model/policy.h"
+#include "gspo/parallel/comm.h"
+#include "gspo/parallel/expert_rollout.h"
+#include "gspo/parallel/expert_shards.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/tokenizer/tokenizer.h"
+#include "helpers.h"
+#include "two_ranks.h"
+
+using namespace gspo;
+
+namespace {
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat) - b.to(torch::kFloat)).abs().max().item<double>();
+}
+
+// Every MoE layer's router made to send each row along `v` to the last two experts (the last rank's at E = 2).
+void route_to_last(model::Policy& policy, const torch::Tensor& v) {
+  torch::NoGradGuard no_grad;
+  for (int64_t layer : policy.moe_layers()) {
+    auto router = policy.parameter("layers." + std::to_string(layer) + ".mlp.gate.weight");
+    const int64_t n = router.size(0);
+    for (int64_t e = 0; e < n; ++e) router[e].copy_(v * (e >= n - 2 ? 50.0 + e : -50.0));
+  }
+}
+
+struct RankRows {
+  std::vector<torch::Tensor> n;  // per pass
+};
+
+}  // namespace
+
+TEST_CASE("expert rollout: each MoE layer's feed-forward with the experts on 2 and 4 ranks equals the model's own",
+          "[dist][ep]") {
+  auto whole = test::load_tiny("qwen3_moe_tiny.pt");
+  REQUIRE(whole.has_expert_slots());
+  const int64_t H = whole.manifest().hidden_size;
+  const auto moe = whole.moe_layers();
+  REQUIRE(moe.size() >= 2);
+  auto g = at::make_generator<at::CPUGeneratorImpl>(3);
+  const auto v = torch::randn({H}, g);
+  for (bool adversarial : {false, true}) {
+    for (int W : {2, 4}) {
+      INFO("W = " << W << (adversarial ? ", every row to the last experts" : ""));
+      auto reference = test::load_tiny("qwen3_moe_tiny.pt");
+      if (adversarial) route_to_last(reference, v);
+      // rank r's passes: rank 0 has none in the first pass, rank 1 has 7 rows (chunks of 3), ...
+      std::vector<std::vector<torch::Tensor>> inputs(W);
+      for (int r = 0; r < W; ++r)
+        for (int64_t rows : {r == 0 ? int64_t{0} : int64_t{2 + 5 * (r % 2)}, int64_t{1 + r}}) {
+          auto n = torch::randn({rows, H}, g);
+          if (adversarial) n = n * 0.1 + v;  // every row along v: the router's last experts take it
+          inputs[r].push_back(n);
+        }
+      std::vector<std::vector<torch::Tensor>> got(W);
+      std::vector<parallel::RolloutExperts::Stats> stats(W);
+      const auto errors = test::run_ranks(W, [&](parallel::Comm& world, int rank) {
+        auto policy = test::load_tiny("qwen3_moe_tiny.pt");
+        if (adversarial) route_to_last(policy, v);
+        const auto groups = parallel::open_expert_groups(world, W);
+        parallel::ExpertShards shards(policy, *groups.group);
+        parallel::RolloutExperts runner(policy, *groups.group, /*chunk_rows=*/3);
+        for (const auto& n : inputs[rank]) {
+          runner.begin_pass(n.size(0));
+          for (int64_t layer : moe) got[rank].push_back(runner.feed_forward(layer, n));
+        }
+        if (rank == 1) {  // two more passes of rank 1 alone: the others take part from finish()
+          for (int k = 0; k < 2; ++k) {
+            runner.begin_pass(inputs[1][0].size(0));
+            for (int64_t layer : moe) got[rank].push_back(runner.feed_forward(layer, inputs[1][0]));
+          }
+        }
+        runner.finish();
+        stats[rank] = runner.stats();
+        for (const auto& p : shards.remote())
+          if (p.numel() != 0) throw std::runtime_error("a rank holds experts it does not keep");
+      });
+      for (int r = 0; r < W; ++r) {
+        INFO("rank " << r);
+        REQUIRE(errors[r] == "");
+        size_t i = 0;
+        const int passes = r == 1 ? 4 : 2;
+        REQUIRE(got[r].size() == static_cast<size_t>(passes) * moe.size());
+        for (int p = 0; p < passes; ++p) {
+          const auto& n = inputs[r][p < 2 ? p : 0];
+          for (int64_t layer : moe) {
+            const auto want = reference.feed_forward(layer, n);
+            REQUIRE(got[r][i].sizes() == want.sizes());
+            if (n.size(0) > 0) CHECK(max_diff(got[r][i], want) < 1e-5);
+            ++i;
+          }
+        }
+        CHECK(stats[r].passes == passes);
+        CHECK(stats[r].idle_passes == (r == 1 ? 0 : 2));
+      }
+      if (adversarial) {  // every (row, choice) pair ran on the ranks owning the last two experts, the others ran none
+        const int64_t n = whole.parameter("layers." + std::to_string(moe[0]) + ".mlp.gate.weight").size(0);
+        const int64_t top_k = whole.moe_routing(moe[0]).first;
+        int64_t rows = 0, pairs = 0;
+        for (int r = 0; r < W; ++r) {
+          rows += stats[r].rows;
+          pairs += stats[r].pairs;
+          if ((r + 1) * n / W <= n - 2) CHECK(stats[r].pairs == 0);
+        }
+        CHECK(pairs == rows * top_k * static_cast<int64_t>(moe.size()));
+      }
+    }
+  }
+}
+
+TEST_CASE("expert rollout: greedy samples with the experts on 2 ranks equal one process's", "[dist][ep][rollout]") {
+  auto whole = test::load_tiny("qwen3_moe_tiny.pt");
+  auto tok = tokenizer::from_spec(whole.tokenizer_json(), "qwen3_moe_tiny.pt");
+  rollout::SamplingParams greedy{0.0, 1.0, 0, 24, {}};
+  // rank 0: two calls (3 prompts, then 1); rank 1: one call of 2 prompts x G 2
+  const std::vector<std::vector<std::vector<std::string>>> calls{{{"12+7=", "abc", "Hello, world"}, {"x"}},
+                                                                  {{"9*9=", "the quick brown fox"}}};
+  const std::vector<int64_t> G{1, 2};
+  std::vector<std::vector<rollout::RolloutBatch>> want(2), got(2);
+  for (int r = 0; r < 2; ++r)
+    for (size_t c = 0; c < calls[r].size(); ++c) {
+      std::vector<std::vector<int64_t>> prompts;
+      for (const auto& s : calls[r][c]) prompts.push_back(tok->encode_prompt(s));
+      rollout::Sampler s(whole, *tok, greedy);
+      want[r].push_back(s.generate(prompts, G[r], {5, 0}));
+    }
+  std::vector<parallel::RolloutExperts::Stats> stats(2);
+  const auto errors = test::run_ranks(2, [&](parallel::Comm& world, int rank) {
+    auto policy = test::load_tiny("qwen3_moe_tiny.pt");
+    const auto groups = parallel::open_expert_groups(world, 2);
+    parallel::ExpertShards shards(policy, *groups.group);
+    parallel::RolloutExperts runner(policy, *groups.group);
+    policy.set_expert_runner(&runner);
+    rollout::Sampler s(policy, *tok, greedy);
+    for (const auto& call : calls[rank]) {
+      std::vector<std::vector<int64_t>> prompts;
+      for (const auto& p : call) prompts.push_back(tok->encode_prompt(p));
+      got[rank].push_back(s.generate(prompts, G[rank], {5, 0}));
+    }
+    model::finish_expert_passes(policy);
+    stats[rank] = runner.stats();
+    policy.set_expert_runner(nullptr);
+    for (const auto& p : shards.remote())
+      if (p.numel() != 0) throw std::runtime_error("a rank holds experts it does not keep");
+    if (shards.whole()) throw std::runtime_error("the experts were gathered");
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    REQUIRE(errors[r] == "");
+    REQUIRE(got[r].size() == want[r].size());
+    CHECK(stats[r].passes > 0);
+    for (size_t c = 0; c < want[r].size(); ++c) {
+      REQUIRE(got[r][c].num_rows() == want[r][c].num_rows());
+      for (int64_t row = 0; row < want[r][c].num_rows(); ++row) {
+        INFO("call " << c << ", row " << row);
+        CHECK(got[r][c].response_ids[row] == want[r][c].response_ids[row]);
+      }
+      if (got[r][c].behaviour_logprobs.sizes() == want[r][c].behaviour_logprobs.sizes())
+        CHECK(max_diff(got[r][c].behaviour_logprobs, want[r][c].behaviour_logprobs) < 1e-5);
+      else
+        FAIL("the log-prob tensors differ in shape");
+    }
+  }
+  CHECK(stats[0].idle_passes + stats[1].idle_passes > 0);  // one rank waited for the other's passes
+}
