@@ -24,7 +24,8 @@ import json, statistics, sys
 ms = [json.loads(l) for l in open(sys.argv[1])]
 print(f'peak RSS {max(m[\"peak_rss_mb\"] for m in ms):.0f} MB (rollout {max(m[\"peak_mb_rollout\"] for m in ms):.0f}), '
       f'model state {ms[-1][\"model_state_mb_per_rank\"]:.0f} MB, '
-      f'{statistics.median(m[\"time_step_s\"] for m in ms):.2f} s a step, '
+      f'{statistics.median(m[\"time_step_s\"] for m in ms):.2f} s a step '
+      f'({statistics.median(m[\"time_sample_s\"] for m in ms):.2f} sampling), '
       f'{statistics.median(m.get(\"time_comm_s\", 0) for m in ms):.2f} s of it in collectives', end='')" "$W/$1/metrics.jsonl"
   else printf "no step finished: %s" "$(grep -m1 -iE 'error|bad_alloc|memory' "$W/$1.log" | cut -c1-110)"; fi
   echo " (exit $2)"

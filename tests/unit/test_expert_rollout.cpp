@@ -10,6 +10,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "gspo/model/expert_runner.h"
@@ -39,10 +40,6 @@ void route_to_last(model::Policy& policy, const torch::Tensor& v) {
     for (int64_t e = 0; e < n; ++e) router[e].copy_(v * (e >= n - 2 ? 50.0 + e : -50.0));
   }
 }
-
-struct RankRows {
-  std::vector<torch::Tensor> n;  // per pass
-};
 
 }  // namespace
 
@@ -124,58 +121,75 @@ TEST_CASE("expert rollout: each MoE layer's feed-forward with the experts on 2 a
   }
 }
 
-TEST_CASE("expert rollout: greedy samples with the experts on 2 ranks equal one process's", "[dist][ep][rollout]") {
+TEST_CASE("expert rollout: greedy samples with the experts on 2 and 4 ranks equal one process's, under a KV budget too",
+          "[dist][ep][rollout]") {
   auto whole = test::load_tiny("qwen3_moe_tiny.pt");
   auto tok = tokenizer::from_spec(whole.tokenizer_json(), "qwen3_moe_tiny.pt");
-  rollout::SamplingParams greedy{0.0, 1.0, 0, 24, {}};
-  // rank 0: two calls (3 prompts, then 1); rank 1: one call of 2 prompts x G 2
-  const std::vector<std::vector<std::vector<std::string>>> calls{{{"12+7=", "abc", "Hello, world"}, {"x"}},
-                                                                  {{"9*9=", "the quick brown fox"}}};
-  const std::vector<int64_t> G{1, 2};
-  std::vector<std::vector<rollout::RolloutBatch>> want(2), got(2);
-  for (int r = 0; r < 2; ++r)
-    for (size_t c = 0; c < calls[r].size(); ++c) {
-      std::vector<std::vector<int64_t>> prompts;
-      for (const auto& s : calls[r][c]) prompts.push_back(tok->encode_prompt(s));
-      rollout::Sampler s(whole, *tok, greedy);
-      want[r].push_back(s.generate(prompts, G[r], {5, 0}));
-    }
-  std::vector<parallel::RolloutExperts::Stats> stats(2);
-  const auto errors = test::run_ranks(2, [&](parallel::Comm& world, int rank) {
-    auto policy = test::load_tiny("qwen3_moe_tiny.pt");
-    const auto groups = parallel::open_expert_groups(world, 2);
-    parallel::ExpertShards shards(policy, *groups.group);
-    parallel::RolloutExperts runner(policy, *groups.group);
-    policy.set_expert_runner(&runner);
-    rollout::Sampler s(policy, *tok, greedy);
-    for (const auto& call : calls[rank]) {
-      std::vector<std::vector<int64_t>> prompts;
-      for (const auto& p : call) prompts.push_back(tok->encode_prompt(p));
-      got[rank].push_back(s.generate(prompts, G[rank], {5, 0}));
-    }
-    model::finish_expert_passes(policy);
-    stats[rank] = runner.stats();
-    policy.set_expert_runner(nullptr);
-    for (const auto& p : shards.remote())
-      if (p.numel() != 0) throw std::runtime_error("a rank holds experts it does not keep");
-    if (shards.whole()) throw std::runtime_error("the experts were gathered");
-  });
-  for (int r = 0; r < 2; ++r) {
-    INFO("rank " << r);
-    REQUIRE(errors[r] == "");
-    REQUIRE(got[r].size() == want[r].size());
-    CHECK(stats[r].passes > 0);
-    for (size_t c = 0; c < want[r].size(); ++c) {
-      REQUIRE(got[r][c].num_rows() == want[r][c].num_rows());
-      for (int64_t row = 0; row < want[r][c].num_rows(); ++row) {
-        INFO("call " << c << ", row " << row);
-        CHECK(got[r][c].response_ids[row] == want[r][c].response_ids[row]);
+  const rollout::SamplingParams greedy{0.0, 1.0, 0, 24, {}};
+  const std::vector<std::string> texts{"12+7=", "abc", "Hello, world", "x", "9*9=", "the quick brown fox", "zz", "42"};
+  for (int W : {2, 4}) {
+    INFO("W = " << W);
+    // rank r: even ranks two sampler calls (3 prompts, then 1), odd ranks one of 3 prompts x G 2 in a pool of 2 slots
+    // (continuous batching under rollout.kv_cache_mb: rows wait and take finished rows' slots; more passes than the
+    // even ranks, which wait for them in finish())
+    std::vector<std::vector<std::vector<std::vector<int64_t>>>> calls(W);
+    std::vector<rollout::SamplingParams> params(W, greedy);
+    for (int r = 0; r < W; ++r) {
+      auto prompt = [&](int i) { return tok->encode_prompt(texts[(r + i) % texts.size()]); };
+      if (r % 2 == 0) {
+        calls[r] = {{prompt(0), prompt(1), prompt(2)}, {prompt(3)}};
+      } else {
+        calls[r] = {{prompt(0), prompt(5), prompt(6)}};
+        int64_t P = 0;
+        for (const auto& p : calls[r][0]) P = std::max<int64_t>(P, p.size());
+        params[r].kv_cache_bytes = 2 * whole.init_cache(1, P + greedy.max_new_tokens).nbytes();
       }
-      if (got[r][c].behaviour_logprobs.sizes() == want[r][c].behaviour_logprobs.sizes())
-        CHECK(max_diff(got[r][c].behaviour_logprobs, want[r][c].behaviour_logprobs) < 1e-5);
-      else
-        FAIL("the log-prob tensors differ in shape");
     }
+    auto G = [](int r) { return r % 2 == 0 ? int64_t{1} : int64_t{2}; };
+    std::vector<std::vector<rollout::RolloutBatch>> want(W), got(W);
+    for (int r = 0; r < W; ++r)
+      for (const auto& prompts : calls[r]) {
+        rollout::Sampler s(whole, *tok, greedy);  // one process, no budget
+        want[r].push_back(s.generate(prompts, G(r), {5, 0}));
+      }
+    std::vector<parallel::RolloutExperts::Stats> stats(W);
+    std::vector<int64_t> slots(W);
+    const auto errors = test::run_ranks(W, [&](parallel::Comm& world, int rank) {
+      auto policy = test::load_tiny("qwen3_moe_tiny.pt");
+      const auto groups = parallel::open_expert_groups(world, W);
+      parallel::ExpertShards shards(policy, *groups.group);
+      parallel::RolloutExperts runner(policy, *groups.group);
+      policy.set_expert_runner(&runner);
+      rollout::Sampler s(policy, *tok, params[rank]);
+      for (const auto& prompts : calls[rank]) {
+        got[rank].push_back(s.generate(prompts, G(rank), {5, 0}));
+        slots[rank] = std::max(slots[rank], s.last_stats().slots);
+      }
+      model::finish_expert_passes(policy);
+      stats[rank] = runner.stats();
+      policy.set_expert_runner(nullptr);
+      for (const auto& p : shards.remote())
+        if (p.numel() != 0) throw std::runtime_error("a rank holds experts it does not keep");
+      if (shards.whole()) throw std::runtime_error("the experts were gathered");
+    });
+    int64_t idle = 0;
+    for (int r = 0; r < W; ++r) {
+      INFO("rank " << r);
+      REQUIRE(errors[r] == "");
+      REQUIRE(got[r].size() == want[r].size());
+      CHECK(stats[r].passes > 0);
+      idle += stats[r].idle_passes;
+      if (r % 2 == 1) CHECK(slots[r] == 2);  // 6 rows through 2 slots
+      for (size_t c = 0; c < want[r].size(); ++c) {
+        REQUIRE(got[r][c].num_rows() == want[r][c].num_rows());
+        for (int64_t row = 0; row < want[r][c].num_rows(); ++row) {
+          INFO("call " << c << ", row " << row);
+          CHECK(got[r][c].response_ids[row] == want[r][c].response_ids[row]);
+        }
+        REQUIRE(got[r][c].behaviour_logprobs.sizes() == want[r][c].behaviour_logprobs.sizes());
+        CHECK(max_diff(got[r][c].behaviour_logprobs, want[r][c].behaviour_logprobs) < 1e-5);
+      }
+    }
+    CHECK(idle > 0);  // some rank waited for another's passes
   }
-  CHECK(stats[0].idle_passes + stats[1].idle_passes > 0);  // one rank waited for the other's passes
 }

@@ -207,6 +207,7 @@ void StepRunner::measure_routing(const std::vector<MiniBatch>& plan, int64_t P, 
 StepMetrics StepRunner::run(Progress& progress) {
   const auto t_step = Clock::now();
   p_.comm.take_counters();  // the step's collectives only: not the checkpoint or stop agreement between steps
+  if (p_.experts) p_.experts->take_counters();
   const auto& c = p_.cfg;
   const int64_t first_row = p_.comm.rank() * prompts_per_rank(c, p_.comm.world_size()) * c.rollout.group_size;
 
@@ -291,7 +292,13 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
   if (!p_.experts) record_expert_load(p_.policy, m);  // (expert parallelism: measured in update(), from the exchange)
   reduce_across_ranks(m, p_.comm);
-  const auto counters = p_.comm.take_counters();
+  auto counters = p_.comm.take_counters();
+  if (p_.experts) {  // the exchanges of every MoE layer, in training and in the rollout
+    const auto group = p_.experts->take_counters();
+    counters.seconds += group.seconds;
+    counters.bytes += group.bytes;
+    counters.calls += group.calls;
+  }
   m.time_comm_s = counters.seconds;
   m.comm_mb = counters.bytes / kMiB;
   m.comm_calls = counters.calls;
