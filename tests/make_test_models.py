@@ -99,6 +99,30 @@ class SlotApiOne(gspo_model.CausalLM):
         return 1
 
 
+class EpApiOne(gspo_model.CausalLM):
+    """An MoE export from before the slot passes one layer at a time: ep_api 1 (trains with expert parallelism, cannot
+    sample with its experts on other ranks)."""
+
+    @torch.jit.export
+    def ep_api(self) -> int:
+        return 1
+
+
+class BadFeedForward(gspo_model.CausalLM):
+    """feed_forward drops the MoE layers' experts (returns zeros): the slot passes one layer at a time disagree with
+    the whole slot methods."""
+
+    @torch.jit.export
+    def feed_forward(self, index: int, n: Tensor) -> Tensor:
+        out = n
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out = block.mlp(n) * 0 if block.mlp.last_load.numel() > 0 else block.mlp(n)
+            i += 1
+        return out
+
+
 class BadAppend(gspo_model.CausalLM):
     """append_slots returns the right logits but writes nothing into the cache: the next decode attends to noise."""
 
@@ -315,6 +339,8 @@ def main() -> None:
     gspo_model.save_scripted(SlotApiOne(cfg), cfg, tok, "float32", f"{out}/slot_api1.pt")
     moe_cfg = dict(cfg, moe_layers=[0], num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16)
     gspo_model.save_scripted(BadRoutes(moe_cfg), moe_cfg, tok, "float32", f"{out}/broken_routes.pt")
+    gspo_model.save_scripted(EpApiOne(moe_cfg), moe_cfg, tok, "float32", f"{out}/ep_api1.pt")
+    gspo_model.save_scripted(BadFeedForward(moe_cfg), moe_cfg, tok, "float32", f"{out}/broken_feed_forward.pt")
     # tiny.pt's weights behind the required methods alone (no per-layer methods): the forward path of training.
     tiny = gspo_model.CausalLM(make_tiny_model.tiny_config(argparse.Namespace(
         hidden=64, heads=4, kv_heads=2, layers=2, intermediate=0, max_seq_len=256, tie=False, qkv_bias=False,

@@ -3,9 +3,12 @@
 # exported qwen3_moe_tiny (3 layers, MoE layers 0 and 2 with 4 experts, top-2): every layout trains as one process
 # does with ZeRO-1 (metrics and final weights, compare_runs.py's tolerances): 2 ranks E = 2, 4 ranks E = 4, 4 ranks
 # E = 2 (two replicas of each expert), with Routing Replay and the routing-change metric on 2 ranks E = 2, and a run
-# saved at E = 2 on 2 ranks resumed at E = 4 on 4 (the experts re-cut). A rank keeps only its experts (model state per
-# rank below one process's), the 4 ranks load the model in turns. Layouts that cannot work are config errors naming the
-# key and the numbers.
+# saved at E = 2 on 2 ranks resumed at E = 4 on 4 (the experts re-cut). The rollout, validation and the held-out
+# evaluation exchange each MoE layer's rows with the group (no rank gathers the experts): the sample-derived metrics
+# are compared with the rest, validation and partial rollouts at E = 2 against 2 ranks without expert parallelism, and
+# every sampling phase must end with its group agreeing. A rank keeps only its experts (model state per rank below one
+# process's), the 4 ranks load the model in turns. Layouts that cannot work are config errors naming the key and the
+# numbers (an export before ep_api 2 among them).
 # usage: test_expert_parallel.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
 set -u
 GSPO="$1"; MODELS="$2"; SRC="$3"; PY="${4:-/usr/bin/python3}"
@@ -135,8 +138,15 @@ refuse experts3 3 "layer 0 has 4 experts, which 3 ranks cannot share evenly" "${
 refuse dense 2 "is dense (no MoE layer)" --set "model.path=$MODELS/tiny_qwen3.pt" --set distributed.zero_stage=1 $(EP 2)
 refuse stage0 2 "distributed.expert_parallel 2 needs distributed.zero_stage 1 (got 0)" "${MOE[@]}" \
   --set distributed.zero_stage=0 $(EP 2)
+refuse epapi1 2 "cannot sample with its experts shared" --set "model.path=$MODELS/ep_api1.pt" \
+  --set distributed.zero_stage=1 $(EP 2)
 refuse bf16copy 2 "rollout.dtype bfloat16 with distributed.expert_parallel 2: the bf16 sampling copy would hold every" \
   "${MOE[@]}" --set rollout.dtype=bfloat16 $(EP 2)
+
+# Every sampling phase of every run ended with its group agreeing (parallel/expert_rollout.h logs when one did not)
+if grep -l "are out of step" "$TMP"/*.log >/dev/null 2>&1; then
+  bad "a sampling phase ended without the group's agreement: $(grep -l "are out of step" "$TMP"/*.log | head -3)"
+else ok "every sampling phase ended with its expert group's agreement ($(ls "$TMP"/*.log | wc -l) logs)"; fi
 
 echo "expert parallel: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

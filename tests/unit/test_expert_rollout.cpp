@@ -20,6 +20,8 @@
 #include "gspo/parallel/expert_shards.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
+#include "contract_helpers.h"
+#include "gspo/core/error.h"
 #include "helpers.h"
 #include "two_ranks.h"
 
@@ -192,4 +194,30 @@ TEST_CASE("expert rollout: greedy samples with the experts on 2 and 4 ranks equa
     }
     CHECK(idle > 0);  // some rank waited for another's passes
   }
+}
+
+namespace {
+struct NoExperts final : model::ExpertRunner {
+  void begin_pass(int64_t) override {}
+  at::Tensor feed_forward(int64_t, const at::Tensor& n) override { return n; }
+  void finish() override {}
+};
+}  // namespace
+
+TEST_CASE("expert rollout: the contract check runs the slot passes one layer at a time; older exports cannot sample "
+          "with shared experts", "[ep][model]") {
+  // feed_forward that drops the experts: the whole slot methods are right, the passes one layer at a time are not
+  test::check_contract_rejects("broken_feed_forward.pt", "run one layer at a time");
+  NoExperts none;
+  auto old = test::load_tiny("ep_api1.pt");  // an MoE export of ep_api 1: trains with expert parallelism
+  CHECK(old.has_expert_parallel());
+  CHECK_FALSE(old.has_expert_slots());
+  CHECK_THROWS_AS(old.set_expert_runner(&none), ModelContractError);
+  CHECK_THROWS_AS(test::load_tiny("tiny_without_layers.pt").set_expert_runner(&none), ModelContractError);
+  auto tiny = test::load_tiny("qwen3_moe_tiny.pt");
+  REQUIRE(tiny.has_expert_slots());
+  tiny.set_expert_runner(&none);
+  CHECK(tiny.expert_runner() == &none);
+  tiny.set_expert_runner(nullptr);
+  CHECK(tiny.expert_runner() == nullptr);
 }

@@ -176,8 +176,13 @@ void check_expert_slots(Policy& policy, const at::Tensor& ids, const at::Tensor&
     Policy& p;
     ~Unset() { p.set_expert_runner(nullptr); }
   } unset{policy};
-  check_slots(policy, ids, full, pad, low_precision);
-  check_append(policy, ids, full, pad, low_precision);
+  try {
+    check_slots(policy, ids, full, pad, low_precision);
+    check_append(policy, ids, full, pad, low_precision);
+  } catch (const ModelContractError& e) {
+    throw ModelContractError(std::string(e.what()) + ", run one layer at a time (ep_api 2: the *_context methods, "
+                             "slot_attention, feed_forward, slot_logits)");
+  }
   if (!policy.moe_layers().empty() && own.calls == 0)
     throw ModelContractError(policy.path() + ": the slot passes one layer at a time ran no MoE layer through the "
                              "runner, though moe_layers() names some");

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gspo/core/log.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 
@@ -39,6 +40,12 @@ RolloutExperts::RolloutExperts(model::Policy& policy, Comm& group, int64_t chunk
   }
 }
 
+RolloutExperts::~RolloutExperts() {
+  if (open_ > 0)
+    log::error("expert parallelism: {} sampling passes ran since the group last agreed its sampling was over "
+               "(finish_expert_passes was not called): the group's other ranks are out of step", open_);
+}
+
 bool RolloutExperts::agree(int64_t tokens) {
   auto mine = torch::tensor({tokens}, torch::TensorOptions().dtype(torch::kLong)).to(device_);
   const auto all = group_.all_gather(mine).cpu();
@@ -60,6 +67,7 @@ void RolloutExperts::begin_pass(int64_t tokens) {
   agree(tokens);
   tokens_ = tokens;
   ++stats_.passes;
+  ++open_;
   stats_.rows += tokens;
 }
 
@@ -136,6 +144,7 @@ void RolloutExperts::finish() {
     for (const auto& l : layers_) feed_forward(l.index, none);
   }
   tokens_ = 0;
+  open_ = 0;
 }
 
 }  // namespace gspo::parallel

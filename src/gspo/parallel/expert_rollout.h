@@ -35,6 +35,8 @@ class RolloutExperts final : public model::ExpertRunner {
   // this object. std::invalid_argument when a layer's experts do not split over the group.
   static constexpr int64_t kDefaultGatherRows = 65536;  // W x chunk_rows at most, unless chunk_rows is given
   RolloutExperts(model::Policy& policy, Comm& group, int64_t chunk_rows = 0);
+  // Logs an error when passes ran since the last finish(): the group's other ranks wait for this one in vain.
+  ~RolloutExperts() override;
 
   void begin_pass(int64_t tokens) override;
   at::Tensor feed_forward(int64_t index, const at::Tensor& n) override;
@@ -68,6 +70,7 @@ class RolloutExperts final : public model::ExpertRunner {
   c10::Device device_;
   std::vector<int64_t> counts_;  // the pass's rows per rank (0 for finished ranks)
   int64_t tokens_ = 0, most_ = 0;
+  int64_t open_ = 0;  // passes since the last finish()
   Stats stats_;
 };
 
