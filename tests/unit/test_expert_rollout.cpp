@@ -204,7 +204,7 @@ struct NoExperts final : model::ExpertRunner {
 };
 }  // namespace
 
-TEST_CASE("expert rollout: the contract check runs the slot passes one layer at a time; older exports cannot sample "
+TEST_CASE("expert rollout: the contract check runs the slot passes one layer at a time, and older exports cannot sample "
           "with shared experts", "[ep][model]") {
   // feed_forward that drops the experts: the whole slot methods are right, the passes one layer at a time are not
   test::check_contract_rejects("broken_feed_forward.pt", "run one layer at a time");
