@@ -101,8 +101,12 @@ assert e4 < e2 < one, (one, e2, e4)
 # the expert load, measured from the exchange: per MoE layer, between balanced (1) and one expert taking all (4)
 loads = [last(r)["moe_load_imbalance"] for r in ("z1", "e2", "e4", "e22")]
 assert all(len(l) == 2 and all(1 <= v <= 4 for v in l) for l in loads), loads
+# the rollout's passes through the group's exchange, and the share a rank only served, under expert parallelism only
+assert "ep_rollout_passes" not in last("z1"), "ep_rollout_passes written without expert parallelism"
+passes = [(last(r)["ep_rollout_passes"], last(r)["ep_rollout_idle_frac"]) for r in ("e2", "e4", "e22")]
+assert all(p > 0 and 0 <= f < 1 for p, f in passes), passes
 print(f"model state MB a rank: 1 process {one:.3f}, E = 2 {e2:.3f}, E = 4 {e4:.3f}; expert load imbalance "
-      f"{loads[0]} (1 process), {loads[1]} (E = 2)")
+      f"{loads[0]} (1 process), {loads[1]} (E = 2); rollout passes, idle share (E = 2, 4, 2x2): {passes}")
 PY
 )"; then ok "$out"; else bad "model state per rank: $out"; fi
 fi

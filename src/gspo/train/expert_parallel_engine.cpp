@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <utility>
 
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
@@ -79,10 +80,15 @@ class ExpertParallelEngine : public UpdateEngine {
   // rank's experts are the other ranks' tokens' and must be kept (ZeRO-3's engine discards an idle pass's gradients).
   void set_idle(bool) override {}
   bool lockstep() const override { return true; }  // every pass exchanges tokens within the group
+  RolloutPasses take_rollout_passes() override { return std::exchange(passes_, {}); }
   // Sampling scopes: the policy samples with its slot methods one layer at a time, each MoE layer's experts run by
   // the group (parallel/expert_rollout.h); no rank gathers the experts it does not keep.
   void hold_whole(bool on) override {
     policy_.set_expert_runner(nullptr);
+    if (rollout_) {
+      passes_.own += rollout_->stats().passes;
+      passes_.served += rollout_->stats().idle_passes;
+    }
     rollout_.reset();
     if (!on) return;
     rollout_ = std::make_unique<parallel::RolloutExperts>(policy_, shards_.group());
@@ -213,6 +219,7 @@ class ExpertParallelEngine : public UpdateEngine {
   int64_t per_ = 1;                     // experts of a layer this rank keeps
   std::unique_ptr<parallel::ShardedAdamW> dense_, experts_;
   std::unique_ptr<parallel::RolloutExperts> rollout_;  // the policy's expert runner while a sampling scope holds
+  RolloutPasses passes_;                                // of the scopes since take_rollout_passes()
   std::vector<at::Tensor> dense_state_, remote_;
   std::string staging_;
   int64_t files_ = 0;

@@ -50,6 +50,7 @@ const char* name_of(Shown s) {
     case Shown::kAsync: return "distributed.rollout_ranks > 0";
     case Shown::kStale: return "rollout_ranks > 0 or partial_rollout";
     case Shown::kPartial: return "async.partial_rollout";
+    case Shown::kExperts: return "distributed.expert_parallel > 1";
   }
   return "?";
 }
@@ -71,6 +72,7 @@ bool StepMetrics::shown(Shown s) const {
     case Shown::kAsync: return async_on;
     case Shown::kStale: return async_on || partial_on;
     case Shown::kPartial: return partial_on;
+    case Shown::kExperts: return experts_on;
   }
   return false;
 }

@@ -51,6 +51,7 @@ enum class Shown {
   kAsync,      // distributed.rollout_ranks > 0 (asynchronous training)
   kStale,      // rollout ranks or async.partial_rollout: rows may be sampled by older weights
   kPartial,    // async.partial_rollout
+  kExperts,    // distributed.expert_parallel > 1
 };
 
 const char* name_of(Reduce r);
@@ -95,7 +96,7 @@ struct StepMetrics {
   // Which optional rows are written.
   bool kl_on = false, on_cuda = false, multi_rank = false, mismatch_on = false, dynamic_on = false,
        overlong_on = false, policy_mask_on = false, routing_on = false, zero3_on = false,
-       tools_on = false, async_on = false, partial_on = false;
+       tools_on = false, async_on = false, partial_on = false, experts_on = false;
   bool shown(Shown s) const;
 
   int64_t step = 0, epoch = 0;
@@ -146,6 +147,8 @@ struct StepMetrics {
   double optimizer_state_mb_per_rank = 0;
   double model_state_mb_per_rank = 0;  // weights + gradients + masters + moments held for training
   int64_t zero3_gathers = 0;           // ZeRO-3 decoder-layer gathers this step (rank 0)
+  double ep_rollout_passes = 0;        // expert parallelism: sampling passes a rank ran with rows of its own (most)
+  double ep_rollout_idle_frac = 0;     // of the passes a rank took part in, those it only served (largest)
   double zero3_prefetch_frac = 0;      // of them, the share a prefetch had started before the layer was needed
   std::vector<double> moe_load_imbalance;  // per MoE layer; empty for dense models
   double moe_load_imbalance_max = 0;
@@ -342,6 +345,12 @@ struct StepMetrics {
     v("zero3_prefetch_frac", zero3_prefetch_frac, Reduce::kLocal, Match::kNone, Shown::kZero3,
       "share of zero3_gathers already started (or the layer kept) before the layer was needed "
       "(distributed.zero3_overlap); the rest waited for their all-gather");
+    v("ep_rollout_passes", ep_rollout_passes, Reduce::kMax, Match::kNone, Shown::kExperts,
+      "the rollout's sampling passes (prefill, decode and append calls) this step of the rank that ran the most with "
+      "rows of its own; each runs every MoE layer's exchange with the expert group");
+    v("ep_rollout_idle_frac", ep_rollout_idle_frac, Reduce::kMax, Match::kNone, Shown::kExperts,
+      "of the passes a rank took part in this step's rollout, the share it only served, its own sampling over while "
+      "its group's was not (the largest over the ranks: how unevenly the ranks' rollouts ended)");
     v("moe_load_imbalance", moe_load_imbalance, Reduce::kLocal, Match::kNone, Shown::kMoe,
       "per MoE layer: the largest expert's share of routing slots times the number of experts in the last "
       "training forward (1 = balanced; padding tokens included; with distributed.expert_parallel, the experts the "

@@ -214,10 +214,17 @@ StepMetrics StepRunner::run(Progress& progress) {
   StepMetrics m;
   const auto device = p_.policy.device();
   PhasePeak rollout_peak(device);
+  p_.engine.take_rollout_passes();  // (validation's, between steps, are not this step's)
   auto scored = [&] {
     const WholeWeights whole(p_.engine, p_.source.samples_here());  // ZeRO-3: the rollout's whole copy of the weights
     return sample_and_score(progress, m);
   }();
+  if (p_.experts) {
+    const auto passes = p_.engine.take_rollout_passes();
+    m.ep_rollout_passes = static_cast<double>(passes.own);
+    const int64_t all = passes.own + passes.served;
+    m.ep_rollout_idle_frac = all > 0 ? static_cast<double>(passes.served) / static_cast<double>(all) : 0.0;
+  }
   m.peak_mb_rollout = rollout_peak.mb();
   const auto& batch = scored.batch;
   m.reward.rows = scored.rewards;
@@ -288,6 +295,7 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.tools_on = !p_.cfg.tools.list.empty();
   m.async_on = p_.cfg.distributed.rollout_ranks > 0;
   m.partial_on = p_.cfg.async.partial_rollout;
+  m.experts_on = p_.experts != nullptr;
   m.zero3_gathers = gathers.gathers;
   m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
   if (!p_.experts) record_expert_load(p_.policy, m);  // (expert parallelism: measured in update(), from the exchange)

@@ -60,6 +60,12 @@ class UpdateEngine {
   virtual void set_idle(bool idle) { (void)idle; }
   // ZeRO-3: decoder-layer gathers since the last call, and how many of them a prefetch had started; else zeros.
   virtual model::GateStats take_gather_counts() { return {}; }
+  // Expert parallelism: the sampling passes since the last call this rank ran with rows of its own, and those it
+  // only served (its sampling over, its group's not); else zeros.
+  struct RolloutPasses {
+    int64_t own = 0, served = 0;
+  };
+  virtual RolloutPasses take_rollout_passes() { return {}; }
 
   // Runs `f` while the policy holds the float32 weights the optimizer updates (bf16 training: the masters, so a
   // checkpoint resumes exactly; float32: the policy as it is).
