@@ -59,6 +59,17 @@ bool RolloutExperts::agree(int64_t tokens) {
     counts_[q] = v[q];
     most_ = std::max(most_, v[q]);
   }
+  // Per chunk, the gathered rows that are real (the rest is padding, routed but never run): the same for every MoE
+  // layer of the pass, so built once here.
+  real_.clear();
+  for (int64_t c = 0; c * chunk_ < most_; ++c) {
+    const int64_t size = std::min(chunk_, most_ - c * chunk_);
+    std::vector<int64_t> rows;
+    for (int64_t q = 0; q < group_.world_size(); ++q)
+      for (int64_t r = 0, k = std::clamp<int64_t>(counts_[q] - c * chunk_, 0, size); r < k; ++r)
+        rows.push_back(q * size + r);
+    real_.push_back(torch::tensor(rows, torch::TensorOptions().dtype(torch::kLong)).to(device_));
+  }
   return any;
 }
 
@@ -94,15 +105,9 @@ at::Tensor RolloutExperts::exchange(const Layer& l, const at::Tensor& mine, int6
   torch::NoGradGuard no_grad;
   const int64_t W = group_.world_size(), size = mine.size(0);
   const auto all = group_.all_gather(mine);  // [W * size, H], rank q's rows at [q size, (q + 1) size)
-  // The real rows of each rank's share of this chunk (the rest is padding, routed but never run).
-  std::vector<int64_t> real;
-  for (int64_t q = 0; q < W; ++q) {
-    const int64_t k = std::clamp<int64_t>(counts_[q] - chunk * chunk_, 0, size);
-    for (int64_t r = 0; r < k; ++r) real.push_back(q * size + r);
-  }
+  const auto& rows = real_[static_cast<size_t>(chunk)];
   auto sums = torch::zeros({W * size, hidden_}, mine.options().dtype(torch::kFloat));
-  if (!real.empty()) {
-    const auto rows = torch::tensor(real, torch::TensorOptions().dtype(torch::kLong)).to(device_);
+  if (rows.numel() > 0) {
     const auto x = all.index_select(0, rows);
     const auto probs = torch::softmax(torch::matmul(x.to(torch::kFloat), l.router.to(torch::kFloat).t()), -1);
     auto [weights, experts] = probs.topk(l.top_k, -1);

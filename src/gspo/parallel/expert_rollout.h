@@ -69,6 +69,7 @@ class RolloutExperts final : public model::ExpertRunner {
   c10::ScalarType dtype_;
   c10::Device device_;
   std::vector<int64_t> counts_;  // the pass's rows per rank (0 for finished ranks)
+  std::vector<at::Tensor> real_;  // per chunk of the pass: the gathered rows that are real (on the device)
   int64_t tokens_ = 0, most_ = 0;
   int64_t open_ = 0;  // passes since the last finish()
   Stats stats_;

@@ -6,7 +6,7 @@
 //
 // A ParamGate of the policy: whole() only while hold_whole(true) has gathered every expert (the whole-model methods
 // refuse otherwise); layers run one by one never need the freed experts (parallel/expert_layer.h runs an MoE layer's
-// experts where they are kept).
+// experts where they are kept in training, parallel/expert_rollout.h in sampling, so no training path gathers them).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -70,7 +70,8 @@ class ExpertShards : public model::ParamGate {
   // The freed parameters take `values` (remote() order), or give their values back (empty tensors again).
   void set_remote(const std::vector<at::Tensor>& values);
   void free_remote();
-  // Collective: every expert gathered from the policy's own weights (on), or freed again (off).
+  // Collective: every expert gathered from the policy's own weights (on), or freed again (off). The trainer no longer
+  // calls it (its sampling runs through RolloutExperts); what a one-off whole-model pass of a sharded policy would use.
   void hold_whole(bool on);
 
   // ParamGate: nothing to fetch per layer; whole only while hold_whole(true).
