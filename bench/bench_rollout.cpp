@@ -3,7 +3,12 @@
 // each peak is its own. Same prompts and noise key in every cell, so every schedule samples the same responses (up
 // to near-ties) and the cells compare like with like.
 // Usage: bench_rollout MODEL.pt --rows N [--group 8] [--prompt 16] [--max-new 2048] [--budget-mb M] [--static]
-//        [--seed 1]   (--budget-mb 0 = no budget: every row at once; --static = static batches under the budget)
+//        [--seed 1] [--device cpu|cuda] [--dtype same|bfloat16] [--cuda-graphs] [--kv-fraction F] [--fixed]
+//   --budget-mb 0 = no budget: every row at once; --static = static batches under the budget; --kv-fraction = the
+//   budget as that share of free device memory (rollout.kv_cache_fraction, CUDA); --fixed = every response exactly
+//   --max-new tokens (rollout.min_new_tokens = max_new_tokens: EOS never drawn), so a reference such as transformers'
+//   generate with min_new_tokens = max_new_tokens samples as many tokens. On CUDA "rollout_mb" is the caching
+//   allocator's peak over the rollout less what it held before, and peak_gpu_mb its peak since the start.
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -12,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gspo/core/device.h"
 #include "gspo/core/huge_pages.h"
 #include "gspo/core/resources.h"
 #include "gspo/model/policy.h"
@@ -32,7 +38,9 @@ int64_t vm_rss_bytes() {
 int run(int argc, char** argv) {
   std::string path;
   int64_t rows = 64, group = 8, prompt = 16, max_new = 2048, budget_mb = 0, seed = 1;
-  bool static_batches = false;
+  bool static_batches = false, graphs = false, fixed = false;
+  double kv_fraction = 0;
+  std::string device_spec = "cpu", dtype = "same";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return std::stoll(argv[++i]); };
@@ -43,47 +51,64 @@ int run(int argc, char** argv) {
     else if (a == "--budget-mb" && i + 1 < argc) budget_mb = next();
     else if (a == "--seed" && i + 1 < argc) seed = next();
     else if (a == "--static") static_batches = true;
+    else if (a == "--cuda-graphs") graphs = true;
+    else if (a == "--fixed") fixed = true;
+    else if (a == "--kv-fraction" && i + 1 < argc) kv_fraction = std::stod(argv[++i]);
+    else if (a == "--device" && i + 1 < argc) device_spec = argv[++i];
+    else if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
     else path = a;
   }
-  if (path.empty() || rows % group != 0) {
+  if (path.empty() || rows % group != 0 || (dtype != "same" && dtype != "bfloat16")) {
     std::fprintf(stderr, "usage: %s MODEL.pt --rows N [--group G (divides N)] [--prompt 16] [--max-new 2048] "
-                 "[--budget-mb M] [--static] [--seed 1]\n", argv[0]);
+                 "[--budget-mb M] [--static] [--seed 1] [--device cpu|cuda] [--dtype same|bfloat16] "
+                 "[--cuda-graphs] [--kv-fraction F] [--fixed]\n", argv[0]);
     return 2;
   }
-  auto policy = model::Policy::load(path);
+  const c10::Device device = core::resolve_device(device_spec, "--device");
+  auto policy = model::Policy::load(path, device);
+  if (dtype == "bfloat16") policy.set_param_dtype(torch::kBFloat16);
   auto tok = tokenizer::from_spec(policy.tokenizer_json(), path);
   rollout::SamplingParams p{1.0, 1.0, 0, max_new, {}};
   p.kv_cache_bytes = budget_mb << 20;
+  p.kv_cache_fraction = kv_fraction;
   p.continuous = !static_batches;
+  p.cuda_graphs = graphs;
+  if (fixed) p.min_new_tokens = max_new;
   rollout::Sampler sampler(policy, *tok, p);
   std::vector<std::vector<int64_t>> prompts(rows / group);
   for (size_t b = 0; b < prompts.size(); ++b) {
-    prompts[b].push_back(tok->bos_id());
-    for (int64_t t = 1; t < prompt; ++t) prompts[b].push_back(static_cast<int64_t>('a' + (b * 7 + t * 3) % 26));
+    if (tok->bos_id() >= 0) prompts[b].push_back(tok->bos_id());  // Qwen3's tokenizer has none
+    for (int64_t t = static_cast<int64_t>(prompts[b].size()); t < prompt; ++t) prompts[b].push_back(static_cast<int64_t>('a' + (b * 7 + t * 3) % 26));
   }
   {  // warm-up: the interpreter's specialised graphs and the BLAS buffers a decode step needs, whatever the schedule
     rollout::SamplingParams w = p;
     w.max_new_tokens = 8;
+    w.min_new_tokens = std::min<int64_t>(w.min_new_tokens, 8);
     rollout::Sampler warm(policy, *tok, w);
     warm.generate({prompts[0]}, group, {static_cast<uint64_t>(seed) + 1, 0});
   }
-  core::reset_phase_peaks(c10::kCPU);
-  const int64_t base = vm_rss_bytes();
+  const bool cuda = device.is_cuda();
+  if (cuda) torch::cuda::synchronize();
+  core::reset_phase_peaks(device);
+  const int64_t base = cuda ? core::phase_peak_bytes(device) : vm_rss_bytes();  // CUDA: allocated now
   auto batch = sampler.generate(prompts, group, {static_cast<uint64_t>(seed), 0});
   const auto& st = sampler.last_stats();
-  const int64_t peak = core::phase_peak_bytes(c10::kCPU);
+  const int64_t peak = core::phase_peak_bytes(device);
   int64_t longest = 0;
   for (auto l : batch.response_lengths) longest = std::max(longest, l);
   const double tokens = static_cast<double>(batch.generated_tokens());
   std::ostringstream os;
   os << "{\"rows\": " << rows << ", \"budget_mb\": " << budget_mb << ", \"mode\": \""
-     << (budget_mb == 0 ? "all rows" : static_batches ? "static" : "continuous") << "\", \"slots\": " << st.slots
+     << (budget_mb == 0 && kv_fraction == 0 ? "all rows" : static_batches ? "static" : "continuous") << "\", \"slots\": " << st.slots
      << ", \"kv_mb\": " << st.kv_bytes / 1048576.0 << ", \"base_rss_mb\": " << base / 1048576.0
      << ", \"peak_rss_mb\": " << core::peak_rss_bytes() / 1048576.0 << ", \"rollout_mb\": " << (peak - base) / 1048576.0
      << ", \"seconds\": " << st.seconds << ", \"tokens\": " << tokens << ", \"tokens_per_s\": " << tokens / st.seconds
      << ", \"mean_len\": " << tokens / rows << ", \"max_len\": " << longest << ", \"slot_util\": " << st.slot_util()
      << ", \"prefill_tokens\": " << st.prefill_tokens << ", \"decode_steps\": " << st.decode_steps
-     << ", \"threads\": " << at::get_num_threads() << "}";
+     << ", \"threads\": " << at::get_num_threads() << ", \"device\": \"" << device.str() << "\", \"dtype\": \""
+     << dtype << "\", \"cuda_graphs\": " << (graphs ? "true" : "false") << ", \"graph_captures\": "
+     << st.graph_captures << ", \"host_syncs\": " << st.host_syncs << ", \"kv_fraction\": " << kv_fraction
+     << ", \"peak_gpu_mb\": " << (cuda ? core::peak_device_bytes(device) / 1048576.0 : 0.0) << "}";
   std::printf("%s\n", os.str().c_str());
   return 0;
 }

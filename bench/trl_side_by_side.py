@@ -8,6 +8,13 @@ Not a test: a benchmark. `bash bench/run_trl_bench.sh` runs every part and print
     trl_side_by_side.py generate --dir D   # transformers model.generate(do_sample) at batch 1 and 64 -> D/hf_generate.json
     trl_side_by_side.py table    --dir D   # the table from every part's output
 
+On a GPU (issue 38 item 4; scripts/gpu_check.sh's trl stage) every subcommand takes `--preset gpu`: the model is an
+existing Hugging Face directory with its own tokenizer (setup --hf-from DIR: the Qwen3-0.6B-shaped random bf16 model
+of bench/gpu_bench.py, real vocabulary), 8 prompts x 8 responses of up to 512 tokens, gspo with model.device cuda,
+model.dtype bfloat16 (float32 master weights) and CUDA-graph decode, TRL with bf16 mixed precision on the same GPU
+(its generation is transformers `generate`, no vLLM: what a TRL user without a vLLM server runs). The sampling-alone
+table (generate, bench_sampling) is the CPU preset's; on a GPU gpu_check.sh's sample stage measures it.
+
 Both sides run the same model (one Hugging Face directory; gspo runs its TorchScript export), the same tokenizer
 (Qwen3's tokenizer.json retrained to a small vocabulary with transformers' train_new_from_iterator: same
 normaliser, pre-tokeniser, byte-level BPE and special tokens, ~14k entries instead of 151k), the same prompts in
@@ -38,12 +45,28 @@ S = dict(
 )
 
 
+# The GPU preset (--preset gpu): what changes from S.
+GPU = dict(prompts_per_step=8, group_size=8, max_new_tokens=512, device="cuda", num_prompts=64, threads=8)
+S.setdefault("device", "cpu")
+
+
+def gpu_preset():
+    return S.get("device", "cpu") != "cpu" or S.get("preset") == "gpu"
+
+
 def gspo_yaml(d, steps):
     """gspo's config: the same settings; advantages as TRL's (sample std, eps 1e-4)."""
+    device = ""
+    if gpu_preset():
+        device = f"""  device: {S['device']}
+  dtype: bfloat16
+"""
+    graphs = "  cuda_graphs: true\n" if S["device"].startswith("cuda") else ""
+    at_end = "  at_end: false\n" if gpu_preset() else ""  # TRL saves nothing either (save_strategy "no")
     return f"""# Written by bench/trl_side_by_side.py setup: the gspo side of the TRL comparison.
 model:
   path: {d}/model.pt
-data:
+{device}data:
   task: jsonl
   path: {d}/prompts.jsonl
   shuffle: false
@@ -54,7 +77,7 @@ rollout:
   temperature: {S['temperature']}
   top_p: 1.0
   seed: 0
-reward:
+{graphs}reward:
   kind: regex
   regex: "[0-9]"
   workers: 1
@@ -83,7 +106,7 @@ train:
 checkpoint:
   every: 0
   keep_last: 1
-"""
+{at_end}"""
 
 
 def make_prompts(n, seed):
@@ -96,11 +119,31 @@ def make_prompts(n, seed):
     return rows
 
 
+def setup_from(a, d, hf):
+    """The GPU preset's setup: an existing Hugging Face directory (its tokenizer inside), the same prompts."""
+    import shutil
+    from transformers import AutoConfig, AutoTokenizer
+    if os.path.exists(hf):
+        shutil.rmtree(hf)
+    shutil.copytree(a.hf_from, hf)
+    tok = AutoTokenizer.from_pretrained(hf)
+    cfg = AutoConfig.from_pretrained(hf)
+    from safetensors.torch import load_file
+    n_params = sum(v.numel() for v in load_file(os.path.join(hf, "model.safetensors")).values())
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts/export_hf.py"), "--hf", hf, "--out",
+                    os.path.join(d, "model.pt"), "--dtype", "bfloat16", "--max-seq-len", str(a.max_seq_len)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return tok, cfg, n_params
+
+
 def cmd_setup(a):
     import torch
     from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
     d = os.path.abspath(a.dir)
     hf = os.path.join(d, "hf")
+    if a.hf_from:
+        tok, cfg, n_params = setup_from(a, d, hf)
+        return finish_setup(a, d, tok, cfg, n_params)
     os.makedirs(hf, exist_ok=True)
     # Tokenizer: Qwen3's, retrained on MATH-500 + GSM8K text to a small vocabulary (the 151k vocabulary would make
     # the embedding alone 58M parameters at hidden 384).
@@ -121,14 +164,19 @@ def cmd_setup(a):
     model = Qwen3ForCausalLM(cfg).float()
     model.save_pretrained(hf)
     n_params = sum(p.numel() for p in model.parameters())
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts/export_hf.py"), "--hf", hf, "--out",
+                    os.path.join(d, "model.pt"), "--max-seq-len", str(S["max_pos"])], check=True)
+    finish_setup(a, d, tok, cfg, n_params)
+
+
+def finish_setup(a, d, tok, cfg, n_params):
+    """Prompts, the check that both sides tokenize them alike, setup.json."""
     rows = make_prompts(S["num_prompts"], S["seed"])
     with open(os.path.join(d, "prompts.jsonl"), "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    subprocess.run([sys.executable, os.path.join(ROOT, "scripts/export_hf.py"), "--hf", hf, "--out",
-                    os.path.join(d, "model.pt"), "--max-seq-len", str(S["max_pos"])], check=True)
     # The same prompt ids on both sides: gspo's tokenizer (embedded in the export) against transformers'.
-    gspo = os.path.join(ROOT, "build/gspo")
+    gspo = a.gspo
     inp = "".join(json.dumps({"text": r["prompt"]}) + "\n" for r in rows)
     out = subprocess.run([gspo, "tokenize", "-t", os.path.join(d, "model.pt")], input=inp, text=True,
                          capture_output=True, check=True).stdout.splitlines()
@@ -137,12 +185,15 @@ def cmd_setup(a):
     if ours != theirs:
         sys.exit("prompt ids differ between gspo and transformers")
     lens = [len(x) for x in theirs]
-    info = dict(settings=S, params=n_params, embedding_params=cfg.vocab_size * S["hidden"], vocab=cfg.vocab_size,
-                eos=eos, pad=pad, prompt_tokens_min=min(lens), prompt_tokens_max=max(lens),
+    shape = dict(hidden=cfg.hidden_size, layers=cfg.num_hidden_layers, heads=cfg.num_attention_heads,
+                 kv_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim, intermediate=cfg.intermediate_size)
+    info = dict(settings=S, shape=shape, params=n_params, embedding_params=cfg.vocab_size * cfg.hidden_size,
+                vocab=cfg.vocab_size, prompt_tokens_min=min(lens), prompt_tokens_max=max(lens),
                 prompt_tokens_mean=sum(lens) / len(lens))
     json.dump(info, open(os.path.join(d, "setup.json"), "w"), indent=1)
     print(f"model: {n_params / 1e6:.2f}M parameters (embedding {cfg.vocab_size}x{S['hidden']}, tied), "
           f"vocab {cfg.vocab_size}; prompts {min(lens)}-{max(lens)} tokens; ids equal on both sides")
+
 
 
 def cmd_write_config(a):
@@ -160,7 +211,8 @@ def cmd_trl(a):
     d = os.path.abspath(a.dir)
     hf = os.path.join(d, "hf")
     tok = AutoTokenizer.from_pretrained(hf)
-    model = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32)  # float32 master weights, as gspo's
+    cuda = S["device"].startswith("cuda")
     rows = [json.loads(x) for x in open(os.path.join(d, "prompts.jsonl"))]
     ds = Dataset.from_list(rows)
 
@@ -170,7 +222,7 @@ def cmd_trl(a):
     rollouts = a.warmup + a.steps
     k = S["num_minibatches"]
     args = GRPOConfig(
-        output_dir=os.path.join(d, "trl_run"), use_cpu=True, bf16=False, fp16=False, seed=S["seed"],
+        output_dir=os.path.join(d, "trl_run"), use_cpu=not cuda, bf16=cuda, fp16=False, seed=S["seed"],
         per_device_train_batch_size=S["prompts_per_step"] * S["group_size"] // k, gradient_accumulation_steps=1,
         steps_per_generation=k, num_iterations=1, num_generations=S["group_size"],
         max_completion_length=S["max_new_tokens"], temperature=S["temperature"], top_p=1.0, top_k=0,
@@ -229,7 +281,8 @@ def cmd_trl(a):
                           prompt_tokens=rec["prompt_tokens"][r]))
     logs = [h for h in trainer.state.log_history if "reward" in h]
     out = dict(steps=steps, warmup=a.warmup, total_s=total, rewards=[h.get("reward") for h in logs],
-               peak_rss_mb_self=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+               peak_rss_mb_self=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               peak_gpu_mb=torch.cuda.max_memory_allocated() / 2**20 if cuda else 0.0)
     name = "trl_steps_profiled.json" if a.profile else "trl_steps.json"  # a profiled run is not a measurement
     json.dump(out, open(os.path.join(d, name), "w"), indent=1)
     for s in steps:
@@ -273,6 +326,8 @@ def cmd_generate(a):
 
 def time_v(path, key):
     """A field of a /usr/bin/time -v log: "Maximum resident set size" (KB -> MB), "Percent of CPU this job got"."""
+    if not os.path.exists(path):  # no /usr/bin/time where it ran
+        return float("nan")
     for line in open(path):
         if key in line:
             v = line.rsplit(":", 1)[1].strip().rstrip("%")
@@ -313,16 +368,24 @@ def cmd_table(a):
     rss, cpu = "Maximum resident set size", "Percent of CPU this job got"
     g["rss"], t["rss"] = time_v(os.path.join(d, "gspo_time.txt"), rss), time_v(os.path.join(d, "trl_time.txt"), rss)
     g["cpu"], t["cpu"] = time_v(os.path.join(d, "gspo_time.txt"), cpu), time_v(os.path.join(d, "trl_time.txt"), cpu)
-    hfg = json.load(open(os.path.join(d, "hf_generate.json")))
+    g["gpu"], t["gpu"] = med([m.get("peak_gpu_mb", 0.0) for m in g_steps]), trl.get("peak_gpu_mb", 0.0)
+    hf_path, samp_path = os.path.join(d, "hf_generate.json"), os.path.join(d, "bench_sampling.txt")
+    hfg = json.load(open(hf_path)) if os.path.exists(hf_path) else {}
     samp = {}
-    for line in open(os.path.join(d, "bench_sampling.txt")):
+    for line in open(samp_path) if os.path.exists(samp_path) else []:
         parts = line.split()
         if len(parts) == 5 and parts[0] == "model.pt":
             samp[parts[1]] = (float(parts[2]), float(parts[3]))
-    p = info["params"]
-    print(f"model: Qwen3-shaped, {p / 1e6:.2f}M parameters ({S['layers']} layers, hidden {S['hidden']}, "
-          f"heads {S['heads']}/{S['kv_heads']} kv, head_dim {S['head_dim']}, MLP {S['intermediate']}, "
-          f"vocab {info['vocab']}, tied embedding); float32, {S['threads']} threads")
+    p, sh = info["params"], info.get("shape", S)
+    if S["device"].startswith("cuda"):
+        where = f"{S['device']}, gspo bf16 with float32 master weights and CUDA-graph decode, TRL bf16 mixed precision"
+    elif gpu_preset():
+        where = f"the GPU preset's dry run on a CPU (gspo bf16, TRL float32), {S['threads']} threads"
+    else:
+        where = f"float32, {S['threads']} threads"
+    print(f"model: Qwen3-shaped, {p / 1e6:.2f}M parameters ({sh['layers']} layers, hidden {sh['hidden']}, "
+          f"heads {sh['heads']}/{sh['kv_heads']} kv, head_dim {sh['head_dim']}, MLP {sh['intermediate']}, "
+          f"vocab {info['vocab']}, tied embedding); {where}")
     print(f"rollout: {S['prompts_per_step']} prompts x {S['group_size']} responses, prompts "
           f"{info['prompt_tokens_min']}-{info['prompt_tokens_max']} tokens, max_new_tokens {S['max_new_tokens']}, "
           f"{S['num_minibatches']} mini-batches; medians of {len(g_steps)} gspo / {len(t_steps)} TRL steps after "
@@ -341,9 +404,14 @@ def cmd_table(a):
             ("step tok/s (prompt + response)", g["step_tps"], t["step_tps"], "{:.0f}"),
             ("peak RSS MB (whole process)", g["rss"], t["rss"], "{:.0f}"),
             ("CPU use of the whole run, % (200 = both cores)", g["cpu"], t["cpu"], "{:.0f}")]
+    if S["device"].startswith("cuda"):
+        rows.append(("peak GPU MB (caching allocator)", g["gpu"], t["gpu"], "{:.0f}"))
     for name, gv, tv, fmt in rows:
         ratio = gv / tv if "tok/s" in name else tv / gv
         print(f"| {name} | {fmt.format(gv)} | {fmt.format(tv)} | {ratio:.2f} |")
+    if not hfg:
+        json.dump(dict(gspo=g, trl=t), open(os.path.join(d, "table.json"), "w"), indent=1)
+        return
     print()
     print("| sampling alone, 16-token prompts, 64 new tokens, temperature 1 | gspo tok/s | transformers generate "
           "tok/s | gspo / transformers | TorchScript PyTorch loop tok/s |")
@@ -365,7 +433,20 @@ def main():
         s.add_argument("--warmup", type=int, default=1, help="rollout steps run first and not measured")
         s.add_argument("--profile", action="store_true", help="trl: print torch.profiler's top operators")
         s.add_argument("--batches", type=int, nargs="+", default=[1, 64])
+        s.add_argument("--preset", choices=["cpu", "gpu"], default="cpu")
+        s.add_argument("--device", default="", help="the GPU preset's device (default cuda; cpu for a dry run)")
+        s.add_argument("--hf-from", default="", help="setup: an existing Hugging Face directory (GPU preset)")
+        s.add_argument("--max-seq-len", type=int, default=4096, help="setup --hf-from: the export's max_seq_len")
+        s.add_argument("--gspo", default=os.path.join(ROOT, "build/gspo"), help="the gspo binary (setup)")
+        s.add_argument("--max-new-tokens", type=int, default=0, help="the GPU preset's response cap (default 512)")
     a = p.parse_args()
+    if a.preset == "gpu":
+        S.update(GPU)
+        S["preset"] = "gpu"
+        if a.device:
+            S["device"] = a.device
+        if a.max_new_tokens:
+            S["max_new_tokens"] = a.max_new_tokens
     {"setup": cmd_setup, "config": cmd_write_config, "trl": cmd_trl, "generate": cmd_generate,
      "table": cmd_table}[a.cmd](a)
 

@@ -1,40 +1,108 @@
 #!/usr/bin/env bash
-# Everything a session with a lent GPU machine should check, in one call (docs/gpu.md): build there, run the suite
-# with the CUDA tests, train the tiny default on CUDA (eager and CUDA-graph decode), then time a 183M model's
-# rollout step on the GPU: eager against CUDA-graph decode, float32 against bf16.
+# Everything a session with a lent GPU machine should check and measure (issue 38; docs/gpu.md), in as few calls as
+# the device time allows (15 minutes a session, the machine's start included; one call runs at most 10 minutes).
 #
-#   here:  bash scripts/fetch_gpu_deps.sh          # .deps/ (Debian packages the GPU machine lacks)
-#          (optional) wheels for math-verify/trl into .whl/ (docs/gpu.md), so the Python-backed tests run too
-#   there: bash scripts/gpu_check.sh               # logs and a summary under $OUT (or runs/gpu_check)
+#   here:  bash scripts/gpu_pack.sh                 # builds, packs binaries, libraries, models, tokenizer into .gpu/
+#   there: STAGES="bin cuda train sample" bash scripts/gpu_check.sh     # call 1, carry [".gpu", ".deps"] (~7 min, est.)
+#          STAGES="bin long trl" bash scripts/gpu_check.sh              # call 2, same warm machine (~5 min, estimated)
 #
-# STAGES (default "build suite train speed") picks stages; each prints one summary line per run.
+# Stages (each prints summary lines; logs and JSON cells go to /tmp/gpu_check/logs, and after every stage to $OUT as
+# logs.tgz beside tables.md and trl_table.md: the device tool returns at most 8 files):
+#   bin     use the binaries of .gpu/ (built here from the commit in .gpu/commit); falls back to `build`
+#   build   build there from source (scripts/gpu_machine_build.sh, needs .deps/ carried; ~2.5 min of device time)
+#   cuda    the CUDA test cases (tests/cuda/test_cuda.cpp) against the carried test models
+#   train   gspo train on the GPU: the tiny default (eager and CUDA-graph decode), the tool episodes, LoRA
+#   sample  item 2 and 3: a Qwen3-0.6B-shaped random bf16 model (real vocabulary): gspo's sampler (eager, CUDA
+#           graphs, kv_cache_fraction with continuous batching) against transformers `generate` (static cache, SDPA),
+#           fixed-length responses; batch-1 decode; the copy bandwidth and bf16 GEMM rate measured in the same call
+#   long    item 5: one GSPO step of a Qwen3-1.7B-shaped bf16 model on two 16k-token responses; peak_mb_update
+#           against `gspo plan` for the same config, and the update's MFU against the measured GEMM rate
+#   trl     item 4: bench/trl_side_by_side.py with TRL's wheels (.gpu/whl, WHEELS=1 bash scripts/gpu_pack.sh)
+#   suite   the whole ctest suite (build mode only; CI runs it on CPUs anyway)
+# GPU_CHECK_DEVICE=cpu runs the same stages on a CPU at toy sizes (the script's own dry run on a development machine).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-LOGS="${OUT:-runs/gpu_check}"
-mkdir -p "$LOGS"
-STAGES="${STAGES:-build suite train speed}"
+ROOT=$PWD
+RESULT="${OUT:-runs/gpu_check}"
+WORK=/tmp/gpu_check
+LOGS="$WORK/logs"
+mkdir -p "$RESULT" "$LOGS"
+STAGES="${STAGES:-bin cuda train sample}"
+DEV="${GPU_CHECK_DEVICE:-cuda}"
+PY="${GSPO_PY:-python3}"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
+say() { echo "[$(date +%T)] $*"; }
+# The tables and every log into $RESULT (after each stage, so a call cut short still returns what it measured).
+bundle() {
+  "$PY" bench/gpu_bench.py table --dir "$LOGS" > "$LOGS/tables.md" 2> "$LOGS/tables.err"
+  cp "$LOGS/tables.md" "$RESULT/"; [ -f "$LOGS/trl_table.md" ] && cp "$LOGS/trl_table.md" "$RESULT/"
+  tar czf "$RESULT/logs.tgz" -C "$WORK" logs
+}
 
-if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+if [ -d .gpu/whl ] && compgen -G ".gpu/whl/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl \
     && export PYTHONPATH=/tmp/site
 fi
-if has build; then
-  GSPO_SKIP_TESTS=1 bash scripts/gpu_machine_build.sh > "$LOGS/build.log" 2>&1 \
-    || { tail -40 "$LOGS/build.log"; echo "gpu_check: build failed"; exit 1; }
-  echo "gpu_check: built"
+if [ "$DEV" = cuda ]; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 fi
-source build/env.sh
-if has suite; then
-  (cd build && timeout "${SUITE_TIMEOUT_S:-300}" ctest -j 12 --output-on-failure > "$LOGS/ctest.log" 2>&1)
-  echo "gpu_check: suite rc=$?: $(grep -E 'tests passed' "$LOGS/ctest.log")"
+"$PY" -c 'import torch, transformers; print("python:", torch.__version__, "CUDA", torch.version.cuda, "transformers", transformers.__version__)'
+
+BIN=""
+if has bin && [ -x .gpu/bin/gspo ]; then
+  TORCH_LIB=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+  # libcudart.so.13 and the other CUDA runtime libraries: the nvidia-* wheels beside torch, else the toolkit.
+  NV_LIBS=$("$PY" - <<'EOF'
+import glob, os, torch
+site = os.path.dirname(os.path.dirname(torch.__file__))
+print(":".join(sorted({os.path.dirname(p) for p in glob.glob(os.path.join(site, "nvidia", "**", "lib*.so*"), recursive=True)})))
+EOF
+)
+  export LD_LIBRARY_PATH="$ROOT/.gpu/lib:$TORCH_LIB:$NV_LIBS:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  if .gpu/bin/gspo --version > "$LOGS/bin.log" 2>&1; then
+    BIN=.gpu/bin
+    # The test binary reads its paths beside itself (tests/configured_paths.h).
+    printf 'GSPO_TEST_MODELS=%s\nGSPO_TEST_DATA=%s\nGSPO_SOURCE_DIR=%s\nGSPO_BINARY=%s\nGSPO_PYTHON=%s\n' \
+      "$ROOT/.gpu/test_models" "$ROOT/tests/data" "$ROOT" "$ROOT/.gpu/bin/gspo" "$(command -v "$PY")" \
+      > .gpu/bin/configured_paths.txt
+    built=$(head -1 .gpu/commit) head=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    say "bin: $(cat "$LOGS/bin.log"), packed from ${built:0:12}$(sed -n 2p .gpu/commit | sed 's/^/ (/;s/$/)/')$( [ "$built" = "$head" ] || echo ", HEAD is ${head:0:12}")"
+  else
+    say "bin: the packed gspo does not run here: $(tail -2 "$LOGS/bin.log"); building from source"
+    STAGES="$STAGES build"
+  fi
+fi
+if has build || { [ -z "$BIN" ] && ! has bin; }; then
+  if GSPO_SKIP_TESTS=1 bash scripts/gpu_machine_build.sh > "$LOGS/build.log" 2>&1; then
+    source build/env.sh
+    BIN=build
+    say "built from source"
+  else
+    tail -40 "$LOGS/build.log"; say "gpu_check: build failed"; exit 1
+  fi
+fi
+[ -n "$BIN" ] || { say "gpu_check: no binaries (.gpu/ not carried and no build stage)"; exit 1; }
+GSPO="$ROOT/$BIN/gspo"
+if [ "$BIN" = build ]; then TESTS=build/tests/gspo_tests ROLLOUT=build/bench/bench_rollout
+else TESTS=.gpu/bin/gspo_tests ROLLOUT=.gpu/bin/bench_rollout; fi
+
+if has cuda; then
+  [ "$BIN" = build ] && (cd build && ctest -R '^make_test_models$' > /dev/null)
+  timeout 300 "$TESTS" "[cuda]" > "$LOGS/cuda_tests.log" 2>&1
+  say "cuda tests rc=$?: $(grep -E '^(All tests passed|test cases:)' "$LOGS/cuda_tests.log" | tail -1)," \
+    "of which $(grep -c '^SKIPPED' "$LOGS/cuda_tests.log") only printed SKIPPED"
+  grep -E 'FAILED|REQUIRE|CHECK' "$LOGS/cuda_tests.log" | head -20
+  bundle
+fi
+if has suite && [ "$BIN" = build ]; then
+  (cd build && timeout "${SUITE_TIMEOUT_S:-400}" ctest -j 12 --output-on-failure > "$LOGS/ctest.log" 2>&1)
+  say "suite rc=$?: $(grep -E 'tests passed' "$LOGS/ctest.log")"
   grep -E '\((Failed|Skipped|Not Run|Timeout)\)' "$LOGS/ctest.log" | head -20
-  grep -E 'CUDA:.*(Passed|Failed|Skipped)' "$LOGS/ctest.log"
 fi
 
 # Prints the median of the metrics of steps 1.. (step 0 warms up) and the first/last mean reward.
 summary() {
-  python3 - "$1" "$2" <<'EOF'
+  "$PY" - "$1" "$2" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 rows = [r for r in rows if "time_step_s" in r]
@@ -45,34 +113,130 @@ med = lambda k: statistics.median(r.get(k, float("nan")) for r in timed)
 rw = [r.get("reward_mean", float("nan")) for r in rows]
 k = max(1, len(rw) // 10)
 print(f"{sys.argv[2]}: steps {len(rows)}  reward first10% {statistics.mean(rw[:k]):.3f} last10% {statistics.mean(rw[-k:]):.3f}"
-      f"  step {med('time_step_s'):.3f}s  sample {med('time_sample_s'):.3f}s  old_lp {med('time_old_logprobs_s'):.3f}s"
-      f"  update {med('time_update_s'):.3f}s  sample tok/s {med('sample_tokens_per_s'):.0f}"
-      f"  train tok/s {med('train_tokens_per_s'):.0f}  peak_gpu_mb {med('peak_gpu_mb'):.0f}")
+      f"  step {med('time_step_s'):.3f}s  sample {med('time_sample_s'):.3f}s  update {med('time_update_s'):.3f}s"
+      f"  peak_gpu_mb {med('peak_gpu_mb'):.0f}  graph captures {med('sample_graph_captures'):.0f}")
 EOF
 }
 
-train() {  # name, then --set overrides
-  local name="$1"; shift
-  rm -rf "/tmp/gpu_check/$name"
+train() {  # name, config, then --set overrides
+  local name="$1" cfg="$2"; shift 2
+  rm -rf "$WORK/$name"
   local args=(); for s in "$@"; do args+=(--set "$s"); done
-  timeout "${TRAIN_TIMEOUT_S:-150}" build/gspo train --config configs/tiny.yaml --set model.device=cuda \
-    --set train.output_dir="/tmp/gpu_check/$name" "${args[@]}" > "$LOGS/train_$name.log" 2>&1
+  timeout "${TRAIN_TIMEOUT_S:-120}" "$GSPO" train --config "$cfg" --set model.device="$DEV" \
+    --set train.output_dir="$WORK/$name" "${args[@]}" > "$LOGS/train_$name.log" 2>&1
   local rc=$?
-  if [ $rc -ne 0 ]; then echo "$name: gspo train rc=$rc: $(tail -3 "$LOGS/train_$name.log")"; return; fi
-  summary "/tmp/gpu_check/$name/metrics.jsonl" "$name"
+  if [ $rc -ne 0 ]; then say "$name: gspo train rc=$rc: $(tail -3 "$LOGS/train_$name.log")"; return; fi
+  summary "$WORK/$name/metrics.jsonl" "$name"
 }
 
 if has train; then
-  python3 scripts/make_tiny_model.py --out models/tiny_demo.pt --prior-text 0123456789 > /dev/null
-  train tiny_eager train.max_steps=200
-  train tiny_graphs train.max_steps=200 rollout.cuda_graphs=true
+  steps=${TRAIN_STEPS:-100}
+  train tiny_eager configs/tiny.yaml model.path=.gpu/models/tiny_demo.pt train.max_steps=$steps
+  [ "$DEV" = cuda ] && train tiny_graphs configs/tiny.yaml model.path=.gpu/models/tiny_demo.pt \
+    train.max_steps=$steps rollout.cuda_graphs=true
+  train tools configs/tiny-tools.yaml model.path=.gpu/models/tiny_tools.pt train.max_steps=$steps
+  train lora configs/tiny-lora.yaml model.path=.gpu/models/tiny_warm.pt train.max_steps=$steps
+  bundle
 fi
-if has speed; then
-  python3 scripts/make_tiny_model.py --out models/gpu_183m.pt --layers 12 --hidden 1024 --heads 16 --kv-heads 4 \
-    --max-seq-len 512 > /dev/null
-  big=(model.path=models/gpu_183m.pt train.max_steps=6 rollout.prompts_per_step=32 rollout.group_size=8
-       rollout.max_new_tokens=128 checkpoint.every=0)
-  train f32_eager "${big[@]}"
-  train f32_graphs "${big[@]}" rollout.cuda_graphs=true
-  train bf16_graphs "${big[@]}" rollout.cuda_graphs=true model.dtype=bfloat16
+
+# A Qwen3-shaped random model (bench/gpu_bench.py model), made once per machine.
+make_model() {  # shape, max_seq_len -> $WORK/model_SHAPE
+  local d="$WORK/model_$1"
+  [ -f "$d/model.pt" ] && return 0
+  say "making the Qwen3-$1-shaped model"
+  timeout 300 "$PY" bench/gpu_bench.py model --shape "$1" --tokenizer .gpu/tokenizer --out "$d" --device "$DEV" \
+    --max-seq-len "$2" > "$LOGS/model_$1.log" 2>&1 || { say "model $1 failed: $(tail -3 "$LOGS/model_$1.log")"; return 1; }
+  say "model $1: $(tail -1 "$LOGS/model_$1.log")"
+}
+
+cell() {  # file, then bench_rollout arguments: one process, one JSON line appended to $LOGS/FILE.jsonl
+  local f="$1"; shift
+  timeout "${CELL_TIMEOUT_S:-120}" "$ROLLOUT" "$@" >> "$LOGS/$f.jsonl" 2>> "$LOGS/$f.err" \
+    || say "bench_rollout $* failed: $(tail -2 "$LOGS/$f.err")"
+}
+
+if has sample; then
+  if [ "$DEV" = cuda ]; then SHAPE=0.6b; GRID=${GRID:-"64:1024 256:1024 1024:512"}; ONE_NEW=512
+  else SHAPE=tiny; GRID=${GRID:-"8:32 16:32"}; ONE_NEW=32; fi
+  timeout 120 "$PY" bench/gpu_bench.py limits --device "$DEV" > "$LOGS/limits.jsonl" 2> "$LOGS/limits.err"
+  say "limits: $(cat "$LOGS/limits.jsonl")"
+  if make_model $SHAPE 4096; then
+    M="$WORK/model_$SHAPE/model.pt"
+    cp "$WORK/model_$SHAPE/model.json" "$LOGS/model.json"
+    : > "$LOGS/sample.jsonl"; : > "$LOGS/decode1.jsonl"; : > "$LOGS/generate.jsonl"
+    for g in $GRID; do
+      rows=${g%%:*} new=${g##*:}
+      say "gspo sampler: $rows rows x $new tokens"
+      [ "$rows" -le 256 ] && cell sample "$M" --device "$DEV" --rows "$rows" --max-new "$new" --fixed
+      if [ "$DEV" = cuda ]; then
+        cell sample "$M" --device cuda --rows "$rows" --max-new "$new" --fixed --cuda-graphs
+        [ "$rows" -ge 256 ] && cell sample "$M" --device cuda --rows "$rows" --max-new "$new" --fixed --cuda-graphs \
+          --kv-fraction 0.3
+      else
+        cell sample "$M" --device cpu --rows "$rows" --max-new "$new" --fixed --budget-mb 1
+      fi
+    done
+    # generate: one process per response length (its static cache is sized per call)
+    for new in $(for g in $GRID; do echo "${g##*:}"; done | sort -u); do
+      rs=$(for g in $GRID; do [ "${g##*:}" = "$new" ] && echo -n "${g%%:*} "; done)
+      say "transformers generate: rows $rs x $new tokens"
+      timeout 400 "$PY" bench/gpu_bench.py generate --hf "$WORK/model_$SHAPE/hf" --rows $rs --new "$new" \
+        --device "$DEV" >> "$LOGS/generate.jsonl" 2>> "$LOGS/generate.err" || say "generate failed: $(tail -2 "$LOGS/generate.err")"
+    done
+    say "batch-1 decode"
+    cell decode1 "$M" --device "$DEV" --rows 1 --group 1 --max-new "$ONE_NEW" --fixed
+    [ "$DEV" = cuda ] && cell decode1 "$M" --device cuda --rows 1 --group 1 --max-new "$ONE_NEW" --fixed --cuda-graphs
+  fi
+  bundle
 fi
+
+if has long; then
+  if [ "$DEV" = cuda ]; then SHAPE=1.7b; LEN=${LONG_LEN:-16384}; else SHAPE=tiny; LEN=${LONG_LEN:-256}; fi
+  [ -f "$LOGS/limits.jsonl" ] || timeout 120 "$PY" bench/gpu_bench.py limits --device "$DEV" > "$LOGS/limits.jsonl" 2>/dev/null
+  if make_model $SHAPE $((LEN + 1024)); then
+    cfg="$WORK/long.yaml"
+    "$PY" bench/gpu_bench.py longcfg --model "$WORK/model_$SHAPE/model.pt" --length "$LEN" --device "$DEV" \
+      --run "$WORK/long_run" --out "$cfg"
+    rm -rf "$WORK/long_run"
+    say "long: one step, 2 x $LEN tokens, Qwen3-$SHAPE-shaped"
+    timeout "${LONG_TIMEOUT_S:-400}" "$GSPO" train --config "$cfg" > "$LOGS/train_long.log" 2>&1
+    say "long: gspo train rc=$?: $(grep -E 'step 1/1' "$LOGS/train_long.log" | tail -1 | cut -c1-220)"
+    "$PY" bench/gpu_bench.py long --run "$WORK/long_run" --config "$cfg" --model-json "$WORK/model_$SHAPE/model.json" \
+      --length "$LEN" --gspo "$GSPO" --limits "$LOGS/limits.jsonl" > "$LOGS/long.jsonl" 2> "$LOGS/long.err" \
+      || say "long: no result: $(tail -3 "$LOGS/long.err")"
+  fi
+  bundle
+fi
+
+if has trl; then
+  if ! "$PY" -c 'import trl' 2>/dev/null; then
+    say "trl: SKIPPED (no trl here: WHEELS=1 bash scripts/gpu_pack.sh carries its wheels)"
+  else
+    SHAPE=$([ "$DEV" = cuda ] && echo 0.6b || echo tiny)
+    if make_model $SHAPE 4096; then
+      T=(bench/trl_side_by_side.py --dir "$WORK/trl" --preset gpu --device "$DEV")
+      [ "$DEV" = cuda ] || T+=(--max-new-tokens 16)  # the dry run on a CPU
+      run_trl() {
+        timeout 120 "$PY" "${T[0]}" setup "${T[@]:1}" --hf-from "$WORK/model_$SHAPE/hf" --gspo "$GSPO" \
+          > "$LOGS/trl_setup.log" 2>&1 || { say "trl setup failed: $(tail -3 "$LOGS/trl_setup.log")"; return; }
+        "$PY" "${T[0]}" config "${T[@]:1}" --warmup 1 --steps 2
+        say "trl: gspo train, 1 + 2 steps"
+        rm -rf "$WORK/trl/gspo_run"
+        timed() { if [ -x /usr/bin/time ]; then /usr/bin/time -v -o "$WORK/trl/$1_time.txt" "${@:2}"; else "${@:2}"; fi; }
+        timed gspo timeout 200 "$GSPO" train --config "$WORK/trl/gspo.yaml" > "$LOGS/trl_gspo.log" 2>&1 \
+          || { say "trl: gspo failed: $(tail -3 "$LOGS/trl_gspo.log")"; return; }
+        say "trl: TRL GRPOTrainer, 1 + 2 steps"
+        timed trl timeout 300 "$PY" "${T[0]}" trl "${T[@]:1}" --warmup 1 --steps 2 > "$LOGS/trl_trl.log" 2>&1 \
+          || { say "trl: TRL failed: $(tail -3 "$LOGS/trl_trl.log")"; return; }
+        "$PY" "${T[0]}" table "${T[@]:1}" > "$LOGS/trl_table.md" 2>&1
+        cat "$LOGS/trl_table.md"
+      }
+      run_trl
+    fi
+  fi
+  bundle
+fi
+
+bundle
+cat "$LOGS/tables.md"
+say "gpu_check: done; $RESULT holds tables.md, trl_table.md and logs.tgz"

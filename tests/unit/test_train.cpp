@@ -187,6 +187,18 @@ TEST_CASE("checkpoints are complete or invisible, pruned to keep_last, and loada
   CHECK(meta.optimizer_steps == 8);
 }
 
+TEST_CASE("checkpoint.at_end false saves only the every-N checkpoints", "[train][checkpoint]") {
+  const auto none = fresh_dir("ckpt_no_end");
+  auto s = cli::TrainJob(small_cfg(none, {"checkpoint.every=0", "checkpoint.at_end=false"}), "").run();
+  CHECK(s.last_step == 4);
+  CHECK(s.last_checkpoint.empty());
+  CHECK_FALSE(io::latest_checkpoint(none).has_value());
+  CHECK(read_metrics(none).size() == 4);  // the run itself is whole
+  const auto some = fresh_dir("ckpt_every3_no_end");
+  cli::TrainJob(small_cfg(some, {"checkpoint.every=3", "checkpoint.at_end=false"}), "").run();
+  CHECK(core::list_dir(some + "/checkpoints") == std::vector<std::string>{"step_00000003"});
+}
+
 TEST_CASE("an interrupt finishes the step, checkpoints it and stops", "[train][faults]") {
   const auto dir = fresh_dir("interrupt");
   cli::TrainJob t(small_cfg(dir), "");

@@ -427,11 +427,15 @@ struct TrainOptions {
 struct CheckpointOptions {
   int64_t every = 0;
   int64_t keep_last = 3;
+  bool at_end = true;
 
   template <class V>
   void visit(V&& v) {
     v("every", every, "save a checkpoint every N rollout steps; 0 = only at the end", at_least(0));
     v("keep_last", keep_last, "number of newest checkpoints kept", at_least(1));
+    v("at_end", at_end,
+      "save one after the last step; false: only the `every` ones and an interrupted run's (benchmarks, smoke tests "
+      "of large models, where the final save of weights and optimizer state takes longer than the run)", any());
   }
 };
 

@@ -429,7 +429,7 @@ TrainSummary Trainer::run() {
                 r <= 0 ? "; if it persists, check the answers and the verifier (gspo generate shows responses)" : "");
     }
     const bool due = c.checkpoint.every > 0 && progress.step % c.checkpoint.every == 0;
-    const bool last = progress.step == c.train.max_steps;
+    const bool last = progress.step == c.train.max_steps && c.checkpoint.at_end;
     if (s.comm.any(interrupt::requested())) {  // a stop seen by any rank stops all after the same step
       sum.interrupted = true;
       sum.last_checkpoint = s.save(progress);
