@@ -445,6 +445,8 @@ def main():
         S["preset"] = "gpu"
         if a.device:
             S["device"] = a.device
+        if S["device"] == "cpu":  # the preset's dry run: the CPU preset's threads
+            S["threads"] = 2
         if a.max_new_tokens:
             S["max_new_tokens"] = a.max_new_tokens
     {"setup": cmd_setup, "config": cmd_write_config, "trl": cmd_trl, "generate": cmd_generate,

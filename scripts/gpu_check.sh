@@ -19,13 +19,15 @@
 #           against `gspo plan` for the same config, and the update's MFU against the measured GEMM rate
 #   trl     item 4: bench/trl_side_by_side.py with TRL's wheels (.gpu/whl, WHEELS=1 bash scripts/gpu_pack.sh)
 #   suite   the whole ctest suite (build mode only; CI runs it on CPUs anyway)
-# GPU_CHECK_DEVICE=cpu runs the same stages on a CPU at toy sizes (the script's own dry run on a development machine).
+# GPU_CHECK_DEVICE=cpu runs the same stages on a CPU at toy sizes (the script's own dry run on a development machine;
+# tests/gpu/test_gpu_check_dry_run.sh). GPU_DIR: the pack (.gpu); GPU_CHECK_WORK: models, runs, logs (/tmp/gpu_check).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 RESULT="${OUT:-runs/gpu_check}"
-WORK=/tmp/gpu_check
+WORK="${GPU_CHECK_WORK:-/tmp/gpu_check}"
 LOGS="$WORK/logs"
+G="${GPU_DIR:-.gpu}"; [[ "$G" == /* ]] || G="$ROOT/$G"  # the pack of scripts/gpu_pack.sh
 mkdir -p "$RESULT" "$LOGS"
 STAGES="${STAGES:-bin cuda train sample}"
 DEV="${GPU_CHECK_DEVICE:-cuda}"
@@ -39,8 +41,8 @@ bundle() {
   tar czf "$RESULT/logs.tgz" -C "$WORK" logs
 }
 
-if [ -d .gpu/whl ] && compgen -G ".gpu/whl/*.whl" >/dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl \
+if [ -d "$G/whl" ] && compgen -G "$G/whl/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$G"/whl/*.whl \
     && export PYTHONPATH=/tmp/site
 fi
 if [ "$DEV" = cuda ]; then
@@ -48,8 +50,8 @@ if [ "$DEV" = cuda ]; then
 fi
 "$PY" -c 'import torch, transformers; print("python:", torch.__version__, "CUDA", torch.version.cuda, "transformers", transformers.__version__)'
 
-BIN=""
-if has bin && [ -x .gpu/bin/gspo ]; then
+MODE=""  # pack: the carried binaries; build: compiled here
+if has bin && [ -x "$G/bin/gspo" ]; then
   TORCH_LIB=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
   # libcudart.so.13 and the other CUDA runtime libraries: the nvidia-* wheels beside torch, else the toolkit.
   NV_LIBS=$("$PY" - <<'EOF'
@@ -58,43 +60,40 @@ site = os.path.dirname(os.path.dirname(torch.__file__))
 print(":".join(sorted({os.path.dirname(p) for p in glob.glob(os.path.join(site, "nvidia", "**", "lib*.so*"), recursive=True)})))
 EOF
 )
-  export LD_LIBRARY_PATH="$ROOT/.gpu/lib:$TORCH_LIB:$NV_LIBS:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-  if .gpu/bin/gspo --version > "$LOGS/bin.log" 2>&1; then
-    BIN=.gpu/bin
+  export LD_LIBRARY_PATH="$G/lib:$TORCH_LIB:$NV_LIBS:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  if "$G/bin/gspo" --version > "$LOGS/bin.log" 2>&1; then
+    MODE=pack GSPO="$G/bin/gspo" TESTS="$G/bin/gspo_tests" ROLLOUT="$G/bin/bench_rollout"
     # The test binary reads its paths beside itself (tests/configured_paths.h).
     printf 'GSPO_TEST_MODELS=%s\nGSPO_TEST_DATA=%s\nGSPO_SOURCE_DIR=%s\nGSPO_BINARY=%s\nGSPO_PYTHON=%s\n' \
-      "$ROOT/.gpu/test_models" "$ROOT/tests/data" "$ROOT" "$ROOT/.gpu/bin/gspo" "$(command -v "$PY")" \
-      > .gpu/bin/configured_paths.txt
-    built=$(head -1 .gpu/commit) head=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-    say "bin: $(cat "$LOGS/bin.log"), packed from ${built:0:12}$(sed -n 2p .gpu/commit | sed 's/^/ (/;s/$/)/')$( [ "$built" = "$head" ] || echo ", HEAD is ${head:0:12}")"
+      "$G/test_models" "$ROOT/tests/data" "$ROOT" "$GSPO" "$(command -v "$PY")" > "$G/bin/configured_paths.txt"
+    built=$(head -1 "$G/commit") head=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    dirty=$(sed -n 2p "$G/commit")
+    say "bin: $(cat "$LOGS/bin.log"), packed from ${built:0:12}${dirty:+ ($dirty)}$([ "$built" = "$head" ] || echo ", HEAD is ${head:0:12}")"
   else
     say "bin: the packed gspo does not run here: $(tail -2 "$LOGS/bin.log"); building from source"
     STAGES="$STAGES build"
   fi
 fi
-if has build || { [ -z "$BIN" ] && ! has bin; }; then
+if has build; then
   if GSPO_SKIP_TESTS=1 bash scripts/gpu_machine_build.sh > "$LOGS/build.log" 2>&1; then
     source build/env.sh
-    BIN=build
+    MODE=build GSPO="$ROOT/build/gspo" TESTS=build/tests/gspo_tests ROLLOUT=build/bench/bench_rollout
     say "built from source"
   else
     tail -40 "$LOGS/build.log"; say "gpu_check: build failed"; exit 1
   fi
 fi
-[ -n "$BIN" ] || { say "gpu_check: no binaries (.gpu/ not carried and no build stage)"; exit 1; }
-GSPO="$ROOT/$BIN/gspo"
-if [ "$BIN" = build ]; then TESTS=build/tests/gspo_tests ROLLOUT=build/bench/bench_rollout
-else TESTS=.gpu/bin/gspo_tests ROLLOUT=.gpu/bin/bench_rollout; fi
+[ -n "$MODE" ] || { say "gpu_check: no binaries (no pack at $G: bash scripts/gpu_pack.sh here, carry it; or STAGES with build)"; exit 1; }
 
 if has cuda; then
-  [ "$BIN" = build ] && (cd build && ctest -R '^make_test_models$' > /dev/null)
+  [ "$MODE" = build ] && (cd build && ctest -R '^make_test_models$' > /dev/null)
   timeout 300 "$TESTS" "[cuda]" > "$LOGS/cuda_tests.log" 2>&1
   say "cuda tests rc=$?: $(grep -E '^(All tests passed|test cases:)' "$LOGS/cuda_tests.log" | tail -1)," \
     "of which $(grep -c '^SKIPPED' "$LOGS/cuda_tests.log") only printed SKIPPED"
   grep -E 'FAILED|REQUIRE|CHECK' "$LOGS/cuda_tests.log" | head -20
   bundle
 fi
-if has suite && [ "$BIN" = build ]; then
+if has suite && [ "$MODE" = build ]; then
   (cd build && timeout "${SUITE_TIMEOUT_S:-400}" ctest -j 12 --output-on-failure > "$LOGS/ctest.log" 2>&1)
   say "suite rc=$?: $(grep -E 'tests passed' "$LOGS/ctest.log")"
   grep -E '\((Failed|Skipped|Not Run|Timeout)\)' "$LOGS/ctest.log" | head -20
@@ -131,11 +130,11 @@ train() {  # name, config, then --set overrides
 
 if has train; then
   steps=${TRAIN_STEPS:-100}
-  train tiny_eager configs/tiny.yaml model.path=.gpu/models/tiny_demo.pt train.max_steps=$steps
-  [ "$DEV" = cuda ] && train tiny_graphs configs/tiny.yaml model.path=.gpu/models/tiny_demo.pt \
+  train tiny_eager configs/tiny.yaml model.path="$G/models/tiny_demo.pt" train.max_steps=$steps
+  [ "$DEV" = cuda ] && train tiny_graphs configs/tiny.yaml model.path="$G/models/tiny_demo.pt" \
     train.max_steps=$steps rollout.cuda_graphs=true
-  train tools configs/tiny-tools.yaml model.path=.gpu/models/tiny_tools.pt train.max_steps=$steps
-  train lora configs/tiny-lora.yaml model.path=.gpu/models/tiny_warm.pt train.max_steps=$steps
+  train tools configs/tiny-tools.yaml model.path="$G/models/tiny_tools.pt" train.max_steps=$steps
+  train lora configs/tiny-lora.yaml model.path="$G/models/tiny_warm.pt" train.max_steps=$steps
   bundle
 fi
 
@@ -144,7 +143,7 @@ make_model() {  # shape, max_seq_len -> $WORK/model_SHAPE
   local d="$WORK/model_$1"
   [ -f "$d/model.pt" ] && return 0
   say "making the Qwen3-$1-shaped model"
-  timeout 300 "$PY" bench/gpu_bench.py model --shape "$1" --tokenizer .gpu/tokenizer --out "$d" --device "$DEV" \
+  timeout 300 "$PY" bench/gpu_bench.py model --shape "$1" --tokenizer "$G/tokenizer" --out "$d" --device "$DEV" \
     --max-seq-len "$2" > "$LOGS/model_$1.log" 2>&1 || { say "model $1 failed: $(tail -3 "$LOGS/model_$1.log")"; return 1; }
   say "model $1: $(tail -1 "$LOGS/model_$1.log")"
 }

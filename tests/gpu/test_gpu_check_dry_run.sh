@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh end to end on a CPU at toy sizes (GPU_CHECK_DEVICE=cpu): GPU machines are lent rarely and for
+# 15 minutes, so the script that spends them must not have rotted in between. Packs this build the way
+# scripts/gpu_pack.sh packs it for a GPU machine (into a temporary directory), runs every stage but `build`/`suite`
+# against the pack, and checks that each stage printed its result and its table, that the results come back as at most
+# 8 files (the device tool's limit), that the long-response step wrote no final checkpoint, and that no stage failed.
+# The figures are a CPU's and are not checked. ~2.5 minutes on 2 cores.
+# usage: test_gpu_check_dry_run.sh SOURCE_DIR BUILD_DIR PYTHON
+set -eu
+SRC="$1"; BUILD="$2"; PY="$3"
+if [ ! -f "$SRC/../shared/data/tokenizers/qwen3/tokenizer.json" ]; then
+  echo "SKIPPED (no ../shared/data/tokenizers/qwen3 beside the checkout: the pack carries that tokenizer)"; exit 0
+fi
+TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
+cd "$SRC"
+fail() { echo "FAIL: $*"; tail -40 "$TMP/log" 2>/dev/null; exit 1; }
+GPU_PACK_DIR="$TMP/pack" GPU_PACK_BUILD="$BUILD" bash scripts/gpu_pack.sh > "$TMP/pack.log" 2>&1 \
+  || { cat "$TMP/pack.log"; fail "gpu_pack.sh"; }
+for f in bin/gspo bin/gspo_tests bin/bench_rollout lib/libyaml-cpp.so.0.7 test_models/tiny_qwen3.pt models/tiny_tools.pt \
+         tokenizer/tokenizer.json commit; do
+  [ -s "$TMP/pack/$f" ] || fail "the pack has no $f"
+done
+[ "$(du -sm "$TMP/pack" | cut -f1)" -lt 56 ] || fail "the pack is $(du -sm "$TMP/pack" | cut -f1) MiB: with the tree it passes the 64 MiB a device call carries"
+
+run() {  # run OUT_NAME VAR=VALUE...: gpu_check.sh on the CPU against the pack
+  env GSPO_PY="$PY" GPU_CHECK_DEVICE=cpu GPU_DIR="$TMP/pack" GPU_CHECK_WORK="$TMP/work" OUT="$TMP/$1" TRAIN_STEPS=5 \
+    "${@:2}" bash scripts/gpu_check.sh
+}
+if run out_none GPU_DIR="$TMP/no_pack" STAGES="bin" > "$TMP/none.log" 2>&1; then fail "ran with no pack"; fi
+grep -q "no binaries (no pack at" "$TMP/none.log" || { cat "$TMP/none.log"; fail "no pack: no clear message"; }
+
+run out STAGES="bin cuda train sample long trl" > "$TMP/log" 2>&1 || fail "gpu_check.sh exited non-zero"
+L="$TMP/log"; T="$TMP/out/tables.md"
+expect() { grep -Eq "$1" "$2" || fail "$3 (no line matching '$1' in $(basename "$2"))"; }
+expect "bin: gspo [0-9.]+ \(LibTorch [0-9.]+\), packed from [0-9a-f]{12}" "$L" "the bin stage"
+expect "cuda tests rc=0: test cases: 9 \| 9 passed, of which 9 only printed SKIPPED" "$L" "the CUDA cases (skipped on a CPU)"
+for run_name in tiny_eager tools lora; do
+  expect "^$run_name: steps 5 +reward first10% [0-9.]+ last10% [0-9.]+ +step [0-9.]+s" "$L" "the train stage's $run_name run"
+done
+expect '"gemm_tflops": [0-9.]+' "$L" "the limits"
+expect "^\| 8 \| 32 \| eager \| none \| [0-9]+ \| [0-9]+ \| [0-9.]+x \|" "$T" "gspo against generate, every row at once"
+expect "^\| 16 \| 32 \| eager \| 1 MB \| [0-9]+ \| [0-9]+ \| [0-9.]+x \|" "$T" "gspo under a KV budget against generate"
+expect "^\| eager \| [0-9.]+ \| [0-9]+ MB \| [0-9]+ \| [0-9]+% \|" "$T" "batch-1 decode against the bandwidth bound"
+expect "^long response: 2 rows x 256 tokens, tiny: peak_mb_update [0-9]+ against the plan's [0-9]+ \([-+][0-9]+%\); update [0-9.]+ s, MFU [0-9]+%" \
+  "$T" "the long-response step against gspo plan"
+expect "^\| step s \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|" "$TMP/out/trl_table.md" "gspo against TRL"
+expect "gpu_check: done" "$L" "the end"
+if grep -Ei "failed|no result|rc=[1-9]|no metrics|SKIPPED \(no trl" "$L"; then fail "a stage failed"; fi
+[ "$(ls "$TMP/out" | wc -l)" -le 8 ] || fail "more than 8 files in OUT: the device tool returns 8"
+tar tzf "$TMP/out/logs.tgz" | grep -q "logs/long.jsonl" || fail "logs.tgz lacks the long-response cell"
+[ ! -d "$TMP/work/long_run/checkpoints" ] || fail "the long-response step saved a checkpoint (checkpoint.at_end: false)"
+"$PY" - "$TMP/work/logs/long.jsonl" <<'PY' || fail "the long-response cell"
+import json, sys
+c = json.loads(open(sys.argv[1]).read())
+ratio = c["peak_mb_update"] / c["plan_mb"]
+assert c["response"] == 256 and c["rows"] == 2 and c["tokens"] > 512, c
+assert 0.5 < ratio < 2.0, f"measured / planned update peak {ratio:.2f}: the plan or the cell is broken"
+print(f"long cell: peak_mb_update {c['peak_mb_update']:.0f}, plan {c['plan_mb']:.0f} ({ratio:.2f}x)")
+PY
+echo "gpu_check dry run: every stage ran and printed its table"
