@@ -49,8 +49,7 @@ def cmd_model(a):
     hidden, inter, layers, heads, kv, hd = SHAPES[a.shape]
     cfg = Qwen3Config(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
                       num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd, max_position_embeddings=a.max_seq_len,
-                      rope_theta=1e6, tie_word_embeddings=True, bos_token_id=151643, eos_token_id=151645,
-                      torch_dtype="bfloat16")
+                      rope_theta=1e6, tie_word_embeddings=True, bos_token_id=151643, eos_token_id=151645)
     hf = os.path.join(a.out, "hf")
     os.makedirs(hf, exist_ok=True)
     t0 = time.time()
@@ -131,8 +130,13 @@ def cmd_limits(a):
     y = torch.randn(m, m, dtype=torch.bfloat16, device=a.device)
     gemm_s = timed(lambda: torch.mm(x, y), 10 if cuda else 1)
     name = torch.cuda.get_device_name() if cuda else "cpu"
-    print(json.dumps({"bench": "limits", "device": a.device, "name": name, "copy_gb_s": 2 * n * 2 / copy_s / 1e9,
-                      "gemm_tflops": 2 * m ** 3 / gemm_s / 1e12, "gemm_n": m, "torch": torch.__version__}))
+    driver = ""
+    if cuda and shutil.which("nvidia-smi"):
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True).stdout.strip()
+    print(json.dumps({"bench": "limits", "device": a.device, "name": name, "driver": driver,
+                      "copy_gb_s": 2 * n * 2 / copy_s / 1e9, "gemm_tflops": 2 * m ** 3 / gemm_s / 1e12, "gemm_n": m,
+                      "torch": torch.__version__, "transformers": __import__("transformers").__version__}))
 
 
 def cmd_longcfg(a):
@@ -171,6 +175,8 @@ train:
 checkpoint:
   every: 0
   at_end: false          # no 20 GB save of weights and AdamW state after the measured step
+distributed:
+  zero_stage: {a.zero_stage}
 """)
 
 
@@ -194,6 +200,7 @@ def cmd_long(a):
     if a.limits and os.path.exists(a.limits):
         lim = next((json.loads(x) for x in open(a.limits) if '"limits"' in x), None)
     out = {"bench": "long", "model": info["shape"], "rows": nrows, "response": a.length, "prompt": prompt,
+           "zero_stage": plan["zero_stage"], "peak_gpu_mb": m.get("peak_gpu_mb"),
            "peak_mb_update": m["peak_mb_update"], "peak_mb_rollout": m["peak_mb_rollout"],
            "peak_mb_logprobs": m["peak_mb_logprobs"], "plan_mb": plan["phases"]["update"]["peak_mb"],
            "plan_peak_mb": plan["peak_mb"], "plan_phases": {k: v["peak_mb"] for k, v in plan["phases"].items()},
@@ -220,8 +227,9 @@ def cmd_table(a):
     limits = next((c for c in cells if c.get("bench") == "limits"), None)
     model = json.load(open(os.path.join(a.dir, "model.json"))) if os.path.exists(os.path.join(a.dir, "model.json")) else None
     if limits:
-        print(f"device {limits['name']}: copy {limits['copy_gb_s']:.0f} GB/s (read + written), bf16 GEMM "
-              f"{limits['gemm_tflops']:.3g} TFLOP/s ({limits['gemm_n']}^3), torch {limits['torch']}\n")
+        print(f"device {limits['name']}" + (f" (driver {limits['driver']})" if limits.get("driver") else "") +
+              f": copy {limits['copy_gb_s']:.0f} GB/s (read + written), bf16 GEMM {limits['gemm_tflops']:.3g} TFLOP/s "
+              f"({limits['gemm_n']}^3); torch {limits['torch']}, transformers {limits.get('transformers', '?')}\n")
     if model:
         print(f"model: Qwen3-{model['shape']}-shaped, random, bf16: {model['params'] / 1e6:.0f}M parameters, "
               f"{model['layers']} layers, hidden {model['hidden']}, {model['kv_heads']} KV heads of {model['head_dim']}, "
@@ -262,10 +270,13 @@ def cmd_table(a):
         print(f"\n(bound: {bw / 1e9:.0f} GB/s, the copy's bytes read + written a second, measured in the same call)\n")
     for c in cells:
         if c.get("bench") == "long":
-            print(f"long response: {c['rows']} rows x {c['response']} tokens, {c['model']}: peak_mb_update "
-                  f"{c['peak_mb_update']:.0f} against the plan's {c['plan_mb']:.0f} ({c['peak_mb_update'] / c['plan_mb'] - 1:+.0%}); "
-                  f"update {c['update_s']:.2f} s" + (f", MFU {c['mfu']:.0%} (6 x params x tokens over "
-                                                     f"{limits['gemm_tflops']:.3g} TFLOP/s)" if limits and c.get('mfu') else ""))
+            where = ", ZeRO-3 on one rank" if c.get("zero_stage") == 3 else ""
+            mfu = (f", MFU {c['mfu']:.0%} (6 x params x tokens + causal attention, over "
+                   f"{limits['gemm_tflops']:.3g} TFLOP/s)") if limits and c.get("mfu") else ""
+            gpu = f", peak_gpu_mb {c['peak_gpu_mb']:.0f}" if c.get("peak_gpu_mb") else ""
+            print(f"long response: {c['rows']} rows x {c['response']} tokens, {c['model']}{where}: peak_mb_update "
+                  f"{c['peak_mb_update']:.0f} against the plan's {c['plan_mb']:.0f} "
+                  f"({c['peak_mb_update'] / c['plan_mb'] - 1:+.0%}){gpu}; update {c['update_s']:.2f} s{mfu}")
 
 
 def main():
@@ -291,6 +302,7 @@ def main():
     lc.add_argument("--device", default="cpu")
     lc.add_argument("--run", required=True, help="train.output_dir")
     lc.add_argument("--out", required=True)
+    lc.add_argument("--zero-stage", type=int, default=0)
     lg = sub.add_parser("long")
     lg.add_argument("--run", required=True)
     lg.add_argument("--config", required=True)

@@ -4,7 +4,7 @@
 #
 #   here:  bash scripts/gpu_pack.sh                 # builds, packs binaries, libraries, models, tokenizer into .gpu/
 #   there: STAGES="bin cuda train sample" bash scripts/gpu_check.sh     # call 1, carry [".gpu", ".deps"] (~7 min, est.)
-#          STAGES="bin long trl" bash scripts/gpu_check.sh              # call 2, same warm machine (~5 min, estimated)
+#          STAGES="bin long trl zero3" bash scripts/gpu_check.sh        # call 2, same warm machine (~6 min, estimated)
 #
 # Stages (each prints summary lines; logs and JSON cells go to /tmp/gpu_check/logs, and after every stage to $OUT as
 # logs.tgz beside tables.md and trl_table.md: the device tool returns at most 8 files):
@@ -17,6 +17,7 @@
 #           fixed-length responses; batch-1 decode; the copy bandwidth and bf16 GEMM rate measured in the same call
 #   long    item 5: one GSPO step of a Qwen3-1.7B-shaped bf16 model on two 16k-token responses; peak_mb_update
 #           against `gspo plan` for the same config, and the update's MFU against the measured GEMM rate
+#   zero3   item 6: the same model exported in float32, one step at 4k tokens under ZeRO-3 on one rank, against its plan
 #   trl     item 4: bench/trl_side_by_side.py with TRL's wheels (.gpu/whl, WHEELS=1 bash scripts/gpu_pack.sh)
 #   suite   the whole ctest suite (build mode only; CI runs it on CPUs anyway)
 # GPU_CHECK_DEVICE=cpu runs the same stages on a CPU at toy sizes (the script's own dry run on a development machine;
@@ -189,21 +190,26 @@ if has sample; then
   bundle
 fi
 
-if has long; then
-  if [ "$DEV" = cuda ]; then SHAPE=1.7b; LEN=${LONG_LEN:-16384}; else SHAPE=tiny; LEN=${LONG_LEN:-256}; fi
+LONG_SHAPE=$([ "$DEV" = cuda ] && echo 1.7b || echo tiny)
+long_step() {  # name, model file, response length, ZeRO stage: one GSPO step, then its cell against gspo plan
+  local cfg="$WORK/$1.yaml"
+  "$PY" bench/gpu_bench.py longcfg --model "$2" --length "$3" --device "$DEV" --zero-stage "$4" --run "$WORK/$1" \
+    --out "$cfg"
+  rm -rf "${WORK:?}/$1"
+  say "$1: one step, 2 x $3 tokens, Qwen3-$LONG_SHAPE-shaped, zero_stage $4"
+  timeout "${LONG_TIMEOUT_S:-400}" "$GSPO" train --config "$cfg" > "$LOGS/train_$1.log" 2>&1
+  say "$1: gspo train rc=$?: $(grep -E 'step 1/1|error' "$LOGS/train_$1.log" | tail -1 | cut -c1-220)"
+  "$PY" bench/gpu_bench.py long --run "$WORK/$1" --config "$cfg" --model-json "$WORK/model_$LONG_SHAPE/model.json" \
+    --length "$3" --gspo "$GSPO" --limits "$LOGS/limits.jsonl" >> "$LOGS/long.jsonl" 2> "$LOGS/$1.err" \
+    || say "$1: no result: $(tail -1 "$LOGS/$1.err")"
+}
+if has long || has zero3; then
   [ -f "$LOGS/limits.jsonl" ] || timeout 120 "$PY" bench/gpu_bench.py limits --device "$DEV" > "$LOGS/limits.jsonl" 2>/dev/null
-  if make_model $SHAPE $((LEN + 1024)); then
-    cfg="$WORK/long.yaml"
-    "$PY" bench/gpu_bench.py longcfg --model "$WORK/model_$SHAPE/model.pt" --length "$LEN" --device "$DEV" \
-      --run "$WORK/long_run" --out "$cfg"
-    rm -rf "$WORK/long_run"
-    say "long: one step, 2 x $LEN tokens, Qwen3-$SHAPE-shaped"
-    timeout "${LONG_TIMEOUT_S:-400}" "$GSPO" train --config "$cfg" > "$LOGS/train_long.log" 2>&1
-    say "long: gspo train rc=$?: $(grep -E 'step 1/1' "$LOGS/train_long.log" | tail -1 | cut -c1-220)"
-    "$PY" bench/gpu_bench.py long --run "$WORK/long_run" --config "$cfg" --model-json "$WORK/model_$SHAPE/model.json" \
-      --length "$LEN" --gspo "$GSPO" --limits "$LOGS/limits.jsonl" > "$LOGS/long.jsonl" 2> "$LOGS/long.err" \
-      || say "long: no result: $(tail -3 "$LOGS/long.err")"
-  fi
+  : > "$LOGS/long.jsonl"
+fi
+if has long; then
+  LEN=${LONG_LEN:-$([ "$DEV" = cuda ] && echo 16384 || echo 256)}
+  make_model "$LONG_SHAPE" 17408 && long_step long_run "$WORK/model_$LONG_SHAPE/model.pt" "$LEN" 0
   bundle
 fi
 
@@ -232,6 +238,19 @@ if has trl; then
       }
       run_trl
     fi
+  fi
+  bundle
+fi
+
+# Item 6: ZeRO-3's per-layer gathers on one device, against its plan. ZeRO-3 shards a float32 policy: the same
+# weights exported in float32 (model.dtype bfloat16 casts them for the forward, as in the other runs).
+if has zero3; then
+  Z3_LEN=${LONG_Z3_LEN:-$([ "$DEV" = cuda ] && echo 4096 || echo 128)}
+  F32="$WORK/model_$LONG_SHAPE/model_f32.pt"
+  if make_model "$LONG_SHAPE" 17408; then
+    [ -f "$F32" ] || timeout 300 "$PY" scripts/export_hf.py --hf "$WORK/model_$LONG_SHAPE/hf" --out "$F32" \
+      --dtype float32 --max-seq-len 17408 > "$LOGS/export_f32.log" 2>&1 || say "zero3: export failed: $(tail -2 "$LOGS/export_f32.log")"
+    [ -f "$F32" ] && long_step long_zero3 "$F32" "$Z3_LEN" 3
   fi
   bundle
 fi

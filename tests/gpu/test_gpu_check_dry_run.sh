@@ -29,7 +29,7 @@ run() {  # run OUT_NAME VAR=VALUE...: gpu_check.sh on the CPU against the pack
 if run out_none GPU_DIR="$TMP/no_pack" STAGES="bin" > "$TMP/none.log" 2>&1; then fail "ran with no pack"; fi
 grep -q "no binaries (no pack at" "$TMP/none.log" || { cat "$TMP/none.log"; fail "no pack: no clear message"; }
 
-run out STAGES="bin cuda train sample long trl" > "$TMP/log" 2>&1 || fail "gpu_check.sh exited non-zero"
+run out STAGES="bin cuda train sample long trl zero3" > "$TMP/log" 2>&1 || fail "gpu_check.sh exited non-zero"
 L="$TMP/log"; T="$TMP/out/tables.md"
 expect() { grep -Eq "$1" "$2" || fail "$3 (no line matching '$1' in $(basename "$2"))"; }
 expect "bin: gspo [0-9.]+ \(LibTorch [0-9.]+\), packed from [0-9a-f]{12}" "$L" "the bin stage"
@@ -43,18 +43,24 @@ expect "^\| 16 \| 32 \| eager \| 1 MB \| [0-9]+ \| [0-9]+ \| [0-9.]+x \|" "$T" "
 expect "^\| eager \| [0-9.]+ \| [0-9]+ MB \| [0-9]+ \| [0-9]+% \|" "$T" "batch-1 decode against the bandwidth bound"
 expect "^long response: 2 rows x 256 tokens, tiny: peak_mb_update [0-9]+ against the plan's [0-9]+ \([-+][0-9]+%\); update [0-9.]+ s, MFU [0-9]+%" \
   "$T" "the long-response step against gspo plan"
+expect "^long response: 2 rows x 128 tokens, tiny, ZeRO-3 on one rank: peak_mb_update [0-9]+ against the plan's [0-9]+" \
+  "$T" "the ZeRO-3 step against gspo plan"
 expect "^\| step s \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|" "$TMP/out/trl_table.md" "gspo against TRL"
 expect "gpu_check: done" "$L" "the end"
 if grep -Ei "failed|no result|rc=[1-9]|no metrics|SKIPPED \(no trl" "$L"; then fail "a stage failed"; fi
 [ "$(ls "$TMP/out" | wc -l)" -le 8 ] || fail "more than 8 files in OUT: the device tool returns 8"
 tar tzf "$TMP/out/logs.tgz" | grep -q "logs/long.jsonl" || fail "logs.tgz lacks the long-response cell"
-[ ! -d "$TMP/work/long_run/checkpoints" ] || fail "the long-response step saved a checkpoint (checkpoint.at_end: false)"
-"$PY" - "$TMP/work/logs/long.jsonl" <<'PY' || fail "the long-response cell"
+[ -f "$TMP/work/long_run/metrics.jsonl" ] && [ ! -d "$TMP/work/long_run/checkpoints" ] \
+  || fail "the long-response step saved a checkpoint (checkpoint.at_end: false)"
+"$PY" - "$TMP/work/logs/long.jsonl" <<'PY' || fail "the long-response cells"
 import json, sys
-c = json.loads(open(sys.argv[1]).read())
-ratio = c["peak_mb_update"] / c["plan_mb"]
-assert c["response"] == 256 and c["rows"] == 2 and c["tokens"] > 512, c
-assert 0.5 < ratio < 2.0, f"measured / planned update peak {ratio:.2f}: the plan or the cell is broken"
-print(f"long cell: peak_mb_update {c['peak_mb_update']:.0f}, plan {c['plan_mb']:.0f} ({ratio:.2f}x)")
+cells = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+assert [(c["response"], c["zero_stage"]) for c in cells] == [(256, 0), (128, 3)], cells
+for c in cells:
+    ratio = c["peak_mb_update"] / c["plan_mb"]
+    assert c["rows"] == 2 and c["tokens"] > 2 * c["response"], c
+    assert 0.5 < ratio < 2.0, f"measured / planned update peak {ratio:.2f}: the plan or the cell is broken"
+    print(f"long cell, zero_stage {c['zero_stage']}: peak_mb_update {c['peak_mb_update']:.0f}, "
+          f"plan {c['plan_mb']:.0f} ({ratio:.2f}x)")
 PY
 echo "gpu_check dry run: every stage ran and printed its table"
