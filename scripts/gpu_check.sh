@@ -67,9 +67,9 @@ EOF
     # The test binary reads its paths beside itself (tests/configured_paths.h).
     printf 'GSPO_TEST_MODELS=%s\nGSPO_TEST_DATA=%s\nGSPO_SOURCE_DIR=%s\nGSPO_BINARY=%s\nGSPO_PYTHON=%s\n' \
       "$G/test_models" "$ROOT/tests/data" "$ROOT" "$GSPO" "$(command -v "$PY")" > "$G/bin/configured_paths.txt"
-    built=$(head -1 "$G/commit") head=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    built=$(head -1 "$G/commit") head=$(git rev-parse HEAD 2>/dev/null || true)  # no .git where only the tree travels
     dirty=$(sed -n 2p "$G/commit")
-    say "bin: $(cat "$LOGS/bin.log"), packed from ${built:0:12}${dirty:+ ($dirty)}$([ "$built" = "$head" ] || echo ", HEAD is ${head:0:12}")"
+    say "bin: $(cat "$LOGS/bin.log"), packed from ${built:0:12}${dirty:+ ($dirty)}$([ -z "$head" ] || [ "$built" = "$head" ] || echo ", HEAD is ${head:0:12}")"
   else
     say "bin: the packed gspo does not run here: $(tail -2 "$LOGS/bin.log"); building from source"
     STAGES="$STAGES build"
