@@ -20,8 +20,9 @@
 #   zero3   item 6: the same model exported in float32, one step at 4k tokens under ZeRO-3 on one rank, against its plan
 #   trl     item 4: bench/trl_side_by_side.py with TRL's wheels (.gpu/whl, WHEELS=1 bash scripts/gpu_pack.sh)
 #   suite   the whole ctest suite (build mode only; CI runs it on CPUs anyway)
-# GPU_CHECK_DEVICE=cpu runs the same stages on a CPU at toy sizes (the script's own dry run on a development machine;
-# tests/gpu/test_gpu_check_dry_run.sh). GPU_DIR: the pack (.gpu); GPU_CHECK_WORK: models, runs, logs (/tmp/gpu_check).
+# BUDGET_S: this call's seconds (540; see fits below). GPU_CHECK_DEVICE=cpu runs the same stages on a CPU at toy
+# sizes (the script's own dry run; tests/gpu/test_gpu_check_dry_run.sh). GPU_DIR: the pack (.gpu); GPU_CHECK_WORK:
+# models, runs, logs (/tmp/gpu_check).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -34,6 +35,15 @@ STAGES="${STAGES:-bin cuda train sample}"
 DEV="${GPU_CHECK_DEVICE:-cuda}"
 PY="${GSPO_PY:-python3}"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
+# A call has BUDGET_S seconds (default 540: a device call runs 600 at most; give the second call what `status` says is
+# left, less a minute). A stage whose estimate (on an H100) does not fit what is left is skipped and says so.
+T0=$(date +%s)
+BUDGET_S="${BUDGET_S:-$([ "${GPU_CHECK_DEVICE:-cuda}" = cuda ] && echo 540 || echo 3600)}"
+fits() {  # stage estimate_s
+  local left=$((BUDGET_S - ($(date +%s) - T0)))
+  [ "$left" -ge "$2" ] && return 0
+  echo "[$(date +%T)] $1: SKIPPED (estimated $2 s, $left s left of BUDGET_S=$BUDGET_S)"; return 1
+}
 say() { echo "[$(date +%T)] $*"; }
 # The tables and every log into $RESULT (after each stage, so a call cut short still returns what it measured).
 bundle() {
@@ -86,7 +96,7 @@ if has build; then
 fi
 [ -n "$MODE" ] || { say "gpu_check: no binaries (no pack at $G: bash scripts/gpu_pack.sh here, carry it; or STAGES with build)"; exit 1; }
 
-if has cuda; then
+if has cuda && fits cuda 40; then
   [ "$MODE" = build ] && (cd build && ctest -R '^make_test_models$' > /dev/null)
   timeout 300 "$TESTS" "[cuda]" > "$LOGS/cuda_tests.log" 2>&1
   say "cuda tests rc=$?: $(grep -E '^(All tests passed|test cases:)' "$LOGS/cuda_tests.log" | tail -1)," \
@@ -94,7 +104,7 @@ if has cuda; then
   grep -E 'FAILED|REQUIRE|CHECK' "$LOGS/cuda_tests.log" | head -20
   bundle
 fi
-if has suite && [ "$MODE" = build ]; then
+if has suite && [ "$MODE" = build ] && fits suite 300; then
   (cd build && timeout "${SUITE_TIMEOUT_S:-400}" ctest -j 12 --output-on-failure > "$LOGS/ctest.log" 2>&1)
   say "suite rc=$?: $(grep -E 'tests passed' "$LOGS/ctest.log")"
   grep -E '\((Failed|Skipped|Not Run|Timeout)\)' "$LOGS/ctest.log" | head -20
@@ -129,7 +139,7 @@ train() {  # name, config, then --set overrides
   summary "$WORK/$name/metrics.jsonl" "$name"
 }
 
-if has train; then
+if has train && fits train 60; then
   steps=${TRAIN_STEPS:-100}
   train tiny_eager configs/tiny.yaml model.path="$G/models/tiny_demo.pt" train.max_steps=$steps
   [ "$DEV" = cuda ] && train tiny_graphs configs/tiny.yaml model.path="$G/models/tiny_demo.pt" \
@@ -155,7 +165,7 @@ cell() {  # file, then bench_rollout arguments: one process, one JSON line appen
     || say "bench_rollout $* failed: $(tail -2 "$LOGS/$f.err")"
 }
 
-if has sample; then
+if has sample && fits sample 240; then
   if [ "$DEV" = cuda ]; then SHAPE=0.6b; GRID=${GRID:-"64:1024 256:1024 1024:512"}; ONE_NEW=512
   else SHAPE=tiny; GRID=${GRID:-"8:32 16:32"}; ONE_NEW=32; fi
   timeout 120 "$PY" bench/gpu_bench.py limits --device "$DEV" > "$LOGS/limits.jsonl" 2> "$LOGS/limits.err"
@@ -207,13 +217,13 @@ if has long || has zero3; then
   [ -f "$LOGS/limits.jsonl" ] || timeout 120 "$PY" bench/gpu_bench.py limits --device "$DEV" > "$LOGS/limits.jsonl" 2>/dev/null
   : > "$LOGS/long.jsonl"
 fi
-if has long; then
+if has long && fits long 180; then
   LEN=${LONG_LEN:-$([ "$DEV" = cuda ] && echo 16384 || echo 256)}
   make_model "$LONG_SHAPE" 17408 && long_step long_run "$WORK/model_$LONG_SHAPE/model.pt" "$LEN" 0
   bundle
 fi
 
-if has trl; then
+if has trl && fits trl 150; then
   if ! "$PY" -c 'import trl' 2>/dev/null; then
     say "trl: SKIPPED (no trl here: WHEELS=1 bash scripts/gpu_pack.sh carries its wheels)"
   else
@@ -244,7 +254,7 @@ fi
 
 # Item 6: ZeRO-3's per-layer gathers on one device, against its plan. ZeRO-3 shards a float32 policy: the same
 # weights exported in float32 (model.dtype bfloat16 casts them for the forward, as in the other runs).
-if has zero3; then
+if has zero3 && fits zero3 90; then
   Z3_LEN=${LONG_Z3_LEN:-$([ "$DEV" = cuda ] && echo 4096 || echo 128)}
   F32="$WORK/model_$LONG_SHAPE/model_f32.pt"
   if make_model "$LONG_SHAPE" 17408; then
@@ -257,4 +267,4 @@ fi
 
 bundle
 cat "$LOGS/tables.md"
-say "gpu_check: done; $RESULT holds tables.md, trl_table.md and logs.tgz"
+say "gpu_check: done in $(($(date +%s) - T0)) s; $RESULT holds $(ls "$RESULT" | xargs)"

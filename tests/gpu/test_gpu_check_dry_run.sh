@@ -28,6 +28,10 @@ run() {  # run OUT_NAME VAR=VALUE...: gpu_check.sh on the CPU against the pack
 }
 if run out_none GPU_DIR="$TMP/no_pack" STAGES="bin" > "$TMP/none.log" 2>&1; then fail "ran with no pack"; fi
 grep -q "no binaries (no pack at" "$TMP/none.log" || { cat "$TMP/none.log"; fail "no pack: no clear message"; }
+# A stage that does not fit the call's budget is skipped, says so, and the call still ends well.
+run out_short BUDGET_S=30 STAGES="bin sample" > "$TMP/short.log" 2>&1 || { cat "$TMP/short.log"; fail "a short budget: non-zero exit"; }
+grep -Eq "sample: SKIPPED \(estimated 240 s, [0-9]+ s left of BUDGET_S=30\)" "$TMP/short.log" \
+  || { cat "$TMP/short.log"; fail "a short budget: the sample stage did not say it was skipped"; }
 
 run out STAGES="bin cuda train sample long trl zero3" > "$TMP/log" 2>&1 || fail "gpu_check.sh exited non-zero"
 L="$TMP/log"; T="$TMP/out/tables.md"
@@ -47,7 +51,7 @@ expect "^long response: 2 rows x 128 tokens, tiny, ZeRO-3 on one rank: peak_mb_u
   "$T" "the ZeRO-3 step against gspo plan"
 expect "^\| step s \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|" "$TMP/out/trl_table.md" "gspo against TRL"
 expect "gpu_check: done" "$L" "the end"
-if grep -Ei "failed|no result|rc=[1-9]|no metrics|SKIPPED \(no trl" "$L"; then fail "a stage failed"; fi
+if grep -Ei "failed|no result|rc=[1-9]|no metrics|SKIPPED \((no trl|estimated)" "$L"; then fail "a stage failed"; fi
 [ "$(ls "$TMP/out" | wc -l)" -le 8 ] || fail "more than 8 files in OUT: the device tool returns 8"
 tar tzf "$TMP/out/logs.tgz" | grep -q "logs/long.jsonl" || fail "logs.tgz lacks the long-response cell"
 [ -f "$TMP/work/long_run/metrics.jsonl" ] && [ ! -d "$TMP/work/long_run/checkpoints" ] \
