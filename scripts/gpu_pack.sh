@@ -9,7 +9,7 @@
 #   bash scripts/gpu_pack.sh          # builds first (scripts/build.sh), then fills .gpu/; prints its size
 #
 # Environment: WHEELS=1 adds TRL's wheels (.gpu/whl, from PyPI) for the trl stage; GPU_PACK_DIR (.gpu) and
-# GPU_PACK_BUILD (build: its binaries are taken as they are, not rebuilt) are for the dry-run test
+# GPU_PACK_BUILD (build: its binaries are taken as they are, not rebuilt) and GPU_PACK_QUICK are for the dry-run test
 # (tests/gpu/test_gpu_check_dry_run.sh), which packs a finished build into a temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,9 +38,14 @@ cp "$B"/test_models/{tiny,tiny_prior,tiny_qwen3}.pt "$PACK/test_models/"
 M="$PACK/models"
 if [ -f models/tiny_demo.pt ]; then cp models/tiny_demo.pt "$M/"; else
   "$GSPO_PY" scripts/make_tiny_model.py --out "$M/tiny_demo.pt" --prior-text 0123456789 --prior-logit 3.0 > /dev/null; fi
-if [ -f models/tiny_warm.pt ]; then cp models/tiny_warm.pt "$M/"; else bash scripts/make_warm_base.sh "$M/tiny_warm.pt" > /dev/null; fi
+# GPU_PACK_QUICK=1 (the dry-run test): the LoRA and tools models without their warm-up (minutes on 2 busy cores);
+# the dry run checks the plumbing, not what they learn.
+if [ -f models/tiny_warm.pt ]; then cp models/tiny_warm.pt "$M/"
+elif [ "${GPU_PACK_QUICK:-0}" = 1 ]; then "$GSPO_PY" scripts/make_tiny_model.py --out "$M/tiny_warm.pt" > /dev/null
+else bash scripts/make_warm_base.sh "$M/tiny_warm.pt" > /dev/null; fi
 if [ -f models/tiny_tools.pt ]; then cp models/tiny_tools.pt "$M/"; else
-  "$GSPO_PY" scripts/make_tiny_model.py --out "$M/tiny_tools.pt" --warm data/tools_warm.txt --warm-steps 1000 > /dev/null; fi
+  "$GSPO_PY" scripts/make_tiny_model.py --out "$M/tiny_tools.pt" --warm data/tools_warm.txt \
+    --warm-steps "$([ "${GPU_PACK_QUICK:-0}" = 1 ] && echo 20 || echo 1000)" > /dev/null; fi
 rm -f "$M"/*.txt  # make_warm_base.sh's training text
 cp "$TOK/tokenizer.json" "$TOK/tokenizer_config.json" "$PACK/tokenizer/"
 if [ "${WHEELS:-0}" = 1 ]; then
