@@ -78,7 +78,8 @@ int run(int argc, char** argv) {
   std::vector<std::vector<int64_t>> prompts(rows / group);
   for (size_t b = 0; b < prompts.size(); ++b) {
     if (tok->bos_id() >= 0) prompts[b].push_back(tok->bos_id());  // Qwen3's tokenizer has none
-    for (int64_t t = static_cast<int64_t>(prompts[b].size()); t < prompt; ++t) prompts[b].push_back(static_cast<int64_t>('a' + (b * 7 + t * 3) % 26));
+    for (auto t = static_cast<int64_t>(prompts[b].size()); t < prompt; ++t)
+      prompts[b].push_back(static_cast<int64_t>('a' + (b * 7 + t * 3) % 26));
   }
   {  // warm-up: the interpreter's specialised graphs and the BLAS buffers a decode step needs, whatever the schedule
     rollout::SamplingParams w = p;
