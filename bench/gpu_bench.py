@@ -64,8 +64,8 @@ def cmd_model(a):
     out = os.path.join(a.out, "model.pt")
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "export_hf.py"), "--hf", hf, "--out", out,
                     "--dtype", "bfloat16", "--max-seq-len", str(a.max_seq_len)], check=True, stdout=subprocess.DEVNULL)
-    info = {"shape": a.shape, "params": n, "layers": layers, "hidden": hidden, "kv_heads": kv, "head_dim": hd,
-            "vocab": VOCAB, "seconds": round(time.time() - t0, 1)}
+    info = {"shape": a.shape, "params": n, "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv,
+            "head_dim": hd, "vocab": VOCAB, "seconds": round(time.time() - t0, 1)}
     json.dump(info, open(os.path.join(a.out, "model.json"), "w"))
     print(json.dumps(info))
 
@@ -194,7 +194,7 @@ def cmd_long(a):
     t = tokens / nrows
     # Model FLOPs of the update (forward + backward, recomputation not counted): 6 x params a token, plus causal
     # attention's 6 x layers x (heads x head_dim) x T^2 a row of T tokens (QK^T and AV, forward and backward).
-    d_attn = 16 * info["head_dim"] if info["shape"] != "tiny" else 4 * info["head_dim"]
+    d_attn = SHAPES[info["shape"]][3] * info["head_dim"]  # query heads x head_dim
     flops = 6 * info["params"] * tokens + nrows * 6 * info["layers"] * d_attn * t * t
     lim = None
     if a.limits and os.path.exists(a.limits):
