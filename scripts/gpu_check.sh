@@ -4,7 +4,7 @@
 #
 #   here:  bash scripts/gpu_pack.sh                 # builds, packs binaries, libraries, models, tokenizer into .gpu/
 #   there: STAGES="bin cuda train sample" bash scripts/gpu_check.sh     # call 1, carry [".gpu", ".deps"] (~7 min, est.)
-#          STAGES="bin long trl zero3" bash scripts/gpu_check.sh        # call 2, same warm machine (~6 min, estimated)
+#          BUDGET_S=<left - 60> STAGES="bin long trl zero3" bash scripts/gpu_check.sh  # call 2 at once (~7 min, est.)
 #
 # Stages (each prints summary lines; logs and JSON cells go to /tmp/gpu_check/logs, and after every stage to $OUT as
 # logs.tgz beside tables.md and trl_table.md: the device tool returns at most 8 files):
