@@ -13,7 +13,11 @@ if [ ! -f "$SRC/../shared/data/tokenizers/qwen3/tokenizer.json" ]; then
 fi
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 cd "$SRC"
-fail() { echo "FAIL: $*"; tail -40 "$TMP/log" 2>/dev/null; exit 1; }
+fail() {  # the whole log, and the end of every run's own log, so a failure in CI can be read from its output
+  echo "FAIL: $*"; cat "$TMP/log" 2>/dev/null
+  for f in "$TMP"/work/logs/train_*.log "$TMP"/work/logs/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -8 "$f"; }; done
+  exit 1
+}
 # The pack's models come from the checkout's models/ when it has them, else are made quickly (GPU_PACK_QUICK): a fresh
 # clone has none.
 GPU_PACK_DIR="$TMP/pack" GPU_PACK_BUILD="$BUILD" GPU_PACK_QUICK=1 OMP_NUM_THREADS=1 bash scripts/gpu_pack.sh > "$TMP/pack.log" 2>&1 \
@@ -25,7 +29,9 @@ done
 [ "$(du -sm "$TMP/pack" | cut -f1)" -lt 56 ] || fail "the pack is $(du -sm "$TMP/pack" | cut -f1) MiB: with the tree it passes the 64 MiB a device call carries"
 
 run() {  # run OUT_NAME VAR=VALUE...: gpu_check.sh on the CPU against the pack
+  # Timeouts well past a loaded CI machine's: the stages' own (120-400 s) are sized for a GPU.
   env GSPO_PY="$PY" GPU_CHECK_DEVICE=cpu GPU_DIR="$TMP/pack" GPU_CHECK_WORK="$TMP/work" OUT="$TMP/$1" TRAIN_STEPS=5 \
+    TRAIN_TIMEOUT_S=600 CELL_TIMEOUT_S=600 LONG_TIMEOUT_S=900 \
     "${@:2}" bash scripts/gpu_check.sh
 }
 if run out_none GPU_DIR="$TMP/no_pack" STAGES="bin" > "$TMP/none.log" 2>&1; then fail "ran with no pack"; fi
