@@ -201,6 +201,8 @@ if has sample && fits sample 240; then
 fi
 
 LONG_SHAPE=$([ "$DEV" = cuda ] && echo 1.7b || echo tiny)
+LEN=${LONG_LEN:-$([ "$DEV" = cuda ] && echo 16384 || echo 256)}
+LONG_SEQ=$((LEN + 1024))  # the long models' max_seq_len: the response, its prompt and room
 long_step() {  # name, model file, response length, ZeRO stage: one GSPO step, then its cell against gspo plan
   local cfg="$WORK/$1.yaml"
   "$PY" bench/gpu_bench.py longcfg --model "$2" --length "$3" --device "$DEV" --zero-stage "$4" --run "$WORK/$1" \
@@ -218,11 +220,13 @@ if has long || has zero3; then
   : > "$LOGS/long.jsonl"
 fi
 if has long && fits long 180; then
-  LEN=${LONG_LEN:-$([ "$DEV" = cuda ] && echo 16384 || echo 256)}
-  make_model "$LONG_SHAPE" 17408 && long_step long_run "$WORK/model_$LONG_SHAPE/model.pt" "$LEN" 0
+  make_model "$LONG_SHAPE" "$LONG_SEQ" && long_step long_run "$WORK/model_$LONG_SHAPE/model.pt" "$LEN" 0
   bundle
 fi
 
+timed() {  # name, command...: /usr/bin/time -v into the TRL directory where the machine has it (peak RSS, CPU share)
+  if [ -x /usr/bin/time ]; then /usr/bin/time -v -o "$WORK/trl/$1_time.txt" "${@:2}"; else "${@:2}"; fi
+}
 if has trl && fits trl 150; then
   if ! "$PY" -c 'import trl' 2>/dev/null; then
     say "trl: SKIPPED (no trl here: WHEELS=1 bash scripts/gpu_pack.sh carries its wheels)"
@@ -237,7 +241,6 @@ if has trl && fits trl 150; then
         "$PY" "${T[0]}" config "${T[@]:1}" --warmup 1 --steps 2
         say "trl: gspo train, 1 + 2 steps"
         rm -rf "$WORK/trl/gspo_run"
-        timed() { if [ -x /usr/bin/time ]; then /usr/bin/time -v -o "$WORK/trl/$1_time.txt" "${@:2}"; else "${@:2}"; fi; }
         timed gspo timeout 200 "$GSPO" train --config "$WORK/trl/gspo.yaml" > "$LOGS/trl_gspo.log" 2>&1 \
           || { say "trl: gspo failed: $(tail -3 "$LOGS/trl_gspo.log")"; return; }
         say "trl: TRL GRPOTrainer, 1 + 2 steps"
@@ -257,9 +260,9 @@ fi
 if has zero3 && fits zero3 90; then
   Z3_LEN=${LONG_Z3_LEN:-$([ "$DEV" = cuda ] && echo 4096 || echo 128)}
   F32="$WORK/model_$LONG_SHAPE/model_f32.pt"
-  if make_model "$LONG_SHAPE" 17408; then
+  if make_model "$LONG_SHAPE" "$LONG_SEQ"; then
     [ -f "$F32" ] || timeout 300 "$PY" scripts/export_hf.py --hf "$WORK/model_$LONG_SHAPE/hf" --out "$F32" \
-      --dtype float32 --max-seq-len 17408 > "$LOGS/export_f32.log" 2>&1 || say "zero3: export failed: $(tail -2 "$LOGS/export_f32.log")"
+      --dtype float32 --max-seq-len "$LONG_SEQ" > "$LOGS/export_f32.log" 2>&1 || say "zero3: export failed: $(tail -2 "$LOGS/export_f32.log")"
     [ -f "$F32" ] && long_step long_zero3 "$F32" "$Z3_LEN" 3
   fi
   bundle
