@@ -15,7 +15,14 @@ whose PEFT tensors are "base_model.model.model.layers.3.self_attn.q_proj.lora_A.
 (lora_alpha / r) B A, or (lora_alpha / sqrt(r)) B A with use_rslora (imported as alpha' = lora_alpha x sqrt(r)).
 Refused with exit 4, naming the key: DoRA, fan_in_fan_out, bias other than "none", modules_to_save, a rank_pattern
 or alpha_pattern that applies to an adapted module, a target that is not a decoder-layer projection. lora_dropout is dropped (gspo merges adapters, where
-no input dropout applies) with a note. Exit 5: a missing or unreadable file; 2: --out in use.
+no input dropout applies) with a note. Also exit 4, naming the file and the key or tensor: an adapter_config.json that
+is not a JSON object; r missing or not a positive integer (an integral float counts, a bool does not); lora_alpha
+missing; lora_alpha or lora_dropout not a finite number; a tensor that is not floating point or holds NaN or Inf
+(non-finite values); A / B shapes that disagree with each other, with the base's weight (trained on another base) or
+with r (the tensors' own rank is named). Exit 5: a missing or unreadable file, which includes an
+adapter_config.json that is not JSON (line and column named) and a truncated or corrupt adapter_model.safetensors;
+2: --out in use. Every refusal is one line, `peft_adapter: error: <file>: <what>`, and comes before anything is
+written to ADAPTER_DIR.
 """
 import argparse
 import json
@@ -25,6 +32,7 @@ import re
 import sys
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from replaced_dir import replaced_dir
@@ -100,13 +108,65 @@ def weights_fingerprint(policy_path):
     return [s, q], m
 
 
+def one_line(e):
+    """An exception's text as part of a one-line refusal."""
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def read_config(path):
+    """adapter_config.json as a dict. Exit 5 where it is not JSON text, 4 where the JSON is not an object."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            cfg = json.load(f)
+    except json.JSONDecodeError as e:
+        raise AdapterError(5, f"{path}: not JSON (line {e.lineno} column {e.colno}: {e.msg})")
+    except UnicodeDecodeError as e:
+        raise AdapterError(5, f"{path}: not UTF-8 text (byte {e.start}: {e.reason})")
+    if not isinstance(cfg, dict):
+        raise AdapterError(4, f"{path}: a JSON {type(cfg).__name__}, not an object (PEFT writes an object of settings)")
+    return cfg
+
+
+def number(cfg, key, where, default=None):
+    """cfg[key] as a finite float (an int or float, not a bool); `default` where absent, refused where it is None."""
+    if key not in cfg:
+        if default is None:
+            raise AdapterError(4, f"{where}: {key} missing")
+        return default
+    v = cfg[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise AdapterError(4, f"{where}: {key} {v!r}: not a finite number")
+    return float(v)
+
+
+def rank(cfg, where):
+    """cfg["r"] as a positive int; an integral float (8.0) counts, a bool or 8.5 does not."""
+    if "r" not in cfg:
+        raise AdapterError(4, f"{where}: r missing")
+    v = cfg["r"]
+    integral = isinstance(v, int) or (isinstance(v, float) and math.isfinite(v) and v == int(v))
+    if isinstance(v, bool) or not integral or v <= 0:
+        raise AdapterError(4, f"{where}: r {v!r}: not a positive integer")
+    return int(v)
+
+
+def read_tensors(st):
+    """adapter_model.safetensors as {key: tensor}. Exit 5 where safetensors cannot read it (truncated, not a
+    safetensors file)."""
+    try:
+        return load_file(st)
+    except (SafetensorError, ValueError, RuntimeError) as e:
+        raise AdapterError(5, f"{st}: not a readable safetensors file ({one_line(e)})")
+
+
 def read_peft(peft_dir):
-    """(rank, alpha as gspo scales it, dropout, {gspo weight name: (A, B)}) of a PEFT LoRA directory."""
+    """(rank, alpha as gspo scales it, dropout, {gspo weight name: (A, B)}) of a PEFT LoRA directory. Every tensor is
+    floating point and finite; shapes are import_peft's to check against the base."""
     cfg_path = os.path.join(peft_dir, "adapter_config.json")
     st = os.path.join(peft_dir, "adapter_model.safetensors")
     if not os.path.isfile(cfg_path) or not os.path.isfile(st):
         raise AdapterError(5, f"{peft_dir}: no adapter_config.json / adapter_model.safetensors (not a PEFT adapter)")
-    cfg = json.load(open(cfg_path))
+    cfg = read_config(cfg_path)
     where = f"{cfg_path}"
     if cfg.get("peft_type", "LORA") != "LORA":
         raise AdapterError(4, f"{where}: peft_type {cfg.get('peft_type')!r}: only LORA adapters import")
@@ -117,15 +177,20 @@ def read_peft(peft_dir):
         raise AdapterError(4, f"{where}: bias {cfg.get('bias')!r}: only 'none' imports (gspo trains no biases)")
     if cfg.get("modules_to_save"):
         raise AdapterError(4, f"{where}: modules_to_save {cfg['modules_to_save']}: gspo trains adapters only")
-    r, alpha = int(cfg["r"]), float(cfg["lora_alpha"])
+    r, alpha, dropout = rank(cfg, where), number(cfg, "lora_alpha", where), number(cfg, "lora_dropout", where, 0.0)
     if cfg.get("use_rslora"):
         alpha *= math.sqrt(r)  # (alpha / sqrt(r)) B A == (alpha sqrt(r) / r) B A
     pairs = {}
-    for key, t in load_file(st).items():
+    for key, t in read_tensors(st).items():
         m = KEY.match(key)
         if not m or m.group(2) not in PROJECTIONS:
             raise AdapterError(4, f"{st}: tensor {key!r} is not the LoRA A or B of a decoder-layer projection "
                                   f"({', '.join(PROJECTIONS)})")
+        if not t.is_floating_point():
+            raise AdapterError(4, f"{st}: tensor {key!r} is {str(t.dtype).replace('torch.', '')}, not floating point")
+        bad = t.numel() - int(torch.isfinite(t).sum())
+        if bad:
+            raise AdapterError(4, f"{st}: tensor {key!r} has {bad} non-finite values (NaN or Inf)")
         pairs.setdefault(m.group(1) + ".weight", {})[m.group(3)] = t
     # Another rank or alpha for some modules: refused where it applies (PEFT writes patterns for modules a model may
     # not have, e.g. transformers' fused MoE experts, and ignores them).
@@ -135,13 +200,15 @@ def read_peft(peft_dir):
             if hit:
                 raise AdapterError(4, f"{where}: {key} {pattern!r} applies to {hit[0]}: one rank and one alpha for "
                                       f"every adapter only")
-    return r, alpha, float(cfg.get("lora_dropout", 0.0)), pairs
+    return r, alpha, dropout, pairs
 
 
 def import_peft(a):
     if not os.path.isfile(a.base):
         raise AdapterError(5, f"{a.base}: no such policy file")
     r, alpha, dropout, pairs = read_peft(a.peft)
+    cfg_path = os.path.join(a.peft, "adapter_config.json")
+    st = os.path.join(a.peft, "adapter_model.safetensors")
     fingerprint, base = weights_fingerprint(a.base)
     weights = dict(base.named_parameters())
     adapters = []
@@ -152,9 +219,19 @@ def import_peft(a):
         if set(ab) != {"A", "B"}:
             raise AdapterError(4, f"{a.peft}: {name} has lora_{'A' if 'A' in ab else 'B'} only")
         out, inp = weights[name].shape
-        if tuple(ab["A"].shape) != (r, inp) or tuple(ab["B"].shape) != (out, r):
-            raise AdapterError(4, f"{a.peft}: {name}: A {tuple(ab['A'].shape)}, B {tuple(ab['B'].shape)}; the base's "
-                                  f"weight is {(out, inp)} at r {r}: trained on another base?")
+        sa, sb = tuple(ab["A"].shape), tuple(ab["B"].shape)
+        # A [r', in] and B [out, r']: an in / out other than the base weight's means another base; an r' that A and
+        # B agree on but the config's r does not means the config is wrong.
+        if len(sa) != 2 or len(sb) != 2:
+            raise AdapterError(4, f"{st}: {name}: A {sa}, B {sb}: not matrices")
+        if (sa[1], sb[0]) != (inp, out):
+            raise AdapterError(4, f"{st}: {name}: A {sa}, B {sb}; the base's weight is {(out, inp)} at r {r}: "
+                                  f"trained on another base?")
+        if sa[0] != sb[1]:
+            raise AdapterError(4, f"{st}: {name}: A {sa}, B {sb}: A's rank {sa[0]} and B's rank {sb[1]} differ")
+        if sa[0] != r:
+            raise AdapterError(4, f"{cfg_path}: r {r}: the tensors have rank {sa[0]} but adapter_config.json says "
+                                  f"r {r} ({name}: A {sa}, B {sb})")
         adapters.append((name, ab["A"], ab["B"]))
     if pairs:
         raise AdapterError(4, f"{a.peft}: adapters for weights {a.base} does not have: {sorted(pairs)[:3]}")
