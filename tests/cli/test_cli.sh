@@ -191,6 +191,28 @@ printf '{"index": 0, "responses": ["\\\\boxed{1}", "2", "3"]}\n{"index": 1, "res
 expect score-uneven 3 "problem 0 has 3 responses but problem 1 has 1" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/uneven.jsonl"
 printf '{"index": 0}\n' > "$TMP/no_resp.jsonl"
 expect score-no-response 3 "needs 'response' (a string) or 'responses'" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/no_resp.jsonl"
+# gspo eval's samples name their set and file line: another set's samples are refused by line, never graded against
+# the wrong problems; the id, not the eval's index (which counts only the problems it kept), places a sample.
+printf '%s\n' '{"dataset": "code_sample", "index": 0, "id": "data/code_sample.jsonl:1", "sample": 0, "response": "4"}' > "$TMP/other_set.jsonl"
+expect score-other-dataset 3 "other_set.jsonl:1: a sample of dataset 'code_sample', but -d is" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/other_set.jsonl"
+printf '%s\n' '{"index": 0, "id": "x/code_sample.jsonl:1", "response": "4"}' > "$TMP/other_id.jsonl"
+expect score-other-id 3 "other_id.jsonl:1: id 'x/code_sample.jsonl:1' is a problem of 'code_sample.jsonl'" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/other_id.jsonl"
+printf '%s\n' '{"index": 0, "id": "math_sample.jsonl:99", "response": "4"}' > "$TMP/far_id.jsonl"
+expect score-id-past-end 3 "far_id.jsonl:1: id 'math_sample.jsonl:99': line 99 of" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/far_id.jsonl"
+printf '%s\n' '{"index": 0, "id": 17, "response": "4"}' > "$TMP/bad_id.jsonl"
+expect score-id-not-text 3 "bad_id.jsonl:1: 'id' must be the problem's" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/bad_id.jsonl"
+# index 0 with the id of line 3 (answer 12): graded against line 3, right; by index it would be row 0 (33), wrong.
+printf '%s\n' '{"dataset": "math_sample", "index": 0, "id": "/elsewhere/math_sample.jsonl:3", "response": "\\boxed{12}"}' > "$TMP/by_id.jsonl"
+expect score-placed-by-id 0 "avg@1 1.000" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/by_id.jsonl"
+# The math verifier refuses rows without a reference answer (a code set with --reward math), naming the first.
+expect score-math-on-code-rows 2 "the math verifier grades against each row's reference answer, but $SRC/data/code_sample.jsonl:1 has none" -- \
+  "$GSPO" score -d "$SRC/data/code_sample.jsonl" -r "$SRC/tests/data/code_sample_solutions.jsonl" --reward math
+expect train-math-on-code-rows 2 "the math verifier grades against each row's reference answer, but $SRC/data/code_sample.jsonl:1 has none" -- \
+  "$GSPO" train "${TRAIN[@]}" --set data.task=jsonl --set "data.path=$SRC/data/code_sample.jsonl" --set reward.kind=math \
+  --set "train.output_dir=$TMP/math_on_code"
+expect eval-math-on-code-rows 2 "the math verifier grades against each row's reference answer" -- \
+  "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/code_sample.jsonl" --set reward.kind=math --set rollout.max_new_tokens=4 \
+  --no-progress -o "$TMP/math_on_code_eval"
 # APPS rows load as they are (description + test_list), graded by running the tests
 if have_shared score-apps "$SHARED/data/benchmarks/apps_stdio_52.jsonl"; then
   printf '{"index": 0, "response": "```python\\nprint(0)\\n```"}\n' > "$TMP/apps_resp.jsonl"
@@ -255,7 +277,10 @@ expect tokenize-not-object 3 "stdin:2: each line must be a JSON object (got arra
   bash -c "printf '{\"text\": \"a\"}\\n[1]\\n' | '$GSPO' tokenize -t '$MODELS/tiny.pt'"
 expect tokenizer-empty 3 "empty_tok.json: the file is empty" -- "$GSPO" tokenize -t "$TMP/empty_tok.json"
 printf '{"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}}' > "$TMP/badtype_tok.json"
-expect tokenizer-wrong-type 3 "badtype_tok.json: tokenizer.json has a field of the wrong type" -- "$GSPO" tokenize -t "$TMP/badtype_tok.json"
+expect tokenizer-wrong-type 3 "badtype_tok.json: model.vocab['a'] is \"zero\", not a token id" -- "$GSPO" tokenize -t "$TMP/badtype_tok.json"
+# A merge that is not "left right" or a pair names the file and the merge (#59).
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b", "ab"]}}' > "$TMP/badmerge_tok.json"
+expect tokenizer-bad-merge 3 "badmerge_tok.json: model.merges[1] is \"ab\", not a merge" -- "$GSPO" tokenize -t "$TMP/badmerge_tok.json"
 if have_shared tokenize-qwen3 "$SHARED/data/tokenizers/qwen3/tokenizer.json"; then
   out=$(printf '{"text": "Hello world, 你好!"}\n' | "$GSPO" tokenize -t "$SHARED/data/tokenizers/qwen3")
   if [ "$out" = '{"text":"Hello world, 你好!","ids":[9707,1879,11,220,108386,0]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-qwen3: $out"; fail=$((fail+1)); fi

@@ -33,6 +33,13 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 sys.exit(0 if len(lines) == 8 and all(l['failure'] == 'no code found' for l in lines) else 1)" "$TMP/lcb/samples.jsonl"
 expect lcb-bad-date 2 "eval.since must be a day written YYYY-MM-DD" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-8-1 -o "$TMP/lcb2"
+# Impossible days are refused, not compared as text (2024-02-30 would keep rows of March 1st).
+expect lcb-no-month-13 2 "eval.since" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-13-45 -o "$TMP/lcb2"
+expect lcb-no-month-13-why 2 "has no month 13 (01-12)" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-13-45 -o "$TMP/lcb2"
+expect lcb-feb-30 2 "eval.until \"2024-02-30\" is not a day of the calendar (2024-02 has 29 days)" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --until 2024-02-30 -o "$TMP/lcb2"
+expect lcb-feb-29-2023 2 "(2023-02 has 28 days)" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --until 2023-02-29 -o "$TMP/lcb2"
+expect lcb-day-00 2 "eval.since \"2024-06-00\" is not a day of the calendar" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-06-00 -o "$TMP/lcb2"
+[ ! -e "$TMP/lcb2" ] && pass=$((pass+1)) || { echo "FAIL refused-dates-wrote-nothing"; fail=$((fail+1)); }
 expect lcb-empty-window 3 "no row has a contest_date within [2030-01-01, -]" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2030-01-01 -o "$TMP/lcb3"
 expect dates-without-dates 3 "filter on contest_date, but no row has one" -- "$GSPO" "${EVAL[@]}" -d "$SRC/data/math_sample.jsonl" --since 2024-01-01 -o "$TMP/lcb4"
 
@@ -55,6 +62,12 @@ sys.exit(0 if len(cut) == 10 and same_prefix and b['datasets'][0]['problems'] ==
 rm "$TMP/cut/summary.json"
 expect eval-resume-other-settings 2 "holds an unfinished eval with other settings (samples (was 2, now 3))" -- "$GSPO" "${EVAL[@]}" -d "$SRC/data/math_sample.jsonl" -k 3 --max-problems 5 --set rollout.prompts_per_step=2 -o "$TMP/cut"
 expect eval-finished-refused 2 "already holds a finished eval" -- "$GSPO" "${EVAL[@]}" "${MATH[@]}" -o "$TMP/full"
+# gspo score reads an eval's samples.jsonl as it is: against its own set it agrees with the eval's summary; against
+# another set it refuses by line (it used to grade them by index against the other set's problems and exit 0).
+avg="$("$PYTHON" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['datasets'][0]['avg@2'])" "$TMP/full/summary.json")"
+expect score-eval-samples 0 "avg@2 $avg" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/full/samples.jsonl"
+expect score-eval-samples-other-set 3 "samples.jsonl:1: a sample of dataset 'math_sample', but -d is" -- \
+  "$GSPO" score -d "$SRC/data/code_sample.jsonl" -r "$TMP/full/samples.jsonl"
 
 # Validation during training: every 2 steps and before the first, into validation.jsonl and the metrics lines;
 # resumed runs continue the schedule without repeating or losing lines.

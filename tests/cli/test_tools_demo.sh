@@ -25,6 +25,17 @@ run() {
 }
 run tools --set eval.every=50 --set eval.samples=2 --set "eval.datasets=[$TMP/val.jsonl]"
 run no-tools --set 'tools.list=[]'
+# A tool that always fails (#59 item 8): training goes on and says so, in the step line (the error rate), a warning
+# and the summary; what the tool writes to stderr is logged under its name, not as gspo's own line.
+printf 'echo "boom from the tool" >&2\nexit 3\n' > "$TMP/broken.sh"
+sed "s|command: sh scripts/tools/lookup.sh|command: sh $TMP/broken.sh|" configs/tiny-tools.yaml > "$TMP/broken.yaml"
+"$GSPO" train -c "$TMP/broken.yaml" --set "model.path=$TMP/tiny_tools.pt" --set train.max_steps=2 \
+  --set checkpoint.every=0 --set "train.output_dir=$TMP/broken" > "$TMP/broken.log" 2>&1 \
+  || { tail -20 "$TMP/broken.log"; echo "FAIL: the run with a failing tool exited non-zero"; exit 1; }
+for needle in "calls/row err 100%" "tool calls were tool errors" "tool errors (100.0%)" \
+    "tool 'lookup' (command 'sh $TMP/broken.sh') (stderr): boom from the tool"; do
+  grep -qF -- "$needle" "$TMP/broken.log" || { cat "$TMP/broken.log"; echo "FAIL: a failing tool's run lacks '$needle'"; exit 1; }
+done
 evaluate() {  # evaluate NAME [extra --set ...]: gspo eval of the trained model on the held-out keys
   "$GSPO" eval -c configs/tiny-tools.yaml -m "$TMP/tools/checkpoints/step_00000100/policy.pt" -d "$TMP/val.jsonl" \
     -k 4 -o "$TMP/$1" --no-progress "${@:2}" > "$TMP/$1.log" 2>&1 \

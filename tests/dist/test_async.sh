@@ -105,7 +105,8 @@ start_rank 1 2 "$port" hungr "${K1[@]}" --set async.wait_timeout_s=4; p1=$!
 if wait_for_steps "$TMP/hungr/metrics.jsonl" 1; then
   kill -STOP $p1; timed_wait $p0 40; kill -9 $p1 2>/dev/null
   # SIGSTOP can land between a batch's header and its bytes: either wait names the rollout rank.
-  if [ $rc -eq 7 ] && [ $secs -le 20 ] && grep -Eq "(waiting for|receiving) a batch from a rollout rank" "$TMP/hungr.rank0.log"; then
+  if [ $rc -eq 7 ] && [ $secs -le 20 ] && grep -Eq "(waiting for|receiving) a batch from a rollout rank" "$TMP/hungr.rank0.log" \
+     && grep -q "hung past async.wait_timeout_s (4 s)" "$TMP/hungr.rank0.log"; then
     ok "stalled rollout rank: the trainer exits 7 after ${secs}s (wait_timeout_s 4)"
   else bad "stalled rollout rank: trainer exit $rc after ${secs}s" "$TMP/hungr.rank0.log"; fi
 else bad "stalled-rollout run never reached step 1" "$TMP/hungr.rank0.log"; kill -9 $p0 $p1 2>/dev/null; fi

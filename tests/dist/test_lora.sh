@@ -182,6 +182,36 @@ rm -f "$TMP/ev/summary.json"  # an unfinished eval: resumable only with the same
 if out="$("$GSPO" "${EV[@]}" --adapter "$TMP/lres/checkpoints/step_00000002" -o "$TMP/ev" 2>&1)"; then
   bad "eval resumed with other adapters: $out"
 else ok "eval with other adapters does not resume: $(grep -o 'other settings ([^)]*)' <<<"$out")"; fi
+# Bad adapters are refused at load, naming adapter.pt and the tensor (#59: NaN adapters used to generate NUL bytes and
+# eval wrote them as responses with exit 0): a NaN in B of the first adapter; adapter.json saying rank 8 over rank-4
+# tensors (train used to accept it, generate refused it with other words).
+cp -r "$CK" "$TMP/nan_ck" && cp -r "$CK" "$TMP/rank8_ck" && "$PY" - "$TMP/nan_ck" "$TMP/rank8_ck" <<'PY'
+import json, sys, torch
+m = torch.jit.load(sys.argv[1] + "/adapter.pt")
+with torch.no_grad():
+    dict(m.named_parameters())["1"][0, 0] = float("nan")
+m.save(sys.argv[1] + "/adapter.pt")
+meta = json.load(open(sys.argv[2] + "/adapter.json"))
+meta["rank"] = 8
+json.dump(meta, open(sys.argv[2] + "/adapter.json", "w"))
+PY
+refused() {  # refused NAME WANT_RC NEEDLE command...: exit WANT_RC with NEEDLE in its output
+  local name="$1" want="$2" needle="$3"; shift 3
+  out="$("$@" 2>&1)"; rc=$?
+  if [ $rc -eq "$want" ] && grep -qF -- "$needle" <<<"$out"; then ok "$name refused: $needle"
+  else bad "$name: exit $rc (wanted $want, '$needle'): $(tail -3 <<<"$out")"; fi
+}
+NAN_MSG="nan_ck/adapter.pt': B of 'layers.0.self_attn.q_proj.weight' (tensor 1) holds 1 non-finite value (NaN or Inf)"
+refused "generate --adapter NaN" 5 "$NAN_MSG" "$GSPO" generate -m "$MODELS/tiny_prior.pt" --adapter "$TMP/nan_ck" -p "1+2="
+refused "eval --adapter NaN" 5 "$NAN_MSG" "$GSPO" "${EV[@]}" --adapter "$TMP/nan_ck" -o "$TMP/ev_nan"
+[ ! -e "$TMP/ev_nan/samples.jsonl" ] && ok "eval --adapter NaN wrote no samples" || bad "eval --adapter NaN wrote samples"
+refused "inspect --adapter NaN" 5 "$NAN_MSG" "$GSPO" inspect "$MODELS/tiny_prior.pt" --adapter "$TMP/nan_ck"
+refused "train model.adapter NaN" 5 "$NAN_MSG" "$GSPO" "${TRAIN[@]}" "${L[@]}" --set train.max_steps=1 \
+  --set "train.output_dir=$TMP/e_nan" --set "model.adapter=$TMP/nan_ck"
+RANK_MSG="A of 'layers.0.self_attn.q_proj.weight' (tensor 0) has rank 4, but adapter.json says rank 8"
+refused "generate --adapter rank 8 over rank 4" 5 "$RANK_MSG" "$GSPO" generate -m "$MODELS/tiny_prior.pt" --adapter "$TMP/rank8_ck" -p "1+2="
+refused "train model.adapter rank 8 over rank 4" 5 "$RANK_MSG" "$GSPO" "${TRAIN[@]}" "${L[@]}" --set train.max_steps=1 \
+  --set "train.output_dir=$TMP/e_rank8" --set "model.adapter=$TMP/rank8_ck"
 # PEFT round trip of a trained checkpoint: export --peft, import back onto the same base: the same tensors, bit for bit
 if "$PY" "$SRC/scripts/export_to_hf.py" --checkpoint "$CK" --out "$TMP/peft" --peft >"$TMP/peft.log" 2>&1 \
    && "$PY" "$SRC/scripts/peft_adapter.py" import --peft "$TMP/peft" --base "$MODELS/tiny_prior.pt" --out "$TMP/back" \
@@ -234,6 +264,8 @@ expect_err z3-keep "distributed.zero3_keep_whole with model.lora_rank" -- "${L[@
   --set distributed.zero3_keep_whole=true
 expect_err z3-bf16 "rollout.dtype bfloat16 with model.lora_rank, distributed.zero_stage 3" -- "${L[@]}" "${Z3[@]}" \
   --set rollout.dtype=bfloat16
+expect_err huge-rank "model.lora_rank 100000 is above the smaller dimension of 'layers.0.self_attn.q_proj.weight'" -- \
+  "${L[@]}" --set model.lora_rank=100000
 expect_err per-layer "model.lora_rank needs the per-layer pass" -- "${L[@]}" --set train.chunked_head=false \
   --set train.activation_checkpointing=false
 

@@ -2,10 +2,12 @@
 // ctest fixture "models"), data in ../shared with its skip marker, and small tensor helpers.
 #pragma once
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -100,6 +102,26 @@ inline torch::Tensor response_logprobs(model::Policy& p, const torch::Tensor& id
   auto targets = ids.narrow(1, prompt_len, R);
   return pred.log_softmax(-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1);
 }
+
+// Sends this process's stderr (file descriptor 2: the log's sink) into `path` for the object's lifetime.
+class StderrToFile {
+ public:
+  explicit StderrToFile(const std::string& path) {
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) ::dup2(fd, 2), ::close(fd);
+  }
+  ~StderrToFile() {
+    std::fflush(stderr);
+    if (saved_ >= 0) ::dup2(saved_, 2), ::close(saved_);
+  }
+  StderrToFile(const StderrToFile&) = delete;
+  StderrToFile& operator=(const StderrToFile&) = delete;
+
+ private:
+  int saved_ = -1;
+};
 
 // An empty run directory under the test models' runs/ (removed if it exists).
 inline std::string fresh_dir(const std::string& name) {

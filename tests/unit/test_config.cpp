@@ -35,6 +35,10 @@ TEST_CASE("wrong types and out-of-range values name key, rule, value and line", 
   CHECK(config_error_of("\nrollout:\n  group_size: many\n") ==
         "invalid config:\n  run.yaml:3: rollout.group_size must be an integer (got 'many')");
   CHECK(config_error_of("rollout:\n  group_size: 1\n") == "invalid config:\n  run.yaml:2: rollout.group_size must be >= 2 (got 1)");
+  // A key with an empty value is named at its own line (yaml-cpp marks the empty value where the next token begins).
+  CHECK_THAT(config_error_of("rollout:\n  group_size:\n  top_p: 0.5\n"), Catch::Contains("run.yaml:2: rollout.group_size must be"));
+  CHECK_THAT(config_error_of("rollout:\n  temperature: 1.0\n\n\n  group_size:\n"),
+             Catch::Contains("run.yaml:5: rollout.group_size must be"));
   CHECK_THAT(config_error_of("rollout:\n  top_p: 1.5\n"), Catch::Contains("run.yaml:2: rollout.top_p must be in (0, 1] (got 1.5)"));
   CHECK_THAT(config_error_of("rollout:\n  top_p: 0\n"), Catch::Contains("run.yaml:2: rollout.top_p must be in (0, 1] (got 0)"));
   // Exclusive upper bounds: the key that is wrong, with its value (beta2 = 1 used to be blamed on beta1).
@@ -126,3 +130,4 @@ TEST_CASE("edit distance suggestions", "[config]") {
   CHECK(config::nearest("grup_size", {"group_size", "top_k"}) == "group_size");
   CHECK(config::nearest("zzzzzz", {"group_size", "top_k"}).empty());
 }
+

@@ -48,7 +48,7 @@ class SlowEcho : public env::Tool {
  public:
   explicit SlowEcho(int ms) : ms_(ms) {}
   const std::string& name() const override { return name_; }
-  env::ToolResult call(const nlohmann::json& a) override {
+  env::ToolResult call(const nlohmann::json& a, Clock::time_point) override {
     const int now = ++running_;
     int seen = most_;
     while (now > seen && !most_.compare_exchange_weak(seen, now)) {}

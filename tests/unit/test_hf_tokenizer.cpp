@@ -181,3 +181,21 @@ TEST_CASE("unsupported tokenizer.json features are named", "[tokenizer][hf]") {
   CHECK_THROWS_WITH(tokenizer::HfBpeTokenizer(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
       "normalizer": {"type": "NFKD"}})", "", "t.json"), Catch::Contains("unsupported normalizer 'NFKD'"));
 }
+
+// A malformed vocabulary or merge list names the file and the entry (it used to be a bare JSON type error).
+TEST_CASE("a malformed merge or vocabulary entry names the tokenizer file and the entry", "[tokenizer][hf]") {
+  auto bpe = [](const std::string& vocab, const std::string& merges) {
+    return R"({"model": {"type": "BPE", "vocab": )" + vocab + R"(, "merges": )" + merges + "}}";
+  };
+  const std::string vocab = R"({"a": 0, "b": 1, "ab": 2})";
+  CHECK_NOTHROW(tokenizer::HfBpeTokenizer(bpe(vocab, R"(["a b"])"), "", "t.json"));
+  CHECK_NOTHROW(tokenizer::HfBpeTokenizer(bpe(vocab, R"([["a", "b"]])"), "", "t.json"));
+  for (const std::string bad : {R"(["a b", 7])", R"(["a b", "ab"])", R"(["a b", "a  b"])", R"(["a b", ["a"]])",
+                                R"(["a b", [1, 2]])", R"(["a b", " b"])"})
+    CHECK_THROWS_WITH(tokenizer::HfBpeTokenizer(bpe(vocab, bad), "", "dir/tokenizer.json"),
+                      Catch::StartsWith("dir/tokenizer.json: model.merges[1] is ") && Catch::Contains("not a merge"));
+  CHECK_THROWS_WITH(tokenizer::HfBpeTokenizer(bpe(R"({"a": 0, "b": "one"})", "[]"), "", "dir/tokenizer.json"),
+                    Catch::StartsWith("dir/tokenizer.json: model.vocab['b'] is \"one\""));
+  CHECK_THROWS_WITH(tokenizer::HfBpeTokenizer(R"({"model": {"type": "BPE", "vocab": {"a": 0}}})", "", "dir/tokenizer.json"),
+                    Catch::StartsWith("dir/tokenizer.json: model.merges of tokenizer.json is malformed"));
+}

@@ -155,6 +155,110 @@ TEST_CASE("command tool: answers, and crashes, timeouts and malformed answers as
   CHECK(c.timeouts == 1);
 }
 
+// #59 item 1: a tool that writes a second line (or a debug line before its answer) used to have that line taken as
+// the NEXT call's answer, which may belong to another episode. Every observation is now its own call's answer or a
+// counted tool error, never another call's.
+TEST_CASE("command tool: a stray line never answers another call", "[tools][adversarial]") {
+  const std::string cmd = command_program(
+      "tool_stray", "    a = req['arguments']\n"
+                    "    t = a['text']\n"
+                    "    if a.get('two'): sys.stdout.write(json.dumps({'output': t}) + '\\n' + json.dumps({'output': 'stray-' + t}) + '\\n'); sys.stdout.flush(); continue\n"
+                    "    if a.get('late'):\n"
+                    "        print(json.dumps({'output': t}), flush=True); import time; time.sleep(0.1)\n"
+                    "        print(json.dumps({'output': 'stray-' + t}), flush=True); continue\n"
+                    "    if a.get('late_id'):\n"
+                    "        print(json.dumps({'output': t, 'id': req['id']}), flush=True); import time; time.sleep(0.05)\n"
+                    "        print(json.dumps({'output': 'stray-' + t, 'id': req['id']}), flush=True); continue\n"
+                    "    if a.get('debug'): print('debug: got ' + t, flush=True)\n"
+                    "    print(json.dumps({'output': t}), flush=True)\n");
+  auto set = tools_of(std::make_unique<env::CommandTool>("echo", cmd, 5.0));
+  auto one = [&](nlohmann::json args) { return set.run_turn(call("echo", args)).at(0); };
+  // Two lines written at once: the call fails, and so does no later call on account of the leftover.
+  CHECK_THAT(one({{"text", "a"}, {"two", true}}), Catch::Contains("wrote more than one line for one request"));
+  CHECK(one({{"text", "b"}}) == "b");  // a fresh program
+  // A debug line before the answer: that call's error; the answer that followed never reaches the next call.
+  CHECK_THAT(one({{"text", "c"}, {"debug", true}}), Catch::StartsWith("tool error: tool 'echo'"));
+  CHECK(one({{"text", "d"}}) == "d");
+  // The second line arrives after the answer was taken: the next call meets it before its request is written.
+  CHECK(one({{"text", "e"}, {"late", true}}) == "e");
+  usleep(300 * 1000);
+  CHECK_THAT(one({{"text", "f"}}), Catch::Contains("wrote output that answers no request") &&
+                                       Catch::Contains("stray-e"));
+  CHECK(one({{"text", "g"}}) == "g");
+  // A program that echoes "id": a late line is told from the next call's answer even when it wins the race.
+  CHECK(one({{"text", "h"}, {"late_id", true}}) == "h");
+  const auto obs = one({{"text", "i"}});
+  CHECK((obs == "i" || obs.rfind("tool error: ", 0) == 0));
+  CHECK((obs.find("stray") == std::string::npos || obs.rfind("tool error: ", 0) == 0));
+  const auto c = set.counters();
+  CHECK(c.calls == 9);
+  CHECK(c.errors >= 3);
+}
+
+// #59 item 7: a call past tools.timeout_s kills the program at once (it used to get a 2 s grace first), and calls that
+// were asked before that timeout and waited behind it fail at once instead of waiting out timeouts of their own.
+TEST_CASE("command tool: a hung program costs one timeout per wave of calls, not one per call", "[tools]") {
+  const std::string cmd = command_program(
+      "tool_hang", "    a = req['arguments']\n"
+                   "    if a.get('hang'): import time; time.sleep(60)\n"
+                   "    print(json.dumps({'output': 'ok ' + str(n)}), flush=True)\n");
+  env::CommandTool tool("slow", cmd, 0.3);
+  using Clock = env::Tool::Clock;
+  const auto asked = Clock::now();
+  const auto t0 = Clock::now();
+  const auto hung = tool.call({{"hang", true}}, asked);
+  const double hung_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  CHECK(hung.timed_out);
+  CHECK_THAT(hung.output, Catch::Contains("did not answer within 0.3 s"));
+  CHECK(hung_s < 1.5);  // 0.3 s and the kill; with the old 2 s grace it was >= 2.3 s
+  // Asked with the hung call (queued behind it): not run.
+  const auto queued = tool.call({{"hang", true}}, asked);
+  CHECK(queued.error);
+  CHECK_FALSE(queued.timed_out);
+  CHECK_THAT(queued.output, Catch::Contains("was not run for this call: it ran past tools.timeout_s (0.3 s)"));
+  // Asked after it: a fresh program answers.
+  const auto later = tool.call(nlohmann::json::object(), Clock::now());
+  CHECK_FALSE(later.error);
+  CHECK(later.output == "ok 0");
+
+  // Eight calls of one turn to the hung program, on eight threads: about one timeout in all, not eight.
+  auto set = tools_of(std::make_unique<env::CommandTool>("slow", cmd, 0.3), {8, 1024, 8});
+  std::string turn;
+  for (int i = 0; i < 8; ++i) turn += call("slow", {{"hang", true}});
+  const auto t1 = Clock::now();
+  const auto obs = set.run_turn(turn);
+  const double wave_s = std::chrono::duration<double>(Clock::now() - t1).count();
+  REQUIRE(obs.size() == 8);
+  int timed_out = 0, not_run = 0;
+  for (const auto& o : obs) {
+    timed_out += o.find("did not answer within 0.3 s") != std::string::npos;
+    not_run += o.find("was not run for this call") != std::string::npos;
+  }
+  CHECK(timed_out == 1);
+  CHECK(not_run == 7);
+  CHECK(set.counters().errors == 8);
+  CHECK(set.counters().timeouts == 1);
+  CHECK(wave_s < 8 * 0.3);  // one after another the eight took 8 x (0.3 + 2) s
+}
+
+// #59 minor: what a tool program (or its shell: "Segmentation fault") writes to stderr is logged under its name.
+TEST_CASE("command tool: the program's stderr is logged with the tool's name", "[tools]") {
+  const std::string dir = test::fresh_dir("tool_stderr");
+  core::ensure_dir(dir);
+  const std::string log_file = dir + "/stderr.log";
+  const std::string cmd = command_program(
+      "tool_stderr", "    sys.stderr.write('boom from the tool\\n'); sys.stderr.flush()\n"
+                     "    print(json.dumps({'output': 'x'}), flush=True)\n");
+  {
+    test::StderrToFile capture(log_file);
+    auto set = tools_of(std::make_unique<env::CommandTool>("noisy", cmd, 5.0));
+    CHECK(set.run_turn(call("noisy", nlohmann::json::object())).at(0) == "x");
+  }  // (the program and its stderr reader are done when the set is)
+  std::ifstream in(log_file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("tool 'noisy' (command '" + cmd + "') (stderr): boom from the tool"));
+}
+
 TEST_CASE("command tool: a program that cannot start is an observation", "[tools]") {
   auto set = tools_of(std::make_unique<env::CommandTool>("gone", "/nonexistent/gspo_tool_40", 2.0));
   const auto obs = set.run_turn(call("gone", nlohmann::json::object()));

@@ -104,7 +104,11 @@ TEST_CASE("tools config: bad lists and items name the file, line and item key", 
              Catch::Contains("run.yaml:4: tools.list[1].name 'a' is already the name of another tool"));
   CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: \"a b\"\n"),
              Catch::Contains("run.yaml:3: tools.list[0].name must be 1 to 64 letters, digits, _ . or - (got \"a b\")"));
-  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - kind: python\n"), Catch::Contains("tools.list[0].name must be 1 to 64"));
+  // An item without a name: the item's own line (it used to say "<default>:").
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - kind: python\n"),
+             Catch::Contains("run.yaml:3: tools.list[0].name must be 1 to 64"));
+  CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n    - kind: command\n      command: cat\n"),
+             Catch::Contains("run.yaml:4: tools.list[1].name must be 1 to 64"));
   CHECK_THAT(test::config_error_of("tools:\n  list:\n    - name: a\n      command: cat\n"),
              Catch::Contains("run.yaml:4: tools.list[0].command applies to kind command only (tool 'a' is of kind "
                              "python)"));

@@ -25,6 +25,15 @@ std::string where_of(const YAML::Node& n, const std::string& origin, bool from_f
   return origin + ":" + std::to_string(n.Mark().line + 1);
 }
 
+// Where `key` of mapping `map` is written: the key's own line. (The node of an empty value, `key:` and nothing after
+// it, is marked where the next token begins: a line late.)
+std::string where_of_key(const YAML::Node& map, const char* key, const std::string& origin, bool from_file) {
+  if (from_file && map.IsMap())
+    for (const auto& kv : map)
+      if (kv.first.IsScalar() && kv.first.Scalar() == key) return where_of(kv.first, origin, from_file);
+  return where_of(map[key], origin, from_file);
+}
+
 // Converts one YAML node into a typed field; returns false with `expected` set when the type is wrong.
 bool convert(const YAML::Node& n, int64_t& out, std::string& expected) {
   expected = "an integer";
@@ -191,7 +200,7 @@ struct SectionReader {
       if (read(key, name, rule)) field = *parse_choice<T>(name);
     } else if constexpr (IsRecordList<T>::value) {
       if (YAML::Node n = node[key])
-        read_records(n, section + "." + key, where_of(n, origin, from_file), field);
+        read_records(n, section + "." + key, where_of_key(node, key, origin, from_file), field);
     } else {
       read(key, field, rule);
     }
@@ -203,7 +212,7 @@ struct SectionReader {
     YAML::Node n = node[key];
     if (!n) return false;
     const std::string path = section + "." + key;
-    const std::string where = where_of(n, origin, from_file);
+    const std::string where = where_of_key(node, key, origin, from_file);
     T value = field;
     std::string expected;
     if (!convert(n, value, expected)) {
@@ -249,6 +258,7 @@ struct SectionReader {
         continue;
       }
       R record;
+      cfg.origin[item_path] = where_of(item, origin, from_file);  // what a rule on a key the item lacks names
       check_duplicates(item, item_path + ".", origin, from_file, errors);
       check_unknown_keys(item, record, item_path, origin, from_file, errors);
       record.visit(SectionReader{item, item_path, origin, from_file, cfg, errors});

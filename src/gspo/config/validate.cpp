@@ -14,9 +14,14 @@
 
 namespace gspo::config {
 namespace {
+// Where `key` was set; for a key left out of a list item ("tools.list[0].name"), where the item is written.
 std::string at(const Config& c, const std::string& key) {
   auto it = c.origin.find(key);
-  return it == c.origin.end() ? "<default>" : it->second;
+  if (it != c.origin.end()) return it->second;
+  const auto dot = key.rfind('.'), bracket = key.rfind(']');
+  if (dot != std::string::npos && bracket != std::string::npos && bracket < dot)
+    if (auto item = c.origin.find(key.substr(0, dot)); item != c.origin.end()) return item->second;
+  return "<default>";
 }
 void validate_reward(const Config& c, std::vector<std::string>& e) {
   const auto& r = c.reward;
@@ -118,10 +123,26 @@ void validate_tools(const Config& c, std::vector<std::string>& e) {
 
 // The options of the DAPO pieces, reward scaling and mismatch correction that only make sense together.
 void validate_eval(const Config& c, std::vector<std::string>& e) {
-  static const std::regex kDay(R"(\d{4}-\d{2}-\d{2})");
-  for (const auto& [key, value] : {std::pair{"eval.since", c.eval.since}, std::pair{"eval.until", c.eval.until}})
-    if (!value.empty() && !std::regex_match(value, kDay))
+  static const std::regex kDay(R"((\d{4})-(\d{2})-(\d{2}))");
+  for (const auto& [key, value] : {std::pair{"eval.since", c.eval.since}, std::pair{"eval.until", c.eval.until}}) {
+    std::smatch m;
+    if (value.empty()) continue;
+    if (!std::regex_match(value, m, kDay)) {
       e.push_back(at(c, key) + ": " + key + " must be a day written YYYY-MM-DD (got " + value_preview(value) + ")");
+      continue;
+    }
+    // Compared as text with the rows' dates, so it must be a day of the calendar: 2024-02-30 would keep March 1st.
+    const int y = std::stoi(m[1]), mo = std::stoi(m[2]), d = std::stoi(m[3]);
+    const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    static const int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12)
+      e.push_back(at(c, key) + ": " + key + " " + value_preview(value) + " has no month " + m[2].str() +
+                  " (01-12)");
+    else if (d < 1 || d > kDays[mo - 1] + (mo == 2 && leap))
+      e.push_back(at(c, key) + ": " + key + " " + value_preview(value) + " is not a day of the calendar (" +
+                  m[1].str() + "-" + m[2].str() + " has " + std::to_string(kDays[mo - 1] + (mo == 2 && leap)) +
+                  " days)");
+  }
   if (!c.eval.since.empty() && !c.eval.until.empty() && c.eval.until < c.eval.since)
     e.push_back(at(c, "eval.until") + ": eval.until (" + c.eval.until + ") is before eval.since (" + c.eval.since + ")");
   if (c.eval.every > 0 && c.eval.datasets.empty())

@@ -183,6 +183,7 @@ TestCoverage code_test_coverage(const std::vector<Example>& rows) {
     } else if (c.without_tests++ == 0) {
       c.first_without = ex.id;
     }
+    if (ex.answer.empty() && c.without_answer++ == 0) c.first_without_answer = ex.id;
   }
   return c;
 }

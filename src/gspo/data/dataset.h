@@ -36,11 +36,13 @@ std::vector<Example> load_dataset(const config::DataOptions& opts);
 // under reward.kind auto, else by the math verifier.
 bool row_has_code_tests(const Example& ex);
 
-// How many rows carry code tests and how many do not, with the first of each (file:line) for messages.
+// How many rows carry code tests and how many do not, with the first of each (file:line) for messages; and how many
+// hold no reference answer (rows with tests may omit it: no math verifier can grade them).
 struct TestCoverage {
   int64_t with_tests = 0;
   int64_t without_tests = 0;
-  std::string first_with, first_without;
+  int64_t without_answer = 0;
+  std::string first_with, first_without, first_without_answer;
   bool mixed() const { return with_tests > 0 && without_tests > 0; }
 };
 TestCoverage code_test_coverage(const std::vector<Example>& rows);

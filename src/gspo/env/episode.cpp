@@ -55,7 +55,7 @@ void EpisodeHook::work() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    job.result = tools_.run_calls(job.calls);
+    job.result = tools_.run_calls(job.calls, job.asked);
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_.push_back(std::move(job));
@@ -77,7 +77,7 @@ void EpisodeHook::start_turn(rollout::SlotControl& c, int64_t slot) {
   if (counts.turns >= max_turns_) return c.end(slot, rollout::Finish::kMaxTurns);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({row, std::move(calls), {}});
+    queue_.push_back({row, std::move(calls), Tool::Clock::now(), {}});
   }
   waiting_.insert(row);
   cv_.notify_all();

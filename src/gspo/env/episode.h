@@ -57,6 +57,7 @@ class EpisodeHook final : public rollout::SlotHook {
   struct Job {
     int64_t row;
     std::vector<ToolCall> calls;
+    Tool::Clock::time_point asked;  // when the turn was submitted (Tool::call)
     ToolSet::Turn result;
   };
   void start_turn(rollout::SlotControl& c, int64_t slot);

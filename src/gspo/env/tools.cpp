@@ -42,7 +42,7 @@ std::string run_observation(const reward::RunResult& r, const reward::SandboxLim
 PythonTool::PythonTool(std::string name, std::string python, reward::SandboxLimits limits)
     : name_(std::move(name)), python_(std::move(python)), limits_(limits) {}
 
-ToolResult PythonTool::call(const nlohmann::json& arguments) {
+ToolResult PythonTool::call(const nlohmann::json& arguments, Clock::time_point) {
   const auto code = arguments.find("code");
   if (code == arguments.end() || !code->is_string())
     return tool_error("tool '" + name_ + "' needs a string argument \"code\"");
@@ -63,20 +63,31 @@ CommandTool::CommandTool(std::string name, std::string command, double timeout_s
   process_ = std::make_unique<reward::LineProcess>(command_, who_ + " (command '" + command_ + "')");
 }
 
-ToolResult CommandTool::call(const nlohmann::json& arguments) {
-  const std::string line = json_text({{"name", name_}, {"arguments", arguments}}) + "\n";
+ToolResult CommandTool::fail(std::string why, bool timed_out) {
+  if (process_) process_->kill_now();
+  process_.reset();
+  if (timed_out) timed_out_at_ = Clock::now();
+  return tool_error(who_ + " " + why, timed_out);
+}
+
+ToolResult CommandTool::call(const nlohmann::json& arguments, Clock::time_point asked) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (asked < timed_out_at_)  // it hung while this call waited for it: fail fast rather than wait out another timeout
+    return tool_error(who_ + " was not run for this call: it ran past tools.timeout_s (" +
+                      reward::seconds_text(timeout_s_) + " s) on an earlier call while this one waited; it restarts "
+                      "for later calls");
+  const int64_t id = next_id_++;
+  const std::string line = json_text({{"name", name_}, {"arguments", arguments}, {"id", id}}) + "\n";
   if (!process_) process_ = std::make_unique<reward::LineProcess>(command_, who_ + " (command '" + command_ + "')");
   auto answer = process_->ask(line, timeout_s_, kMaxAnswerBytes);
-  if (!answer.ok()) {
-    process_.reset();  // killed: its next answer could not be told from a late one
-    return tool_error(who_ + " " + answer.error, answer.timed_out);
-  }
+  if (!answer.ok()) return fail(answer.error, answer.timed_out);
   const auto reply = nlohmann::json::parse(answer.line, nullptr, false);
-  if (reply.is_discarded() || !reply.is_object() || !reply.contains("output") || !reply["output"].is_string()) {
-    return tool_error(who_ + " answered '" + config::clip_for_message(answer.line) +
-                      "', not one JSON line {\"output\": \"...\"}");
-  }
+  if (reply.is_discarded() || !reply.is_object() || !reply.contains("output") || !reply["output"].is_string())
+    return fail("answered '" + config::clip_for_message(answer.line) + "', not one JSON line {\"output\": \"...\"}",
+                false);
+  if (reply.contains("id") && reply["id"] != id)  // an answer to another call: the pairing is lost
+    return fail("answered call " + config::clip_for_message(reply["id"].dump()) + " when asked call " +
+                std::to_string(id), false);
   return {reply["output"].get<std::string>(), false, false, 0};
 }
 
@@ -107,10 +118,10 @@ Tool* ToolSet::find(const std::string& name) const {
 }
 
 std::vector<std::string> ToolSet::run_turn(const std::string& assistant_text) {
-  return run_calls(parse_tool_calls(assistant_text)).observations;
+  return run_calls(parse_tool_calls(assistant_text), Tool::Clock::now()).observations;
 }
 
-ToolSet::Turn ToolSet::run_calls(const std::vector<ToolCall>& calls) {
+ToolSet::Turn ToolSet::run_calls(const std::vector<ToolCall>& calls, Tool::Clock::time_point asked) {
   std::vector<ToolResult> results(calls.size());
   auto run_one = [&](size_t i) {
     const auto& c = calls[i];
@@ -124,7 +135,7 @@ ToolSet::Turn ToolSet::run_calls(const std::vector<ToolCall>& calls) {
     } else {
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        results[i] = tool->call(c.arguments);
+        results[i] = tool->call(c.arguments, asked);
       } catch (const std::exception& e) {  // the machinery failed (no pipe, no sandbox): the call's error all the same
         results[i] = tool_error("tool '" + c.name + "' could not run (" + e.what() + ")");
       }

@@ -6,6 +6,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,9 +35,11 @@ class Tool {
  public:
   virtual ~Tool() = default;
   virtual const std::string& name() const = 0;
-  // Runs one call. `arguments` is a JSON object. Thread-safe; never throws for what the call holds or what the tool
-  // does (IoError only when the machinery itself, a pipe or the sandbox, cannot be set up).
-  virtual ToolResult call(const nlohmann::json& arguments) = 0;
+  using Clock = std::chrono::steady_clock;
+  // Runs one call. `arguments` is a JSON object; `asked` is when the model made the call (its turn was submitted:
+  // a call that waited behind others may fail fast, CommandTool). Thread-safe; never throws for what the call holds
+  // or what the tool does (IoError only when the machinery itself, a pipe or the sandbox, cannot be set up).
+  virtual ToolResult call(const nlohmann::json& arguments, Clock::time_point asked) = 0;
 };
 
 // kind python: the call's "code" argument (a string) run by `python -I main.py` in the code sandbox, a fresh process
@@ -46,7 +49,7 @@ class PythonTool : public Tool {
  public:
   PythonTool(std::string name, std::string python, reward::SandboxLimits limits);
   const std::string& name() const override { return name_; }
-  ToolResult call(const nlohmann::json& arguments) override;
+  ToolResult call(const nlohmann::json& arguments, Clock::time_point asked) override;
 
  private:
   std::string name_, python_;
@@ -54,15 +57,18 @@ class PythonTool : public Tool {
 };
 
 // kind command: a user's program (started like reward.external_command, reused across calls) that reads one line
-// {"name": ..., "arguments": {...}} per call and answers one line {"output": "..."}. Calls to it are serialised. After
-// a failure the program is killed and the next call starts a fresh one (a late answer could not be paired with its
-// call).
+// {"name": ..., "arguments": {...}, "id": N} per call and answers one line {"output": "..."} (with "id": N when it
+// echoes it, which must then be the call's). Calls to it are serialised. A failure (no answer within timeout_s, an
+// exit, an answer that is not that one JSON line, a second line, output between calls) is the call's tool error, and
+// the program is killed at once (no grace: a late answer could not be paired with its call); the next call starts a
+// fresh one. Calls asked before a timeout that were still waiting for the program fail at once instead of each
+// waiting out a timeout of their own: a hung tool costs about tools.timeout_s per wave of turns, not per call.
 class CommandTool : public Tool {
  public:
   // Starts `command` now (IoError when it cannot be). `timeout_s` bounds each call.
   CommandTool(std::string name, std::string command, double timeout_s);
   const std::string& name() const override { return name_; }
-  ToolResult call(const nlohmann::json& arguments) override;
+  ToolResult call(const nlohmann::json& arguments, Clock::time_point asked) override;
 
   static constexpr size_t kMaxAnswerBytes = 16 << 20;  // an answer line longer than this is a tool error
 
@@ -71,6 +77,10 @@ class CommandTool : public Tool {
   double timeout_s_;
   std::mutex mu_;
   std::unique_ptr<reward::LineProcess> process_;  // null after a failure until the next call; under mu_
+  Clock::time_point timed_out_at_{};               // the last call that ran past timeout_s ended; under mu_
+  int64_t next_id_ = 0;                            // the next call's "id"; under mu_
+
+  ToolResult fail(std::string why, bool timed_out);  // kills the program; under mu_
 };
 
 // Counts over every turn a ToolSet ran; `errors` includes `timeouts`.
@@ -96,12 +106,13 @@ class ToolSet {
 
   // One observation per call, in order, each valid UTF-8 and truncated (observation.h): plain text, to be tokenized
   // with Tokenizer::encode_text (tokenizer::tool_turn_ids does), never encode(). With this turn's counts (also added to
-  // counters()). A call that is a parse failure becomes its error's observation. Thread-safe.
+  // counters()). A call that is a parse failure becomes its error's observation. `asked`: when the turn was
+  // submitted (Tool::call). Thread-safe.
   struct Turn {
     std::vector<std::string> observations;
     ToolCounters counts;
   };
-  Turn run_calls(const std::vector<ToolCall>& calls);
+  Turn run_calls(const std::vector<ToolCall>& calls, Tool::Clock::time_point asked);
   // run_calls on every <tool_call> block of `assistant_text` (parse_tool_calls), the observations.
   std::vector<std::string> run_turn(const std::string& assistant_text);
   ToolCounters counters() const;

@@ -30,7 +30,8 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
 
 struct ScoreRequest {
   std::string dataset;    // JSONL problems
-  std::string responses;  // JSONL: {"index": row, "response": text} or {"index": row, "responses": [texts]}
+  std::string responses;  // JSONL: {"index": row, "response": text}, {"index": row, "responses": [texts]}, or gspo
+                          // eval's samples.jsonl (placed by "id"; "dataset" must be -d's set)
   std::string out_dir;    // "" = do not write files
 };
 

@@ -5,28 +5,82 @@
 #include "gspo/core/json_line.h"
 #include "gspo/data/dataset.h"
 #include "gspo/eval/eval.h"
+#include "gspo/eval/eval_sets.h"
 #include "gspo/eval/grade.h"
+#include "gspo/config/value_text.h"
 #include "gspo/core/fs.h"
 
 namespace gspo::eval {
 namespace {
 
-// index -> responses, from {"index": i, "response": s} or {"index": i, "responses": [s...]} lines.
-std::map<int64_t, std::vector<std::string>> read_responses(const std::string& path, size_t num_rows) {
+// The line number of an id "path:LINE" (data::Example::id), or -1; `file` gets its path's last component.
+int64_t id_line(const std::string& id, std::string* file) {
+  const auto colon = id.rfind(':');
+  if (colon == std::string::npos || colon + 1 == id.size()) return -1;
+  const std::string n = id.substr(colon + 1);
+  if (n.size() > 12 || n.find_first_not_of("0123456789") != std::string::npos) return -1;
+  *file = id.substr(0, colon);
+  *file = file->substr(file->find_last_of('/') + 1);
+  return std::stoll(n);
+}
+
+// The dataset row a response line is for. A samples.jsonl of `gspo eval` names its set ("dataset") and the problem's
+// file line ("id"), and its "index" counts the problems the eval kept (after eval.since/until, eval.max_problems and
+// prompts too long), not the file's rows: the id decides when present, and a line of another set is refused.
+// Without them, "index" is the 0-based row of the dataset.
+int64_t row_of(const nlohmann::json& j, const std::string& where, const std::string& dataset,
+               const std::vector<data::Example>& rows, const std::map<int64_t, int64_t>& row_at_line) {
+  const std::string name = set_name(dataset), base = dataset.substr(dataset.find_last_of('/') + 1);
+  if (j.contains("dataset")) {
+    if (!j["dataset"].is_string())
+      throw DataError(where + ": 'dataset' must be a string (the eval set's name), got " + j["dataset"].dump());
+    if (j["dataset"].get<std::string>() != name)
+      throw DataError(where + ": a sample of dataset '" + j["dataset"].get<std::string>() + "', but -d is '" +
+                      dataset + "' ('" + name + "'): these responses answer other problems");
+  }
+  if (j.contains("id")) {
+    std::string file;
+    const int64_t line = j["id"].is_string() ? id_line(j["id"].get<std::string>(), &file) : -1;
+    if (line < 0)
+      throw DataError(where + ": 'id' must be the problem's \"file.jsonl:LINE\" as gspo eval writes it, got " +
+                      config::clip_for_message(j["id"].dump()));
+    if (file != base)
+      throw DataError(where + ": id '" + j["id"].get<std::string>() + "' is a problem of '" + file + "', but -d is '" +
+                      dataset + "': these responses answer other problems");
+    const auto it = row_at_line.find(line);
+    if (it == row_at_line.end())
+      throw DataError(where + ": id '" + j["id"].get<std::string>() + "': line " + std::to_string(line) + " of '" +
+                      dataset + "' holds no problem (the file has " + std::to_string(rows.size()) + " rows)");
+    return it->second;
+  }
+  if (!j.contains("index") || !j["index"].is_number_integer())
+    throw DataError(where + ": needs an integer 'index' (the problem's 0-based row in the dataset)");
+  const int64_t idx = j["index"];
+  if (idx < 0 || static_cast<size_t>(idx) >= rows.size())
+    throw DataError(where + ": index " + std::to_string(idx) + " is outside the dataset (" +
+                    std::to_string(rows.size()) + " rows)");
+  return idx;
+}
+
+// row -> responses, from {"index": i, "response": s} or {"index": i, "responses": [s...]} lines (or gspo eval's
+// samples, placed by their "id": row_of).
+std::map<int64_t, std::vector<std::string>> read_responses(const std::string& path, const std::string& dataset,
+                                                           const std::vector<data::Example>& rows) {
   std::ifstream in(path);
   if (!in) throw IoError("cannot read responses '" + path + "': " + std::strerror(errno));
+  std::map<int64_t, int64_t> row_at_line;  // file line -> row
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::string file;
+    const int64_t line = id_line(rows[r].id, &file);
+    if (line >= 0) row_at_line[line] = static_cast<int64_t>(r);
+  }
   std::map<int64_t, std::vector<std::string>> out;
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
     auto j = core::parse_json_object(line, where);
-    if (!j.contains("index") || !j["index"].is_number_integer())
-      throw DataError(where + ": needs an integer 'index' (the problem's 0-based row in the dataset)");
-    const int64_t idx = j["index"];
-    if (idx < 0 || static_cast<size_t>(idx) >= num_rows)
-      throw DataError(where + ": index " + std::to_string(idx) + " is outside the dataset (" + std::to_string(num_rows) +
-                      " rows)");
+    const int64_t idx = row_of(j, where, dataset, rows, row_at_line);
     if (j.contains("response") && j["response"].is_string()) {
       out[idx].push_back(j["response"]);
     } else if (j.contains("responses") && j["responses"].is_array()) {
@@ -47,7 +101,7 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
 nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& req) {
   auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key, /*need_prompt=*/false);
   if (rows.empty()) throw DataError("dataset '" + req.dataset + "' has no examples");
-  auto responses = read_responses(req.responses, rows.size());
+  auto responses = read_responses(req.responses, req.dataset, rows);
   // avg@K, pass@k and maj@K compare problems at one K: uneven counts are refused, never cut to the smallest.
   const auto& [first_index, first] = *responses.begin();
   const size_t K = first.size();

@@ -80,6 +80,22 @@ void load_adapters(const std::string& dir, model::LoraAdapters& lora) {
     throw IoError("'" + adapter_file(dir) + "' holds " + std::to_string(tensors.size()) + " tensors, adapter.json names " +
                   std::to_string(params.size() / 2) + " adapters (A and B each)");
   torch::NoGradGuard g;
+  for (size_t i = 0; i < tensors.size(); ++i) {  // what the file holds, before anything is copied
+    const std::string what = std::string(i % 2 ? "B" : "A") + " of '" + mine[i / 2].name + "' (tensor " +
+                             std::to_string(i) + ")";
+    if (tensors[i].dim() != 2 || !tensors[i].is_floating_point())
+      throw IoError("'" + adapter_file(dir) + "': " + what + " is a " + c10::str(tensors[i].scalar_type()) + " " +
+                    c10::str(tensors[i].sizes()) + " tensor, not a 2-D floating-point one");
+    const int64_t r = tensors[i].size(i % 2 ? 1 : 0);  // A [r, in], B [out, r]
+    if (r != meta.rank)
+      throw IoError("'" + adapter_file(dir) + "': " + what + " has rank " + std::to_string(r) + ", but adapter.json " +
+                    "says rank " + std::to_string(meta.rank) + ": the two files do not belong together");
+    const int64_t bad = tensors[i].numel() - torch::isfinite(tensors[i]).sum().item<int64_t>();
+    if (bad > 0)
+      throw IoError("'" + adapter_file(dir) + "': " + what + " holds " + std::to_string(bad) + " non-finite " +
+                    (bad == 1 ? "value" : "values") + " (NaN or Inf) of " + std::to_string(tensors[i].numel()) +
+                    ": adapters that would turn every output into NaN");
+  }
   for (size_t i = 0; i < params.size(); ++i) {
     if (!tensors[i].sizes().equals(params[i].sizes()))
       throw ConfigError(where + ": " + (i % 2 ? "B" : "A") + " of '" + mine[i / 2].name + "' has shape " +
@@ -109,6 +125,7 @@ AdapterMeta merge_adapter_dir(model::Policy& base, const std::string& dir) {
     spec.alpha = meta.alpha;
     spec.targets = meta.targets;
     spec.experts = meta.experts;
+    spec.rank_from = "'" + json_file(dir) + "': rank";
     model::LoraAdapters lora(base, spec);  // (freezes the base: given back below)
     load_adapters(dir, lora);
     lora.merge_into(base);

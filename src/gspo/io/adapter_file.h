@@ -27,7 +27,8 @@ void save_adapters(const std::string& dir, const model::LoraAdapters& lora, Adap
 // adapter.json of `dir`; IoError naming the file and key when it is missing or malformed.
 AdapterMeta read_adapter_meta(const std::string& dir);
 // Copies `dir`'s A and B into `lora`, whose adapters must be the same weights with the same shapes (ConfigError
-// naming the first difference otherwise).
+// naming the first difference otherwise). IoError naming adapter.pt and the tensor, before anything is copied, when
+// a tensor is not 2-D floating point, its rank is not adapter.json's, or it holds a NaN or Inf.
 void load_adapters(const std::string& dir, model::LoraAdapters& lora);
 // Refuses (ConfigError naming both) a base whose path or fingerprint differs from the one the adapters were trained
 // on; a path that differs but the same fingerprint (a copied file) is accepted.

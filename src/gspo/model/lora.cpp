@@ -52,6 +52,11 @@ LoraAdapters::LoraAdapters(Policy& policy, const LoraSpec& spec)
     int64_t layer = 0;
     if (w.dim() != 2 || !targeted(name, spec, layer) || layer >= L) continue;
     const int64_t out = w.size(0), in = w.size(1);
+    if (spec.rank > std::min(out, in))  // checked before anything is allocated: a huge rank dies in the allocator
+      throw ConfigError(spec.rank_from + " " + std::to_string(spec.rank) + " is above the smaller dimension of '" +
+                        name + "' [" + std::to_string(out) + ", " + std::to_string(in) + "]: B A of rank r has rank " +
+                        "at most min(out, in) = " + std::to_string(std::min(out, in)) + ", so a larger r adds only " +
+                        "memory; use at most that (typical: 8-64)");
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));  // kaiming_uniform_(a = sqrt(5)), as PEFT
     auto A = torch::empty({spec.rank, in}, torch::kFloat).uniform_(-bound, bound, gen).to(w.device());
     auto B = torch::zeros({out, spec.rank}, torch::TensorOptions().dtype(torch::kFloat).device(w.device()));

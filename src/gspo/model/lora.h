@@ -31,6 +31,7 @@ struct LoraSpec {
   std::vector<std::string> targets{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
   bool experts = false;  // MoE: every expert's projections get adapters too (a router never does)
   uint64_t seed = 0;     // A's initialisation (the same on every rank)
+  std::string rank_from = "model.lora_rank";  // where `rank` came from, for messages
 };
 
 // The adapters model.lora_rank / lora_alpha / lora_targets / lora_experts ask for, A drawn from `seed` (train.seed:

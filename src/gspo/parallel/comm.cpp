@@ -251,11 +251,13 @@ Comm::~Comm() = default;
 const char* Comm::backend() const { return impl_ ? config::name_of(backend_) : "none"; }
 
 namespace {
-// `limit_s` > 0: the wait's own limit (point to point), else the group's distributed.timeout_s.
+// `limit_s` > 0: the wait's own limit (point to point: every caller's is async.wait_timeout_s, named so the message
+// says which key to raise), else the group's distributed.timeout_s.
 [[noreturn]] void collective_failed(const Comm& comm, const char* what, Clock::time_point t0, const std::exception& e,
                                     double limit_s = 0) {
   const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
-  const std::string limit = limit_s > 0 ? "its " + seconds_text(limit_s) + " s limit" : "distributed.timeout_s";
+  const std::string limit = limit_s > 0 ? "async.wait_timeout_s (" + seconds_text(limit_s) + " s)"
+                                        : "distributed.timeout_s";
   throw DistributedError("rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.world_size()) + ": " +
                          what + " failed after " + seconds_text(std::round(waited * 10) / 10) + " s: another rank "
                          "died, hung past " + limit + ", or left the job early; see its log. (" + reason(e) + ")");

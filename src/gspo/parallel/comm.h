@@ -82,7 +82,8 @@ class Comm {
   // Point to point with rank `peer` of this group. Messages of one `tag` from one rank arrive in the order sent;
   // the receiver's tensor has the sender's shape and dtype. A send's tensor must stay unchanged until its wait()
   // (the Pending keeps it alive). A peer that died fails the wait at once, one that hangs after
-  // distributed.timeout_s, or `timeout_s` when > 0 (a DistributedError naming `what`).
+  // distributed.timeout_s, or `timeout_s` when > 0 (a DistributedError naming `what` and the limit's key: the callers'
+  // `timeout_s` is async.wait_timeout_s).
   Pending send_async(const at::Tensor& t, int64_t peer, int tag, const char* what, double timeout_s = 0);
   Pending recv_async(at::Tensor& t, int64_t peer, int tag, const char* what, double timeout_s = 0);
   void send(const at::Tensor& t, int64_t peer, int tag, const char* what) { send_async(t, peer, tag, what).wait(); }

@@ -93,7 +93,10 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
   if (kind == RewardKind::kAuto && !arithmetic && rows.mixed()) {
     data::TestCoverage code_rows = rows;  // the code verifier only ever sees the rows with tests
     code_rows.without_tests = 0;
-    return std::make_unique<PerRow>(make_one(RewardKind::kMath, cfg, rows), make_one(RewardKind::kCode, cfg, code_rows));
+    data::TestCoverage math_rows = rows;  // ... and the math verifier the rows without (each has an answer)
+    math_rows.without_answer = 0;
+    return std::make_unique<PerRow>(make_one(RewardKind::kMath, cfg, math_rows),
+                                    make_one(RewardKind::kCode, cfg, code_rows));
   }
   if (kind == RewardKind::kAuto)
     kind = arithmetic ? RewardKind::kLeadingInteger : rows.with_tests > 0 ? RewardKind::kCode : RewardKind::kMath;
@@ -101,6 +104,11 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
     case RewardKind::kExact: return std::make_unique<ExactMatch>();
     case RewardKind::kLeadingInteger: return std::make_unique<LeadingInteger>();
     case RewardKind::kMath:
+      if (rows.without_answer > 0)  // graded against nothing, every sample would silently be wrong
+        throw ConfigError("reward: the math verifier grades against each row's reference answer, but " +
+                          rows.first_without_answer + " has none (" + std::to_string(rows.without_answer) +
+                          (rows.without_answer == 1 ? " row" : " rows") + " without '" + cfg.data.answer_key + "'" +
+                          (rows.with_tests > 0 ? ", rows with code tests: use reward.kind code or auto" : "") + ")");
       return std::make_unique<MathVerifier>(math_options(cfg));
     case RewardKind::kFormat: return std::make_unique<BoxedFormat>();
     case RewardKind::kToolFormat: return std::make_unique<ToolUseFormat>();

@@ -57,7 +57,7 @@ std::string seconds_text(double s) {
 }
 
 LineProcess::LineProcess(std::string command, std::string who) : command_(std::move(command)), who_(std::move(who)) {
-  Pipe in(who_), out(who_);  // in: we write, it reads; out: it writes, we read
+  Pipe in(who_), out(who_), err(who_);  // in: we write, it reads; out and err: it writes, we read
   signal(SIGPIPE, SIG_IGN);  // a program that exits must not kill us when we write to it
   pid_ = fork();
   if (pid_ < 0) throw IoError(who_ + ": fork: " + std::strerror(errno));
@@ -66,6 +66,7 @@ LineProcess::LineProcess(std::string command, std::string who) : command_(std::m
     signal(SIGPIPE, SIG_DFL);  // ignored dispositions survive exec
     dup2(in.fd[0], 0);
     dup2(out.fd[1], 1);
+    dup2(err.fd[1], 2);
     execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -73,27 +74,83 @@ LineProcess::LineProcess(std::string command, std::string who) : command_(std::m
   to_fd_ = in.take(1);
   from_fd_ = out.take(0);
   fcntl(to_fd_, F_SETFL, O_NONBLOCK);  // a program that stops reading must not block a write past the deadline
+  err_thread_ = std::thread([this, fd = err.take(0)] { log_stderr(fd); });
+}
+
+void LineProcess::log_stderr(int fd) {
+  std::string line;
+  auto emit = [&] {
+    if (line.size() > 500) line = line.substr(0, 500) + "...";
+    try {
+      log::warn("{} (stderr): {}", who_, line);
+    } catch (...) {
+    }
+    line.clear();
+  };
+  for (;;) {
+    struct pollfd p{fd, POLLIN, 0};
+    const int n = poll(&p, 1, 50);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) {
+      if (stop_) break;
+      continue;
+    }
+    char buf[4096];
+    const ssize_t got = n > 0 ? read(fd, buf, sizeof buf) : -1;
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) break;
+    for (ssize_t i = 0; i < got; ++i) {
+      if (buf[i] == '\n') emit();
+      else if (line.size() <= 500) line += buf[i];
+    }
+  }
+  if (!line.empty()) emit();
+  close(fd);
+}
+
+void LineProcess::stop_stderr() {
+  stop_ = true;
+  if (err_thread_.joinable()) err_thread_.join();
 }
 
 LineProcess::~LineProcess() {
   if (to_fd_ >= 0) close(to_fd_);
   if (from_fd_ >= 0) close(from_fd_);
-  if (pid_ <= 0 || reaped_) return;
+  if (pid_ <= 0 || reaped_) {
+    stop_stderr();
+    return;
+  }
   const auto deadline = after(kExitGraceSeconds);
   int status = 0;
   for (;;) {
     const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_ || (r < 0 && errno != EINTR)) return;
+    if (r == pid_ || (r < 0 && errno != EINTR)) {
+      stop_stderr();
+      return;
+    }
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(-pid_, SIGKILL);  // the whole group: `sh -c 'a | b'` leaves children of its own
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
+  stop_stderr();
   try {
     log::debug("{} did not exit within {} s of its input closing; killed", who_, seconds_text(kExitGraceSeconds));
   } catch (...) {
   }
+}
+
+void LineProcess::kill_now() {
+  if (to_fd_ >= 0) close(std::exchange(to_fd_, -1));
+  if (from_fd_ >= 0) close(std::exchange(from_fd_, -1));
+  if (pid_ <= 0 || reaped_) return;
+  kill(-pid_, SIGKILL);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  stop_stderr();
 }
 
 std::string LineProcess::exit_note() {
@@ -117,11 +174,29 @@ LineProcess::Answer LineProcess::ask(const std::string& line, double timeout_s, 
   const auto deadline = after(timeout_s);
   size_t written = 0;
   auto fail = [](std::string why, bool timed_out = false) { return Answer{"", std::move(why), timed_out}; };
+  auto quote = [](const std::string& s) {
+    return "'" + (s.size() > 120 ? s.substr(0, 120) + "..." : s) + "'";
+  };
+  if (from_fd_ < 0) return fail("was stopped after an earlier failure");
+  // Whatever the program wrote since its last answer answers no request: a stray line, never this request's answer.
+  for (struct pollfd p{from_fd_, POLLIN, 0}; poll(&p, 1, 0) > 0 && (p.revents & POLLIN);) {
+    char buf[4096];
+    const ssize_t got = read(from_fd_, buf, sizeof buf);
+    if (got <= 0) break;
+    pending_.append(buf, static_cast<size_t>(got));
+    if (pending_.size() > max_answer_bytes) break;
+  }
+  if (!pending_.empty())
+    return fail("wrote output that answers no request, before this one was sent (" +
+                quote(pending_.substr(0, pending_.find('\n'))) + "): it must write exactly one line per request");
   for (;;) {
     const size_t nl = pending_.find('\n');
     if (written == line.size() && nl != std::string::npos) {
       std::string reply = pending_.substr(0, nl);
       pending_.erase(0, nl + 1);
+      if (!pending_.empty())  // more than one line for one request: which one answers it is anyone's guess
+        return fail("wrote more than one line for one request (" + quote(reply) + ", then " +
+                    quote(pending_.substr(0, pending_.find('\n'))) + "): it must write exactly one line per request");
       return {std::move(reply), "", false};
     }
     const int left = ms_until(deadline);

@@ -99,18 +99,40 @@ HfBpeTokenizer::HfBpeTokenizer(const std::string& text, const std::string& confi
   if (model.value("type", "") != "BPE")
     throw DataError(origin + ": only BPE models are supported (got '" + model.value("type", "?") + "')");
   if (model.value("byte_fallback", false)) throw DataError(origin + ": byte_fallback BPE (SentencePiece style) is not supported");
-  for (const auto& [tok, id] : model.at("vocab").items()) {
-    vocab_[tok] = id.get<int64_t>();
-    vocab_size_ = std::max(vocab_size_, id.get<int64_t>() + 1);
-  }
-  int rank = 0;
-  for (const auto& m : model.at("merges")) {
-    std::string key = m.is_array() ? m[0].get<std::string>() + " " + m[1].get<std::string>() : m.get<std::string>();
-    merge_rank_.emplace(key, rank++);
-  }
-  for (const auto& a : j.value("added_tokens", json::array())) {
-    added_.push_back({a.at("content"), a.at("id"), a.value("special", false)});
-    vocab_size_ = std::max(vocab_size_, a.at("id").get<int64_t>() + 1);
+  const char* part = "model.vocab";  // what is being read, for a message naming it
+  try {
+    for (const auto& [tok, id] : model.at("vocab").items()) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0)
+        throw DataError(origin + ": model.vocab['" + tok.substr(0, 40) + "'] is " + id.dump().substr(0, 40) +
+                        ", not a token id (an integer >= 0)");
+      vocab_[tok] = id.get<int64_t>();
+      vocab_size_ = std::max(vocab_size_, id.get<int64_t>() + 1);
+    }
+    part = "model.merges";
+    int rank = 0;
+    for (const auto& m : model.at("merges")) {
+      // A merge is "left right" (one space) or ["left", "right"]; anything else would merge tokens that never occur.
+      std::string key;
+      if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+        key = m[0].get<std::string>() + " " + m[1].get<std::string>();
+      } else if (m.is_string()) {
+        key = m.get<std::string>();
+        const auto sp = key.find(' ');
+        if (sp == 0 || sp == std::string::npos || sp + 1 == key.size() || key.find(' ', sp + 1) != std::string::npos)
+          key.clear();
+      }
+      if (key.empty())
+        throw DataError(origin + ": model.merges[" + std::to_string(rank) + "] is " + m.dump().substr(0, 60) +
+                        ", not a merge (\"left right\" or [\"left\", \"right\"])");
+      merge_rank_.emplace(key, rank++);
+    }
+    part = "added_tokens";
+    for (const auto& a : j.value("added_tokens", json::array())) {
+      added_.push_back({a.at("content"), a.at("id"), a.value("special", false)});
+      vocab_size_ = std::max(vocab_size_, a.at("id").get<int64_t>() + 1);
+    }
+  } catch (const json::exception& e) {
+    throw DataError(origin + ": " + part + " of tokenizer.json is malformed: " + std::string(e.what()).substr(0, 160));
   }
   std::stable_sort(added_.begin(), added_.end(), [](const Added& x, const Added& y) { return x.content.size() > y.content.size(); });
   for (size_t i = 0; i < added_.size(); ++i) added_by_id_[added_[i].id] = i;

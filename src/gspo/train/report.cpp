@@ -31,6 +31,13 @@ std::string progress_line(const StepMetrics& m, int64_t max_steps) {
                   static_cast<long long>(m.carried_rows));
     line += buf;
   }
+  if (m.tools_on) {  // multi-turn: how much the tools were used, and how often they failed
+    const double calls = m.tool_calls.sum;
+    std::snprintf(buf, sizeof buf, " | tools %.2f calls/row err %.0f%%%s", m.tool_calls.value(),
+                  calls > 0 ? 100 * static_cast<double>(m.tool_errors) / calls : 0.0,
+                  m.tool_timeouts > 0 ? (" (" + std::to_string(m.tool_timeouts) + " timed out)").c_str() : "");
+    line += buf;
+  }
   if (m.async_on) {  // rollout ranks: who waited for whom
     std::snprintf(buf, sizeof buf, " | idle trainer %.0f%% rollout %.0f%%", 100 * m.trainer_idle_frac,
                   100 * m.rollout_idle.value());
@@ -82,6 +89,14 @@ std::string summary_text(const TrainSummary& s) {
     std::snprintf(line, sizeof line, "  validation   %-28s %.3f -> %.3f   (step %lld -> %lld)\n", key.c_str(), first,
                   last.get<double>(), static_cast<long long>(s.validation_first_step),
                   static_cast<long long>(s.validation_last_step));
+    text += line;
+  }
+  if (s.tools) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  tools        %lld calls, %lld tool errors (%.1f%%), %lld of them timeouts\n",
+                  static_cast<long long>(s.tool_calls), static_cast<long long>(s.tool_errors),
+                  s.tool_calls > 0 ? 100.0 * static_cast<double>(s.tool_errors) / static_cast<double>(s.tool_calls) : 0.0,
+                  static_cast<long long>(s.tool_timeouts));
     text += line;
   }
   if (s.dropped_prompts > 0)

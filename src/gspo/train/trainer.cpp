@@ -383,6 +383,20 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
 
 Trainer::~Trainer() = default;
 
+namespace {
+// A step at least half of whose tool calls were tool errors (every rank's calls): said on the first such step and every
+// 20th in a row, like a batch of equal rewards, since episodes whose tools fail teach the model little of use.
+void warn_tool_errors(const StepMetrics& m, bool main, int64_t& in_a_row) {
+  const double calls = m.tool_calls.sum;
+  in_a_row = calls > 0 && 2 * static_cast<double>(m.tool_errors) >= calls ? in_a_row + 1 : 0;
+  if (!main || !(in_a_row == 1 || (in_a_row > 0 && in_a_row % 20 == 0))) return;
+  log::warn("step {}: {} of {} tool calls were tool errors ({} timed out past tools.timeout_s; {} step(s) in a row): "
+            "the episodes' observations are error messages; check tools.list's programs, and the calls the model "
+            "writes (gspo eval writes each episode with its observations to samples.jsonl)",
+            m.step, m.tool_errors, std::llround(calls), m.tool_timeouts, in_a_row);
+}
+}  // namespace
+
 TrainSummary Trainer::run() {
   auto& s = *impl_;
   auto& progress = *s.progress;
@@ -394,6 +408,7 @@ TrainSummary Trainer::run() {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> rewards, accs;
   int64_t flat_steps = 0;  // consecutive steps whose rewards were all equal
+  int64_t tool_steps = 0;  // consecutive steps at least half of whose tool calls failed
   AsyncTally tally;  // distributed.rollout_ranks > 0 or async.partial_rollout
   log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step{}{}",
             s.policy->path(), config::name_of(c.algorithm.loss), progress.step, c.train.max_steps,
@@ -427,6 +442,13 @@ TrainSummary Trainer::run() {
       log::warn("step {}: every reward of the batch is {} ({} step(s) in a row): no learning signal this step{}",
                 progress.step, r, flat_steps,
                 r <= 0 ? "; if it persists, check the answers and the verifier (gspo generate shows responses)" : "");
+    }
+    if (m.tools_on) {
+      sum.tools = true;
+      sum.tool_calls += std::llround(m.tool_calls.sum);
+      sum.tool_errors += m.tool_errors;
+      sum.tool_timeouts += m.tool_timeouts;
+      warn_tool_errors(m, s.comm.is_main(), tool_steps);
     }
     const bool due = c.checkpoint.every > 0 && progress.step % c.checkpoint.every == 0;
     const bool last = progress.step == c.train.max_steps && c.checkpoint.at_end;

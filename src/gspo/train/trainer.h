@@ -38,6 +38,9 @@ struct TrainSummary {
   bool partial = false;
   double spanned = 0;           // share of trained rows whose tokens several versions sampled
   double carried = 0;           // rows carried past a step, mean per step
+  // Multi-turn rollouts (tools.list set): over this invocation's steps, every rank's calls.
+  bool tools = false;
+  int64_t tool_calls = 0, tool_errors = 0, tool_timeouts = 0;
   bool interrupted = false;
   bool is_main = true;                     // rank 0 (or a single process): the one that wrote metrics and checkpoints
   std::string last_checkpoint;  // "" when none was written
