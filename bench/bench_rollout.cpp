@@ -9,6 +9,11 @@
 //   --max-new tokens (rollout.min_new_tokens = max_new_tokens: EOS never drawn), so a reference such as transformers'
 //   generate with min_new_tokens = max_new_tokens samples as many tokens. On CUDA "rollout_mb" is the caching
 //   allocator's peak over the rollout less what it held before, and peak_gpu_mb its peak since the start.
+//   --profile N (with --profile-out FILE.md): after the timed call, two more calls of N and 2N fixed-length tokens
+//   under the profiler (bench/profile_table.h); their difference over N is one steady decode step: operators
+//   dispatched, device kernels and their time (CUDA), the attention kernels named. The JSON line gains
+//   "profile_ops_per_step", "profile_kernels_per_step", "profile_device_ms_per_step" and "profile_attention" (the
+//   attention kernels seen, "|"-joined); FILE.md gets the tables.
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -23,6 +28,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
+#include "profile_table.h"
 
 using namespace gspo;
 
@@ -40,7 +46,8 @@ int run(int argc, char** argv) {
   int64_t rows = 64, group = 8, prompt = 16, max_new = 2048, budget_mb = 0, seed = 1;
   bool static_batches = false, graphs = false, fixed = false;
   double kv_fraction = 0;
-  std::string device_spec = "cpu", dtype = "same";
+  int64_t profile_steps = 0;
+  std::string device_spec = "cpu", dtype = "same", profile_out;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return std::stoll(argv[++i]); };
@@ -56,12 +63,14 @@ int run(int argc, char** argv) {
     else if (a == "--kv-fraction" && i + 1 < argc) kv_fraction = std::stod(argv[++i]);
     else if (a == "--device" && i + 1 < argc) device_spec = argv[++i];
     else if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
+    else if (a == "--profile" && i + 1 < argc) profile_steps = next();
+    else if (a == "--profile-out" && i + 1 < argc) profile_out = argv[++i];
     else path = a;
   }
   if (path.empty() || rows % group != 0 || (dtype != "same" && dtype != "bfloat16")) {
     std::fprintf(stderr, "usage: %s MODEL.pt --rows N [--group G (divides N)] [--prompt 16] [--max-new 2048] "
                  "[--budget-mb M] [--static] [--seed 1] [--device cpu|cuda] [--dtype same|bfloat16] "
-                 "[--cuda-graphs] [--kv-fraction F] [--fixed]\n", argv[0]);
+                 "[--cuda-graphs] [--kv-fraction F] [--fixed] [--profile N [--profile-out FILE.md]]\n", argv[0]);
     return 2;
   }
   const c10::Device device = core::resolve_device(device_spec, "--device");
@@ -72,7 +81,7 @@ int run(int argc, char** argv) {
   p.kv_cache_bytes = budget_mb << 20;
   p.kv_cache_fraction = kv_fraction;
   p.continuous = !static_batches;
-  p.cuda_graphs = graphs;
+  p.cuda_graphs = graphs ? config::CudaGraphs::kOn : config::CudaGraphs::kOff;
   if (fixed) p.min_new_tokens = max_new;
   rollout::Sampler sampler(policy, *tok, p);
   std::vector<std::vector<int64_t>> prompts(rows / group);
@@ -110,6 +119,35 @@ int run(int argc, char** argv) {
      << dtype << "\", \"cuda_graphs\": " << (graphs ? "true" : "false") << ", \"graph_captures\": "
      << st.graph_captures << ", \"host_syncs\": " << st.host_syncs << ", \"kv_fraction\": " << kv_fraction
      << ", \"peak_gpu_mb\": " << (cuda ? core::peak_device_bytes(device) / 1048576.0 : 0.0) << "}";
+  if (profile_steps > 0) {
+    // Two calls of N and 2N tokens (every response exactly that long): their difference is N steady decode steps.
+    auto run_for = [&](int64_t n) {
+      rollout::SamplingParams q = p;
+      q.max_new_tokens = q.min_new_tokens = n;
+      rollout::Sampler s(policy, *tok, q);
+      return bench::profile([&] {
+        s.generate(prompts, group, {static_cast<uint64_t>(seed), 0});
+        if (cuda) torch::cuda::synchronize();
+      }, cuda);
+    };
+    const auto a = run_for(profile_steps), b = run_for(2 * profile_steps);
+    const auto step = bench::difference(a, b);
+    const double n = static_cast<double>(profile_steps);
+    std::string attention;
+    for (const auto& [name, v] : step.kernels)
+      if (bench::attention_kernel(name)) attention += (attention.empty() ? "" : "|") + bench::cell_name(name, 60);
+    os.seekp(-1, std::ios_base::end);  // reopen the JSON object
+    os << ", \"profile_steps\": " << profile_steps << ", \"profile_ops_per_step\": " << step.op_calls() / n
+       << ", \"profile_kernels_per_step\": " << step.kernel_calls() / n << ", \"profile_device_ms_per_step\": "
+       << step.device_us() / 1000.0 / n << ", \"profile_attention\": \"" << attention << "\"}";
+    if (!profile_out.empty()) {
+      std::ofstream md(profile_out, std::ios::app);
+      md << bench::profile_markdown(step, profile_steps,
+                                    std::to_string(rows) + " rows, " + device.str() + (graphs ? ", CUDA graphs" : "") +
+                                        ", " + dtype + ": one decode step (" + std::to_string(profile_steps) +
+                                        " steps profiled)");
+    }
+  }
   std::printf("%s\n", os.str().c_str());
   return 0;
 }

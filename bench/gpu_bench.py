@@ -236,10 +236,18 @@ def cmd_table(a):
               f"vocabulary {model['vocab']}; prompts of 16 tokens, temperature 1, every response exactly its length\n")
     hf = {(c["rows"], c["new"]): c for c in cells if c.get("bench") == "generate" and "tokens_per_s" in c}
     gspo = [c for c in cells if "mode" in c and "tokens_per_s" in c and c.get("file", "").startswith("sample")]
+    # A decode step reads every weight once and each row's live keys and values (the prompt's 16 and, on average, half
+    # the response): the bandwidth bound over live keys, at the copy rate measured in the same call.
+    def live_bound(rows, new):
+        if not (model and limits):
+            return None
+        kv_tok = model["layers"] * 2 * model["kv_heads"] * model["head_dim"] * 2
+        per_step = model["params"] * 2 + rows * kv_tok * (16 + new / 2)
+        return rows * limits["copy_gb_s"] * 1e9 / per_step
     if gspo:
         print("| rows | new tokens | gspo decode | KV budget | gspo tok/s | generate tok/s | gspo / generate | "
-              "graph captures | peak GPU MB (gspo / generate) |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "graph captures | peak GPU MB (gspo / generate) | ms a step | bound over live keys tok/s | share |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c in gspo:
             new = c["max_len"]
             h = hf.get((c["rows"], new))
@@ -248,8 +256,11 @@ def cmd_table(a):
             decode = "CUDA graphs" if c.get("cuda_graphs") else "eager"
             theirs = f"{h['tokens_per_s']:.0f}" if h else "-"
             ratio = f"{c['tokens_per_s'] / h['tokens_per_s']:.2f}x" if h else "-"
+            bound = live_bound(c["rows"], new)
+            bound_cells = f"{bound:.0f} | {c['tokens_per_s'] / bound:.0%}" if bound else "- | -"
             print(f"| {c['rows']} | {new} | {decode} | {budget} | {c['tokens_per_s']:.0f} | {theirs} | {ratio} | "
-                  f"{c.get('graph_captures', 0)} | {c.get('peak_gpu_mb', 0):.0f} / {h['peak_gpu_mb'] if h else '-'} |")
+                  f"{c.get('graph_captures', 0)} | {c.get('peak_gpu_mb', 0):.0f} / {h['peak_gpu_mb'] if h else '-'} | "
+                  f"{1000 * c['rows'] / c['tokens_per_s']:.1f} | {bound_cells} |")
         for c in cells:
             if c.get("bench") == "generate" and "oom" in c:
                 print(f"\n(generate at {c['rows']} rows x {c['new']} tokens ran out of memory)")
@@ -268,6 +279,23 @@ def cmd_table(a):
             print(f"| {'CUDA graphs' if c.get('cuda_graphs') else 'eager'} | {c['tokens_per_s']:.1f} | {per / 1e6:.0f} MB | "
                   f"{per * c['tokens_per_s'] / 1e9:.0f} | {per * c['tokens_per_s'] / bw:.0%} |")
         print(f"\n(bound: {bw / 1e9:.0f} GB/s, the copy's bytes read + written a second, measured in the same call)\n")
+    prof = [c for c in cells if c.get("file", "").startswith("profile") and "profile_ops_per_step" in c]
+    if prof:
+        print("| profiled decode step | rows | operators a step | device kernels a step | device ms a step | "
+              "bytes a step (weights + live KV) | achieved GB/s on the device | attention kernels |")
+        print("|---|---|---|---|---|---|---|---|")
+        for c in prof:
+            per = None
+            if model:
+                kv_tok = model["layers"] * 2 * model["kv_heads"] * model["head_dim"] * 2
+                per = model["params"] * 2 + c["rows"] * kv_tok * (16 + 1.5 * c["profile_steps"])
+            ms = c["profile_device_ms_per_step"]
+            size = f"{per / 1e6:.0f} MB" if per else "-"
+            rate = f"{per / ms / 1e6:.0f}" if per and ms > 0 else "-"
+            decode = "CUDA graphs" if c.get("cuda_graphs") else "eager"
+            print(f"| {decode} | {c['rows']} | {c['profile_ops_per_step']:.1f} | {c['profile_kernels_per_step']:.1f} | "
+                  f"{ms:.3f} | {size} | {rate} | {c.get('profile_attention') or '-'} |")
+        print()
     for c in cells:
         if c.get("bench") == "long":
             where = ", ZeRO-3 on one rank" if c.get("zero_stage") == 3 else ""

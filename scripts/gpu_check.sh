@@ -3,8 +3,9 @@
 # the device time allows (15 minutes a session, the machine's start included; one call runs at most 10 minutes).
 #
 #   here:  bash scripts/gpu_pack.sh                 # builds, packs binaries, libraries, models, tokenizer into .gpu/
-#   there: STAGES="bin cuda train sample" bash scripts/gpu_check.sh     # call 1, carry [".gpu", ".deps"] (~7 min, est.)
-#          BUDGET_S=<left - 60> STAGES="bin long trl zero3" bash scripts/gpu_check.sh  # call 2 at once (~7 min, est.)
+#   there: STAGES="bin sample profile eager cuda" bash scripts/gpu_check.sh  # call 1, carry [".gpu", ".deps"] (~8 min)
+#          BUDGET_S=<left - 60> STAGES="bin train long trl zero3" bash scripts/gpu_check.sh  # call 2 at once
+# (estimates from the 2026-11-27 H200 run: docs/gpu.md; a stage that does not fit what is left is skipped, saying so)
 #
 # Stages (each prints summary lines; logs and JSON cells go to /tmp/gpu_check/logs, and after every stage to $OUT as
 # logs.tgz beside tables.md and trl_table.md: the device tool returns at most 8 files):
@@ -12,9 +13,13 @@
 #   build   build there from source (scripts/gpu_machine_build.sh, needs .deps/ carried; ~2.5 min of device time)
 #   cuda    the CUDA test cases (tests/cuda/test_cuda.cpp) against the carried test models
 #   train   gspo train on the GPU: the tiny default (eager and CUDA-graph decode), the tool episodes, LoRA
-#   sample  item 2 and 3: a Qwen3-0.6B-shaped random bf16 model (real vocabulary): gspo's sampler (eager, CUDA
-#           graphs, kv_cache_fraction with continuous batching) against transformers `generate` (static cache, SDPA),
-#           fixed-length responses; batch-1 decode; the copy bandwidth and bf16 GEMM rate measured in the same call
+#   sample  a Qwen3-0.6B-shaped random bf16 model (real vocabulary): gspo's CUDA-graph decode at 64, 256 and 1024 rows
+#           (kv_cache_fraction 0.3 with continuous batching at 256+), fixed-length responses, against the live-key
+#           bandwidth bound; batch-1 decode; the copy bandwidth and bf16 GEMM rate measured in the same call
+#   profile one steady decode step under the LibTorch profiler at 64 and 256 rows, graphed and eager (bench_rollout
+#           --profile): operators a step, device kernels by time, which attention kernel ran (#53 item 3)
+#   eager   eager decode and transformers `generate` (static cache, SDPA) at 256 tokens, graphed cells beside them
+#           so both pair with generate; eager batch-1 decode
 #   long    item 5: one GSPO step of a Qwen3-1.7B-shaped bf16 model on two 16k-token responses; peak_mb_update
 #           against `gspo plan` for the same config, and the update's MFU against the measured GEMM rate
 #   zero3   item 6: the same model exported in float32, one step at 4k tokens under ZeRO-3 on one rank, against its plan
@@ -31,7 +36,7 @@ WORK="${GPU_CHECK_WORK:-/tmp/gpu_check}"
 LOGS="$WORK/logs"
 G="${GPU_DIR:-.gpu}"; [[ "$G" == /* ]] || G="$ROOT/$G"  # the pack of scripts/gpu_pack.sh
 mkdir -p "$RESULT" "$LOGS"
-STAGES="${STAGES:-bin cuda train sample}"
+STAGES="${STAGES:-bin sample profile eager cuda}"
 DEV="${GPU_CHECK_DEVICE:-cuda}"
 PY="${GSPO_PY:-python3}"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
@@ -48,6 +53,7 @@ say() { echo "[$(date +%T)] $*"; }
 # The tables and every log into $RESULT (after each stage, so a call cut short still returns what it measured).
 bundle() {
   "$PY" bench/gpu_bench.py table --dir "$LOGS" > "$LOGS/tables.md" 2> "$LOGS/tables.err"
+  [ -s "$LOGS/profile.md" ] && { echo "### profile: one steady decode step"; echo; cat "$LOGS/profile.md"; } >> "$LOGS/tables.md"
   cp "$LOGS/tables.md" "$RESULT/"; [ -f "$LOGS/trl_table.md" ] && cp "$LOGS/trl_table.md" "$RESULT/"
   tar czf "$RESULT/logs.tgz" -C "$WORK" logs
 }
@@ -139,9 +145,10 @@ train() {  # name, config, then --set overrides
   summary "$WORK/$name/metrics.jsonl" "$name"
 }
 
-if has train && fits train 60; then
+if has train && fits train 120; then
   steps=${TRAIN_STEPS:-100}
-  train tiny_eager configs/tiny.yaml model.path="$G/models/tiny_demo.pt" train.max_steps=$steps
+  train tiny_eager configs/tiny.yaml model.path="$G/models/tiny_demo.pt" train.max_steps=$steps \
+    rollout.cuda_graphs=false
   [ "$DEV" = cuda ] && train tiny_graphs configs/tiny.yaml model.path="$G/models/tiny_demo.pt" \
     train.max_steps=$steps rollout.cuda_graphs=true
   train tools configs/tiny-tools.yaml model.path="$G/models/tiny_tools.pt" train.max_steps=$steps
@@ -165,37 +172,86 @@ cell() {  # file, then bench_rollout arguments: one process, one JSON line appen
     || say "bench_rollout $* failed: $(tail -2 "$LOGS/$f.err")"
 }
 
-if has sample && fits sample 240; then
-  if [ "$DEV" = cuda ]; then SHAPE=0.6b; GRID=${GRID:-"64:1024 256:1024 1024:512"}; ONE_NEW=512
-  else SHAPE=tiny; GRID=${GRID:-"8:32 16:32"}; ONE_NEW=32; fi
-  timeout 120 "$PY" bench/gpu_bench.py limits --device "$DEV" > "$LOGS/limits.jsonl" 2> "$LOGS/limits.err"
-  say "limits: $(cat "$LOGS/limits.jsonl")"
-  if make_model $SHAPE 4096; then
-    M="$WORK/model_$SHAPE/model.pt"
-    cp "$WORK/model_$SHAPE/model.json" "$LOGS/model.json"
-    : > "$LOGS/sample.jsonl"; : > "$LOGS/decode1.jsonl"; : > "$LOGS/generate.jsonl"
+# The shapes each stage measures: on a GPU the Qwen3-0.6B shape at the rows users sample; on a CPU (the dry run) toys.
+if [ "$DEV" = cuda ]; then
+  SHAPE=0.6b; GRID=${GRID:-"64:1024 256:1024 1024:512"}; EAGER_GRID=${EAGER_GRID:-"64:256 256:256"}; ONE_NEW=512
+  PROFILE_ROWS=${PROFILE_ROWS:-"64 256"}; PROFILE_STEPS=${PROFILE_STEPS:-20}
+else
+  SHAPE=tiny; GRID=${GRID:-"8:32 16:32"}; EAGER_GRID=${EAGER_GRID:-$GRID}; ONE_NEW=32
+  PROFILE_ROWS=${PROFILE_ROWS:-"8"}; PROFILE_STEPS=${PROFILE_STEPS:-4}
+fi
+M="$WORK/model_$SHAPE/model.pt"
+sample_model() {  # the limits (once a call) and the sampling model
+  [ -s "$LOGS/limits.jsonl" ] || { timeout 120 "$PY" bench/gpu_bench.py limits --device "$DEV" > "$LOGS/limits.jsonl" \
+    2> "$LOGS/limits.err"; say "limits: $(cat "$LOGS/limits.jsonl")"; }
+  make_model $SHAPE 4096 && cp "$WORK/model_$SHAPE/model.json" "$LOGS/model.json"
+}
+generate_cells() {  # GRID: transformers generate, one process per response length (its static cache is sized per call)
+  for new in $(for g in $1; do echo "${g##*:}"; done | sort -u); do
+    rs=$(for g in $1; do [ "${g##*:}" = "$new" ] && echo -n "${g%%:*} "; done)
+    say "transformers generate: rows $rs x $new tokens"
+    timeout 400 "$PY" bench/gpu_bench.py generate --hf "$WORK/model_$SHAPE/hf" --rows $rs --new "$new" \
+      --device "$DEV" >> "$LOGS/generate.jsonl" 2>> "$LOGS/generate.err" || say "generate failed: $(tail -2 "$LOGS/generate.err")"
+  done
+}
+
+# What matters first (#53): CUDA-graph decode at 64, 256 and 1024 rows against the live-key bandwidth bound, batch-1
+# decode, then the profile; the slow eager cells and transformers `generate` last and at fewer tokens.
+if has sample && fits sample 180; then
+  : > "$LOGS/sample.jsonl"; : > "$LOGS/decode1.jsonl"
+  if sample_model; then
     for g in $GRID; do
       rows=${g%%:*} new=${g##*:}
       say "gspo sampler: $rows rows x $new tokens"
-      [ "$rows" -le 256 ] && cell sample "$M" --device "$DEV" --rows "$rows" --max-new "$new" --fixed
       if [ "$DEV" = cuda ]; then
         cell sample "$M" --device cuda --rows "$rows" --max-new "$new" --fixed --cuda-graphs
         [ "$rows" -ge 256 ] && cell sample "$M" --device cuda --rows "$rows" --max-new "$new" --fixed --cuda-graphs \
           --kv-fraction 0.3
       else
+        cell sample "$M" --device cpu --rows "$rows" --max-new "$new" --fixed
         cell sample "$M" --device cpu --rows "$rows" --max-new "$new" --fixed --budget-mb 1
       fi
     done
-    # generate: one process per response length (its static cache is sized per call)
-    for new in $(for g in $GRID; do echo "${g##*:}"; done | sort -u); do
-      rs=$(for g in $GRID; do [ "${g##*:}" = "$new" ] && echo -n "${g%%:*} "; done)
-      say "transformers generate: rows $rs x $new tokens"
-      timeout 400 "$PY" bench/gpu_bench.py generate --hf "$WORK/model_$SHAPE/hf" --rows $rs --new "$new" \
-        --device "$DEV" >> "$LOGS/generate.jsonl" 2>> "$LOGS/generate.err" || say "generate failed: $(tail -2 "$LOGS/generate.err")"
-    done
     say "batch-1 decode"
-    cell decode1 "$M" --device "$DEV" --rows 1 --group 1 --max-new "$ONE_NEW" --fixed
-    [ "$DEV" = cuda ] && cell decode1 "$M" --device cuda --rows 1 --group 1 --max-new "$ONE_NEW" --fixed --cuda-graphs
+    if [ "$DEV" = cuda ]; then cell decode1 "$M" --device cuda --rows 1 --group 1 --max-new "$ONE_NEW" --fixed --cuda-graphs
+    else cell decode1 "$M" --device cpu --rows 1 --group 1 --max-new "$ONE_NEW" --fixed; fi
+  fi
+  bundle
+fi
+
+# One steady decode step under the LibTorch profiler (bench_rollout --profile: calls of N and 2N tokens, their
+# difference): operators dispatched, device kernels by time, which attention kernel ran; graphed and eager.
+if has profile && fits profile 90; then
+  : > "$LOGS/profile.jsonl"; : > "$LOGS/profile.md"
+  if sample_model; then
+    for rows in $PROFILE_ROWS; do
+      say "profile: $rows rows, $PROFILE_STEPS decode steps"
+      if [ "$DEV" = cuda ]; then
+        cell profile "$M" --device cuda --rows "$rows" --max-new 16 --fixed --cuda-graphs --profile "$PROFILE_STEPS" \
+          --profile-out "$LOGS/profile.md"
+      fi
+      cell profile "$M" --device "$DEV" --rows "$rows" --max-new 16 --fixed --profile "$PROFILE_STEPS" \
+        --profile-out "$LOGS/profile.md"
+    done
+  fi
+  bundle
+fi
+
+# Eager decode (on a GPU at fewer tokens: 83-93 s a cell at 1024) and transformers `generate` at the same lengths,
+# with graphed cells there too so both pair with `generate`; eager batch-1 decode.
+if has eager && fits eager "$([ "$DEV" = cuda ] && echo 200 || echo 60)"; then
+  : > "$LOGS/generate.jsonl"
+  if sample_model; then
+    if [ "$DEV" = cuda ]; then
+      for g in $EAGER_GRID; do
+        rows=${g%%:*} new=${g##*:}
+        say "gspo sampler, eager and graphed: $rows rows x $new tokens"
+        cell sample "$M" --device cuda --rows "$rows" --max-new "$new" --fixed
+        cell sample "$M" --device cuda --rows "$rows" --max-new "$new" --fixed --cuda-graphs
+      done
+      cell decode1 "$M" --device cuda --rows 1 --group 1 --max-new $((ONE_NEW / 4)) --fixed
+    fi
+    generate_cells "$EAGER_GRID"
   fi
   bundle
 fi

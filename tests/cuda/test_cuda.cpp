@@ -9,6 +9,8 @@
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/core/resources.h"
+#include "gspo/config/load.h"
+#include "gspo/eval/eval_sets.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/logprobs.h"
 #include "unit/helpers.h"
@@ -145,7 +147,7 @@ TEST_CASE("CUDA: decode through a captured CUDA graph matches eager decode", "[c
   auto tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
   rollout::SamplingParams eager_p{1.0, 1.0, 0, 24, {}};
   auto graph_p = eager_p;
-  graph_p.cuda_graphs = true;
+  graph_p.cuda_graphs = config::CudaGraphs::kOn;
   rollout::Sampler eager(policy, *tok, eager_p), graphed(policy, *tok, graph_p);
   std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("abc"),
                                             tok->encode_prompt("3")};
@@ -161,6 +163,23 @@ TEST_CASE("CUDA: decode through a captured CUDA graph matches eager decode", "[c
   CHECK(same >= a.num_rows() - 1);
 }
 
+// #53 item 2: the default config (rollout.cuda_graphs: auto) samples through CUDA graphs on a GPU; false decodes eagerly.
+TEST_CASE("CUDA: the default config decodes through CUDA graphs, cuda_graphs false eagerly", "[cuda]") {
+  if (!cuda_or_skip()) return;
+  auto policy = model::Policy::load(test::model_path("tiny.pt"), kGpu);
+  auto tok = tokenizer::from_spec(policy.tokenizer_json(), "tiny.pt");
+  std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("3")};
+  const auto defaults = config::load_text("rollout:\n  max_new_tokens: 16\n", "default.yaml");
+  REQUIRE(defaults.rollout.cuda_graphs == config::CudaGraphs::kAuto);
+  rollout::Sampler graphed(policy, *tok, eval::rollout_sampling(defaults));
+  graphed.generate(prompts, 4, {3, 0});
+  CHECK(graphed.last_stats().graph_captures >= 1);
+  const auto off = config::load_text("rollout:\n  max_new_tokens: 16\n  cuda_graphs: false\n", "eager.yaml");
+  rollout::Sampler eager(policy, *tok, eval::rollout_sampling(off));
+  eager.generate(prompts, 4, {3, 0});
+  CHECK(eager.last_stats().graph_captures == 0);
+}
+
 // Issue 23 on the GPU: continuous batching under a KV budget, eager and through one captured graph per pool size,
 // samples what the unbudgeted sampler samples (sample_compare.h's rule; 1e-4 on the log-probs as above).
 TEST_CASE("CUDA: continuous batching under a KV budget, eager and graphed, samples the unbudgeted responses",
@@ -174,7 +193,7 @@ TEST_CASE("CUDA: continuous batching under a KV budget, eager and graphed, sampl
   auto budget_p = base_p;
   budget_p.kv_cache_bytes = 5 * policy.init_cache(1, 6 + 32).nbytes();
   auto graph_p = budget_p;
-  graph_p.cuda_graphs = true;
+  graph_p.cuda_graphs = config::CudaGraphs::kOn;
   rollout::Sampler base(policy, *tok, base_p), eager(policy, *tok, budget_p), graphed(policy, *tok, graph_p);
   auto a = base.generate(prompts, 8, {9, 0});
   auto margin = test::cdf_margins(policy, a, {9, 0}, 1.0, base.params().vocab_limit);

@@ -38,14 +38,14 @@ if run out_none GPU_DIR="$TMP/no_pack" STAGES="bin" > "$TMP/none.log" 2>&1; then
 grep -q "no binaries (no pack at" "$TMP/none.log" || { cat "$TMP/none.log"; fail "no pack: no clear message"; }
 # A stage that does not fit the call's budget is skipped, says so, and the call still ends well.
 run out_short BUDGET_S=30 STAGES="bin sample" > "$TMP/short.log" 2>&1 || { cat "$TMP/short.log"; fail "a short budget: non-zero exit"; }
-grep -Eq "sample: SKIPPED \(estimated 240 s, [0-9]+ s left of BUDGET_S=30\)" "$TMP/short.log" \
+grep -Eq "sample: SKIPPED \(estimated 180 s, [0-9]+ s left of BUDGET_S=30\)" "$TMP/short.log" \
   || { cat "$TMP/short.log"; fail "a short budget: the sample stage did not say it was skipped"; }
 
-run out STAGES="bin cuda train sample long trl zero3" > "$TMP/log" 2>&1 || fail "gpu_check.sh exited non-zero"
+run out STAGES="bin cuda train sample profile eager long trl zero3" > "$TMP/log" 2>&1 || fail "gpu_check.sh exited non-zero"
 L="$TMP/log"; T="$TMP/out/tables.md"
 expect() { grep -Eq "$1" "$2" || fail "$3 (no line matching '$1' in $(basename "$2"))"; }
 expect "bin: gspo [0-9.]+ \(LibTorch [0-9.]+\), packed from [0-9a-f]{12}" "$L" "the bin stage"
-expect "cuda tests rc=0: test cases: 9 \| 9 passed, of which 9 only printed SKIPPED" "$L" "the CUDA cases (skipped on a CPU)"
+expect "cuda tests rc=0: test cases: 10 \| 10 passed, of which 10 only printed SKIPPED" "$L" "the CUDA cases (skipped on a CPU)"
 for run_name in tiny_eager tools lora; do
   expect "^$run_name: steps 5 +reward first10% [0-9.]+ last10% [0-9.]+ +step [0-9.]+s" "$L" "the train stage's $run_name run"
 done
@@ -53,6 +53,10 @@ expect '"gemm_tflops": [0-9.]+' "$L" "the limits"
 expect "^\| 8 \| 32 \| eager \| none \| [0-9]+ \| [0-9]+ \| [0-9.]+x \|" "$T" "gspo against generate, every row at once"
 expect "^\| 16 \| 32 \| eager \| 1 MB \| [0-9]+ \| [0-9]+ \| [0-9.]+x \|" "$T" "gspo under a KV budget against generate"
 expect "^\| eager \| [0-9.]+ \| [0-9]+ MB \| [0-9]+ \| [0-9]+% \|" "$T" "batch-1 decode against the bandwidth bound"
+expect "^\| 8 \| 32 \| eager \| none \| .* \| [0-9.]+ \| [0-9]+ \| [0-9]+% \|$" "$T" "a cell against the live-key bandwidth bound"
+expect "^\| eager \| 8 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9]+ MB \|" "$T" "the profiled decode step"
+expect "^per decode step: [0-9.]+ operators dispatched" "$T" "the profile's totals"
+expect "^\| aten::[a-z_]+ \| [0-9.]+ \|$" "$T" "the profile's operator table"
 expect "^long response: 2 rows x 256 tokens, tiny: peak_mb_update [0-9]+ against the plan's [0-9]+ \([-+][0-9]+%\); update [0-9.]+ s, MFU [0-9]+%" \
   "$T" "the long-response step against gspo plan"
 expect "^long response: 2 rows x 128 tokens, tiny, ZeRO-3 on one rank: peak_mb_update [0-9]+ against the plan's [0-9]+" \

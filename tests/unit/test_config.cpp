@@ -4,6 +4,7 @@
 #include "gspo/config/load.h"
 #include "gspo/config/suggest.h"
 #include "gspo/core/error.h"
+#include "gspo/eval/eval_sets.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -131,3 +132,15 @@ TEST_CASE("edit distance suggestions", "[config]") {
   CHECK(config::nearest("zzzzzz", {"group_size", "top_k"}).empty());
 }
 
+// #53 item 2: rollout.cuda_graphs is auto by default (graphs on a CUDA device whenever the model can), true or false
+// as before; what the sampler is given follows it (on a CPU every value decodes eagerly).
+TEST_CASE("rollout.cuda_graphs: auto by default, true and false read, other values refused", "[config]") {
+  CHECK(config::load_text("", "run.yaml").rollout.cuda_graphs == config::CudaGraphs::kAuto);
+  CHECK(config::load_text("rollout:\n  cuda_graphs: true\n", "run.yaml").rollout.cuda_graphs == config::CudaGraphs::kOn);
+  CHECK(config::load_text("rollout:\n  cuda_graphs: false\n", "run.yaml").rollout.cuda_graphs ==
+        config::CudaGraphs::kOff);
+  CHECK(config::load_text("", "run.yaml", {"rollout.cuda_graphs=false"}).rollout.cuda_graphs == config::CudaGraphs::kOff);
+  CHECK_THAT(config_error_of("rollout:\n  cuda_graphs: always\n"),
+             Catch::Contains("run.yaml:2: rollout.cuda_graphs must be one of auto, true, false (got \"always\")"));
+  CHECK(eval::rollout_sampling(config::load_text("", "run.yaml")).cuda_graphs == config::CudaGraphs::kAuto);
+}

@@ -107,6 +107,11 @@ const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm) {
                                                     {"before_sum", ComponentNorm::kBeforeSum}};
   return c;
 }
+const std::vector<Choice<CudaGraphs>>& choices(CudaGraphs) {
+  static const std::vector<Choice<CudaGraphs>> c{
+      {"auto", CudaGraphs::kAuto}, {"true", CudaGraphs::kOn}, {"false", CudaGraphs::kOff}};
+  return c;
+}
 const std::vector<Choice<RolloutDtype>>& choices(RolloutDtype) {
   static const std::vector<Choice<RolloutDtype>> c{{"same", RolloutDtype::kSame}, {"bfloat16", RolloutDtype::kBFloat16}};
   return c;

@@ -43,6 +43,8 @@ enum class RolloutDtype { kSame, kBFloat16 };  // weights the sampler runs with
 enum class RoutingReplay { kNone, kOld };  // MoE: the update's experts are its own, or the old-log-prob pass's
 enum class MathGold { kAuto, kAnswer, kExtract };  // math: the reference is the answer field, or extracted from it
 enum class ToolKind { kPython, kCommand };  // tools.list: the code sandbox, or a user's program
+// rollout.cuda_graphs: on a CUDA device when the model can (auto), always (true: saying so when it cannot), never
+enum class CudaGraphs { kAuto, kOn, kOff };
 
 // The names of each enum's values, in documentation order (found by argument-dependent lookup).
 const std::vector<Choice<Dtype>>& choices(Dtype);
@@ -64,6 +66,7 @@ const std::vector<Choice<IsLevel>>& choices(IsLevel);
 const std::vector<Choice<RewardScale>>& choices(RewardScale);
 const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm);
 const std::vector<Choice<RolloutDtype>>& choices(RolloutDtype);
+const std::vector<Choice<CudaGraphs>>& choices(CudaGraphs);
 const std::vector<Choice<RoutingReplay>>& choices(RoutingReplay);
 const std::vector<Choice<MathGold>>& choices(MathGold);
 const std::vector<Choice<ToolKind>>& choices(ToolKind);
@@ -76,6 +79,7 @@ GSPO_CHOICE(LossKind); GSPO_CHOICE(AdvantageKind); GSPO_CHOICE(StdKind); GSPO_CH
 GSPO_CHOICE(OldLogprobs); GSPO_CHOICE(Schedule); GSPO_CHOICE(OnNonfinite); GSPO_CHOICE(Backend); GSPO_CHOICE(LogLevel);
 GSPO_CHOICE(IsCorrection); GSPO_CHOICE(IsLevel); GSPO_CHOICE(RewardScale); GSPO_CHOICE(ComponentNorm);
 GSPO_CHOICE(RolloutDtype); GSPO_CHOICE(RoutingReplay); GSPO_CHOICE(MathGold); GSPO_CHOICE(ToolKind);
+GSPO_CHOICE(CudaGraphs);
 #undef GSPO_CHOICE
 
 // The name of a value ("bfloat16").

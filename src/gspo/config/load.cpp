@@ -197,7 +197,16 @@ struct SectionReader {
     if constexpr (IsChoice<T>::value) {
       // Read as its name, checked against the names, then parsed: the messages are a string option's.
       std::string name = name_of(field);
-      if (read(key, name, rule)) field = *parse_choice<T>(name);
+      const size_t errors_before = errors.size();
+      if (!read(key, name, rule)) return;
+      if (const auto parsed = parse_choice<T>(name)) {
+        field = *parsed;
+      } else if (errors.size() == errors_before) {  // a table row whose rule does not list the names
+        std::string names;
+        for (const auto& c : choices(field)) names += (names.empty() ? "" : ", ") + std::string(c.name);
+        errors.push_back(where_of_key(node, key, origin, from_file) + ": " + section + "." + key + " must be one of " +
+                         names + " (got " + value_preview(name) + ")");
+      }
     } else if constexpr (IsRecordList<T>::value) {
       if (YAML::Node n = node[key])
         read_records(n, section + "." + key, where_of_key(node, key, origin, from_file), field);

@@ -49,10 +49,10 @@ Sampler::Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, Samplin
     : policy_(policy), tok_(tok), params_(std::move(params)) {
   // Models often pad their vocabulary past the tokenizer's (Qwen: 151936 rows, 151665 tokens): never sample those.
   if (params_.vocab_limit == 0 && tok_.vocab_size() < policy_.manifest().vocab_size) params_.vocab_limit = tok_.vocab_size();
-  if (params_.cuda_graphs && policy_.device().is_cuda()) {
+  if (params_.cuda_graphs != config::CudaGraphs::kOff && policy_.device().is_cuda()) {
     if (DecodeGraph::available(policy_))
       graph_ = std::make_unique<DecodeGraph>();
-    else
+    else if (params_.cuda_graphs == config::CudaGraphs::kOn)
       log::warn("rollout.cuda_graphs: the model has no decode_static method (or this build has no CUDA); decoding "
                 "eagerly");
     if (DecodeGraph::available_slots(policy_)) slot_graph_ = std::make_unique<DecodeGraph>();

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "gspo/config/choices.h"
+
 namespace gspo::rollout {
 
 struct SamplingParams {
@@ -17,7 +19,9 @@ struct SamplingParams {
   int64_t min_new_tokens = 0;        // EOS never drawn and stop strings not checked before this many tokens; 0 = off
   int64_t vocab_limit = 0;           // ids >= this are never chosen (a model vocab padded past the tokenizer's); 0 = none
   int64_t host_sync_every = 0;       // decode steps between host reads of the finished flags; 0 = 1 on CPU, 8 on GPU
-  bool cuda_graphs = false;          // CUDA: replay decode steps as CUDA graphs (decode_graph.h); no effect on CPU
+  // CUDA: replay decode steps as CUDA graphs (decode_graph.h); auto and true alike, true warns when the model cannot;
+  // no effect on CPU
+  config::CudaGraphs cuda_graphs = config::CudaGraphs::kOff;
   // KV-cache budget (sampler.h): 0 = every row of a call at once, at full length; > 0 = a pool of as many rows of
   // cache as fit in this many bytes, refilled as rows finish (continuous batching, models with slot methods) or filled
   // by static batches of that many rows (continuous = false, or a model without slot methods).

@@ -19,7 +19,7 @@ double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, c
   sp.temperature = 0.0;
   sp.top_p = 1.0;
   sp.top_k = 0;
-  sp.cuda_graphs = false;
+  sp.cuda_graphs = config::CudaGraphs::kOff;
   rollout::Sampler greedy(policy, tok, sp);
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, cfg.rollout.prompts_per_step));
   int64_t correct = 0;
