@@ -39,6 +39,19 @@ bool scalar_equal(const std::string& a, const std::string& b, double tol) {
 
 bool equivalent_norm(const std::string& gold, const std::string& pred, double tol);
 
+// Two words that differ only in case ("Odd", "\\text{odd}"; Math-Verify lower-cases the names it reads). Single
+// letters keep their case: x is not X.
+bool same_word(const std::string& a, const std::string& b) {
+  const auto word = [](const std::string& s) {
+    return s.size() >= 2 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
+  };
+  if (a.size() != b.size() || !word(a) || !word(b)) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
 // Element lists: ordered for tuples/intervals, unordered for sets and bare comma lists.
 bool lists_equal(const std::vector<std::string>& x, const std::vector<std::string>& y, bool ordered, double tol) {
   if (x.size() != y.size()) return false;
@@ -92,12 +105,15 @@ bool equivalent_norm(const std::string& gold_in, const std::string& pred_in, dou
     return {0, 0};
   };
   const auto inner = [](const std::string& s) { return split_top(s.substr(1, s.size() - 2)); };
-  // Bare lists ("x = 2, x = 3" is a list of equations); a set {a, b} equals the bare list of its elements.
+  // Bare lists ("x = 2, x = 3" is a list of equations); a set {a, b} equals the bare list of its elements, a tuple
+  // reference (a, b) a bare list in its order.
   const auto lg = split_top(g), lp = split_top(p);
   if (lg.size() > 1 || lp.size() > 1) {
     if (lg.size() > 1 && lp.size() > 1) return lists_equal(lg, lp, false, tol);
     if (lp.size() > 1 && brackets(g).first == '{') return lists_equal(inner(g), lp, false, tol);
     if (lg.size() > 1 && brackets(p).first == '{') return lists_equal(lg, inner(p), false, tol);
+    // A bare list answering a tuple reference, in written order ("2, 3" or "a = 2, b = 3" for "(2, 3)").
+    if (lp.size() > 1 && brackets(g) == std::pair<char, char>{'(', ')'}) return lists_equal(inner(g), lp, true, tol);
     return false;
   }
   // Relations and equations.
@@ -118,7 +134,7 @@ bool equivalent_norm(const std::string& gold_in, const std::string& pred_in, dou
     return interval && equivalent_norm(*interval, p, tol);
   }
   if (rp) return false;
-  if (g == p) return true;
+  if (g == p || same_word(g, p)) return true;
   // Unions of intervals.
   if (g.find("\\cup") != std::string::npos || p.find("\\cup") != std::string::npos) {
     replace_all(g, "\\cup", ",");

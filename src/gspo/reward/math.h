@@ -1,13 +1,15 @@
 // Math answer verifier: the final answer of a response against the reference, graded as Math-Verify 0.9.0 grades
 // (the grader TRL, open-r1 and verl's math_verify reward use); docs/verifiers.md, "Math", lists every rule, the
 // conventions and the measured agreement. The parts:
-//   extraction (math_extract.h): \boxed{} (adjacent boxes as a list), "final answer is", the math after "answer",
-//     else the last math span or number;
-//   normalisation (math_normalize.h): one spelling for LaTeX variants, units, relations, matrices, thousands;
-//   equivalence (here): equal strings; integers exactly; numbers within a relative tolerance; expressions with
-//     variables and functions by a random-point identity test (math_symbolic.h); relations and equations
-//     (math_relation.h); matrices element by element; tuples / intervals (same brackets), sets and lists (any
-//     order), unions, a \pm b; percent; "x = 5" against 5 (an equation's last side against a plain reference).
+//   extraction (math_extract.h): \boxed{} (adjacent boxes, or boxes one sentence lists, as a list), "final answer
+//     is", the math after "answer", else the last math span or number (decimal commas read);
+//   normalisation (math_normalize.h): one spelling for LaTeX variants, units, relations, matrices, thousands, ';'
+//     lists, approximations (the exact value kept);
+//   equivalence (here): equal strings (words in any case); integers exactly; numbers within a relative tolerance;
+//     expressions with variables and functions by a random-point identity test (math_symbolic.h); relations and
+//     equations (math_relation.h); matrices element by element; tuples / intervals (same brackets), sets and lists
+//     (any order), a bare list against a tuple (in order), unions, a \pm b; percent; "x = 5" against 5 (an
+//     equation's last side against a plain reference; a labelled reference "PQ = 6" or "(m,n) = (4,1)" by its value).
 // The reference: the answer field, or (reward.math_gold) an answer extracted from it as from a response.
 #pragma once
 #include <optional>

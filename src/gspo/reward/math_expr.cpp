@@ -1,5 +1,6 @@
 #include "gspo/reward/math_expr.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -117,7 +118,7 @@ class Parser {
       std::optional<double> r;
       if (eat("*") || eat("\\cdot") || eat("\\times")) {
         if ((r = unary())) *v *= *r;
-      } else if (eat("/") || eat("\\div")) {
+      } else if (eat("/") || eat("\\div") || eat(":")) {  // a ratio a:b is a / b, as Math-Verify reads it
         if ((r = unary())) *v /= *r;
       } else if (at_atom_start() && mixed && at_frac()) {
         if ((r = power())) *v += *r;  // mixed number: 2\frac{1}{2} = 2.5
@@ -186,11 +187,49 @@ class Parser {
     if (it == vars_->end()) return std::nullopt;
     return it->second;
   }
+  // "_c" or "_{...}" at i_ (nested braces): its text as "_{...}" without spaces, so x_1 and x_{1} are one name; i_
+  // moves past it. "" when there is none (i_ unchanged).
+  std::string subscript() {
+    if (i_ + 1 >= s_.size() || s_[i_] != '_') return "";
+    size_t k = i_ + 1, begin = k, end = k + 1;
+    if (s_[k] == '{') {
+      int depth = 0;
+      for (; k < s_.size(); ++k) {
+        if (s_[k] == '{') ++depth;
+        if (s_[k] == '}' && --depth == 0) break;
+      }
+      if (k >= s_.size()) return "";
+      begin = i_ + 2, end = k, k = k + 1;
+    } else {
+      k = end;
+    }
+    std::string inner;
+    for (size_t j = begin; j < end; ++j)
+      if (!std::isspace(static_cast<unsigned char>(s_[j]))) inner += s_[j];
+    i_ = k;
+    return "_{" + inner + "}";
+  }
+  // A decimal number, or digits with a base as subscript (231_4 = 45; a digit not below the base: no number).
   std::optional<double> number() {
     size_t start = i_;
     while (i_ < s_.size() && (is_digit(s_[i_]) || s_[i_] == '.')) ++i_;
+    const std::string digits = s_.substr(start, i_ - start);
+    if (i_ < s_.size() && s_[i_] == '_') {
+      const std::string sub = subscript();
+      const std::string b = sub.size() > 3 ? sub.substr(2, sub.size() - 3) : "";
+      if (b.empty() || b.size() > 2 || !std::all_of(b.begin(), b.end(), is_digit) ||
+          digits.find('.') != std::string::npos)
+        return std::nullopt;
+      const int base = std::stoi(b);
+      double v = 0;
+      for (char d : digits) {
+        if (base < 2 || d - '0' >= base) return std::nullopt;
+        v = v * base + (d - '0');
+      }
+      return v;
+    }
     try {
-      return std::stod(s_.substr(start, i_ - start));
+      return std::stod(digits);
     } catch (const std::exception&) {
       return std::nullopt;
     }
@@ -229,7 +268,7 @@ class Parser {
         if (s_.compare(i_, std::string(g).size(), g) == 0 && !(i_ + std::string(g).size() < s_.size() &&
                                                                is_alpha(s_[i_ + std::string(g).size()]))) {
           i_ += std::string(g).size();
-          return variable(g);
+          return variable(g + subscript());
         }
     return std::nullopt;
   }
@@ -290,11 +329,14 @@ class Parser {
       auto v = group('|');
       return v ? std::optional<double>(std::abs(*v)) : std::nullopt;
     }
-    if (c == 'e' && !(i_ + 1 < s_.size() && is_alpha(s_[i_ + 1]))) {
+    if (c == 'e' && !(i_ + 1 < s_.size() && (is_alpha(s_[i_ + 1]) || s_[i_ + 1] == '_'))) {
       ++i_;  // Euler's number, as Math-Verify reads a lone e
       return M_E;
     }
-    if (with_vars() && is_alpha(c)) return variable(std::string(1, s_[i_++]));
+    if (with_vars() && is_alpha(c)) {
+      const std::string name(1, s_[i_++]);
+      return variable(name + subscript());  // G_j and G_{m-j} are two variables
+    }
     return std::nullopt;
   }
 

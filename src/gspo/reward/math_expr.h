@@ -1,13 +1,15 @@
 // A small evaluator for the answers of math problems written in plain text or simple LaTeX:
 // integers, decimals, + - * / ^, parentheses and braces, \frac{a}{b} (also \frac12), \binom{n}{k}, \sqrt{x}
 // (also \sqrt2), \sqrt[n]{x}, \pi, e (Euler's number, as Math-Verify reads a lone e), \infty, \cdot, \times,
-// \div, |x|, n!, implicit multiplication (2\sqrt{3}, 3\pi, 2x, x(x+4)), an integer followed by \frac as a mixed
-// number (2\frac{1}{2} = 2.5), and functions: \sin \cos \tan \sec \csc \cot, \arcsin \arccos \arctan,
-// \sinh \cosh \tanh, \exp, \ln, \log (base 10; \log_b x base b), with a power (\sin^2 x) and an argument in
-// parentheses or braces or a product up to the next operator or function (\sin 2x = sin(2x)).
+// \div, a ratio a:b (a / b), |x|, n!, a numeral with its base as subscript (231_4 = 45), implicit multiplication
+// (2\sqrt{3}, 3\pi, 2x, x(x+4)), an integer followed by \frac as a mixed number (2\frac{1}{2} = 2.5), and
+// functions: \sin \cos \tan \sec \csc \cot, \arcsin \arccos \arctan, \sinh \cosh \tanh, \exp, \ln, \log (base 10;
+// \log_b x base b), with a power (\sin^2 x) and an argument in parentheses or braces or a product up to the next
+// operator or function (\sin 2x = sin(2x)).
 // Without variables (evaluate_math) a letter other than e makes the text non-numeric. With variables
 // (evaluate_with_vars), each single letter a-z/A-Z but e and each Greek-letter command (\alpha, \theta, ...) is a
-// variable: "xy" is x*y. Non-goals: complex numbers, relations (math_structure.h splits those first).
+// variable, its subscript part of its name (G_j and G_{m-j} are two variables, x_1 and x_{1} one): "xy" is x*y.
+// Non-goals: complex numbers, relations (math_structure.h splits those first).
 #pragma once
 #include <map>
 #include <optional>

@@ -31,6 +31,16 @@ bool reads_math(const std::string& text) {
   return text.size() <= kMaxAnswerChars && reads_as_math(normalize_answer(text));
 }
 
+// Whether a math span holds a word answer written as LaTeX text: "\\text{Carla}", "\\textbf{Yes}" (letters and
+// spaces in one text command). Prose between two currency signs is no such span.
+bool text_answer(const std::string& text) {
+  static const std::regex kText(R"(^\\(?:text|textbf|textrm|mathrm)\{\s*[A-Za-z][A-Za-z ]*\}$)");
+  return text.size() <= 100 && std::regex_match(text, kText);
+}
+
+// A candidate of kinds 2 and 3: math, or a word answer in a math span.
+bool reads_answer(const std::string& text) { return reads_math(text) || text_answer(text); }
+
 // One place in the text that may hold the answer: [begin, end) and the answer text it gives.
 struct Span {
   size_t begin = 0, end = 0;
@@ -149,9 +159,11 @@ std::vector<Span> math_spans(const std::string& r) {
 }
 
 // The end of the number starting at r[i] ("-"? then "1,234,567" or "1 234 567" with an optional decimal part,
-// "3.5", ".5", "12"; then "/4" and "%" when they follow), or i when none starts there. Groups of a thousands
-// separator hold exactly 3 digits ("1,23" is 1; "1 000" is a thousand, "3 4" is 3).
-size_t scan_number(const std::string& r, size_t i) {
+// "3.5", ".5", "12", a decimal comma "2,5"; then "/4" and "%" when they follow), or i when none starts there.
+// Groups of a thousands separator hold exactly 3 digits after a first digit other than 0 ("1 000" is a thousand,
+// "3 4" is 3). A comma is a decimal comma when it is no thousands separator and no list follows: "2,5", "1500,75",
+// "0,125", "1,22" (*comma set); "1,500" is 1500, and "1,2,3" is 1.
+size_t scan_number(const std::string& r, size_t i, bool* comma = nullptr) {
   const size_t n = r.size();
   auto digits = [&](size_t k) {
     while (k < n && is_digit(r[k])) ++k;
@@ -165,7 +177,7 @@ size_t scan_number(const std::string& r, size_t i) {
     const size_t start = k;
     k = digits(k);
     bool grouped = false;
-    if (k - start <= 3) {
+    if (k - start <= 3 && r[start] != '0') {
       for (const char sep : {',', ' '}) {
         size_t g = k;
         while (g + 3 < n + 0 && r[g] == sep && is_digit(r[g + 1]) && is_digit(r[g + 2]) && is_digit(r[g + 3]) &&
@@ -178,8 +190,15 @@ size_t scan_number(const std::string& r, size_t i) {
         }
       }
     }
+    if (!grouped && k + 1 < n && r[k] == ',' && is_digit(r[k + 1])) {
+      const size_t end = digits(k + 1);
+      const bool thousands = end - (k + 1) == 3 && r[start] != '0';
+      if (!thousands && !(end + 1 < n && r[end] == ',' && is_digit(r[end + 1]))) {
+        k = end;
+        if (comma) *comma = true;
+      }
+    }
     k = decimal(k);
-    (void)grouped;
   } else {
     return i;
   }
@@ -195,7 +214,8 @@ size_t scan_number(const std::string& r, size_t i) {
 std::vector<Span> numbers(const std::string& r) {
   std::vector<Span> out;
   for (size_t i = 0; i < r.size();) {
-    const size_t end = scan_number(r, i);
+    bool comma = false;
+    const size_t end = scan_number(r, i, &comma);
     if (end == i) {
       ++i;
       continue;
@@ -213,7 +233,11 @@ std::vector<Span> numbers(const std::string& r) {
       const char p = r[before - 1];
       alone = !(is_alpha(p) || is_digit(p) || p == '^' || p == '_' || p == '\\' || p == '.');
     }
-    if (alone) out.push_back({begin, end, sign + r.substr(first, end - first)});
+    if (alone) {
+      std::string text = sign + r.substr(first, end - first);
+      if (comma) std::replace(text.begin(), text.end(), ',', '.');  // "2,5" is 2.5
+      out.push_back({begin, end, std::move(text)});
+    }
     i = end;
   }
   return out;
@@ -225,13 +249,40 @@ bool joined(const std::string& between) {
   return between.size() < 16 && std::regex_match(between, kSep);
 }
 
+// Whether the text between two bare boxes joins them into one list although it is more than a separator: under 70
+// characters with ",", ";", "and" or "or" in it, within one sentence (no '.', ':', '!', '?' or line break) and no word
+// that corrects the first box ("then", "but", "wait", "actually", "wrong", ...): "\\boxed{2} apples and \\boxed{5}
+// pears", "\\boxed{3} coins, and Bob has \\boxed{7}", not "\\boxed{3}, then correcting: \\boxed{5}".
+bool list_between(const std::string& between) {
+  static const char* const kCorrections[] = {"then",  "but",     "wait",    "actually", "instead", "correct",
+                                             "correction", "corrected", "correcting", "recheck", "rechecking",
+                                             "mistake", "wrong",   "however", "so",       "thus",    "hence",
+                                             "therefore", "not",   "no",      "sorry",    "rather",  "oops"};
+  if (between.size() >= 70 || between.find_first_of(".:!?\n") != std::string::npos) return false;
+  bool separator = between.find_first_of(",;") != std::string::npos;
+  for (size_t i = 0; i < between.size();) {
+    if (!is_alpha(between[i])) {
+      ++i;
+      continue;
+    }
+    size_t k = i;
+    while (k < between.size() && is_alpha(between[k])) ++k;
+    const std::string word = lower(between.substr(i, k - i));
+    separator = separator || word == "and" || word == "or";
+    for (const char* c : kCorrections)
+      if (word == c) return false;
+    i = k;
+  }
+  return separator;
+}
+
 // The last math span of `spans` (ending at or before `limit`) that reads as math, joined with the spans before it
 // that only a separator divides from it.
 std::optional<Span> last_math(const std::string& r, const std::vector<Span>& spans, size_t from, size_t limit) {
   for (size_t k = spans.size(); k-- > 0;) {
     const Span& s = spans[k];
     if (s.begin < from || s.end > limit) continue;
-    if (!reads_math(s.text)) continue;
+    if (!reads_answer(s.text)) continue;
     Span out = s;
     size_t n = 1;
     for (size_t j = k; j > 0 && n < kMaxJoined; --j, ++n) {
@@ -277,9 +328,10 @@ std::string boxes_within(const std::vector<Span>& all, size_t begin, size_t end)
 // Kind 1. When the last box sits in a math span ("$\\boxed{12}$"), that span's boxes, with the spans holding boxes
 // just before it that "and" / "or" / "," divides from it ("$\\boxed{2}$ and $\\boxed{3}$"); a box in an earlier
 // sentence is a draft, not part of the answer. A bare box: the boxes just before it with fewer than 10 characters
-// or only a separator between ("\\boxed{2}, \\boxed{3}"); Math-Verify also joins boxes up to 70 characters apart
-// when a comma or "and" lies between, so "First \\boxed{3}, then correcting: \\boxed{5}" would answer "3, 5": we
-// take the correction (docs/verifiers.md, kept differences). Equal neighbouring boxes count once.
+// or only a separator between ("\\boxed{2}, \\boxed{3}"), or one sentence listing them (list_between: "\\boxed{2}
+// apples and \\boxed{5} pears"); Math-Verify joins any boxes up to 70 characters apart with a comma or "and" between,
+// so "First \\boxed{3}, then correcting: \\boxed{5}" would answer "3, 5": we take the correction (docs/verifiers.md,
+// kept differences). Equal neighbouring boxes count once.
 std::optional<Span> boxed_answer(const std::string& r, const std::vector<Span>& spans) {
   const auto all = boxes(r);
   if (all.empty()) return std::nullopt;
@@ -301,7 +353,7 @@ std::optional<Span> boxed_answer(const std::string& r, const std::vector<Span>& 
   for (size_t k = all.size() - 1; k > 0; --k) {
     const Span& prev = all[k - 1];
     const std::string between = r.substr(prev.end, all[k].begin - prev.end);
-    if (between.size() >= 10 && !joined(between)) break;
+    if (between.size() >= 10 && !joined(between) && !list_between(between)) break;
     if (prev.text != parts.back()) parts.push_back(prev.text);
     out.begin = prev.begin;
   }
@@ -349,7 +401,7 @@ std::optional<Span> after_answer_word(const std::string& r, const std::string& l
       if (c.begin > start + 50) break;
       const std::string after = trim(r.substr(c.end, 3));
       if (!after.empty() && after[0] == '=') continue;  // "answer: 2 + 3 = 5": not 2 + 3
-      if (!reads_math(c.text)) continue;
+      if (!reads_answer(c.text)) continue;
       if (!best || c.end > best->end) best = c;
       break;
     }

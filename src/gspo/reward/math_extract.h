@@ -6,8 +6,10 @@
 //   2. the math or number after "answer" ("The answer is 18.", "**Answer:** $x = 5$", "answer: ... = 42");
 //   3. the last math of the text: $...$, $$...$$, \(...\), \[...\], a bare \frac{a}{b}, or a number standing
 //      alone (not inside a word: "XDY2K" holds no answer); math spans joined by "and" / "or" / "," form a list.
-// Candidates of 2 and 3 must read as math (a number, an expression, a list, a relation, a matrix); a span of prose
-// between two currency signs is skipped. Answers over 1000 characters are none.
+// Candidates of 2 and 3 must read as math (a number, an expression, a list, a relation, a matrix) or be a word in a
+// LaTeX text command ("$\text{Carla}$ ran farther"); a span of prose between two currency signs is skipped. A bare box
+// also takes the boxes one sentence lists before it ("\boxed{2} apples and \boxed{5} pears"), and a number in prose
+// may have a decimal comma ("2,5"; "1,500" is a thousand and a half). Answers over 1000 characters are none.
 #pragma once
 #include <optional>
 #include <string>

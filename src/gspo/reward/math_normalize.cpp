@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "gspo/reward/math_extract.h"
+#include "gspo/reward/math_structure.h"
 #include "gspo/reward/verifier.h"
 
 namespace gspo::reward {
@@ -66,18 +67,40 @@ void drop_units(std::string& s) {
   if (std::regex_match(s, m, kUnits) || std::regex_match(s, m, kWord)) s = m[1];
 }
 
-// Relation symbols in one spelling: <= >= != < > =. \approx counts as = (a chain "x \approx 11" answers 11).
+// Relation symbols in one spelling: <= >= != < > = (and ≈ as \approx, which drop_approximation reads).
 void canonical_relations(std::string& s) {
   for (const char* c : {"\\leqslant", "\\leqq", "\\leq", "\\le"}) replace_command(s, c, "<=");
   for (const char* c : {"\\geqslant", "\\geqq", "\\geq", "\\ge"}) replace_command(s, c, ">=");
   for (const char* c : {"\\neq", "\\ne"}) replace_command(s, c, "!=");
   replace_command(s, "\\lt", "<");
   replace_command(s, "\\gt", ">");
-  replace_command(s, "\\approx", "=");
   replace_all(s, "\\not=", "!=");
   for (const auto& [from, to] : {std::pair<const char*, const char*>{"≤", "<="}, {"≥", ">="}, {"≠", "!="},
-                                 {"≈", "="}, {"−", "-"}, {"=<", "<="}, {"=>", ">="}})
+                                 {"≈", "\\approx"}, {"−", "-"}, {"=<", "<="}, {"=>", ">="}})
     replace_all(s, from, to);
+}
+
+// "a \approx b": the exact value a, the approximation dropped ("x = 3/5 \approx 0.6" -> "x = 3/5", "2\sqrt{2} \approx
+// 2.83" -> "2\sqrt{2}"); when only a name stands before it ("x \approx 11", "p = q \approx 3") it reads as "=". Per
+// element of a comma list.
+std::string drop_approximation(const std::string& s) {
+  if (s.find("\\approx") == std::string::npos) return s;
+  std::string out;
+  for (const auto& part : split_top(s)) {
+    std::string e = part;
+    size_t at = e.find("\\approx");
+    while (at != std::string::npos && at + 7 < e.size() && is_alpha(e[at + 7])) at = e.find("\\approx", at + 7);
+    if (at != std::string::npos) {
+      const std::string before = trim(e.substr(0, at));
+      const auto sides = split_top(before, '=');
+      if (before.empty() || names_quantity(trim(sides.back())))
+        e.replace(at, 7, "=");
+      else
+        e = before;
+    }
+    out += (out.empty() ? "" : ",") + e;
+  }
+  return out;
 }
 
 // Matrix environments written one way: pmatrix, bmatrix, Bmatrix, smallmatrix, matrix and array (its column
@@ -124,6 +147,33 @@ void bare_functions(std::string& s) {
   s = std::move(out);
 }
 
+// ";" as a list separator: inside brackets it separates a tuple's entries ("(1;2)" -> "(1,2)"); at the top level it
+// separates elements, each a tuple when it holds a comma ("m=2,n=1;m=5,n=1" -> "(m=2,n=1),(m=5,n=1)", "-3;-2;0" ->
+// "-3,-2,0"). Empty elements are dropped.
+std::string semicolon_lists(const std::string& s) {
+  if (s.find(';') == std::string::npos) return s;
+  const auto parts = split_top(s, ';');
+  std::string out;
+  for (std::string p : parts) {
+    if (p.empty()) continue;
+    replace_all(p, ";", ",");
+    if (parts.size() > 1 && split_top(p).size() > 1) p = "(" + p + ")";
+    out += (out.empty() ? "" : ",") + p;
+  }
+  return out;
+}
+
+// ",\!" and the spaces after it -> "," (thousands written "12,\! 345,\! 678"): the spaces must not split the groups.
+void thin_space_thousands(std::string& s) {
+  size_t pos = 0;
+  while ((pos = s.find(",\\!", pos)) != std::string::npos) {
+    size_t end = pos + 3;
+    while (end < s.size() && s[end] == ' ') ++end;
+    s.erase(pos + 1, end - pos - 1);
+    ++pos;
+  }
+}
+
 // Spaces removed, except one between a command and a letter after it ("\sin x" must not become "\sinx").
 std::string drop_spaces(const std::string& s) {
   std::string out;
@@ -156,6 +206,7 @@ std::string normalize_answer(const std::string& in) {
   std::string s = trim(in);
   undouble_backslashes(s);
   replace_all(s, "\\\\", "\x01");  // a row break \\ is not "\ " followed by a space
+  thin_space_thousands(s);
   for (const char* drop : {"\\$", "\\displaystyle", "\\!", "\\,", "\\;", "\\:", "\\ ", "$", "~"}) replace_all(s, drop, "");
   for (const char* drop : {"\\left", "\\right", "\\bigl", "\\bigr", "\\Bigl", "\\Bigr", "\\big", "\\Big",
                            "\\qquad", "\\quad"})
@@ -177,9 +228,9 @@ std::string normalize_answer(const std::string& in) {
                           "\\mathit", "\\mbox"})
     unwrap(s, cmd);
   canonical_relations(s);
-  s = trim(s);
+  s = drop_approximation(trim(s));
   drop_units(s);
-  static const std::regex kJoin(R"(\s+(?:or|and)\s+)");
+  static const std::regex kJoin(R"(,?\s+(?:or|and)\s+)");  // "4, 7, and 9" is "4, 7, 9"
   s = std::regex_replace(s, kJoin, ",");
   while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
   static const std::regex kThousands(R"(^-?\d{1,3}(,\d{3})+(\.\d+)?$)");
@@ -187,7 +238,7 @@ std::string normalize_answer(const std::string& in) {
   if (std::regex_match(s, kThousands)) replace_all(s, ",", "");
   if (std::regex_match(s, kSpaceThousands)) replace_all(s, " ", "");
   bare_functions(s);
-  std::string out = drop_spaces(s);
+  std::string out = semicolon_lists(drop_spaces(s));
   canonical_matrices(out);
   // ".4" -> "0.4" (a point not after a digit, before one).
   std::string dec;

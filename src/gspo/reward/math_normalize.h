@@ -1,10 +1,11 @@
 // Canonical text of a math answer (docs/verifiers.md, "Math", lists every rule): LaTeX spacing and sizing
 // dropped, fraction/binomial/text command variants unified, doubled backslashes of JSON-escaped text undone,
 // units after a number dropped (\text{ miles}, "42 apples"), relation symbols written one way (\geq, \ge,
-// \geqslant, >= -> ">="; \lt -> "<"; \neq, \ne, != -> "!="; \approx -> "="), matrix environments written one
+// \geqslant, >= -> ">="; \lt -> "<"; \neq, \ne, != -> "!="), matrix environments written one
 // way ("\begin{matrix}a&b\\c&d\end{matrix}"), thousands separators ("7,425,000", "1 000") and ".4" -> "0.4",
 // bare function names given their backslash (sin(x) -> \sin(x)), spaces removed (one kept between a command and a
-// following letter: "\sin x").
+// following letter: "\sin x"), ';' as a list separator ("-3;-2;0", "(1;2)", "m=2,n=1;m=5,n=1" -> tuples), an
+// approximation dropped for the exact value before it ("3/5 \approx 0.6" -> "3/5"; "x \approx 11" -> "x=11").
 #pragma once
 #include <cstddef>
 #include <string>

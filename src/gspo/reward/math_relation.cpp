@@ -1,6 +1,7 @@
 #include "gspo/reward/math_relation.h"
 
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include "gspo/reward/math_expr.h"
@@ -29,8 +30,26 @@ bool one_equal(const std::string& gl, const std::string& gop, const std::string&
   return false;
 }
 
-bool is_variable(const std::string& s) {
-  return (s.size() == 1 && std::isalpha(static_cast<unsigned char>(s[0])) && s != "e");
+// One bounded quantity: x, a_1, g(x) (not |w|: absolute_interval reads those).
+bool is_variable(const std::string& s) { return single_name(s) && s.front() != '|'; }
+bool is_absolute(const std::string& s) { return single_name(s) && s.front() == '|'; }
+
+// The set where lo <op_lo> |w| <op_hi> hi holds, 0 < lo < hi numbers: "[-3,-2]\cup[2,3]" for 2 <= |w| <= 3 (the
+// brackets mirrored on the negative side). An empty lo is no lower bound ("|w| < 3" -> "(-3,3)"), an empty hi no
+// upper one ("|w| >= 2" -> "(-\infty,-2]\cup[2,\infty)").
+std::optional<std::string> absolute_interval(const std::string& lo, bool lo_strict, const std::string& hi,
+                                             bool hi_strict) {
+  const auto vlo = lo.empty() ? std::optional<double>(0) : evaluate_math(lo);
+  const auto vhi = hi.empty() ? std::optional<double>(INFINITY) : evaluate_math(hi);
+  if (!vlo || !vhi || *vlo < 0 || *vlo >= *vhi || (lo.empty() && hi.empty())) return std::nullopt;
+  const std::string inf = "\\infty";
+  const std::string top = hi.empty() ? inf : hi, bottom = hi.empty() ? "-" + inf : "-" + hi;
+  const char* close = hi.empty() || hi_strict ? ")" : "]";
+  const char* open = hi.empty() || hi_strict ? "(" : "[";
+  if (lo.empty()) return std::string(open) + bottom + "," + top + close;
+  const char* inner_close = lo_strict ? ")" : "]";
+  const char* inner_open = lo_strict ? "(" : "[";
+  return std::string(open) + bottom + ",-" + lo + inner_close + "\\cup" + inner_open + lo + "," + top + close;
 }
 
 }  // namespace
@@ -55,9 +74,14 @@ std::optional<std::string> relation_as_interval(const Relation& r) {
   auto bound = [](const std::string& s) { return evaluate_math(s).has_value(); };
   if (r.ops.size() == 1) {
     std::string var = r.sides[0], val = r.sides[1], op = r.ops[0];
-    if (!is_variable(var)) {
+    if (!is_variable(var) && !is_absolute(var)) {
       std::swap(var, val);
       op = kMirror.at(op);
+    }
+    if (is_absolute(var) && bound(val)) {
+      if (op == "<" || op == "<=") return absolute_interval("", false, val, op == "<");
+      if (op == ">" || op == ">=") return absolute_interval(val, op == ">", "", false);
+      return std::nullopt;
     }
     if (!is_variable(var) || !bound(val)) return std::nullopt;
     if (op == "<") return "(-" + inf + "," + val + ")";
@@ -67,10 +91,16 @@ std::optional<std::string> relation_as_interval(const Relation& r) {
     if (op == "!=") return "(-" + inf + "," + val + ")\\cup(" + val + "," + inf + ")";
     return std::nullopt;
   }
-  if (r.ops.size() == 2 && is_variable(r.sides[1]) && bound(r.sides[0]) && bound(r.sides[2])) {
+  if (r.ops.size() == 2 && (is_variable(r.sides[1]) || is_absolute(r.sides[1])) && bound(r.sides[0]) &&
+      bound(r.sides[2])) {
     const std::string &a = r.ops[0], &b = r.ops[1];
     const bool up = (a == "<" || a == "<=") && (b == "<" || b == "<=");
     const bool down = (a == ">" || a == ">=") && (b == ">" || b == ">=");
+    if (is_absolute(r.sides[1])) {
+      if (up) return absolute_interval(r.sides[0], a == "<", r.sides[2], b == "<");
+      if (down) return absolute_interval(r.sides[2], b == ">", r.sides[0], a == ">");
+      return std::nullopt;
+    }
     if (up) return (a == "<" ? "(" : "[") + r.sides[0] + "," + r.sides[2] + (b == "<" ? ")" : "]");
     if (down) return (b == ">" ? "(" : "[") + r.sides[2] + "," + r.sides[0] + (a == ">" ? ")" : "]");
   }

@@ -22,8 +22,9 @@ Relation first_and_last(const Relation& r);
 
 bool relations_equal(const Relation& gold, const Relation& pred, double rel_tol, const SideEqual& sides_equal);
 
-// A one-variable inequality as an interval or union ("x >= 5" -> "[5,\infty)", "1 < x <= 3" -> "(1,3]",
-// "x != 3" -> "(-\infty,3)\cup(3,\infty)"), or nullopt when it is not of that form.
+// A one-variable inequality (one name: x, a_1, g(x), or |w|) as an interval or union ("x >= 5" -> "[5,\infty)",
+// "0 < g(x) <= 3" -> "(0,3]", "x != 3" -> "(-\infty,3)\cup(3,\infty)", "2 <= |w| < 3" -> "(-3,-2]\cup[2,3)"), or
+// nullopt when it is not of that form.
 std::optional<std::string> relation_as_interval(const Relation& r);
 
 }  // namespace gspo::reward

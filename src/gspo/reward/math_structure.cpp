@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "gspo/reward/math_expr.h"
+#include "gspo/reward/math_extract.h"
 #include "gspo/reward/math_normalize.h"
 #include "gspo/reward/math_symbolic.h"
 
@@ -53,10 +54,41 @@ bool Relation::all_equal() const {
   return std::all_of(ops.begin(), ops.end(), [](const std::string& o) { return o == "="; });
 }
 
-bool Relation::assignment() const {
+bool Relation::assignment() const { return all_equal() && names_quantity(sides.front()); }
+
+bool names_quantity(const std::string& s) {
+  bool letter = false;
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    if (c == '_') {  // a subscript: one character or a brace group, anything inside
+      size_t end = i + 2;
+      if (i + 1 < s.size() && s[i + 1] == '{' && !brace_group(s, i + 1, &end)) return false;
+      i = std::min(end, s.size());
+    } else if (c == '\\') {
+      size_t k = i + 1;
+      while (k < s.size() && std::isalpha(static_cast<unsigned char>(s[k]))) ++k;
+      const std::string cmd = s.substr(i, k - i);
+      if (k == i + 1 || cmd == "\\sqrt" || cmd == "\\pi" || cmd == "\\infty") return false;
+      letter = letter || (cmd != "\\frac" && cmd != "\\cdot");
+      i = k;
+    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+      letter = true;
+      ++i;
+    } else if (std::string("()[]{},|:+*/^' ").find(c) != std::string::npos) {
+      ++i;
+    } else {
+      return false;  // a digit, a sign, a relation, a point
+    }
+  }
+  return letter;
+}
+
+bool single_name(const std::string& in) {
   static const std::regex kName(R"(^(?:[a-zA-Z]|\\[a-zA-Z]+)(?:_\{?[a-zA-Z0-9]+\}?)?(?:\([a-zA-Z,]+\))?$)");
-  return all_equal() && std::regex_match(sides.front(), kName) && sides.front().rfind("\\frac", 0) != 0 &&
-         sides.front().rfind("\\sqrt", 0) != 0;
+  std::string s = in;
+  if (s.size() > 2 && s.front() == '|' && s.back() == '|') s = s.substr(1, s.size() - 2);
+  return std::regex_match(s, kName) && s.rfind("\\frac", 0) != 0 && s.rfind("\\sqrt", 0) != 0 &&
+         s != "\\pi" && s != "\\infty" && s != "e";
 }
 
 std::optional<Relation> split_relation(const std::string& s) {

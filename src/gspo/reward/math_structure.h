@@ -21,9 +21,19 @@ struct Relation {
   std::vector<std::string> sides;
   std::vector<std::string> ops;
   bool all_equal() const;  // an equation (or a chain of them)
-  // An assignment: an equation whose first side is a variable, f(x) or a subscripted name ("x = 5 + 6 = 11").
+  // An assignment: an equation whose first side names a quantity (names_quantity: "x = 5 + 6 = 11", "PQ = 6",
+  // "(m,n) = (4,1)", "X:Y = 5:9").
   bool assignment() const;
 };
+// Whether `s` names a quantity rather than computes one (Math-Verify's "only symbols" left side of an assignment):
+// letters, Greek letters and other commands, subscripts (digits allowed there: p_1, S_{ABC}), and those combined by
+// juxtaposition (PQ), +, *, /, :, \frac, ^, |...|, a function of names (f(x), \sin A) or a tuple of names ((m,n)).
+// No digit outside a subscript, no minus sign, no \sqrt, \pi or \infty: "2x", "a-b", "f(2)" compute a value.
+bool names_quantity(const std::string& s);
+// Whether `s` is one name: a letter or Greek letter with an optional subscript and an optional argument list of
+// letters (x, \theta, a_1, f(x)), or |name| (the quantity an inequality bounds).
+bool single_name(const std::string& s);
+
 // The relation chain of `s` (operators at bracket depth 0), or nullopt when it has none or an empty side.
 std::optional<Relation> split_relation(const std::string& s);
 
