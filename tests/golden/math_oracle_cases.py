@@ -6,7 +6,10 @@ answer is $X$. I hope it is correct.", plain text ending on a number), true and 
 fractions (\\frac, \\dfrac, \\tfrac, \\frac12), radicals (\\sqrt2), \\binom, degrees, thousands separators,
 percent, decimals, pi, multiple-choice letters ((C), \\text{(C)}), "x = 5", "x \\in [1, 3]", intervals, unions,
 sets, tuples, and expressions with free variables written differently (polynomials, rational functions).
-They were written from how models answer, not from what gspo's verifier accepts.
+They were written from how models answer, not from what gspo's verifier accepts. Issue #58 added the kinds
+math-verify grades right and gspo graded wrong (identical answers of any form, decimal commas, labelled answers,
+sets of tuples and lists, inequalities against intervals, several equations, approximations, subscripted factors,
+answers mid-sentence, references that are whole solutions), each with the near misses a looser rule would pass.
 
 The label is math-verify's verdict (`verify(parse(reference), parse(response))`, math-verify 0.9.0, default
 extraction: LaTeX then plain expressions). The reference is parsed as `\\boxed{REF}`, the way MATH references
@@ -22,8 +25,11 @@ import sys
 from math_verify import parse, verify
 
 MINERVA = "Final Answer: The final answer is ${}$. I hope it is correct."
+# A fourth field EXTRACT: the reference is a whole solution, labelled as math-verify parses it (`parse(REF)`, not
+# `\boxed{REF}`); gspo grades it with reward.math_gold: auto, which extracts its answer as from a response.
+EXTRACT = "extract"
 
-# (category, response, reference). Categories only group the report.
+# (category, response, reference[, EXTRACT]). Categories group the report.
 CASES = [
     # --- ordinary numbers, boxed -------------------------------------------------------------------------
     ("number", r"Adding the two gives $17 + 25 = 42$, so the answer is $\boxed{42}$.", "42"),
@@ -369,12 +375,197 @@ CASES = [
     ("text", r"The day is $\boxed{\text{Tuesday}}$.", r"\text{Monday}"),
     ("mixed", "I could not determine the answer.", "5"),
     ("mixed", r"The answer is $\boxed{}$.", "5"),
+    # --- issue #58: kinds Math-Verify grades right and gspo graded wrong, each with near misses -------------
+    ("identity", "The meeting starts at $9:30$.", "9:30"),
+    ("identity", "The meeting starts at $9:45$.", "9:30"),
+    ("identity", r"The train leaves at $\boxed{10:15}$.", "10:15"),
+    ("identity", r"The train leaves at $\boxed{10:45}$.", "10:15"),
+    ("identity", r"Since two sides are equal, $\boxed{\text{The triangle is isosceles}}$.", r"\text{The triangle is isosceles}"),
+    ("identity", r"Since all sides are equal, $\boxed{\text{The triangle is equilateral}}$.", r"\text{The triangle is isosceles}"),
+    ("identity", r"Since $f(-x) = -f(x)$, the function is $\boxed{\text{Odd}}$.", "Odd"),
+    ("identity", r"Since $f(-x) = f(x)$, the function is $\boxed{\text{Even}}$.", "Odd"),
+    ("identity", r"The sum of two odd numbers is $\boxed{\text{even}}$.", r"\text{Even}"),
+    ("identity", r"So the series is $\boxed{\text{divergent}}$.", r"\text{divergent}"),
+    ("identity", r"So the series is $\boxed{\text{convergent}}$.", r"\text{divergent}"),
+    ("decimal_comma", 'Each bag weighs 2,5 kg.\nThe answer is 2,5', "2.5"),
+    ("decimal_comma", 'Each bag weighs 2,5 kg.\nThe answer is 2,5', "25"),
+    ("decimal_comma", "The monthly rent comes to 1500,75 euros in total.", "1500.75"),
+    ("decimal_comma", "The monthly rent comes to 1500,75 euros in total.", "1500"),
+    ("decimal_comma", "The average is 3,75 points.", "3.75"),
+    ("decimal_comma", "The answer is 0,125", r"\frac{1}{8}"),
+    ("decimal_comma", "The answer is 1,500", "1.5"),
+    ("decimal_comma", "The answer is 1,500", "1500"),
+    ("decimal_comma", "In total they paid 12,250 dollars.", "12.25"),
+    ("decimal_comma", r"The population is $\boxed{12,\! 345,\! 678}$.", "12345678"),
+    ("decimal_comma", r"The population is $\boxed{12,\! 345,\! 687}$.", "12345678"),
+    ("decimal_comma", r"The count is $\boxed{4,\!096}$.", "4096"),
+    ("decimal_comma", r"The count is $\boxed{4,\!096}$.", "4.096"),
+    ("labelled", r"The only pair is $\boxed{(4,1)}$.", "(m,n)=(4,1)"),
+    ("labelled", r"The only pair is $\boxed{(4,2)}$.", "(m,n)=(4,1)"),
+    ("labelled", r"The only pair is $\boxed{(1,4)}$.", "(m,n)=(4,1)"),
+    ("labelled", r"So $\boxed{(m, n) = (4, 1)}$.", "(4,1)"),
+    ("labelled", r"So $\boxed{(p,q,r)=(3,2,7)}$.", "(3,7,2)"),
+    ("labelled", r"The lengths are $\boxed{6, 8}$.", "PQ=6, RS=8"),
+    ("labelled", r"The lengths are $\boxed{6, 9}$.", "PQ=6, RS=8"),
+    ("labelled", r"The lengths are $\boxed{PQ=6, RS=8}$.", "6,8"),
+    ("labelled", r"The lengths are $\boxed{PQ=6, RS=9}$.", "6,8"),
+    ("labelled", r"The distance is $\boxed{2}$.", "|PQ|=2"),
+    ("labelled", r"The distance is $\boxed{3}$.", "|PQ|=2"),
+    ("labelled", r"The ratio is $\boxed{5:9}$.", "X:Y=5:9"),
+    ("labelled", r"The ratio is $\boxed{9:5}$.", "X:Y=5:9"),
+    ("labelled", r"The ratio of the areas is $\boxed{7:32}$.", "S_{ABC}:S=7:32"),
+    ("labelled", r"The ratio of the areas is $\boxed{7:23}$.", "S_{ABC}:S=7:32"),
+    ("labelled", r"Hence $\boxed{\frac{2}{3}}$.", r"\frac{PA}{PB}=\frac{2}{3}"),
+    ("labelled", r"Hence $\boxed{\frac{3}{2}}$.", r"\frac{PA}{PB}=\frac{2}{3}"),
+    ("labelled", r"The sum is $\boxed{5}$.", "x+y=5"),
+    ("labelled", r"The sum is $\boxed{6}$.", "x+y=5"),
+    ("labelled", r"The solutions are $\boxed{(2,1),(5,1)}$.", "m=2,n=1;m=5,n=1"),
+    ("labelled", r"The solutions are $\boxed{(2,1),(5,2)}$.", "m=2,n=1;m=5,n=1"),
+    ("labelled", r"The solutions are $\boxed{(5,2),(7,2)}$.", "p=5,q=2;p=7,q=2"),
+    ("labelled", r"The solutions are $\boxed{(5,2),(7,3)}$.", "p=5,q=2;p=7,q=2"),
+    ("labelled", r"So $\boxed{f(t)=0, f(t)=2}$.", r"f(t)=0 \text{ or } f(t)=2"),
+    ("labelled", r"So $\boxed{f(t)=0, f(t)=3}$.", r"f(t)=0 \text{ or } f(t)=2"),
+    ("tuple_set", r"The pairs are $\boxed{(3,4),(1,2)}$.", "(1,2),(3,4)"),
+    ("tuple_set", r"The pairs are $\boxed{(1,2),(3,5)}$.", "(1,2),(3,4)"),
+    ("tuple_set", r"The points are $\boxed{(0;0;0),(4;-2;6)}$.", "(4,-2,6),(0,0,0)"),
+    ("tuple_set", r"The points are $\boxed{(0;0;0),(4;-2;5)}$.", "(4,-2,6),(0,0,0)"),
+    ("tuple_set", r"The solution set is $\boxed{\{2,1\}}$.", "{1,2}"),
+    ("tuple_set", r"The solution set is $\boxed{\{2,3\}}$.", "{1,2}"),
+    ("tuple_set", r"The roots are $\boxed{\{0,-2,-3\}}$.", "-3;-2;0"),
+    ("tuple_set", r"The roots are $\boxed{-3,-2,0}$.", "-3;-2;0"),
+    ("tuple_set", r"The roots are $\boxed{-3,-2,1}$.", "-3;-2;0"),
+    ("tuple_set", r"The values are $\boxed{4, 7, \text{ and } 9}$.", "4, 7, and 9"),
+    ("tuple_set", r"The values are $\boxed{4, 7, \text{ and } 8}$.", "4, 7, and 9"),
+    ("tuple_set", r"We need \boxed{2} apples and \boxed{5} pears.", "2,5"),
+    ("tuple_set", r"We need \boxed{2} apples and \boxed{6} pears.", "2,5"),
+    ("tuple_set", r"Alice has \boxed{3} coins, and Bob has \boxed{7} coins.", "3,7"),
+    ("tuple_set", r"The smallest is \boxed{2} and the largest is \boxed{9}.", "2,9"),
+    ("tuple_set", r"The smallest is \boxed{2} and the largest is \boxed{8}.", "2,9"),
+    ("inequality", r"The range of $g$ is $\boxed{(0,2)}$.", "0<g(x)<2"),
+    ("inequality", r"The range of $g$ is $\boxed{[0,2)}$.", "0<g(x)<2"),
+    ("inequality", r"The range of $g$ is $\boxed{(0,2]}$.", "0<g(x)<2"),
+    ("inequality", r"So $w \in \boxed{[-3,-2]\cup[2,3]}$.", r"2\le |w|\le 3"),
+    ("inequality", r"So $w \in \boxed{(-3,-2)\cup(2,3)}$.", r"2\le |w|\le 3"),
+    ("inequality", r"So $z \in \boxed{\left[-\frac{3}{2}, -1\right] \cup \left[1, \frac{3}{2}\right]}$.", r"1\leq|z|\leq \frac{3}{2}"),
+    ("inequality", r"So $z \in \boxed{\left[-\frac{3}{2}, -1\right] \cup \left[1, \frac{3}{2}\right]}$.", r"1<|z|\leq \frac{3}{2}"),
+    ("inequality", r"Thus $\boxed{(1,5)}$.", "1<f(x)<5"),
+    ("inequality", r"Thus $\boxed{[1,5]}$.", "1<f(x)<5"),
+    ("equations", r"The asymptotes are $\boxed{y = 1, y = \frac{-3 \pm \sqrt{5}}{2}}$.", r"y = 1, y = \frac{-3 \pm \sqrt{5}}{2}"),
+    ("equations", r"The lines are $\boxed{x = 2, y = -1}$.", "x = 2, y = -1"),
+    ("equations", r"The lines are $\boxed{x = 2, y = 1}$.", "x = 2, y = -1"),
+    ("equations", r"The polynomials are $\boxed{p_1 = x^2+1, p_2 = 2x^2-x}$.", "p_1 = x^2+1, p_2 = 2x^2-x"),
+    ("equations", r"The polynomials are $\boxed{p_1 = x^2+1, p_2 = 2x^2+x}$.", "p_1 = x^2+1, p_2 = 2x^2-x"),
+    ("equations", r"So $\boxed{a = 3, b = -2}$.", "3,-2"),
+    ("equations", r"So $\boxed{a = 3, b = 2}$.", "3,-2"),
+    ("chain", r"$x = 2+7 = 3/5 \approx 0.6$", "3/5"),
+    ("chain", r"$x = 2+7 = 3/5 \approx 0.6$", "0.6"),
+    ("chain", r"$x = 2+7 = 3/5 \approx 0.6$", "9"),
+    ("chain", r"The probability is $p = \frac{5}{8} \approx 0.625$.", r"\frac{5}{8}"),
+    ("chain", r"The probability is $p = \frac{5}{8} \approx 0.625$.", r"\frac{3}{8}"),
+    ("chain", r"The length is $\boxed{2\sqrt{2} \approx 2.83}$.", r"2\sqrt{2}"),
+    ("chain", r"The length is $\boxed{2\sqrt{3} \approx 3.46}$.", r"2\sqrt{2}"),
+    ("chain", r"So $\boxed{1 = \zeta = y = 0}$.", "0"),
+    ("chain", r"So $\boxed{1 = \zeta = y = 2}$.", "0"),
+    ("subscript", r"The coefficient is $\boxed{G_j G_{m-j}}$.", "G_{m-j} G_j"),
+    ("subscript", r"The coefficient is $\boxed{G_j G_{m-j}}$.", "G_{m-j} G_{j+1}"),
+    ("subscript", r"The sum is $\boxed{a_1 + a_2}$.", "a_2 + a_1"),
+    ("subscript", r"The sum is $\boxed{a_1 + a_3}$.", "a_2 + a_1"),
+    ("subscript", r"The product is $\boxed{x_1 x_2 x_3}$.", "x_3 x_2 x_1"),
+    ("subscript", r"The product is $\boxed{2 F_n F_{n+1}}$.", "2F_{n+1}F_n"),
+    ("subscript", r"The product is $\boxed{2 F_n F_{n+1}}$.", "F_{n+1}F_n"),
+    ("prose_mid", r"Adding entrywise, $A + B = \begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}$ as required.", r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}"),
+    ("prose_mid", r"Adding entrywise, $A + B = \begin{pmatrix} 1 & 2 \\ 3 & 5 \end{pmatrix}$ as required.", r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}"),
+    ("prose_mid", "Converting, the number in base 4 is $231_4$, as computed.", "231_4"),
+    ("prose_mid", "Converting, the number in base 4 is $213_4$, as computed.", "231_4"),
+    ("prose_mid", r"Comparing the times, $\text{Carla}$ ran the farthest.", r"\text{Carla}"),
+    ("prose_mid", r"Comparing the times, $\text{Evelyn}$ ran the farthest.", r"\text{Carla}"),
+    # --- issue #58, a second batch written after the rules above, to check that they generalise -------------
+    ("identity", r"The clock shows $\boxed{7:05}$.", "7:05"),
+    ("identity", r"The clock shows $\boxed{7:50}$.", "7:05"),
+    ("identity", r"Therefore the statement is $\boxed{\text{true}}$.", r"\text{True}"),
+    ("identity", r"Therefore the statement is $\boxed{\text{false}}$.", r"\text{True}"),
+    ("identity", r"The shape is a $\boxed{\text{parallelogram}}$.", r"\text{parallelogram}"),
+    ("decimal_comma", "The mean height is 1,75 m.", "1.75"),
+    ("decimal_comma", "The mean height is 1,75 m.", "175"),
+    ("decimal_comma", "So the price per kilo is 4,2 euros.", "4.2"),
+    ("decimal_comma", "So the price per kilo is 4,2 euros.", "42"),
+    ("decimal_comma", "The town has 3,600 inhabitants.", "3.6"),
+    ("decimal_comma", "The town has 3,600 inhabitants.", "3600"),
+    ("decimal_comma", r"There are $\boxed{1,\! 048,\! 576}$ subsets.", "1048576"),
+    ("decimal_comma", r"There are $\boxed{1,\! 048,\! 576}$ subsets.", "1.048576"),
+    ("labelled", r"So the answer is $\boxed{(2, 3)}$.", "(a,b)=(2,3)"),
+    ("labelled", r"So the answer is $\boxed{(3, 2)}$.", "(a,b)=(2,3)"),
+    ("labelled", r"So $\boxed{a = 2, b = 3}$.", "(2,3)"),
+    ("labelled", r"The sides are $\boxed{3, 4, 5}$.", "AB=3, BC=4, CA=5"),
+    ("labelled", r"The sides are $\boxed{3, 4, 6}$.", "AB=3, BC=4, CA=5"),
+    ("labelled", r"The length is $\boxed{\sqrt{2}}$.", r"|AB|=\sqrt{2}"),
+    ("labelled", r"The length is $\boxed{2}$.", r"|AB|=\sqrt{2}"),
+    ("labelled", r"So the ratio is $\boxed{3:4}$.", "BD:DC=3:4"),
+    ("labelled", r"So the ratio is $\boxed{4:3}$.", "BD:DC=3:4"),
+    ("labelled", r"So $\boxed{\frac{1}{2}}$.", r"\sin A=\frac{1}{2}"),
+    ("labelled", r"So $\boxed{\frac{\sqrt{3}}{2}}$.", r"\sin A=\frac{1}{2}"),
+    ("labelled", r"So $\boxed{5}$.", "a-b=5"),
+    ("labelled", r"So $\boxed{(1,2),(3,1)}$.", "x=1,y=2;x=3,y=1"),
+    ("labelled", r"So $\boxed{(1,2),(1,3)}$.", "x=1,y=2;x=3,y=1"),
+    ("tuple_set", r"The solutions are $\boxed{(1,-1),(-1,1)}$.", "(-1,1),(1,-1)"),
+    ("tuple_set", r"The solutions are $\boxed{(1,-1),(1,1)}$.", "(-1,1),(1,-1)"),
+    ("tuple_set", r"The triples are $\boxed{(1;2;3),(2;3;4)}$.", "(2,3,4),(1,2,3)"),
+    ("tuple_set", r"The triples are $\boxed{(1;2;3),(2;4;3)}$.", "(2,3,4),(1,2,3)"),
+    ("tuple_set", r"The set is $\boxed{\{5, 3, 1\}}$.", "{1,3,5}"),
+    ("tuple_set", r"The set is $\boxed{\{5, 3\}}$.", "{1,3,5}"),
+    ("tuple_set", r"The roots are $\boxed{2, 4, 6}$.", "6;4;2"),
+    ("tuple_set", r"The roots are $\boxed{2, 4, 8}$.", "6;4;2"),
+    ("tuple_set", r"The values are $\boxed{1, 2, \text{ or } 3}$.", "1, 2, or 3"),
+    ("tuple_set", r"The values are $\boxed{1, 2, \text{ or } 4}$.", "1, 2, or 3"),
+    ("tuple_set", r"She buys \boxed{4} pens and \boxed{3} notebooks.", "4,3"),
+    ("tuple_set", r"She buys \boxed{4} pens and \boxed{3} notebooks.", "3"),
+    ("tuple_set", r"First I got \boxed{4}, but rechecking gives \boxed{6}.", "6"),
+    ("tuple_set", r"The minimum is \boxed{-1} and the maximum is \boxed{3}.", "-1,3"),
+    ("inequality", r"The range is $\boxed{(-1,1)}$.", "-1<h(t)<1"),
+    ("inequality", r"The range is $\boxed{[-1,1]}$.", "-1<h(t)<1"),
+    ("inequality", r"So $x \in \boxed{(-5,5)}$.", "|x|<5"),
+    ("inequality", r"So $x \in \boxed{[-5,5]}$.", "|x|<5"),
+    ("inequality", r"So $\boxed{(-\infty,-1]\cup[1,\infty)}$.", r"|x|\geq 1"),
+    ("inequality", r"So $\boxed{(-\infty,-1)\cup(1,\infty)}$.", r"|x|\geq 1"),
+    ("inequality", r"So $\boxed{(-4,-1]\cup[1,4)}$.", r"1\le|u|<4"),
+    ("inequality", r"So $\boxed{[-4,-1]\cup[1,4]}$.", r"1\le|u|<4"),
+    ("equations", r"The tangent lines are $\boxed{y = 2x - 1, y = -2x - 1}$.", "y = -2x - 1, y = 2x - 1"),
+    ("equations", r"The tangent lines are $\boxed{y = 2x - 1, y = -2x + 1}$.", "y = -2x - 1, y = 2x - 1"),
+    ("equations", r"So $\boxed{f(x) = x + 1, g(x) = x^2}$.", "f(x) = 1 + x, g(x) = x^2"),
+    ("chain", r"The area is $A = \pi r^2 = 9\pi \approx 28.27$.", r"9\pi"),
+    ("chain", r"The area is $A = \pi r^2 = 9\pi \approx 28.27$.", "28"),
+    ("chain", r"The answer is $\boxed{\frac{22}{7} \approx 3.14}$.", r"\frac{22}{7}"),
+    ("chain", r"The answer is $\boxed{\frac{22}{7} \approx 3.14}$.", r"\pi"),
+    ("chain", r"So $\boxed{t \approx 2.5}$.", "2.5"),
+    ("subscript", r"The total is $\boxed{b_2 b_1 + a}$.", "a + b_1 b_2"),
+    ("subscript", r"The total is $\boxed{b_2 b_1 + a}$.", "a + b_1 b_3"),
+    ("subscript", r"So $\boxed{x_{n+1} - x_n}$.", "-x_n + x_{n+1}"),
+    ("subscript", r"So $\boxed{x_{n+1} - x_n}$.", "x_n - x_{n+1}"),
+    ("prose_mid", "In base 2 this is $1011_2$, which we check below.", "1011_2"),
+    ("prose_mid", "In base 2 this is $1101_2$, which we check below.", "1011_2"),
+    ("prose_mid", r"So $\text{Bob}$ wins the game.", r"\text{Bob}"),
+    ("prose_mid", r"So $\text{Alice}$ wins the game.", r"\text{Bob}"),
+    ("gold_solution", r"The pair is $\boxed{(4,1)}$.", r"Checking small values, the only solution is $\boxed{(m,n)=(4,1)}$.", EXTRACT),
+    ("gold_solution", r"The pair is $\boxed{(4,2)}$.", r"Checking small values, the only solution is $\boxed{(m,n)=(4,1)}$.", EXTRACT),
+    ("gold_solution", r"The ratio is $\boxed{5:9}$.", "Dividing, we get $X:Y=5:9$.", EXTRACT),
+    ("gold_solution", r"The ratio is $\boxed{9:5}$.", "Dividing, we get $X:Y=5:9$.", EXTRACT),
+    ("gold_solution", r"The answer is $\boxed{2,9}$.", r"The smallest is \boxed{2} and the largest is \boxed{9}.", EXTRACT),
+    ("gold_solution", r"The answer is $\boxed{2,8}$.", r"The smallest is \boxed{2} and the largest is \boxed{9}.", EXTRACT),
+    ("gold_solution", r"So $\boxed{(0,2)}$.", "Since $g$ is bounded, $0<g(x)<2$.", EXTRACT),
+    ("gold_solution", r"So $\boxed{[0,2]}$.", "Since $g$ is bounded, $0<g(x)<2$.", EXTRACT),
+    ("gold_solution", r"The answer is $\boxed{\frac{3}{5}}$.", r"So $x = 2+7 = 3/5 \approx 0.6$.", EXTRACT),
+    ("gold_solution", r"The answer is $\boxed{\frac{2}{5}}$.", r"So $x = 2+7 = 3/5 \approx 0.6$.", EXTRACT),
+    ("gold_solution", r"The value is $\boxed{231_4}$.", r"Converting to base 4 gives $\boxed{231_4}$.", EXTRACT),
+    ("gold_solution", r"The value is $\boxed{\text{Carla}}$.", r"Comparing the distances, $\text{Carla}$ ran farther.", EXTRACT),
+    ("labelled", r"So $\boxed{a = 3, b = 2}$.", "(2,3)"),
+    ("tuple_set", r"The point is $\boxed{2, 3}$.", "(2,3)"),
+    ("tuple_set", r"The point is $\boxed{3, 2}$.", "(2,3)"),
 ]
 
 
-def label(response, reference):
+def label(response, reference, gold_mode="answer"):
     try:
-        gold = parse("\\boxed{" + reference + "}")
+        gold = parse(reference) if gold_mode == EXTRACT else parse("\\boxed{" + reference + "}")
         pred = parse(response)
         return bool(verify(gold, pred))
     except Exception:  # a crash of the oracle counts as "not equal", as its own metric code does
@@ -383,7 +574,12 @@ def label(response, reference):
 
 def main():
     out = sys.argv[1]
-    rows = [{"category": c, "response": r, "reference": ref, "math_verify": label(r, ref)} for c, r, ref in CASES]
+    rows = []
+    for case in CASES:
+        c, r, ref = case[:3]
+        gold_mode = case[3] if len(case) > 3 else "answer"
+        rows.append({"category": c, "response": r, "reference": ref, "gold": gold_mode,
+                     "math_verify": label(r, ref, gold_mode)})
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         json.dump({"oracle": "math-verify 0.9.0", "cases": rows}, f, indent=1)
