@@ -112,6 +112,9 @@ const Case kCases[] = {
     {"\\boxed{2 F_n F_{n+1}}", "F_{n+1}F_n", false},
     {"Converting, the number in base 4 is $231_4$, as computed.", "231_4", true},
     {"Converting, the number in base 4 is $213_4$, as computed.", "231_4", false},
+    // a reference with an escaped dollar sign is taken as it is (MATH-500's "\$32,\!348")
+    {"The final answer is $\\boxed{\\$32,\\!348}$.", "\\$32,\\!348", true},
+    {"The final answer is $\\boxed{348}$.", "\\$32,\\!348", false},
 };
 }  // namespace
 

@@ -163,9 +163,12 @@ bool equivalent_norm(const std::string& gold_in, const std::string& pred_in, dou
   return scalar_equal(g, p, tol);
 }
 
+// An escaped dollar sign ("\\$32,\\!348", MATH-500's money answers) opens no math: the field is taken as it is.
 bool needs_extraction(const std::string& field) {
-  for (const char* mark : {"\\boxed", "\\fbox", "$", "\\(", "\\["})
+  for (const char* mark : {"\\boxed", "\\fbox", "\\(", "\\["})
     if (field.find(mark) != std::string::npos) return true;
+  for (size_t at = field.find('$'); at != std::string::npos; at = field.find('$', at + 1))
+    if (at == 0 || field[at - 1] != '\\') return true;
   static const std::regex kAnswerWord(R"([Aa]nswer(?: is|:))");
   return std::regex_search(field, kAnswerWord);
 }
