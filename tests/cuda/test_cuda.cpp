@@ -163,7 +163,8 @@ TEST_CASE("CUDA: decode through a captured CUDA graph matches eager decode", "[c
   CHECK(same >= a.num_rows() - 1);
 }
 
-// #53 item 2: the default config (rollout.cuda_graphs: auto) samples through CUDA graphs on a GPU; false decodes eagerly.
+// #53 item 2: the default config (rollout.cuda_graphs: auto) samples through CUDA graphs on a GPU; false decodes eagerly,
+// and so does auto for an MoE model.
 TEST_CASE("CUDA: the default config decodes through CUDA graphs, cuda_graphs false eagerly", "[cuda]") {
   if (!cuda_or_skip()) return;
   auto policy = model::Policy::load(test::model_path("tiny.pt"), kGpu);
@@ -178,6 +179,13 @@ TEST_CASE("CUDA: the default config decodes through CUDA graphs, cuda_graphs fal
   rollout::Sampler eager(policy, *tok, eval::rollout_sampling(off));
   eager.generate(prompts, 4, {3, 0});
   CHECK(eager.last_stats().graph_captures == 0);
+  // An MoE model stays eager under auto: its routing syncs the host, which no graph can capture.
+  auto moe = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"), kGpu);
+  REQUIRE_FALSE(moe.moe_layers().empty());
+  auto moe_tok = tokenizer::from_spec(moe.tokenizer_json(), "qwen3_moe_tiny.pt");
+  rollout::Sampler moe_sampler(moe, *moe_tok, eval::rollout_sampling(defaults));
+  moe_sampler.generate({moe_tok->encode_prompt("3")}, 2, {3, 0});
+  CHECK(moe_sampler.last_stats().graph_captures == 0);
 }
 
 // Issue 23 on the GPU: continuous batching under a KV budget, eager and through one captured graph per pool size,

@@ -49,7 +49,11 @@ Sampler::Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, Samplin
     : policy_(policy), tok_(tok), params_(std::move(params)) {
   // Models often pad their vocabulary past the tokenizer's (Qwen: 151936 rows, 151665 tokens): never sample those.
   if (params_.vocab_limit == 0 && tok_.vocab_size() < policy_.manifest().vocab_size) params_.vocab_limit = tok_.vocab_size();
-  if (params_.cuda_graphs != config::CudaGraphs::kOff && policy_.device().is_cuda()) {
+  // auto leaves MoE models eager: their routing reads data-dependent shapes on the host, which no graph can capture
+  // (true tries, and warns when the capture fails).
+  const bool want = params_.cuda_graphs == config::CudaGraphs::kOn ||
+                    (params_.cuda_graphs == config::CudaGraphs::kAuto && policy_.moe_layers().empty());
+  if (want && policy_.device().is_cuda()) {
     if (DecodeGraph::available(policy_))
       graph_ = std::make_unique<DecodeGraph>();
     else if (params_.cuda_graphs == config::CudaGraphs::kOn)
