@@ -114,8 +114,8 @@ void LineProcess::stop_stderr() {
 }
 
 LineProcess::~LineProcess() {
-  if (to_fd_ >= 0) close(to_fd_);
-  if (from_fd_ >= 0) close(from_fd_);
+  if (to_fd_ >= 0) close(std::exchange(to_fd_, -1));
+  if (from_fd_ >= 0) close(std::exchange(from_fd_, -1));
   if (pid_ <= 0 || reaped_) {
     stop_stderr();
     return;
@@ -131,10 +131,7 @@ LineProcess::~LineProcess() {
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  kill(-pid_, SIGKILL);  // the whole group: `sh -c 'a | b'` leaves children of its own
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  stop_stderr();
+  kill_now();  // the whole group: `sh -c 'a | b'` leaves children of its own
   try {
     log::debug("{} did not exit within {} s of its input closing; killed", who_, seconds_text(kExitGraceSeconds));
   } catch (...) {

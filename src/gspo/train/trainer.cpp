@@ -384,12 +384,16 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
 Trainer::~Trainer() = default;
 
 namespace {
+// The steps of a run of `in_a_row` bad steps that say so: the first and every 20th, so a persistent problem is noticed
+// without a line every step.
+bool say_in_a_row(int64_t in_a_row) { return in_a_row == 1 || (in_a_row > 0 && in_a_row % 20 == 0); }
+
 // A step at least half of whose tool calls were tool errors (every rank's calls): said on the first such step and every
 // 20th in a row, like a batch of equal rewards, since episodes whose tools fail teach the model little of use.
 void warn_tool_errors(const StepMetrics& m, bool main, int64_t& in_a_row) {
   const double calls = m.tool_calls.sum;
   in_a_row = calls > 0 && 2 * static_cast<double>(m.tool_errors) >= calls ? in_a_row + 1 : 0;
-  if (!main || !(in_a_row == 1 || (in_a_row > 0 && in_a_row % 20 == 0))) return;
+  if (!main || !say_in_a_row(in_a_row)) return;
   log::warn("step {}: {} of {} tool calls were tool errors ({} timed out past tools.timeout_s; {} step(s) in a row): "
             "the episodes' observations are error messages; check tools.list's programs, and the calls the model "
             "writes (gspo eval writes each episode with its observations to samples.jsonl)",
@@ -437,7 +441,7 @@ TrainSummary Trainer::run() {
     // first such step and every 20th in a row, so a reward that never varies (a wrong answer key, a verifier that
     // cannot parse the responses) is noticed.
     flat_steps = m.reward.max() == m.reward.min() ? flat_steps + 1 : 0;
-    if (s.comm.is_main() && (flat_steps == 1 || (flat_steps > 0 && flat_steps % 20 == 0))) {
+    if (s.comm.is_main() && say_in_a_row(flat_steps)) {
       const double r = m.reward.min();
       log::warn("step {}: every reward of the batch is {} ({} step(s) in a row): no learning signal this step{}",
                 progress.step, r, flat_steps,
