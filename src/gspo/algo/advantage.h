@@ -1,4 +1,5 @@
-// Group-relative advantages (gspo-algorithm.md section 1): one scalar per response, shared by its tokens.
+// Group-relative advantages (../shared/docs/gspo-algorithm.md section 1, beside a development checkout;
+// docs/algorithm.md, "Advantages"): one scalar per response, shared by its tokens.
 #pragma once
 #include <ATen/core/Tensor.h>
 

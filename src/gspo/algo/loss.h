@@ -1,5 +1,6 @@
-// Policy losses on plain tensors (gspo-algorithm.md sections 2-4): GSPO, GSPO-token and GRPO, with optional KL
-// to a reference policy. No model involved, so the numbers can be checked against any implementation.
+// Policy losses on plain tensors (../shared/docs/gspo-algorithm.md sections 2-4, beside a development checkout;
+// docs/algorithm.md, "Policy losses"): GSPO, GSPO-token and GRPO, with optional KL to a reference policy. No model
+// involved, so the numbers can be checked against any implementation.
 //
 // Aggregation, as each definition says: per-sequence terms, averaged over the sequences of the batch with equal
 // weight (never weighted by token counts). GSPO's per-sequence term uses the length-normalised sequence ratio;

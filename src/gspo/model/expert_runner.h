@@ -1,7 +1,7 @@
 // The seam of expert parallelism's rollout (#37; docs/distributed.md, "Expert parallelism"): a policy whose ranks each
 // hold only some experts samples with the slot methods run one layer at a time (ep_api 2), each MoE layer's
 // feed-forward handed to an ExpertRunner, which runs it with the ranks that hold the experts
-// (parallel/expert_decode.h: the group's exchange per layer). Set on a policy with Policy::set_expert_runner for a
+// (parallel/expert_rollout.h: the group's exchange per layer). Set on a policy with Policy::set_expert_runner for a
 // sampling scope; the model layer knows only this interface.
 //
 // Every pass of a rank is a collective over its group, so the group's ranks must agree when a sampling phase ends:

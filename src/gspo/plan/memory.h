@@ -1,6 +1,7 @@
 // gspo plan's memory model: the bytes one rank holds in each phase of a training step (rollout, old log-probs,
 // update), part by part, from a model's shape and a config. Pure arithmetic, no tensors. The formulas are written
-// out in docs/distributed.md ("Planning memory") and checked against measured peaks by tests/plan/test_plan.sh.
+// out in docs/distributed.md ("Planning memory") and checked against measured peaks by
+// tests/plan/test_plan_measured.sh.
 // Non-goals: the allocator's fragmentation, and kv_cache_fraction's budget (it depends on the memory free at run time).
 #pragma once
 #include <cstdint>

@@ -1,8 +1,9 @@
-// One rollout step (gspo-algorithm.md section 5): sample B x G responses, score them, compute group advantages, then
-// take one optimizer step per mini-batch. With several ranks each samples and scores its B / world_size prompts
-// (whole groups, so advantages stay local); the mini-batch plan is drawn over the global rows, identically on every
-// rank, and each rank trains on its own rows of each mini-batch with loss weights relative to the global mini-batch,
-// so the summed gradient is the one-process gradient.
+// One rollout step (../shared/docs/gspo-algorithm.md section 5, beside a development checkout; docs/algorithm.md,
+// "One step"): sample B x G responses, score them, compute group advantages, then take one optimizer step per
+// mini-batch. With several ranks each samples and scores its B / world_size prompts (whole groups, so advantages
+// stay local); the mini-batch plan is drawn over the global rows, identically on every rank, and each rank trains on
+// its own rows of each mini-batch with loss weights relative to the global mini-batch, so the summed gradient is the
+// one-process gradient.
 //
 //   cursor -> prompts -> Sampler -> RolloutBatch -> verifier -> rewards -> group advantages -> filters -> rows
 //   rows -> mini-batch plan -> old/ref log-probs -> per mini-batch: micro-batches fwd/bwd -> UpdateEngine

@@ -1,5 +1,6 @@
 // The training loop: rollout -> reward -> advantages -> mini-batch updates -> metrics -> checkpoint, repeated
-// for train.max_steps rollout steps (gspo-algorithm.md section 5).
+// for train.max_steps rollout steps (../shared/docs/gspo-algorithm.md section 5, beside a development checkout;
+// docs/algorithm.md, "One step").
 #pragma once
 #include <memory>
 #include <string>
