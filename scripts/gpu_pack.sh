@@ -31,9 +31,9 @@ cp "$B/gspo" "$B/tests/gspo_tests" "$B/bench/bench_rollout" "$B/bench/bench_long
 # The libraries outside torch, CUDA and the C runtime: the machine has none of them.
 ldd "$B/gspo" "$B/tests/gspo_tests" | awk '/=> \//{print $3}' | sort -u \
   | grep -E 'yaml-cpp|spdlog|fmt|pcre2|utf8proc' | xargs -r -I{} cp -L {} "$PACK/lib/"
-# The CUDA tests read tiny.pt, tiny_prior.pt and tiny_qwen3.pt (tests/cuda/test_cuda.cpp).
-[ -f "$B/test_models/tiny_qwen3.pt" ] || (cd "$B" && ctest -R '^make_test_models$' > /dev/null)
-cp "$B"/test_models/{tiny,tiny_prior,tiny_qwen3}.pt "$PACK/test_models/"
+# The CUDA tests read these test models (tests/cuda/test_cuda.cpp: grep model_path).
+[ -f "$B/test_models/slot_api3_same_weights.pt" ] || (cd "$B" && ctest -R '^make_test_models$' > /dev/null)
+cp "$B"/test_models/{tiny,tiny_prior,tiny_qwen3,qwen3_moe_tiny,slot_api3_same_weights}.pt "$PACK/test_models/"
 # The tiny runs' models: the checkout's models/ when made there, else made into the pack (as the demo scripts make them).
 M="$PACK/models"
 if [ -f models/tiny_demo.pt ]; then cp models/tiny_demo.pt "$M/"; else

@@ -8,7 +8,8 @@ grouped-query heads through enable_gqa (no K/V copies per query head). Exported 
 Attention masks: a full-sequence pass (forward, logits_from, the per-layer methods, prefill) whose rows hold their real
 tokens as a prefix (no left padding) runs causal SDPA with no mask at all; left-padded rows get one boolean
 [B, 1, T, T] mask shared by every layer. gspo's trainer right-aligns rows before the per-layer pass, so training
-always takes the mask-free form. Decode steps get a [B, 1, 1, S] boolean mask.
+always takes the mask-free form. Decode steps get a [B, 1, 1, S] boolean mask; the slot passes on CUDA in bf16/fp16
+take no mask at all: varlen_attention (the flash kernel's per-row key lengths over the sequence-major cache).
 
 Padding: rows may be left-padded (prompts) and right-padded (responses); attention_mask marks real tokens and
 positions are cumsum(attention_mask) - 1, so a token's position does not depend on the padding before it.
@@ -23,7 +24,7 @@ from torch import Tensor, nn
 
 CONTRACT_VERSION = 1
 LAYER_API_VERSION = 1  # the optional per-layer methods (docs/model-contract.md, "Per-layer methods")
-SLOT_API_VERSION = 1  # the optional slot methods (docs/model-contract.md, "Slot methods")
+SLOT_API_VERSION = 3  # the optional slot methods (docs/model-contract.md, "Slot methods")
 
 
 def rope_inv_freq(head_dim: int, theta: float, scaling) -> Tensor:
@@ -84,6 +85,16 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def varlen_attention(q: Tensor, k: Tensor, v: Tensor, cu_q: Tensor, cu_k: Tensor, used_k: Optional[Tensor],
+                     max_q: int, max_k: int, causal: bool) -> Tensor:
+    """FlashAttention-2's variable-length forward (torch's own build, CUDA, fp16/bf16): sequence b's queries are rows
+    [cu_q[b], cu_q[b + 1]) of q [Nq, heads, D]; its keys and values start at row cu_k[b] of k, v [Nk, kv_heads, D] and
+    number used_k[b] (or cu_k[b + 1] - cu_k[b] when None). Grouped-query heads natively; causal aligns the queries
+    with the last keys (bottom right). Reads each sequence's keys once, no mask. Returns [Nq, heads, D]."""
+    return torch.ops.aten._flash_attention_forward(q, k, v, cu_q, cu_k, max_q, max_k, 0.0, causal, False,
+                                                   seqused_k=used_k)[0]
+
+
 class Attention(nn.Module):
     def __init__(self, hidden: int, n_heads: int, n_kv_heads: int, head_dim: int, qkv_bias: bool, qk_norm: bool,
                  eps: float, o_bias: bool = False):
@@ -103,13 +114,14 @@ class Attention(nn.Module):
                 position: Optional[Tensor], slots: Optional[Tensor] = None,
                 source: Optional[Tensor] = None, columns: Optional[Tensor] = None) -> Tensor:
         # x [B, T, H]; cos/sin [B, 1, T, D]; mask: bool [B, 1, T, S] (True = may attend) or None = causal over T = S
-        # columns; kv [2, B, Hkv, S_max, D] or None. position (int64 [1], T = 1): write the new column there and
-        # attend over all S_max columns (static shapes). Slot methods: with `source`, attention is over the T local
-        # columns and input row source[m]'s keys/values go to cache row slots[m], columns [0, T) (prefill_slots);
-        # with `columns` ([B, T]), input row b's tokens go to cache row slots[b] at columns[b] and attention is over
-        # that row's first `start` columns under `mask` (append_slots); with `slots` alone (T = 1), row b's new column
-        # goes to cache column slots[b] of cache row b (of the first B cache rows) and attention is over the first
-        # `start` cache columns (decode_slots).
+        # columns, or in the slot methods int32 varlen metadata (varlen_meta: the flash kernel reads each row's live
+        # keys, no mask); kv [2, B, S_max, Hkv, D] (sequence-major: a row's columns are contiguous) or None.
+        # position (int64 [1], T = 1): write the new column there and attend over all S_max columns (static shapes).
+        # Slot methods: with `source`, attention is over the T local columns and input row source[m]'s keys/values go
+        # to cache row slots[m], columns [0, T) (prefill_slots); with `columns` ([B, T]), input row b's tokens go to
+        # cache row slots[b] at columns[b] and attention is over that row's first `start` columns under `mask`
+        # (append_slots); with `slots` alone (T = 1), row b's new column goes to cache column slots[b] of cache row b
+        # (of the first B cache rows) and attention is over the first `start` cache columns (decode_slots).
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
@@ -122,53 +134,79 @@ class Attention(nn.Module):
         v = v.transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        varlen = mask is not None and mask.dtype == torch.int32
         if kv is not None and columns is not None and slots is not None:
             rows = slots.view(b, 1).expand(b, t)
-            kv[0].permute(0, 2, 1, 3).index_put_([rows, columns], k.transpose(1, 2))
-            kv[1].permute(0, 2, 1, 3).index_put_([rows, columns], v.transpose(1, 2))
-            k = kv[0].index_select(0, slots).narrow(2, 0, start)
-            v = kv[1].index_select(0, slots).narrow(2, 0, start)
+            kv[0].index_put_([rows, columns], k.transpose(1, 2))
+            kv[1].index_put_([rows, columns], v.transpose(1, 2))
+            if varlen and mask is not None:
+                # row b's t queries are the last t of its first columns[b] + t keys (causal from the bottom right).
+                width = kv.shape[2]
+                keys_at = (torch.cat([slots, slots.narrow(0, 0, 1)]) * width).to(torch.int32)
+                out = varlen_attention(q.transpose(1, 2).reshape(b * t, self.n_heads, self.head_dim),
+                                       kv[0].view(-1, self.n_kv_heads, self.head_dim),
+                                       kv[1].view(-1, self.n_kv_heads, self.head_dim),
+                                       mask[0], keys_at, mask[1].narrow(0, 0, b), t, width, True)
+                return self.o_proj(out.view(b, t, self.n_heads * self.head_dim))
+            k = kv[0].index_select(0, slots).narrow(1, 0, start).transpose(1, 2)
+            v = kv[1].index_select(0, slots).narrow(1, 0, start).transpose(1, 2)
         elif kv is not None and source is not None and slots is not None:
-            kv[0].narrow(2, 0, t).index_copy_(0, slots, k.index_select(0, source))
-            kv[1].narrow(2, 0, t).index_copy_(0, slots, v.index_select(0, source))
+            kv[0].narrow(1, 0, t).index_copy_(0, slots, k.transpose(1, 2).index_select(0, source))
+            kv[1].narrow(1, 0, t).index_copy_(0, slots, v.transpose(1, 2).index_select(0, source))
+            if varlen and mask is not None:
+                # each prompt causal over its own T columns (right padding: real tokens never see it)
+                out = varlen_attention(q.transpose(1, 2).reshape(b * t, self.n_heads, self.head_dim),
+                                       k.transpose(1, 2).reshape(b * t, self.n_kv_heads, self.head_dim),
+                                       v.transpose(1, 2).reshape(b * t, self.n_kv_heads, self.head_dim),
+                                       mask[0], mask[0], None, t, t, True)
+                return self.o_proj(out.view(b, t, self.n_heads * self.head_dim))
+            mask = None
         elif kv is not None and slots is not None:
-            at = slots.view(b, 1, 1, 1).expand(b, self.n_kv_heads, 1, self.head_dim)
+            at = slots.view(b, 1, 1, 1).expand(b, 1, self.n_kv_heads, self.head_dim)
             k_rows = kv[0].narrow(0, 0, b)  # the first b slots: the sampler keeps its running rows in front
             v_rows = kv[1].narrow(0, 0, b)
-            k_rows.scatter_(2, at, k)
-            v_rows.scatter_(2, at, v)
-            k = k_rows.narrow(2, 0, start)
-            v = v_rows.narrow(2, 0, start)
+            k_rows.scatter_(1, at, k.transpose(1, 2))
+            v_rows.scatter_(1, at, v.transpose(1, 2))
+            if varlen and mask is not None:
+                # one query a row over its own first min(column + 1, width) keys: row b's keys start at b * S_max
+                out = varlen_attention(q.reshape(b, self.n_heads, self.head_dim),
+                                       kv[0].view(-1, self.n_kv_heads, self.head_dim),
+                                       kv[1].view(-1, self.n_kv_heads, self.head_dim),
+                                       mask[0], mask[0] * kv.shape[2], mask[1].narrow(0, 0, b), 1, start, False)
+                return self.o_proj(out.view(b, t, self.n_heads * self.head_dim))
+            if not x.is_cuda and b > 1:
+                return self.o_proj(self._attend_each(q, kv[0], kv[1], slots, start).transpose(1, 2)
+                                   .reshape(b, t, self.n_heads * self.head_dim))
+            k = k_rows.narrow(1, 0, start).transpose(1, 2)
+            v = v_rows.narrow(1, 0, start).transpose(1, 2)
         elif kv is not None and position is not None:
-            kv[0].index_copy_(2, position, k)
-            kv[1].index_copy_(2, position, v)
-            k = kv[0]
-            v = kv[1]
+            kv[0].index_copy_(1, position, k.transpose(1, 2))
+            kv[1].index_copy_(1, position, v.transpose(1, 2))
+            k = kv[0].transpose(1, 2)
+            v = kv[1].transpose(1, 2)
         elif kv is not None:
-            kv[0, :, :, start:start + t] = k
-            kv[1, :, :, start:start + t] = v
-            k = kv[0, :, :, :start + t]
-            v = kv[1, :, :, :start + t]
+            kv[0, :, start:start + t] = k.transpose(1, 2)
+            kv[1, :, start:start + t] = v.transpose(1, 2)
+            k = kv[0, :, :start + t].transpose(1, 2)
+            v = kv[1, :, :start + t].transpose(1, 2)
         # [B, heads, T, D]; the query heads of one KV head share it (enable_gqa), no repeat_interleave copies.
-        if kv is not None and slots is not None and source is None and columns is None and not x.is_cuda and b > 1:
-            out = self._attend_each(q, kv[0], kv[1], slots, start)
-        else:
-            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
-                                                                   enable_gqa=self.n_heads != self.n_kv_heads)
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
+                                                               enable_gqa=self.n_heads != self.n_kv_heads)
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)
         return self.o_proj(out)
-
 
     def _attend_each(self, q: Tensor, k: Tensor, v: Tensor, columns: Tensor, width: int) -> Tensor:
         """decode_slots on the CPU: each slot attends over its own columns [0, columns[i]] only. One masked SDPA over
         the batch would read every slot's keys and values up to the longest slot's column (memory-bandwidth bound on
-        a CPU); a call per slot reads what each slot needs (a few microseconds of dispatch each)."""
+        a CPU); a call per slot reads what each slot needs (a few microseconds of dispatch each). k, v: the
+        sequence-major cache [S, S_max, Hkv, D]; returns [B, heads, 1, D]."""
         outs: List[Tensor] = []
         cols: List[int] = columns.tolist()
         for i in range(len(cols)):
             n = min(cols[i] + 1, width)
             outs.append(torch.nn.functional.scaled_dot_product_attention(
-                q[i:i + 1], k[i:i + 1, :, :n], v[i:i + 1, :, :n], enable_gqa=self.n_heads != self.n_kv_heads))
+                q[i:i + 1], k[i:i + 1, :n].transpose(1, 2), v[i:i + 1, :n].transpose(1, 2),
+                enable_gqa=self.n_heads != self.n_kv_heads))
         return torch.cat(outs, 0)
 
 
@@ -299,6 +337,7 @@ class CausalLM(nn.Module):
         emb = torch.cat((freqs, freqs), dim=-1)
         self.register_buffer("cos_table", emb.cos().float(), persistent=True)
         self.register_buffer("sin_table", emb.sin().float(), persistent=True)
+        self.varlen_anywhere = False  # tests: the flash path's index arithmetic on the CPU against a reference kernel
 
     def _rope(self, attention_mask: Tensor, start: int, total: int, dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
         """cos/sin [B, 1, total - start, D] of columns [start, total) at positions cumsum(mask) - 1."""
@@ -351,9 +390,11 @@ class CausalLM(nn.Module):
 
     @torch.jit.export
     def init_cache(self, batch: int, max_len: int) -> Tensor:
-        """An empty KV cache for `batch` rows and `max_len` columns (layout private to the model)."""
+        """An empty KV cache for `batch` rows and `max_len` columns (layout private to the model; slot_api 3:
+        [layers, 2, rows, columns, kv_heads, head_dim], each row's columns contiguous, so the flash kernel reads a
+        row's live keys as one block)."""
         w = self.embed_tokens.weight
-        return torch.zeros([self.num_layers, 2, batch, self.n_kv_heads, max_len, self.head_dim], dtype=w.dtype,
+        return torch.zeros([self.num_layers, 2, batch, max_len, self.n_kv_heads, self.head_dim], dtype=w.dtype,
                            device=w.device)
 
     @torch.jit.export
@@ -392,8 +433,9 @@ class CausalLM(nn.Module):
 
     @torch.jit.export
     def slot_api(self) -> int:
-        """Version of the slot methods below (docs/model-contract.md): 2 = 1 and append_slots."""
-        return 2  # SLOT_API_VERSION
+        """Version of the slot methods below (docs/model-contract.md): 2 = 1 and append_slots; 3 = 2 with the
+        sequence-major cache (decode reads each row's live keys only, through the flash kernel on CUDA)."""
+        return 3  # SLOT_API_VERSION
 
     @torch.jit.export
     def prefill_slots(self, input_ids: Tensor, lengths: Tensor, cache: Tensor, slots: Tensor,
@@ -446,7 +488,7 @@ class CausalLM(nn.Module):
     @torch.jit.export
     def copy_slots(self, cache: Tensor, src: Tensor, dst: Tensor, columns: int):
         """Copies columns [0, columns) of cache rows src[m] into rows dst[m] (a prompt shared by a later sample)."""
-        part = cache.narrow(4, 0, columns)
+        part = cache.narrow(3, 0, columns)
         part.index_copy_(2, dst, part.index_select(2, src))
 
     # ---- Optional per-layer methods (layer_api 1): gspo drives the decoder layers itself, for activation
@@ -576,6 +618,8 @@ class CausalLM(nn.Module):
         x = self.embed_tokens(input_ids)
         cos, sin = self._rope(valid, 0, t, x.dtype)
         none: Optional[Tensor] = None
+        if self._varlen(x):
+            return x, cos, sin, self._varlen_meta(k_rows, t, None), none
         return x, cos, sin, none, none
 
     @torch.jit.export
@@ -586,8 +630,10 @@ class CausalLM(nn.Module):
         x = self.embed_tokens(input_ids)
         cos = self.cos_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
         sin = self.sin_table.index_select(0, columns).to(x.dtype).view(s, 1, 1, self.head_dim)
-        k_idx = torch.arange(0, width, device=input_ids.device).view(1, 1, 1, width)
         none: Optional[Tensor] = None
+        if self._varlen(x):
+            return x, cos, sin, self._varlen_meta(s, 1, (columns + 1).clamp(max=width)), none
+        k_idx = torch.arange(0, width, device=input_ids.device).view(1, 1, 1, width)
         return x, cos, sin, k_idx <= columns.view(s, 1, 1, 1), none
 
     @torch.jit.export
@@ -599,8 +645,26 @@ class CausalLM(nn.Module):
         x = self.embed_tokens(input_ids)
         cos = self.cos_table.index_select(0, cols.reshape(-1)).to(x.dtype).view(m, 1, t, self.head_dim)
         sin = self.sin_table.index_select(0, cols.reshape(-1)).to(x.dtype).view(m, 1, t, self.head_dim)
+        if self._varlen(x):
+            return x, cos, sin, self._varlen_meta(m, t, columns + t), cols
         k_idx = torch.arange(0, width, device=input_ids.device).view(1, 1, 1, width)
         return x, cos, sin, k_idx <= cols.view(m, 1, t, 1), cols
+
+    def _varlen(self, x: Tensor) -> bool:
+        """Whether the slot passes attend through varlen_attention (the flash kernel: CUDA, fp16/bf16, head_dim a
+        multiple of 8 up to 256) rather than SDPA under a mask. varlen_anywhere (tests only) takes it on any device."""
+        if self.varlen_anywhere:
+            return True
+        return x.is_cuda and (x.dtype == torch.bfloat16 or x.dtype == torch.float16) and self.head_dim % 8 == 0 \
+            and self.head_dim <= 256
+
+    def _varlen_meta(self, rows: int, t: int, used: Optional[Tensor]) -> Tensor:
+        """The slot passes' varlen metadata (int32 [2, rows + 1], in the `mask` place): the queries' row offsets
+        (t a row), and each row's keys used (padded by one; none for prefill, whose keys are its own queries)."""
+        starts = torch.arange(0, rows + 1, device=self.cos_table.device, dtype=torch.int32) * t
+        if used is None:
+            return torch.stack([starts, starts])
+        return torch.stack([starts, torch.cat([used, used.narrow(0, 0, 1)]).to(torch.int32)])
 
     @torch.jit.export
     def slot_attention(self, index: int, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor], cache: Tensor,

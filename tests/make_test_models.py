@@ -88,7 +88,7 @@ class FutureSlotApi(gspo_model.CausalLM):
 
     @torch.jit.export
     def slot_api(self) -> int:
-        return 3
+        return 4
 
 
 class SlotApiOne(gspo_model.CausalLM):
@@ -307,6 +307,19 @@ def export_tiny_qwen3_moe_checkpoint(out: str) -> None:
                     f"{out}/qwen3_moe_tiny.pt", "--max-seq-len", "256"], check=True, stdout=subprocess.DEVNULL)
 
 
+def export_same_weights_as_head_major(out: str, tok: dict) -> None:
+    """tests/data/slot_api2_head_major.pt (shipped: made by scripts/gspo_model.py before the sequence-major cache of
+    slot_api 3, 2 layers, hidden 32, 4 heads / 2 KV heads, seed 11) re-exported by today's exporter with the same
+    weights: slot_api3_same_weights.pt, so a test can sample both and compare."""
+    old = torch.jit.load(os.path.join(HERE, "data", "slot_api2_head_major.pt"))
+    cfg = make_tiny_model.tiny_config(argparse.Namespace(hidden=32, heads=4, kv_heads=2, layers=2, intermediate=0,
+                                                         max_seq_len=256, tie=False, qkv_bias=False, qk_norm=False,
+                                                         prior_text=""))
+    model = gspo_model.CausalLM(cfg)
+    model.load_state_dict({k: v for k, v in old.state_dict().items() if "last_load" not in k})
+    gspo_model.save_scripted(model, cfg, tok, "float32", f"{out}/slot_api3_same_weights.pt")
+
+
 def small_cfg() -> dict:
     args = argparse.Namespace(hidden=32, heads=4, kv_heads=2, layers=1, intermediate=0, max_seq_len=64, tie=False,
                               qkv_bias=False, qk_norm=False, prior_text="")
@@ -337,6 +350,7 @@ def main() -> None:
     gspo_model.save_scripted(BadSlots(cfg), cfg, tok, "float32", f"{out}/broken_slots.pt")
     gspo_model.save_scripted(BadAppend(cfg), cfg, tok, "float32", f"{out}/broken_append.pt")
     gspo_model.save_scripted(SlotApiOne(cfg), cfg, tok, "float32", f"{out}/slot_api1.pt")
+    export_same_weights_as_head_major(out, tok)
     moe_cfg = dict(cfg, moe_layers=[0], num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16)
     gspo_model.save_scripted(BadRoutes(moe_cfg), moe_cfg, tok, "float32", f"{out}/broken_routes.pt")
     gspo_model.save_scripted(EpApiOne(moe_cfg), moe_cfg, tok, "float32", f"{out}/ep_api1.pt")

@@ -68,7 +68,7 @@ for f in "$SRC"/configs/*.yaml "$SRC"/configs/eval/*.yaml; do expect "config-shi
 # inspect
 expect inspect-ok 0 "contract     ok" -- "$GSPO" inspect "$MODELS/tiny.pt"
 expect inspect-json 0 '"contract":"ok"' -- "$GSPO" inspect --json "$MODELS/tiny.pt"
-expect inspect-slots 0 "slots        slot_api 2 (continuous batching under rollout.kv_cache_mb, and append_slots" -- \
+expect inspect-slots 0 "slots        slot_api 3 (continuous batching under rollout.kv_cache_mb, append_slots, and a sequence-major cache" -- \
   "$GSPO" inspect "$MODELS/tiny.pt"
 expect inspect-slots1 0 "slots        slot_api 1 (continuous batching" -- "$GSPO" inspect "$MODELS/slot_api1.pt"
 expect inspect-no-slots 0 "slots        none (under rollout.kv_cache_mb the sampler runs static batches" -- \

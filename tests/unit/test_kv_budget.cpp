@@ -157,7 +157,7 @@ TEST_CASE("a KV budget below one row is a config error naming the key and the ro
 
 TEST_CASE("gspo inspect checks the slot methods against forward", "[rollout][kv][contract]") {
   const auto rejects = test::check_contract_rejects;
-  rejects("broken_slot_api.pt", "slot_api() is 3, this gspo knows versions 1 to 2");
+  rejects("broken_slot_api.pt", "slot_api() is 4, this gspo knows versions 1 to 3");
   rejects("broken_slots.pt", "the slot methods (prefill_slots, copy_slots, decode_slots) disagree with forward");
   // append_slots whose logits are right but whose cache writes are lost: the decode after it gives it away.
   rejects("broken_append.pt", "append_slots (then decode_slots) disagrees with forward");
@@ -171,6 +171,36 @@ TEST_CASE("gspo inspect checks the slot methods against forward", "[rollout][kv]
   CHECK(one.has_slots());
   CHECK_FALSE(one.has_append());
   CHECK(model::check_contract(one) < 1e-3);
+}
+
+// #53: an export from before the sequence-major cache (slot_api 2, head-major [L, 2, S, Hkv, C, D], shipped in
+// tests/data) still loads, passes inspect's check, and samples under a KV budget (the slot pool) what today's export
+// of the same weights (slot_api 3) samples: the layout is the model's own business.
+TEST_CASE("a slot_api 2 export (head-major cache) samples what its slot_api 3 re-export samples", "[rollout][kv][contract]") {
+  auto old = model::Policy::load(std::string(GSPO_SOURCE_DIR) + "/tests/data/slot_api2_head_major.pt");
+  auto now = test::load_tiny("slot_api3_same_weights.pt");
+  CHECK(old.slot_api() == 2);
+  CHECK(now.slot_api() == 3);
+  CHECK(model::check_contract(old) < 1e-3);
+  CHECK(model::check_contract(now) < 1e-3);
+  CHECK(old.init_cache(3, 5).sizes().vec() != now.init_cache(3, 5).sizes().vec());  // the layouts do differ
+  CHECK(old.init_cache(3, 5).numel() == now.init_cache(3, 5).numel());
+  auto tok = tokenizer::from_spec(now.tokenizer_json(), "slot_api3_same_weights.pt");
+  std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("abc"),
+                                            tok->encode_prompt("3")};
+  rollout::SamplingParams p{1.0, 1.0, 0, 24, {}};
+  p.kv_cache_bytes = 5 * now.init_cache(1, 6 + 24).nbytes();
+  rollout::Sampler a_s(old, *tok, p), b_s(now, *tok, p);
+  auto a = a_s.generate(prompts, 4, {9, 0});
+  auto b = b_s.generate(prompts, 4, {9, 0});
+  CHECK(a_s.last_stats().slots == 5);
+  CHECK(b_s.last_stats().slots == 5);
+  // Same weights and kernels, other strides: logits equal within float rounding, so ids equal except at a draw within
+  // kFlipMargin of a CDF bucket edge (sample_compare.h), log-probs within 1e-5.
+  auto margin = test::cdf_margins(now, a, {9, 0}, 1.0, a_s.params().vocab_limit);
+  int64_t same = 0;
+  for (int64_t r = 0; r < a.num_rows(); ++r) same += test::same_row(a, r, b, r, margin, 1e-5);
+  CHECK(same >= a.num_rows() - 1);
 }
 
 // Bitwise is legitimate: integer hashing, then an exact scaling (as the fixed-position form's test).

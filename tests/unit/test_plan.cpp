@@ -15,6 +15,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
+#include "gspo/rollout/decode_loop.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/minibatch.h"
 #include "helpers.h"
@@ -196,6 +197,32 @@ TEST_CASE("plan: the rollout's schedule and budget follow the sampler's rules", 
   CHECK(rollout::schedule_for(16, 4, true, true) == rollout::Schedule::kSlotPool);
   CHECK(rollout::schedule_for(16, 4, true, false) == rollout::Schedule::kStaticBatches);
   CHECK(rollout::schedule_for(16, 4, false, true) == rollout::Schedule::kStaticBatches);
+  // A slot_api 3 model on CUDA decodes every row in a slot pool (each row reads its own live keys), budget or not;
+  // not with continuous batching off, nor without the slot methods.
+  CHECK(rollout::schedule_for(16, 16, true, true, true) == rollout::Schedule::kSlotPool);
+  CHECK(rollout::schedule_for(16, 16, false, true, true) == rollout::Schedule::kAllRows);
+  CHECK(rollout::schedule_for(16, 16, true, false, true) == rollout::Schedule::kAllRows);
+  CHECK(rollout::schedule_for(16, 4, true, true, true) == rollout::Schedule::kSlotPool);
+  // Compaction: none until a quarter of the pool is free; to the running rows, or with CUDA graphs to a power of two
+  // (a graph per pool size: 1 + log2(pool) captures at most). A 256-row pool draining one row at a time compacts 8
+  // times, bucketed, and sizes only fall.
+  CHECK(rollout::compacted_pool(200, 256, false) == 256);
+  CHECK(rollout::compacted_pool(192, 256, false) == 192);
+  CHECK(rollout::compacted_pool(192, 256, true) == 256);
+  CHECK(rollout::compacted_pool(100, 256, true) == 128);
+  CHECK(rollout::compacted_pool(0, 256, true) == 256);
+  CHECK(rollout::compacted_pool(5, 12, true) == 8);
+  CHECK(rollout::compacted_pool(1, 12, true) == 1);
+  int64_t slots = 256, compactions = 0;
+  for (int64_t running = 256; running >= 1; --running) {
+    const int64_t next = rollout::compacted_pool(running, slots, true);
+    CHECK(next <= slots);
+    CHECK(next >= running);
+    compactions += next != slots;
+    slots = next;
+  }
+  CHECK(compactions == 8);
+  CHECK(slots == 1);
   // 1 MiB holds all 16 rows (256 KiB): the sampler runs them at once and compacts by copying, continuous or not.
   CHECK(term(rollout("1", "true"), "KV cache") == 16 * 32 * 512);
   CHECK(term(rollout("1", "true"), "cache compaction copy") == 0.75 * 16 * 32 * 512);

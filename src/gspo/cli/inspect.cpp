@@ -39,7 +39,7 @@ int inspect(const InspectArgs& a) {
                    {"max_seq_len", m.max_seq_len}, {"dtype", m.dtype},           {"bos_token_id", m.bos_token_id},
                    {"eos_token_id", m.eos_token_id}, {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
                    {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"},
-                   {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.has_append() ? 2 : policy.has_slots() ? 1 : 0},
+                   {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.slot_api()},
                    {"route_api", policy.has_routing() ? 1 : 0}, {"moe_layers", policy.moe_layers()}};
   if (adapter)
     j["adapter"] = {{"path", a.adapter}, {"rank", adapter->rank}, {"alpha", adapter->alpha},
@@ -65,7 +65,11 @@ int inspect(const InspectArgs& a) {
                                     : std::string("none (training runs through forward; re-export for "
                                                   "activation checkpointing and the chunked head)"))
             << "\nslots        "
-            << (policy.has_append() ? "slot_api 2 (continuous batching under rollout.kv_cache_mb, and append_slots: "
+            << (policy.slot_api() >= 3
+                    ? "slot_api 3 (continuous batching under rollout.kv_cache_mb, append_slots, and a sequence-major "
+                      "cache: each row's decode reads only its live keys, through the flash kernel on CUDA in bf16/fp16; "
+                      "checked against forward)"
+                : policy.has_append() ? "slot_api 2 (continuous batching under rollout.kv_cache_mb, and append_slots: "
                                       "tokens written into a running row; checked against forward)"
                 : policy.has_slots()  ? "slot_api 1 (continuous batching under rollout.kv_cache_mb; checked against "
                                         "forward; re-export for append_slots)"

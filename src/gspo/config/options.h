@@ -145,7 +145,8 @@ struct RolloutOptions {
     v("stop", stop, "stop strings: a response ends with the token that completes one of them", any());
     v("seed", seed, "sampler seed (same seed, same samples)", at_least(0));
     v("cuda_graphs", cuda_graphs, "CUDA: replay each decode step as a CUDA graph captured from the model's "
-      "decode_static (fewer launches; recaptured when finished rows are dropped; eager, with a warning, when "
+      "decode_slots (slot pool) or decode_static (static batch) (fewer launches; recaptured when finished rows are "
+      "dropped, the pool in powers of two so at most 1 + log2(rows) captures a call; eager, with a warning, when "
       "capture fails). auto = on a CUDA device whenever the model has the method and no MoE layers (whose routing "
       "syncs the host; 4.6x eager's speed at 64 rows on an H200), true = always try, warning when the model cannot, "
       "false = eager; no effect on CPU", choice_rule(cuda_graphs));

@@ -66,9 +66,12 @@ class Policy {
   bool has_static_decode() const;
   at::Tensor decode_static(const at::Tensor& ids, const at::Tensor& mask, at::Tensor& cache, const at::Tensor& position);
 
-  // ---- Optional slot methods (docs/model-contract.md, "Slot methods", slot_api 1 or 2): the cache from init_cache(S, C)
+  // ---- Optional slot methods (docs/model-contract.md, "Slot methods", slot_api 1 to 3): the cache from init_cache(S, C)
   // as S rows ("slots") that each hold one sequence from column 0, at its own length. Call only when has_slots().
   bool has_slots() const;
+  // The version (0 when none). 3: a row's decode reads only its live keys (a sequence-major cache; the flash kernel's
+  // per-row key lengths on CUDA), so the sampler decodes every row in the slot pool on CUDA, budget or not.
+  int64_t slot_api() const;
   // Prefills K prompts, ids [K, T] right-padded to T with lengths [K], once each, and writes prompt source[m]'s keys and
   // values into cache row slots[m], columns [0, T). Returns [K, V] float32 logits of each prompt's last token.
   at::Tensor prefill_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache, const at::Tensor& slots,

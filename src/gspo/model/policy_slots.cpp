@@ -1,4 +1,4 @@
-// The optional slot methods of a policy (slot_api 1, and 2 with append_slots): the KV cache as a pool of rows that
+// The optional slot methods of a policy (slot_api 1, 2 with append_slots, 3 with live-key reads): the KV cache as a pool of rows that
 // each hold one sequence from column 0, for continuous batching (rollout/slot_layout.cpp).
 #include <torch/torch.h>
 
@@ -8,7 +8,7 @@
 
 namespace gspo::model {
 void probe_slots(Policy::Impl& impl) {
-  impl.slot_api = probe_interface(impl, "slot_api", 2, {"prefill_slots", "decode_slots", "copy_slots"},
+  impl.slot_api = probe_interface(impl, "slot_api", 3, {"prefill_slots", "decode_slots", "copy_slots"},
                                   "Slot methods", "slot method", 1);
   if (impl.slot_api >= 2 && !impl.module.find_method("append_slots"))
     throw ModelContractError("'" + impl.path + "' has slot_api() 2 but lacks the slot method 'append_slots' " +
@@ -17,6 +17,7 @@ void probe_slots(Policy::Impl& impl) {
 
 bool Policy::has_slots() const { return impl_->slot_api > 0; }
 bool Policy::has_append() const { return impl_->slot_api >= 2; }
+int64_t Policy::slot_api() const { return impl_->slot_api; }
 
 at::Tensor Policy::prefill_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache,
                                  const at::Tensor& slots, const at::Tensor& source) {

@@ -435,19 +435,33 @@ int64_t DecodeLoop::call_hook(int64_t running) {
 
 // Once no row waits and a quarter of the slots are free, the running rows move to the front (in the order the layout
 // chooses) and only they decode from then on: the tail of long responses costs what its rows cost.
+// With CUDA graphs the pool shrinks to a power of two (compacted_pool), the running rows in front and free slots after
+// them: a graph is captured per pool size, so a call captures at most 1 + log2(pool) graphs.
 void DecodeLoop::compact() {
   const int64_t L = s_.size();
   int64_t n = 0;
   for (int64_t s = 0; s < L; ++s) n += s_.running(s);
-  if (n == 0 || (L - n) * kCompactEvery < L) return;
-  const auto order = layout_.order(s_);
+  const int64_t T = compacted_pool(n, L, ctx_.graph != nullptr);
+  if (T == L) return;
+  auto order = layout_.order(s_);
+  // Free slots fill the bucket past the running rows: a free slot in place first, then any other not yet placed.
+  std::vector<bool> placed(L, false);
+  for (auto o : order) placed[o] = true;
+  order.resize(T, -1);
+  for (int64_t i = n; i < T; ++i)
+    if (!s_.running(i) && !placed[i]) order[i] = i, placed[i] = true;
+  for (int64_t i = n, j = 0; i < T; ++i) {
+    if (order[i] >= 0) continue;
+    while (s_.running(j) || placed[j]) ++j;
+    order[i] = j, placed[j] = true;
+  }
   auto idx = upload(order);
   layout_.compact(*this, order, idx);
   for (auto* t : {&s_.logits, &s_.done, &s_.paused, &s_.feeding, &s_.next, &s_.rows, &s_.steps, &s_.cols, &s_.inserted})
     *t = t->index_select(0, idx);
   auto pick = [&](auto& v) {
-    std::remove_reference_t<decltype(v)> out(n);
-    for (int64_t i = 0; i < n; ++i) out[i] = v[order[i]];
+    std::remove_reference_t<decltype(v)> out(T);
+    for (int64_t i = 0; i < T; ++i) out[i] = v[order[i]];
     v = std::move(out);
   };
   pick(s_.row), pick(s_.step), pick(s_.col), pick(s_.held), pick(s_.ins), pick(s_.turn);
@@ -485,6 +499,14 @@ void DecodeLoop::decode() {
   }
   for (int64_t s = 0; s < s_.size(); ++s)
     if (!s_.held[s]) ++s_.step[s], ++s_.col[s];
+}
+
+int64_t compacted_pool(int64_t running, int64_t pool, bool bucketed) {
+  if (running == 0 || (pool - running) * kCompactEvery < pool) return pool;
+  if (!bucketed) return running;
+  int64_t bucket = 1;
+  while (bucket < running) bucket *= 2;
+  return std::min(bucket, pool);
 }
 
 void DecodeLoop::run(SampledRows& out) {

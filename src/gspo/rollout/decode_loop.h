@@ -81,6 +81,7 @@ class KvLayout {
   // then the cache moved to it (`order_dev`: the same on the device).
   virtual std::vector<int64_t> order(const SlotState& s) const = 0;
   virtual void compact(DecodeLoop& loop, const std::vector<int64_t>& order, const at::Tensor& order_dev) = 0;
+  // (With CUDA graphs the order ends in free slots, past the running rows, up to the bucket: their contents are not read.)
 };
 
 std::unique_ptr<KvLayout> batch_layout(model::Policy& policy, const std::vector<std::vector<int64_t>>& prompts,
@@ -92,6 +93,11 @@ std::unique_ptr<KvLayout> slot_layout(model::Policy& policy, const std::vector<s
 
 // Left-pads prompts into [B, P] ids and mask (on the CPU).
 std::pair<at::Tensor, at::Tensor> left_pad(const std::vector<std::vector<int64_t>>& prompts, int64_t P, int64_t pad);
+
+// The pool a compaction leaves `running` rows of `pool` slots: `pool` (no compaction) until at least pool / kCompactEvery
+// slots are free; then `running`, or with CUDA graphs (bucketed) the smallest power of two >= running, at most pool, so
+// shapes repeat and a call captures at most 1 + log2(pool) graphs.
+int64_t compacted_pool(int64_t running, int64_t pool, bool bucketed);
 
 struct LoopContext {
   model::Policy& policy;

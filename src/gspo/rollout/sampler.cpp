@@ -29,8 +29,8 @@ const char* finish_name(Finish f) {
   return "?";
 }
 
-Schedule schedule_for(int64_t rows, int64_t budget_rows, bool continuous, bool has_slots) {
-  if (budget_rows >= rows) return Schedule::kAllRows;
+Schedule schedule_for(int64_t rows, int64_t budget_rows, bool continuous, bool has_slots, bool live_keys) {
+  if (budget_rows >= rows) return continuous && has_slots && live_keys ? Schedule::kSlotPool : Schedule::kAllRows;
   return continuous && has_slots ? Schedule::kSlotPool : Schedule::kStaticBatches;
 }
 
@@ -243,7 +243,9 @@ RolloutBatch Sampler::run(const std::vector<std::vector<int64_t>>& prompts, int6
     // A plan's rows start at their own positions: their own cache columns too. Experts on other ranks
     // (model/expert_runner.h): the slot methods are what runs one layer at a time.
     const bool experts_elsewhere = policy_.expert_runner() != nullptr;
-    switch (turns || plan || experts_elsewhere ? Schedule::kSlotPool : schedule_for(N, slots, params_.continuous, policy_.has_slots())) {
+    const bool live_keys = policy_.device().is_cuda() && policy_.slot_api() >= 3;
+    switch (turns || plan || experts_elsewhere ? Schedule::kSlotPool
+                                               : schedule_for(N, slots, params_.continuous, policy_.has_slots(), live_keys)) {
       case Schedule::kAllRows: run_static(prompts, G, noise, rows, 0, progress); break;
       case Schedule::kSlotPool: run_slots(prompts, G, noise, slots, P + R, rows, progress, plan); break;
       case Schedule::kStaticBatches: run_batches(prompts, G, noise, slots, rows, progress); break;

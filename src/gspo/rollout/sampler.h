@@ -93,8 +93,10 @@ struct SamplerStats {
 // The rules Sampler::generate follows, named so `gspo plan` models the same run (plan/memory.cpp).
 // How a call's rows are scheduled: every row at once (no budget, or every row fits it), a slot pool refilled as rows
 // end (continuous batching: a model with the slot methods), or static batches of as many rows as the budget holds.
+// live_keys (a slot_api 3 model on CUDA, continuous batching on): every row at once goes to a slot pool of them all too,
+// where each row's decode reads its own live keys (the static batch attends over every cache column under a mask).
 enum class Schedule { kAllRows, kSlotPool, kStaticBatches };
-Schedule schedule_for(int64_t rows, int64_t budget_rows, bool continuous, bool has_slots);
+Schedule schedule_for(int64_t rows, int64_t budget_rows, bool continuous, bool has_slots, bool live_keys = false);
 // Rows of `row_bytes` of KV cache that fit `budget_bytes`, at most `rows`; 0 when not one does.
 int64_t rows_in_budget(int64_t budget_bytes, int64_t row_bytes, int64_t rows);
 // Finished rows are dropped from the cache (compaction) once they are at least 1 / kCompactEvery of it, so the

@@ -193,7 +193,7 @@ void SlotLayout::compact(DecodeLoop& loop, const std::vector<int64_t>& order, co
   const auto& s = loop.slots();
   std::vector<int64_t> from, to;
   for (int64_t i = 0; i < static_cast<int64_t>(order.size()); ++i)
-    if (order[i] != i) from.push_back(order[i]), to.push_back(i);
+    if (order[i] != i && s.running(order[i])) from.push_back(order[i]), to.push_back(i);  // a free slot: nothing to keep
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, s.size() / 16));
   for (size_t i = 0; i < from.size(); i += chunk) {
     const size_t e = std::min(from.size(), i + chunk);

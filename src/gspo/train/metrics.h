@@ -305,8 +305,8 @@ struct StepMetrics {
     v("peak_mb_update", peak_mb_update, Reduce::kMax, Match::kNone, A,
       "the same during the mini-batch updates (0 with no rows)");
     v("sample_graph_captures", sample_graph_captures, Reduce::kLocal, Match::kNone, Shown::kCuda,
-      "CUDA graphs the sampler captured this step (rollout.cuda_graphs: one per rollout, plus one after each "
-      "compaction of finished rows; 0 with eager decode)");
+      "CUDA graphs the sampler captured this step (rollout.cuda_graphs: one per rollout call, plus one after each "
+      "compaction of finished rows, the pool in powers of two: at most 1 + log2(rows) a call; 0 with eager decode)");
     v("kv_cache_mb", kv_cache_mb, Reduce::kMax, Match::kNone, A,
       "MB of KV cache the sampler allocated (the largest at once; largest rank): rows x (longest prompt + "
       "max_new_tokens) columns without a budget, the slot pool under rollout.kv_cache_mb");
