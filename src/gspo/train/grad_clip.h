@@ -1,6 +1,6 @@
 // Clipping the gradient by its global L2 norm (optimizer.grad_clip): torch::nn::utils::clip_grad_norm_'s rule, for the
 // engines that compute the norm themselves (ZeRO-1, ZeRO-3) and scale the gradient by clip_scale(). The replicated
-// AdamW engine calls clip_grad_norm_ itself with max_grad_norm().
+// AdamW engine clips through clip_grad_norm_fused (fused_step.h) with max_grad_norm().
 #pragma once
 #include <cmath>
 

@@ -11,6 +11,7 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/parallel/sharded_adamw.h"
+#include "gspo/train/fused_step.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
@@ -35,7 +36,8 @@ constexpr const char* kZeroFile = "optimizer_zero1.pt";
 
 namespace {
 
-// Replicated AdamW: gradients all-reduced bucket by bucket, torch::nn::utils::clip_grad_norm_, torch::optim::AdamW.
+// Replicated AdamW: gradients all-reduced bucket by bucket, clip_grad_norm_'s clip and torch::optim::AdamW's step
+// through torch's multi-tensor kernels (train/fused_step.h: a few launches a step, not a dozen a parameter).
 class AdamWEngine : public UpdateEngine {
  public:
   AdamWEngine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
@@ -50,11 +52,11 @@ class AdamWEngine : public UpdateEngine {
   double reduce() override {
     auto params = w_.params();
     parallel::all_reduce_gradients(comm_, params, bucket_bytes_);
-    return torch::nn::utils::clip_grad_norm_(params, max_norm_);
+    return clip_grad_norm_fused(params, max_norm_);
   }
   void step(double lr) override {
     for (auto& group : opt_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    opt_->step();
+    fused_adamw_step(*opt_, lr);
     w_.publish();
   }
   int64_t state_bytes() const override {
