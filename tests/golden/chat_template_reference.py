@@ -40,6 +40,20 @@ CASES = [  # (messages, add_generation_prompt)
     ([(U, "")], True),
     ([(S, "<|im_start|> in a system prompt"), (U, "<think> literal </think> tags")], True),
 ]
+# Assistant reasoning as its own field (transformers' "reasoning_content", which Qwen3's template reads before it looks
+# for an inline <think> block; Qwen2.5's and DeepSeek-R1's ignore it): before and after the last query, with an
+# inline block the field overrides (the content kept whole), empty, and newlines the template strips.
+REASONING_CASES = [  # (messages, add_generation_prompt)
+    ([{"role": U, "content": "Q1"}, {"role": A, "content": "A1", "reasoning_content": "first I add"},
+      {"role": U, "content": "Q2"}], True),
+    ([{"role": U, "content": "Q1"}, {"role": A, "content": "\nA1", "reasoning_content": "\nr\n\n"}], False),
+    ([{"role": U, "content": "Q1"},
+      {"role": A, "content": "<think>inline</think>A1", "reasoning_content": "the field wins"}], False),
+    ([{"role": U, "content": "Q1"}, {"role": A, "content": "A1", "reasoning_content": ""}], False),
+    ([{"role": U, "content": "Q1"}, {"role": A, "content": "A1", "reasoning_content": "r1"},
+      {"role": U, "content": "<tool_response>\n42\n</tool_response>"},
+      {"role": A, "content": "A2", "reasoning_content": "r2"}], True),
+]
 # Tools with what tojson must write exactly: non-ASCII, <, >, &, ', quotes, backslashes, control characters, U+2028,
 # keys not in sorted order, floats on both sides of Python repr's switches to exponents, integers, booleans, null.
 TOOLS = [
@@ -115,6 +129,12 @@ TOOL_CASES = {  # name -> (messages, add_generation_prompt); every case rendered
     "no_calls_with_tools": ([msg(U, "Hi")], True),
 }
 TOOL_CASES["string_arguments"][0][1]["tool_calls"][0]["function"]["arguments"] = '{"code": "print(1)"}'
+# The reasoning as a field on a turn that calls a tool (after the last query, not the last message: shown), and on
+# the last answer.
+TOOL_CASES["reasoning_field"] = ([msg(U, "What is 6*7?"), dict(asst("Let me compute.", PY42),
+                                                               reasoning_content="I will run it."),
+                                  msg("tool", "42\n"), dict(asst("The answer is 42."), reasoning_content="It printed 42.")],
+                                 False)
 
 FAMILIES = {  # option name -> (tokenizer dir, template file or None = the tokenizer_config's own, bos_token)
     "qwen2.5": ("qwen2.5", "qwen/chat_template_Qwen2.5-7B-Instruct.jinja", None),
@@ -151,9 +171,9 @@ def main():
         version = transformers.__version__
         for family, (tok_dir, template, bos) in FAMILIES.items():
             tok = load(tok_root, tok_dir, template, bos)
-            for msgs, gen in CASES:
+            for msgs, gen in CASES + REASONING_CASES:
                 for thinking in (True, False):
-                    messages = [{"role": r, "content": c} for r, c in msgs]
+                    messages = [m if isinstance(m, dict) else {"role": m[0], "content": m[1]} for m in msgs]
                     text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen,
                                                    enable_thinking=thinking)
                     cases.append({"family": family, "messages": messages, "add_generation_prompt": gen,

@@ -50,11 +50,13 @@ bool ends_with(const std::string& s, const std::string& p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
-// Qwen3's assistant turn: the <think> block split off the content; shown only after the last user query, and an
-// empty one only in the last message. Then the tool calls.
+// Qwen3's assistant turn: the reasoning (the reasoning_content field, else the <think> block split off the content);
+// shown only after the last user query, and an empty one only in the last message. Then the tool calls.
 std::string qwen3_assistant(const ChatMessage& m, bool after_last_query, bool last) {
   std::string content = m.content, reasoning;
-  if (m.content.find("</think>") != std::string::npos) {
+  if (m.reasoning_content) {
+    reasoning = *m.reasoning_content;
+  } else if (m.content.find("</think>") != std::string::npos) {
     content = lstrip_nl(after_last(m.content, "</think>"));
     reasoning = lstrip_nl(after_last(rstrip_nl(before_first(m.content, "</think>")), "<think>"));
   }

@@ -3,11 +3,12 @@
 // tests/golden/chat_template_reference.py renders the oracle with transformers): system/user/assistant conversations
 // in all three formats, and in chatml and qwen2.5 also tools (their JSON schemas in the system prompt), assistant tool
 // calls and tool responses (role "tool"). chat_tools.h holds the pieces of the tool rendering and the tokens a tool
-// turn inserts into a running episode. Not covered: reasoning_content fields, tools in deepseek_r1.
+// turn inserts into a running episode. Not covered: tools in deepseek_r1.
 //   chatml       Qwen3: <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n, with Qwen3's
 //                thinking switch (enable_thinking = false appends an empty <think>\n\n</think>\n\n) and its
 //                handling of <think> blocks in assistant turns (dropped from turns before the last user query, and
-//                an empty one dropped from every turn but the last). With tools: a system turn "{system}\n\n# Tools
+//                an empty one dropped from every turn but the last; an assistant message's reasoning_content field,
+//                when given, is its reasoning and its content is kept whole). With tools: a system turn "{system}\n\n# Tools
 //                ... <tools>\n{tool json}...\n</tools> ...", calls as <tool_call>\n{"name": ..., "arguments": ...}\n
 //                </tool_call> after the content, and consecutive tool messages as one user turn of
 //                \n<tool_response>\n{output}\n</tool_response> blocks.
@@ -19,6 +20,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,9 @@ struct ChatMessage {
   std::string role;                           // system, user, assistant, or tool (chatml, qwen2.5)
   std::string content;
   std::vector<ChatToolCall> tool_calls = {};  // assistant messages only (chatml, qwen2.5)
+  // Assistant messages: the reasoning as its own field (transformers' message key). chatml (Qwen3) writes it in the
+  // <think> block instead of splitting one off the content; qwen2.5 and deepseek_r1 ignore it, as their templates do.
+  std::optional<std::string> reasoning_content = std::nullopt;
 };
 
 // A tool shown to the model in the system prompt, as {"type": "function", "function": {"name": ..., "description":
