@@ -11,9 +11,12 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "gspo/model/expert_runner.h"
+#include "gspo/model/sampling_phase.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/expert_rollout.h"
@@ -200,9 +203,35 @@ namespace {
 struct NoExperts final : model::ExpertRunner {
   void begin_pass(int64_t) override {}
   at::Tensor feed_forward(int64_t, const at::Tensor& n) override { return n; }
-  void finish() override {}
+  void finish() override { ++finished; }
+  int finished = 0;
 };
 }  // namespace
+
+// The end of a sampling phase is a scope (model/sampling_phase.h): finish() once when it closes, none when an exception
+// leaves it (no collective while unwinding), none without a runner.
+TEST_CASE("expert rollout: a sampling phase ends when its scope closes, not when an exception leaves it", "[ep][model]") {
+  NoExperts runner;
+  auto tiny = test::load_tiny("qwen3_moe_tiny.pt");
+  tiny.set_expert_runner(&runner);
+  { model::SamplingPhase phase(tiny); }
+  CHECK(runner.finished == 1);
+  try {
+    model::SamplingPhase phase(tiny);
+    throw std::runtime_error("a failed sampling call");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(runner.finished == 1);
+  {
+    std::optional<model::SamplingPhase> phase;
+    phase.emplace(tiny);
+    phase.reset();
+    CHECK(runner.finished == 2);
+  }
+  tiny.set_expert_runner(nullptr);
+  { model::SamplingPhase phase(tiny); }  // no runner: nothing to end
+  CHECK(runner.finished == 2);
+}
 
 TEST_CASE("expert rollout: the contract check runs the slot passes one layer at a time, and older exports cannot sample "
           "with shared experts", "[ep][model]") {

@@ -21,7 +21,7 @@ Evaluator::Evaluator(const config::Config& cfg, model::Policy& policy, const tok
 
 Evaluator::~Evaluator() = default;
 
-void Evaluator::end_sampling() { model::finish_expert_passes(sampler_->policy()); }
+model::SamplingPhase Evaluator::sampling_phase() { return model::SamplingPhase(sampler_->policy()); }
 
 Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Grader& grader, size_t begin, size_t end) {
   const int64_t K = samples_;

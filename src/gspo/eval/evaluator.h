@@ -11,6 +11,7 @@
 #include "gspo/eval/eval_sets.h"
 #include "gspo/eval/grade.h"
 #include "gspo/eval/summary.h"
+#include "gspo/model/sampling_phase.h"
 
 namespace gspo::env { struct ToolEnv; }
 namespace gspo::model { class Policy; }
@@ -35,9 +36,10 @@ class Evaluator {
   // cut into calls (batch size, resume point, ranks), up to floating-point differences across batch shapes.
   Graded run(const EvalSet& set, size_t set_index, const Grader& grader, size_t begin, size_t end);
 
-  // This rank's sampling is over for now: collective over the expert group when the policy samples with its experts
-  // on other ranks (model::finish_expert_passes), nothing otherwise. Every rank calls it at the same point.
-  void end_sampling();
+  // A sampling phase of this evaluator's policy (model/sampling_phase.h): its end, when it goes out of scope, is a
+  // collective over the expert group when the policy samples with its experts on other ranks, nothing otherwise.
+  // Every rank closes it at the same point.
+  model::SamplingPhase sampling_phase();
 
   int64_t samples() const { return samples_; }
   // Problems per sampling call: rollout.prompts_per_step.

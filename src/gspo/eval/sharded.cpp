@@ -74,11 +74,13 @@ nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set
   const size_t P = set.rows.size();
   const auto [begin, end] = shard_of(P, comm.rank(), comm.world_size());
   std::vector<ProblemStats> mine;
-  for (size_t start = begin; start < end; start += evaluator.chunk()) {
-    auto graded = evaluator.run(set, set_index, grader, start, std::min(end, start + evaluator.chunk()));
-    for (const auto& p : graded.problems) mine.push_back(stats_of(p));
+  {
+    auto phase = evaluator.sampling_phase();  // (ranks' shards may take different numbers of calls)
+    for (size_t start = begin; start < end; start += evaluator.chunk()) {
+      auto graded = evaluator.run(set, set_index, grader, start, std::min(end, start + evaluator.chunk()));
+      for (const auto& p : graded.problems) mine.push_back(stats_of(p));
+    }
   }
-  evaluator.end_sampling();  // (ranks' shards may take different numbers of calls)
   if (comm.world_size() == 1) return summarize(set.name, mine, grader.math);
   std::set<std::string> level_set;
   for (const auto& ex : set.rows)

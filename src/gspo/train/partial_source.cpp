@@ -11,7 +11,7 @@
 #include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
-#include "gspo/model/expert_runner.h"
+#include "gspo/model/sampling_phase.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/rollout/batch_merge.h"
@@ -101,8 +101,10 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
     plan.must_finish.push_back(j + 1 - g.begun > c.async.max_staleness ? 1 : 0);  // batch j + 1 would be too late
   }
   auto t = core::Clock::now();
-  auto batch = sampler_.generate(prompts, G, key, plan);
-  model::finish_expert_passes(sampler_.policy());  // before any other collective
+  auto batch = [&] {
+    model::SamplingPhase phase(sampler_.policy());  // ends before any other collective
+    return sampler_.generate(prompts, G, key, plan);
+  }();
   m.time_sample_s += core::seconds_since(t);
   record_sampler(sampler_.last_stats(), m);
 

@@ -6,7 +6,7 @@
 
 #include "gspo/core/clock.h"
 #include "gspo/env/episode.h"
-#include "gspo/model/expert_runner.h"
+#include "gspo/model/sampling_phase.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/reward/verifier.h"
@@ -121,8 +121,10 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   auto t = Clock::now();
   std::vector<std::string> questions;
   for (const auto* ex : exs) questions.push_back(ex->prompt);
-  auto sampled = env::sample(tools_, sampler_, prompts, std::move(questions), G, rollout_noise(c, id, first_row));
-  model::finish_expert_passes(sampler_.policy());  // before any other collective
+  auto sampled = [&] {
+    model::SamplingPhase phase(sampler_.policy());  // ends before any other collective
+    return env::sample(tools_, sampler_, prompts, std::move(questions), G, rollout_noise(c, id, first_row));
+  }();
   const auto& batch = sampled.batch;
   m.time_sample_s += core::seconds_since(t);
   if (tools_) record_tools(tools_->hook, batch, m);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include "gspo/config/load.h"
 #include "gspo/config/validate.h"
@@ -25,7 +26,7 @@
 #include "gspo/io/checkpoint.h"
 #include "gspo/io/metrics_log.h"
 #include "gspo/io/tensorboard.h"
-#include "gspo/model/expert_runner.h"
+#include "gspo/model/sampling_phase.h"
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/reward/verifier.h"
@@ -479,6 +480,8 @@ TrainSummary Trainer::run() {
   tally.into(sum);
   const auto heldout = data::load_heldout(c.data);
   const WholeWeights whole(*s.engine, !heldout.empty());  // collective: every rank gathers, rank 0 evaluates
+  std::optional<model::SamplingPhase> phase;  // rank 0's group serves its passes until it is done
+  if (!heldout.empty()) phase.emplace(*s.policy);
   if (!heldout.empty() && s.comm.is_main()) {
     torch::NoGradGuard no_grad;
     const std::vector<data::Example> seen(s.examples.begin(),
@@ -488,7 +491,7 @@ TrainSummary Trainer::run() {
     sum.heldout_accuracy = greedy_accuracy(model, *s.tok, *s.verifier, heldout, c, s.tools.get());
     sum.train_greedy_accuracy = greedy_accuracy(model, *s.tok, *s.verifier, seen, c, s.tools.get());
   }
-  if (!heldout.empty()) model::finish_expert_passes(*s.policy);  // rank 0's group serves its passes until it is done
+  phase.reset();
   return sum;
 }
 
