@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <functional>
 #include <thread>
+#include <type_traits>
 
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
@@ -75,7 +76,6 @@ namespace {
 template <class PG>
 struct GroupImpl : Comm::Impl {
   c10::intrusive_ptr<PG> pg;
-  bool nccl = false;
   c10::intrusive_ptr<c10d::Work> all_reduce(std::vector<at::Tensor>& t, ReduceOp op) override {
     c10d::AllreduceOptions o;
     o.reduceOp = to_c10d(op);
@@ -102,7 +102,13 @@ struct GroupImpl : Comm::Impl {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& t, int peer, int tag) override {
     return pg->recv(t, peer, tag);
   }
-  bool native_reduce_scatter() const override { return nccl; }
+  bool native_reduce_scatter() const override {  // Gloo's reduce-scatter is not its own: NCCL only
+#ifdef USE_C10D_NCCL
+    return std::is_same_v<PG, c10d::ProcessGroupNCCL>;
+#else
+    return false;
+#endif
+  }
   c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) override {
     return pg->_reduce_scatter_base(out, in);
   }
@@ -187,7 +193,6 @@ std::unique_ptr<Comm::Impl> make_nccl(const LaunchEnv& env, const config::Distri
   auto opts = c10d::ProcessGroupNCCL::Options::create();
   opts->timeout = to_ms(o.timeout_s);
   auto impl = std::make_unique<GroupImpl<c10d::ProcessGroupNCCL>>();
-  impl->nccl = true;
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
   impl->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, static_cast<int>(env.rank),
                                                          static_cast<int>(env.world_size), opts);

@@ -16,12 +16,12 @@
 #include "gspo/parallel/sharded_adamw.h"
 #include "gspo/train/engine_weights.h"
 #include "gspo/train/grad_clip.h"
+#include "gspo/train/optimizer_files.h"
 #include "gspo/train/zero3_engine.h"
 
 namespace gspo::train {
 namespace {
 
-constexpr const char* kZero1File = "optimizer_zero1.pt";  // the ZeRO-1 engine's file, in its layout
 
 class ExpertParallelEngine : public UpdateEngine {
  public:
@@ -170,7 +170,6 @@ class ExpertParallelEngine : public UpdateEngine {
   }
 
  private:
-  static std::string expert_file(int64_t g) { return "optimizer_experts_" + std::to_string(g) + ".pt"; }
   static std::vector<at::Tensor> read_expert_file(const std::string& dir, int64_t g) {
     const std::string path = dir + "/" + expert_file(g);
     if (!core::exists(path))

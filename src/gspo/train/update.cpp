@@ -81,10 +81,13 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
   // Lockstep engines (ZeRO-3): the backward an idle micro-batch, or one after a non-finite loss, still runs on this
   // rank, so the others' gathers and reduce-scatters find it; its gradients are discarded.
   auto keep_in_step = [&](const TokenLogprobs& tl) {
-    p_.engine.set_idle(true);
+    struct Idle {  // the engine idles for this backward only, however the scope is left
+      UpdateEngine& engine;
+      explicit Idle(UpdateEngine& e) : engine(e) { engine.set_idle(true); }
+      ~Idle() { engine.set_idle(false); }
+    } idle(p_.engine);
     (tl.logprobs.sum() * 0.0).backward();
     p_.engine.after_backward();
-    p_.engine.set_idle(false);
   };
   for (size_t k = 0; k < plan.size(); ++k) {
     p_.engine.zero_grad();

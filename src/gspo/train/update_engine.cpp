@@ -12,6 +12,7 @@
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/parallel/sharded_adamw.h"
 #include "gspo/train/fused_step.h"
+#include "gspo/train/optimizer_files.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
@@ -22,8 +23,6 @@
 namespace gspo::train {
 namespace {
 
-constexpr const char* kAdamWFile = "optimizer.pt";       // written by io::save_optimizer
-constexpr const char* kZeroFile = "optimizer_zero1.pt";
 
 // A checkpoint whose optimizer files are the other engine's.
 }  // namespace
@@ -72,7 +71,7 @@ class AdamWEngine : public UpdateEngine {
   bool weights_finite() override { return w_.finite(); }  // replicated: the same answer on every rank
   void save(const std::string& dir) override { io::save_optimizer(dir, *opt_); }
   void load(const std::string& dir) override {
-    if (core::exists(dir + "/" + kZeroFile)) wrong_engine(dir, 1);
+    if (core::exists(dir + "/" + kZero1File)) wrong_engine(dir, 1);
     if (written_by_zero3(dir)) wrong_engine(dir, 3);
     io::load_optimizer(dir, *opt_);
   }
@@ -108,10 +107,10 @@ class Zero1Engine : public UpdateEngine {
   bool weights_finite() override { return w_.finite(); }
   void gather_for_save(const std::string&) override { gathered_ = zero_->gather_state(); }
   void save(const std::string& dir) override {
-    io::save_tensors(dir + "/" + kZeroFile, gathered_, "ZeRO-1 optimizer state");
+    io::save_tensors(dir + "/" + kZero1File, gathered_, "ZeRO-1 optimizer state");
   }
   void load(const std::string& dir) override {
-    const std::string file = dir + "/" + kZeroFile;
+    const std::string file = dir + "/" + kZero1File;
     if (!core::exists(file)) wrong_engine(dir, written_by_zero3(dir) ? 3 : 0);
     if (core::exists(dir + "/optimizer_experts_0.pt"))
       throw ConfigError("checkpoint '" + dir + "' was written with distributed.expert_parallel (its experts' moments "

@@ -13,11 +13,12 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/zero3.h"
 #include "gspo/train/grad_clip.h"
+#include "gspo/train/optimizer_files.h"
 
 namespace gspo::train {
 namespace {
 
-std::string shard_file(int64_t rank) { return "optimizer_zero3_rank" + std::to_string(rank) + ".pt"; }
+std::string shard_file(int64_t rank) { return zero3_file(rank); }
 
 // The ranks whose shard files `dir` holds (0 .. n-1 expected).
 std::vector<int64_t> shard_ranks(const std::string& dir) {
@@ -68,7 +69,7 @@ class Zero3Engine : public UpdateEngine {
   }
   void load(const std::string& dir) override {
     const auto ranks = shard_ranks(dir);
-    if (ranks.empty()) wrong_engine(dir, core::exists(dir + "/optimizer_zero1.pt") ? 1 : 0);
+    if (ranks.empty()) wrong_engine(dir, core::exists(dir + "/" + kZero1File) ? 1 : 0);
     const auto n = static_cast<int64_t>(ranks.size());
     for (int64_t r = 0; r < n; ++r)
       if (ranks[r] != r)

@@ -1,0 +1,16 @@
+// The optimizer-state files the update engines write into a checkpoint directory, named once: each engine reads its
+// own and refuses a checkpoint holding another engine's (wrong_engine, update_engine.h). Replicated AdamW's
+// optimizer.pt is named by io::save_optimizer.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace gspo::train {
+
+inline constexpr const char* kZero1File = "optimizer_zero1.pt";  // ZeRO-1's moments, and expert parallelism's dense ones
+// ZeRO-3: one file a rank.
+inline std::string zero3_file(int64_t rank) { return "optimizer_zero3_rank" + std::to_string(rank) + ".pt"; }
+// Expert parallelism: the moments of expert group g's experts.
+inline std::string expert_file(int64_t group) { return "optimizer_experts_" + std::to_string(group) + ".pt"; }
+
+}  // namespace gspo::train
