@@ -12,6 +12,7 @@
 #include "gspo/config/load.h"
 #include "gspo/eval/eval_sets.h"
 #include "gspo/rollout/sampler.h"
+#include "gspo/rollout/sampling_config.h"
 #include "gspo/train/logprobs.h"
 #include "unit/helpers.h"
 #include "unit/sample_compare.h"
@@ -172,18 +173,18 @@ TEST_CASE("CUDA: the default config decodes through CUDA graphs, cuda_graphs fal
   std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("3")};
   const auto defaults = config::load_text("rollout:\n  max_new_tokens: 16\n", "default.yaml");
   REQUIRE(defaults.rollout.cuda_graphs == config::CudaGraphs::kAuto);
-  rollout::Sampler graphed(policy, *tok, eval::rollout_sampling(defaults));
+  rollout::Sampler graphed(policy, *tok, rollout::sampling_params(defaults));
   graphed.generate(prompts, 4, {3, 0});
   CHECK(graphed.last_stats().graph_captures >= 1);
   const auto off = config::load_text("rollout:\n  max_new_tokens: 16\n  cuda_graphs: false\n", "eager.yaml");
-  rollout::Sampler eager(policy, *tok, eval::rollout_sampling(off));
+  rollout::Sampler eager(policy, *tok, rollout::sampling_params(off));
   eager.generate(prompts, 4, {3, 0});
   CHECK(eager.last_stats().graph_captures == 0);
   // An MoE model stays eager under auto: its routing syncs the host, which no graph can capture.
   auto moe = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"), kGpu);
   REQUIRE_FALSE(moe.moe_layers().empty());
   auto moe_tok = tokenizer::from_spec(moe.tokenizer_json(), "qwen3_moe_tiny.pt");
-  rollout::Sampler moe_sampler(moe, *moe_tok, eval::rollout_sampling(defaults));
+  rollout::Sampler moe_sampler(moe, *moe_tok, rollout::sampling_params(defaults));
   moe_sampler.generate({moe_tok->encode_prompt("3")}, 2, {3, 0});
   CHECK(moe_sampler.last_stats().graph_captures == 0);
 }

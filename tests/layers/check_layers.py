@@ -5,6 +5,10 @@ The order is the table in docs/architecture.md (one row per layer, first column 
 may include headers of LAYER and of the layers listed before it, never of those after it. Every folder under
 src/gspo/ must be a listed layer, so a new folder cannot slip past the check.
 
+A layer may hold rooms (subfolders) in an order of their own: the table's rows `LAYER/ROOM/`, in order. A file in a
+room may include headers of its layer's earlier rooms and its own, never of a later room nor of the layer's own top
+level (which comes after every room); every subfolder of a layer must be a listed room.
+
 usage: check_layers.py SOURCE_DIR        exit 0 when the order holds; 1 with each offending include listed."""
 import pathlib
 import re
@@ -20,6 +24,21 @@ def layer_order(doc):
     return order
 
 
+def room_order(doc):
+    rooms = {}
+    for line in doc.read_text().splitlines():
+        m = re.match(r"\|\s*`(\w+)/(\w+)/`\s*\|", line)
+        if m:
+            rooms.setdefault(m.group(1), []).append(m.group(2))
+    return rooms
+
+
+def room_of(layer_dir, path):
+    """The room of a file under layer_dir (None: the layer's top level)."""
+    parts = path.relative_to(layer_dir).parts
+    return parts[0] if len(parts) > 1 else None
+
+
 def main():
     root = pathlib.Path(sys.argv[1])
     order = layer_order(root / "docs" / "architecture.md")
@@ -27,17 +46,24 @@ def main():
         print(f"FAIL: found only {order} as layers in docs/architecture.md")
         return 1
     rank = {name: i for i, name in enumerate(order)}
+    rooms = room_order(root / "docs" / "architecture.md")
     src = root / "src" / "gspo"
     problems, checked = [], 0
     for folder in sorted(p for p in src.iterdir() if p.is_dir()):
         if folder.name not in rank:
             problems.append(f"src/gspo/{folder.name}/ is not a layer of docs/architecture.md")
             continue
-        for f in sorted(folder.iterdir()):
+        listed = rooms.get(folder.name, [])
+        room_rank = {r: i for i, r in enumerate(listed)}
+        for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+            if sub.name not in room_rank:
+                problems.append(f"src/gspo/{folder.name}/{sub.name}/ is not a room of docs/architecture.md")
+        for f in sorted(folder.rglob("*")):
             if f.suffix not in (".h", ".cpp"):
                 continue
+            room = room_of(folder, f)
             for n, line in enumerate(f.read_text().splitlines(), 1):
-                m = re.match(r'\s*#\s*include\s+"gspo/(\w+)/', line)
+                m = re.match(r'\s*#\s*include\s+"gspo/(\w+)/((\w+)/)?', line)
                 if not m:
                     continue
                 checked += 1
@@ -46,9 +72,19 @@ def main():
                     problems.append(f"{f.relative_to(root)}:{n}: includes unknown layer '{used}'")
                 elif rank[used] > rank[folder.name]:
                     problems.append(f"{f.relative_to(root)}:{n}: {folder.name} includes {used}, a later layer")
+                elif used == folder.name and room is not None:
+                    used_room = m.group(3) if m.group(3) in room_rank else None  # None: the layer's top level
+                    if used_room is None:
+                        problems.append(f"{f.relative_to(root)}:{n}: {folder.name}/{room} includes the top level of "
+                                        f"{folder.name}, which comes after its rooms")
+                    elif room_rank[used_room] > room_rank.get(room, -1):
+                        problems.append(f"{f.relative_to(root)}:{n}: {folder.name}/{room} includes "
+                                        f"{folder.name}/{used_room}, a later room")
     for p in problems:
         print("FAIL", p)
-    print(f"{checked} includes checked against the layer order {' < '.join(order)}: {len(problems)} problem(s)")
+    room_text = "".join(f"; {layer}: {' < '.join(rs)} < its top level" for layer, rs in rooms.items())
+    print(f"{checked} includes checked against the layer order {' < '.join(order)}{room_text}: "
+          f"{len(problems)} problem(s)")
     return 1 if problems else 0
 
 

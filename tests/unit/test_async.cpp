@@ -1,5 +1,5 @@
 // Asynchronous training's pieces (docs/async.md): the version schedule and who sends whom which prompts
-// (train/async_schedule.h), a scored share through the wire and cut into groups (train/scored_wire.h), a rollout rank's
+// (train/async/async_schedule.h), a scored share through the wire and cut into groups (train/async/scored_wire.h), a rollout rank's
 // figures folded into a trainer's metrics, and the process-group pieces it travels on (a subgroup, point to point,
 // the weight sync).
 #include <catch2/catch.hpp>
@@ -16,11 +16,12 @@
 #include "gspo/parallel/weight_sync.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
+#include "gspo/rollout/sampling_config.h"
 #include "gspo/tokenizer/tokenizer.h"
-#include "gspo/train/async_schedule.h"
-#include "gspo/train/metrics.h"
-#include "gspo/train/rollout_source.h"
-#include "gspo/train/scored_wire.h"
+#include "gspo/train/async/async_schedule.h"
+#include "gspo/train/metrics/metrics.h"
+#include "gspo/train/sources/rollout_source.h"
+#include "gspo/train/async/scored_wire.h"
 #include "helpers.h"
 #include "two_ranks.h"
 
@@ -44,7 +45,7 @@ train::Scored sample_round() {
   auto tok = tokenizer::from_spec(policy.tokenizer_json(), c.model.path);
   const auto examples = data::make_arithmetic(20, 9, "+", 1);
   auto verifier = reward::make_verifier(c);
-  rollout::Sampler sampler(policy, *tok, eval::rollout_sampling(c));
+  rollout::Sampler sampler(policy, *tok, rollout::sampling_params(c));
   train::InProcessSource source(c, policy, nullptr, *tok, examples, *verifier, sampler, comm);
   data::Cursor cursor(20, true, 7);
   train::StepMetrics m;

@@ -10,7 +10,7 @@
 #include "gspo/core/cpu_bf16.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/core/fs.h"
-#include "gspo/train/master_weights.h"
+#include "gspo/train/engines/master_weights.h"
 #include "gspo/cli/train_job.h"
 #include "helpers.h"
 

@@ -5,6 +5,7 @@
 #include "gspo/config/suggest.h"
 #include "gspo/core/error.h"
 #include "gspo/eval/eval_sets.h"
+#include "gspo/rollout/sampling_config.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -142,5 +143,5 @@ TEST_CASE("rollout.cuda_graphs: auto by default, true and false read, other valu
   CHECK(config::load_text("", "run.yaml", {"rollout.cuda_graphs=false"}).rollout.cuda_graphs == config::CudaGraphs::kOff);
   CHECK_THAT(config_error_of("rollout:\n  cuda_graphs: always\n"),
              Catch::Contains("run.yaml:2: rollout.cuda_graphs must be one of auto, true, false (got \"always\")"));
-  CHECK(eval::rollout_sampling(config::load_text("", "run.yaml")).cuda_graphs == config::CudaGraphs::kAuto);
+  CHECK(rollout::sampling_params(config::load_text("", "run.yaml")).cuda_graphs == config::CudaGraphs::kAuto);
 }

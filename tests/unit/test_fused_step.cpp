@@ -1,4 +1,4 @@
-// #53 item 4: the update's optimizer step through torch's fused multi-tensor AdamW kernel (train/fused_step.h) takes
+// #53 item 4: the update's optimizer step through torch's fused multi-tensor AdamW kernel (train/engines/fused_step.h) takes
 // torch::optim::AdamW::step's steps: same weights, moments and step counts after several steps, with weight decay,
 // two parameter groups, a parameter without a gradient on some steps (its step count lags, as torch's does) and a
 // parameter that joins late, and the state round-trips through the optimizer checkpoint file. Tolerance: 1e-6
@@ -14,7 +14,7 @@
 #include <map>
 
 #include "gspo/io/checkpoint.h"
-#include "gspo/train/fused_step.h"
+#include "gspo/train/engines/fused_step.h"
 #include "helpers.h"
 
 using namespace gspo;

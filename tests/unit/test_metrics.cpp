@@ -1,4 +1,4 @@
-// The step metrics table (train/metrics.h): its rows fit their reductions, the JSONL line follows it, and the
+// The step metrics table (train/metrics/metrics.h): its rows fit their reductions, the JSONL line follows it, and the
 // reduction over two or three ranks (threads, Gloo on loopback; equal or unequal rows per rank) gives what one process
 // computes on all the rows.
 #include <catch2/catch.hpp>
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "gspo/parallel/comm.h"
-#include "gspo/train/metrics.h"
+#include "gspo/train/metrics/metrics.h"
 #include "two_ranks.h"
 
 using namespace gspo;

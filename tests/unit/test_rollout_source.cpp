@@ -1,4 +1,4 @@
-// The step pulls scored rounds from a RolloutSource (train/rollout_source.h) instead of sampling itself: a source
+// The step pulls scored rounds from a RolloutSource (train/sources/rollout_source.h) instead of sampling itself: a source
 // that replays what the in-process source produced trains the policy to the same weights, bit for bit (same shapes,
 // same code path), and a round's noise is keyed by its RolloutId, whichever step consumes it.
 #include <catch2/catch.hpp>
@@ -13,10 +13,11 @@
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/reward/verifier.h"
+#include "gspo/rollout/sampling_config.h"
 #include "gspo/tokenizer/tokenizer.h"
-#include "gspo/train/rollout_source.h"
+#include "gspo/train/sources/rollout_source.h"
 #include "gspo/train/step.h"
-#include "gspo/train/update_engine.h"
+#include "gspo/train/engines/update_engine.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -56,7 +57,7 @@ struct Rig {
     train::EngineOptions eo;
     eo.optimizer = cfg.optimizer;
     engine = train::make_update_engine(policy, eo, comm);
-    sampler = std::make_unique<rollout::Sampler>(policy, *tok, eval::rollout_sampling(cfg));
+    sampler = std::make_unique<rollout::Sampler>(policy, *tok, rollout::sampling_params(cfg));
     source = std::make_unique<train::InProcessSource>(cfg, policy, nullptr, *tok, examples, *verifier, *sampler, comm);
   }
   train::StepRunner runner(train::RolloutSource& s) { return train::StepRunner({cfg, policy, nullptr, *verifier, s, comm, *engine}); }

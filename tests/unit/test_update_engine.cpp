@@ -1,4 +1,4 @@
-// The update engines (train/update_engine.h) through their one interface: plain AdamW and ZeRO-1, each with float32
+// The update engines (train/engines/update_engine.h) through their one interface: plain AdamW and ZeRO-1, each with float32
 // weights or bf16 weights with float32 masters, take the same steps at world size 1; each refuses the other's
 // checkpoint; state bytes and the float32 view for checkpoints are what they claim; the clip rule of the engines that
 // scale the gradient themselves.
@@ -8,8 +8,8 @@
 #include "gspo/core/error.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/model/policy.h"
-#include "gspo/train/grad_clip.h"
-#include "gspo/train/update_engine.h"
+#include "gspo/train/engines/grad_clip.h"
+#include "gspo/train/engines/update_engine.h"
 #include "helpers.h"
 
 using namespace gspo;

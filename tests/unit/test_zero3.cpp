@@ -18,7 +18,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/train/logprobs.h"
-#include "gspo/train/update_engine.h"
+#include "gspo/train/engines/update_engine.h"
 #include "helpers.h"
 #include "two_ranks.h"
 

@@ -3,7 +3,7 @@
 #include "gspo/cli/commands.h"
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
-#include "gspo/train/metrics.h"
+#include "gspo/train/metrics/metrics.h"
 
 namespace gspo::cli {
 

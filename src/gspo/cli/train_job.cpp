@@ -23,7 +23,7 @@ TrainJob::TrainJob(const config::Config& cfg, const std::string& resume, const p
     trainer_ = std::make_unique<train::Trainer>(cfg, resume, train::Placement{env, device, comm_.get()});
     return;
   }
-  // Ranks [0, W - K) train, [W - K, W) sample (train/async_schedule.h).
+  // Ranks [0, W - K) train, [W - K, W) sample (train/async/async_schedule.h).
   const int64_t T = env.world_size - K;
   const bool trains = env.rank < T;
   std::vector<int64_t> ranks;

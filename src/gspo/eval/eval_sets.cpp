@@ -4,24 +4,14 @@
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
 #include "gspo/data/prompt_fit.h"
+#include "gspo/rollout/sampling_config.h"
 #include "gspo/tokenizer/chat_tools.h"
 
 namespace gspo::eval {
 
-rollout::SamplingParams rollout_sampling(const config::Config& cfg) {
-  const auto& r = cfg.rollout;
-  rollout::SamplingParams sp{r.temperature, r.top_p, r.top_k, r.max_new_tokens, r.stop};
-  sp.min_new_tokens = r.min_new_tokens;
-  sp.cuda_graphs = r.cuda_graphs;
-  sp.kv_cache_bytes = r.kv_cache_mb << 20;
-  sp.kv_cache_fraction = r.kv_cache_fraction;
-  sp.continuous = r.continuous_batching;
-  return sp;
-}
-
 rollout::SamplingParams eval_sampling(const config::Config& cfg) {
   const auto& e = cfg.eval;
-  auto sp = rollout_sampling(cfg);
+  auto sp = rollout::sampling_params(cfg);
   if (e.temperature >= 0) sp.temperature = e.temperature;
   if (e.top_p >= 0) sp.top_p = e.top_p;
   if (e.top_k >= 0) sp.top_k = e.top_k;

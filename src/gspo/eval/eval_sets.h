@@ -27,9 +27,7 @@ struct EvalSet {
 // A set's name: the file name without its directory and .jsonl (names samples.jsonl lines and summaries).
 std::string set_name(const std::string& path);
 
-// The rollout section's sampling (training rollouts; the KV budget included).
-rollout::SamplingParams rollout_sampling(const config::Config& cfg);
-// The eval's sampling: eval.* where set, else rollout.*.
+// The eval's sampling: eval.* where set, else rollout.* (rollout::sampling_params).
 rollout::SamplingParams eval_sampling(const config::Config& cfg);
 
 // The longest prompt an eval of the model `model` (context `max_seq_len`) can take beside the eval's max_new_tokens;

@@ -152,7 +152,7 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
 void model_state_terms(const Sizes& z, std::vector<Term>& r) {
   const std::string n = num(z.N);
   if (z.lora) {  // model/lora.h: the base frozen (no gradients, masters, moments), the adapters float32 with AdamW
-    if (z.zero3) {  // train/zero3_engine.h make_zero3_lora_engine: the base's shards, unit 0 also whole
+    if (z.zero3) {  // train/engines/zero3_engine.h make_zero3_lora_engine: the base's shards, unit 0 also whole
       const double shard = std::ceil((z.N - z.N0) / static_cast<double>(z.W));  // unit 0 keeps no shard (whole)
       r.push_back({"frozen base shards", shard * z.b, num(shard) + " x " + z.bs + " B (1/" + std::to_string(z.W) +
                    " of the decoder layers in model.dtype: no gradients, masters or moments)"});
@@ -185,7 +185,7 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
                    " B (distributed.zero3_keep_whole)"});
     return;
   }
-  if (z.E > 1) {  // train/expert_parallel_engine.cpp: ZeRO-1 over the world for the rest, over the replicas for experts
+  if (z.E > 1) {  // train/engines/expert_parallel_engine.cpp: ZeRO-1 over the world for the rest, over the replicas for experts
     const std::string k = num(z.Nk), e = std::to_string(z.E);
     const std::string what = k + " params (the " + num(z.N - z.Ne) + " outside the experts whole, 1/" + e + " of the " +
                              num(z.Ne) + " experts' parameters: distributed.expert_parallel " + e + ")";
@@ -287,7 +287,7 @@ void exchange_terms(const Sizes& z, bool backward, std::vector<Term>& t) {
 // A training rank beside rollout ranks samples nothing: after a step that makes a version the rollout ranks need,
 // trainer 0 holds the weights cast to the rollout dtype until they are taken (ZeRO-3: every decoder layer gathered).
 std::vector<Term> weight_sync_terms(const Sizes& z) {
-  if (z.lora)  // train/streamed_source.cpp: the adapters alone, never the base (nor its gather)
+  if (z.lora)  // train/async/streamed_source.cpp: the adapters alone, never the base (nor its gather)
     return {{"adapters for the rollout ranks (trainer 0)", z.Na * 4, num(z.Na) + " x 4 B (float32 A and B), kept "
              "until every rollout rank took them; the other trainers: 0"}};
   const double sb = z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;

@@ -14,7 +14,7 @@
 #include "gspo/io/checkpoint_check.h"
 #include "gspo/model/policy.h"
 #include "gspo/train/step.h"
-#include "gspo/train/update_engine.h"
+#include "gspo/train/engines/update_engine.h"
 
 namespace gspo::train {
 

@@ -1,3 +1,4 @@
+#include "gspo/rollout/sampling_config.h"
 #include "gspo/train/greedy_eval.h"
 
 #include <algorithm>
@@ -15,7 +16,7 @@ namespace gspo::train {
 double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, const reward::Verifier& verifier,
                        const std::vector<data::Example>& problems, const config::Config& cfg, env::ToolEnv* tools) {
   if (problems.empty()) return 0;
-  auto sp = eval::rollout_sampling(cfg);  // greedy: temperature 0, no top-k/top-p; no CUDA graphs as before
+  auto sp = rollout::sampling_params(cfg);  // greedy: temperature 0, no top-k/top-p; no CUDA graphs as before
   sp.temperature = 0.0;
   sp.top_p = 1.0;
   sp.top_k = 0;

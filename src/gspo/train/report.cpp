@@ -2,7 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "gspo/train/metrics.h"
+#include "gspo/train/metrics/metrics.h"
 #include "gspo/train/trainer.h"
 
 namespace gspo::train {

@@ -1,3 +1,4 @@
+#include "gspo/rollout/sampling_config.h"
 #include "gspo/train/rollout_worker.h"
 
 #include <torch/torch.h>
@@ -19,12 +20,12 @@
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
-#include "gspo/train/async_schedule.h"
-#include "gspo/train/partial_source.h"
-#include "gspo/train/rollout_source.h"
-#include "gspo/train/sampling_copy.h"
-#include "gspo/train/scored_wire.h"
-#include "gspo/train/training_data.h"
+#include "gspo/train/async/async_schedule.h"
+#include "gspo/train/sources/partial_source.h"
+#include "gspo/train/sources/rollout_source.h"
+#include "gspo/train/sources/sampling_copy.h"
+#include "gspo/train/async/scored_wire.h"
+#include "gspo/train/sources/training_data.h"
 
 namespace gspo::train {
 
@@ -53,7 +54,7 @@ struct RolloutWorker::Impl {
     const auto& m = cfg.model;
     lora = std::make_unique<model::LoraAdapters>(*policy, model::lora_spec(m, static_cast<uint64_t>(cfg.train.seed)));
     if (!m.adapter.empty()) io::load_adapters(m.adapter, *lora);  // (the trainers check the base)
-    copy.emplace(*policy, model::load_frozen(m.path, c10::kCPU, rollout_dtype(cfg)), lora.get());
+    copy.emplace(*policy, model::load_frozen(m.path, c10::kCPU, rollout::sampling_dtype(cfg)), lora.get());
     lora->share_untargeted(copy->model());
     copy->model().move_to(device);
   }
@@ -68,20 +69,20 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
   auto rows = data::load_dataset(cfg.data);
   s.verifier = reward::make_verifier(cfg, rows);
   if (cfg.model.lora_rank > 0) {
-    s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout_dtype(cfg)));
+    s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout::sampling_dtype(cfg)));
     s.make_adapters(where.device);
   } else if (cfg.model.adapter.empty()) {
-    s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout_dtype(cfg)));
+    s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout::sampling_dtype(cfg)));
   } else {  // the trainers' start: the adapters merged into the base as its file holds it, then cast
     s.policy.emplace(model::load_frozen(cfg.model.path, where.device));
     io::merge_adapter_dir(*s.policy, cfg.model.adapter);
-    s.policy->set_param_dtype(rollout_dtype(cfg));
+    s.policy->set_param_dtype(rollout::sampling_dtype(cfg));
   }
   model::check_contract(*s.policy);
   s.tok = tokenizer::from_path_or_spec(cfg.tokenizer.path, s.policy->tokenizer_json(), cfg.model.path);
   int64_t dropped = 0;
   s.examples = fit_training_rows(std::move(rows), cfg, *s.tok, *s.policy, false, dropped);
-  auto sp = eval::rollout_sampling(cfg);
+  auto sp = rollout::sampling_params(cfg);
   sp.progress = cfg.logging.progress && s.group.is_main();  // the live rollout line, on the first rollout rank
   s.sampler = std::make_unique<rollout::Sampler>(s.sampling_model(), *s.tok, sp);
   s.tools = env::make_tool_env(cfg, *s.tok, s.sampling_model());
@@ -142,7 +143,7 @@ TrainSummary RolloutWorker::run() {
                                 c.distributed.bucket_mb * 1024 * 1024, c.async.wait_timeout_s);
       s.copy->mark_stale();
     } else if (ctl.weights) {
-      parallel::receive_weights(s.link, 0, kTagWeights, s.policy->parameters(), rollout_dtype(c),
+      parallel::receive_weights(s.link, 0, kTagWeights, s.policy->parameters(), rollout::sampling_dtype(c),
                                 c.distributed.bucket_mb * 1024 * 1024, c.async.wait_timeout_s);
     }
     const double waited = core::seconds_since(t_wait);

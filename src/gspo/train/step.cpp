@@ -17,7 +17,7 @@
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
 #include "gspo/train/routing.h"
-#include "gspo/train/update_engine.h"
+#include "gspo/train/engines/update_engine.h"
 
 namespace gspo::train {
 namespace {

@@ -18,7 +18,7 @@
 #include "gspo/algo/loss.h"
 #include "gspo/algo/mismatch.h"
 #include "gspo/train/logprobs.h"
-#include "gspo/train/rollout_source.h"  // Scored, the source; with it the config, cursor, batch and metrics
+#include "gspo/train/sources/rollout_source.h"  // Scored, the source; with it the config, cursor, batch and metrics
 
 namespace gspo::model { class LoraAdapters; }
 

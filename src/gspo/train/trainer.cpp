@@ -1,4 +1,5 @@
 // Trainer setup (models, data, update engine, run directory, resume) and the step loop.
+#include "gspo/rollout/sampling_config.h"
 #include "gspo/train/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -37,13 +38,13 @@
 #include "gspo/train/expert_setup.h"
 #include "gspo/train/greedy_eval.h"
 #include "gspo/train/rank_share.h"
-#include "gspo/train/sampling_copy.h"
+#include "gspo/train/sources/sampling_copy.h"
 #include "gspo/train/step.h"
-#include "gspo/train/partial_source.h"
-#include "gspo/train/streamed_source.h"
-#include "gspo/train/async_schedule.h"
-#include "gspo/train/training_data.h"
-#include "gspo/train/update_engine.h"
+#include "gspo/train/sources/partial_source.h"
+#include "gspo/train/async/streamed_source.h"
+#include "gspo/train/async/async_schedule.h"
+#include "gspo/train/sources/training_data.h"
+#include "gspo/train/engines/update_engine.h"
 
 namespace gspo::train {
 namespace {
@@ -264,7 +265,7 @@ void Trainer::Impl::make_lora_sampling_copy(c10::Device device) {
     log::info("sampling: the whole hold gathers the sharded base and merges the adapters into it in place (no copy)");
     return;
   }
-  sampling_copy.emplace(*policy, model::load_frozen(cfg.model.path, c10::kCPU, rollout_dtype(cfg)), lora.get());
+  sampling_copy.emplace(*policy, model::load_frozen(cfg.model.path, c10::kCPU, rollout::sampling_dtype(cfg)), lora.get());
   auto& copy = sampling_copy->model();
   const int64_t shared = lora->share_untargeted(copy);
   copy.move_to(device);
@@ -274,7 +275,7 @@ void Trainer::Impl::make_lora_sampling_copy(c10::Device device) {
 
 // After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
 void Trainer::Impl::make_sampler() {
-  auto sp = eval::rollout_sampling(cfg);
+  auto sp = rollout::sampling_params(cfg);
   sp.progress = cfg.logging.progress;
   auto& model = sampling_copy ? sampling_copy->model() : *policy;
   sampler = std::make_unique<rollout::Sampler>(model, *tok, sp);

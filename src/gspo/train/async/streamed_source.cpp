@@ -1,4 +1,5 @@
-#include "gspo/train/streamed_source.h"
+#include "gspo/rollout/sampling_config.h"
+#include "gspo/train/async/streamed_source.h"
 
 #include <torch/torch.h>
 
@@ -8,8 +9,8 @@
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
-#include "gspo/train/scored_wire.h"
-#include "gspo/train/update_engine.h"
+#include "gspo/train/async/scored_wire.h"
+#include "gspo/train/engines/update_engine.h"
 
 namespace gspo::train {
 namespace {
@@ -44,7 +45,7 @@ void StreamedSource::ask(int64_t version, const data::Cursor* cursor, StepMetric
     if (trainers_.rank() == 0 && lora_)
       bytes = sender_.send(lora_->parameters(), peers, at::kFloat, cfg_.distributed.bucket_mb * kMiB);
     else if (trainers_.rank() == 0)
-      bytes = sender_.send(policy_.parameters(), peers, rollout_dtype(cfg_), cfg_.distributed.bucket_mb * kMiB);
+      bytes = sender_.send(policy_.parameters(), peers, rollout::sampling_dtype(cfg_), cfg_.distributed.bucket_mb * kMiB);
   }
   if (trainers_.rank() == 0) {
     while (!controls_.empty() && controls_.front().ready()) controls_.front().wait(), controls_.pop_front();

@@ -1,4 +1,4 @@
-#include "gspo/train/partial_source.h"
+#include "gspo/train/sources/partial_source.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "gspo/train/training_data.h"
+#include "gspo/train/sources/training_data.h"
 
 #include "gspo/core/log.h"
 #include "gspo/data/prompt_fit.h"

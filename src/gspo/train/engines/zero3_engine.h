@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "gspo/train/update_engine.h"
+#include "gspo/train/engines/update_engine.h"
 
 namespace gspo::train {
 

@@ -1,4 +1,4 @@
-#include "gspo/train/engine_weights.h"
+#include "gspo/train/engines/engine_weights.h"
 
 #include <torch/torch.h>
 

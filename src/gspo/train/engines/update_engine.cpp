@@ -1,6 +1,6 @@
 // The two update engines: torch's AdamW over replicated state, and ZeRO-1's sharded AdamW. Both share the precision
 // handling (Weights: the policy's own float32 parameters, or float32 masters of a bf16 policy).
-#include "gspo/train/update_engine.h"
+#include "gspo/train/engines/update_engine.h"
 
 #include <torch/torch.h>
 
@@ -11,14 +11,14 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/parallel/sharded_adamw.h"
-#include "gspo/train/fused_step.h"
-#include "gspo/train/optimizer_files.h"
+#include "gspo/train/engines/fused_step.h"
+#include "gspo/train/engines/optimizer_files.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
-#include "gspo/train/grad_clip.h"
-#include "gspo/train/engine_weights.h"
-#include "gspo/train/zero3_engine.h"
+#include "gspo/train/engines/grad_clip.h"
+#include "gspo/train/engines/engine_weights.h"
+#include "gspo/train/engines/zero3_engine.h"
 
 namespace gspo::train {
 namespace {
@@ -36,7 +36,7 @@ namespace {
 namespace {
 
 // Replicated AdamW: gradients all-reduced bucket by bucket, clip_grad_norm_'s clip and torch::optim::AdamW's step
-// through torch's multi-tensor kernels (train/fused_step.h: a few launches a step, not a dozen a parameter).
+// through torch's multi-tensor kernels (train/engines/fused_step.h: a few launches a step, not a dozen a parameter).
 class AdamWEngine : public UpdateEngine {
  public:
   AdamWEngine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)

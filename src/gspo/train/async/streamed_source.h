@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "gspo/parallel/weight_sync.h"
-#include "gspo/train/async_schedule.h"
-#include "gspo/train/rollout_source.h"
+#include "gspo/train/async/async_schedule.h"
+#include "gspo/train/sources/rollout_source.h"
 
 namespace gspo::model { class LoraAdapters; }
 

@@ -14,10 +14,10 @@
 #include "gspo/parallel/expert_rollout.h"
 #include "gspo/parallel/expert_shards.h"
 #include "gspo/parallel/sharded_adamw.h"
-#include "gspo/train/engine_weights.h"
-#include "gspo/train/grad_clip.h"
-#include "gspo/train/optimizer_files.h"
-#include "gspo/train/zero3_engine.h"
+#include "gspo/train/engines/engine_weights.h"
+#include "gspo/train/engines/grad_clip.h"
+#include "gspo/train/engines/optimizer_files.h"
+#include "gspo/train/engines/zero3_engine.h"
 
 namespace gspo::train {
 namespace {

@@ -1,4 +1,4 @@
-#include "gspo/train/rollout_source.h"
+#include "gspo/train/sources/rollout_source.h"
 
 #include <torch/torch.h>
 
@@ -11,7 +11,7 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/tokenizer/tokenizer.h"
-#include "gspo/train/sampling_copy.h"
+#include "gspo/train/sources/sampling_copy.h"
 
 namespace gspo::train {
 namespace {

@@ -1,5 +1,5 @@
 // The metrics table rendered: column statistics, the JSONL line, the Markdown and JSON references.
-#include "gspo/train/metrics.h"
+#include "gspo/train/metrics/metrics.h"
 
 #include <nlohmann/json.hpp>
 

@@ -16,7 +16,7 @@
 #include "gspo/data/example.h"
 #include "gspo/rollout/noise.h"
 #include "gspo/rollout/sampler.h"
-#include "gspo/train/metrics.h"
+#include "gspo/train/metrics/metrics.h"
 
 namespace gspo::parallel { class Comm; }
 namespace gspo::model { class Policy; }

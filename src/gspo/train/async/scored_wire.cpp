@@ -1,4 +1,4 @@
-#include "gspo/train/scored_wire.h"
+#include "gspo/train/async/scored_wire.h"
 
 #include <torch/serialize/archive.h>
 #include <torch/torch.h>

@@ -1,4 +1,4 @@
-#include "gspo/train/fused_step.h"
+#include "gspo/train/engines/fused_step.h"
 
 #include <map>
 #include <stdexcept>

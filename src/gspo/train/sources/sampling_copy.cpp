@@ -1,4 +1,4 @@
-#include "gspo/train/sampling_copy.h"
+#include "gspo/train/sources/sampling_copy.h"
 
 #include <torch/torch.h>
 

@@ -7,7 +7,7 @@
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/zero3.h"
-#include "gspo/train/zero3_engine.h"
+#include "gspo/train/engines/zero3_engine.h"
 
 namespace gspo::train {
 namespace {

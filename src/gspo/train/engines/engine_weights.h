@@ -1,4 +1,4 @@
-// What an update engine's optimizer updates (train/update_engine.h): the policy's parameters (float32), float32
+// What an update engine's optimizer updates (train/engines/update_engine.h): the policy's parameters (float32), float32
 // masters of its bf16 parameters, or low-rank adapters (float32) of a frozen base in either dtype; params() in the
 // order of Policy::parameters() (adapters: LoraAdapters::parameters()).
 #pragma once
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gspo/config/choices.h"
-#include "gspo/train/master_weights.h"
+#include "gspo/train/engines/master_weights.h"
 
 namespace gspo::model { class Policy; class LoraAdapters; }
 

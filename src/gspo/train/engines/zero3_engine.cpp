@@ -1,5 +1,5 @@
 // The ZeRO-3 update engine: parallel::Zero3 behind the UpdateEngine interface, and its checkpoint files.
-#include "gspo/train/zero3_engine.h"
+#include "gspo/train/engines/zero3_engine.h"
 
 #include <torch/torch.h>
 
@@ -12,8 +12,8 @@
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/zero3.h"
-#include "gspo/train/grad_clip.h"
-#include "gspo/train/optimizer_files.h"
+#include "gspo/train/engines/grad_clip.h"
+#include "gspo/train/engines/optimizer_files.h"
 
 namespace gspo::train {
 namespace {

@@ -1,4 +1,4 @@
-#include "gspo/train/master_weights.h"
+#include "gspo/train/engines/master_weights.h"
 
 #include <torch/torch.h>
 

@@ -72,10 +72,4 @@ inline Control control_of(const at::Tensor& t) {
   return {p[0], p[1], p[2], p[3], p[4], p[5], p[6]};
 }
 
-// The dtype the rollout ranks sample in: bf16 when rollout.dtype or model.dtype asks for it.
-inline c10::ScalarType rollout_dtype(const config::Config& c) {
-  return c.rollout.dtype == config::RolloutDtype::kBFloat16 || c.model.dtype == config::Dtype::kBFloat16
-             ? c10::kBFloat16 : c10::kFloat;
-}
-
 }  // namespace gspo::train

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gspo/train/rollout_source.h"
+#include "gspo/train/sources/rollout_source.h"
 
 namespace gspo::train {
 

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "gspo/parallel/comm.h"
-#include "gspo/train/metrics.h"
+#include "gspo/train/metrics/metrics.h"
 
 namespace gspo::train {
 namespace {
