@@ -102,8 +102,9 @@ TEST_CASE("external verifier: a program that exits fails the request and every l
 }
 
 TEST_CASE("external verifier: a program that never answers times out and is killed", "[reward][external]") {
-  // A pipeline: the shell forks both sides, so only killing the process group stops the sleep.
-  const std::string marker = "1234.5";
+  // A pipeline: the shell forks both sides, so only killing the process group stops the sleep. The markers carry this
+  // process's id, so a sleep left by another run of the suite (one killed midway) is not counted as ours.
+  const std::string marker = "1234.5" + std::to_string(getpid());
   const std::string cmd = "sleep " + marker + " | cat";
   auto v = std::make_unique<ExternalVerifier>(cmd, 1.0);
   auto t0 = Clock::now();
@@ -122,7 +123,7 @@ TEST_CASE("external verifier: a program that never answers times out and is kill
   CHECK(gone(marker));
 
   // A request larger than the pipe buffer to a program that never reads: the write is bounded by the timeout too.
-  const std::string deaf_marker = "1234.7";
+  const std::string deaf_marker = "1234.7" + std::to_string(getpid());
   t0 = Clock::now();
   {
     ExternalVerifier deaf("sleep " + deaf_marker, 1.0);
