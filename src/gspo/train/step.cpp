@@ -18,22 +18,13 @@
 #include "gspo/train/rank_share.h"
 #include "gspo/train/routing.h"
 #include "gspo/train/engines/update_engine.h"
+#include "gspo/train/metrics/moe_load.h"
 
 namespace gspo::train {
 namespace {
 
 using core::Clock;
 constexpr double kMiB = 1024.0 * 1024.0;
-
-// MoE models: per MoE layer, max expert share / mean share of the last training forward (1 = perfectly balanced).
-void record_expert_load(model::Policy& policy, StepMetrics& m) {
-  for (const auto& load : policy.expert_load()) {
-    if (load.numel() == 0) continue;
-    m.moe_load_imbalance.push_back(load.max().item<double>() * static_cast<double>(load.numel()));
-  }
-  if (!m.moe_load_imbalance.empty())
-    m.moe_load_imbalance_max = *std::max_element(m.moe_load_imbalance.begin(), m.moe_load_imbalance.end());
-}
 
 // One phase's memory high-water mark (core/resources.h), in MiB: the peak restarts when this is made. Cost: a
 // /proc write that walks the page tables once (CPU) or an allocator call (CUDA).
@@ -298,7 +289,7 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.experts_on = p_.experts != nullptr;
   m.zero3_gathers = gathers.gathers;
   m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
-  if (!p_.experts) record_expert_load(p_.policy, m);  // (expert parallelism: measured in update(), from the exchange)
+  if (!p_.experts) record_moe_load(p_.policy.expert_load(), m);  // (expert parallelism: in update(), from the exchange)
   reduce_across_ranks(m, p_.comm);
   auto counters = p_.comm.take_counters();
   if (p_.experts) {  // the exchanges of every MoE layer, in training and in the rollout

@@ -15,6 +15,7 @@
 #include "gspo/train/schedule.h"
 #include "gspo/train/step.h"
 #include "gspo/train/engines/update_engine.h"
+#include "gspo/train/metrics/moe_load.h"
 
 namespace gspo::train {
 namespace {
@@ -40,9 +41,8 @@ at::Tensor high_entropy_tokens(const at::Tensor& entropy, const at::Tensor& loss
   return valid & (entropy >= threshold);
 }
 
-// Expert parallelism's moe_load_imbalance: per MoE layer, the largest expert's share of the routing slots of the last
-// training forward (`last`, this rank's rows; summed over the group, every column as the model's own count) times
-// the layer's experts. Collective over the group.
+// Expert parallelism's moe_load_imbalance (metrics/moe_load.h) from the routing of the last training forward (`last`,
+// this rank's rows): each MoE layer's per-expert counts summed over the group. Collective over the group.
 void record_expert_load(model::Policy& policy, const RouteRecord& last, parallel::Comm& group, StepMetrics& m) {
   std::vector<at::Tensor> counts;
   std::vector<int64_t> experts;
@@ -55,15 +55,13 @@ void record_expert_load(model::Policy& policy, const RouteRecord& last, parallel
   }
   auto all = torch::cat(counts);
   group.all_reduce(all);
+  std::vector<at::Tensor> per_layer;
   int64_t at = 0;
   for (int64_t n : experts) {
-    const auto c = all.narrow(0, at, n);
+    per_layer.push_back(all.narrow(0, at, n));
     at += n;
-    const double total = c.sum().item<double>();
-    if (total > 0) m.moe_load_imbalance.push_back(c.max().item<double>() / total * static_cast<double>(n));
   }
-  if (!m.moe_load_imbalance.empty())
-    m.moe_load_imbalance_max = *std::max_element(m.moe_load_imbalance.begin(), m.moe_load_imbalance.end());
+  record_moe_load(per_layer, m);
 }
 
 [[noreturn]] void nonfinite(int64_t step, size_t mb, const std::string& what) {
