@@ -485,6 +485,96 @@ MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg,
   return p;
 }
 
+namespace {
+// The phases of a training rank: rollout (weight sync beside rollout ranks), logprobs, the update and, with ZeRO-3,
+// the start-up's load on the host.
+void add_phases(const Sizes& z, const config::Config& cfg, const PlanInputs& in, bool async, MemoryPlan& p) {
+  if (async)
+    p.phases.push_back(phase("weight sync", weight_sync_terms(z), p.resident_bytes));
+  else
+    p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
+  p.phases.push_back(phase("logprobs", logprobs_terms(z), p.resident_bytes));
+  // The update's peak: the backward of one micro-batch, or the optimizer step, whichever is larger.
+  const auto backward = backward_terms(z);
+  const auto step = step_terms(z);
+  const bool step_wins = sum(step) > sum(backward);
+  p.phases.push_back(phase("update", step_wins ? step : backward, p.resident_bytes));
+  if (step_wins) p.notes.push_back("the update's peak is the optimizer step, not the backward");
+  if (z.zero3) {  // start-up on the host: the device's memory only on the CPU
+    const double runtime = in.runtime_mb * kMiB;
+    auto load = phase("load", {load_term(z)}, runtime);
+    load.on_resident = false;
+    // model.device auto: the run's machine is taken to have CUDA (--device-gb is a GPU's memory).
+    if (core::device_type(cfg.model.device, /*cuda_available=*/true, "model.device") == c10::kCPU)
+      p.phases.insert(p.phases.begin(), load);
+    else
+      p.notes.push_back("host memory while loading: " + mib(load.peak_bytes) + " a rank (the whole float32 model "
+                        "is read, then cut; the device receives only the shards)");
+  }
+}
+
+// The plan's peak: the first phase with the largest peak.
+void pick_peak(MemoryPlan& p) {
+  for (const auto& ph : p.phases)
+    if (ph.peak_bytes > p.peak_bytes) {
+      p.peak_bytes = ph.peak_bytes;
+      p.peak_phase = ph.name;
+    }
+}
+
+// With expert parallelism: host memory while loading, and the expert exchange's traffic per MoE layer.
+void add_expert_notes(const ModelShape& shape, const Sizes& z, int64_t W, MemoryPlan& p) {
+  const double L = static_cast<double>(std::min<int64_t>(W, 8)), k = shape.experts_per_token;
+  p.notes.push_back("host memory while loading (a node's ranks in turns, train/expert_setup.h): " + mib(4 * z.N) +
+                    " for the rank reading the float32 model, " + mib(4 * z.Nk) + " kept after; a node of " +
+                    num(L) + " ranks at most " + mib(4 * z.N + (L - 1) * 4 * z.Nk) + " (all at once: " +
+                    mib(L * 4 * z.N) + ")");
+  p.notes.push_back("expert exchange per MoE layer: top-" + num(k) + " x " + num(shape.hidden_size) + " x " + z.bs +
+                    " B = " + num(k * shape.hidden_size * z.b) + " B a token each way (dispatch and combine), "
+                    "in the forward and again in the backward (activation checkpointing recomputes the forward's "
+                    "too); " + mib(k * shape.hidden_size * z.b * z.Tm) + " a layer for the largest micro-batch");
+}
+
+// The same run with the experts shared by every rank, and with ZeRO-3, where they apply: planned for comparison.
+void add_comparisons(const ModelShape& shape, const config::Config& cfg, const PlanInputs& given, const Sizes& z,
+                     int64_t W, MemoryPlan& p) {
+  const bool ep_fits = z.E == 1 && !z.zero3 && !z.lora && W > 1 && !shape.moe_layers.empty() &&
+                       shape.num_experts % W == 0 && cfg.distributed.rollout_ranks == 0;
+  if (ep_fits) {
+    config::Config ce = cfg;
+    ce.distributed.expert_parallel = W;
+    ce.distributed.zero_stage = 1;
+    ce.train.chunked_head = true;
+    const auto pe = plan_memory(shape, ce, given);
+    p.notes.push_back("with distributed.expert_parallel " + std::to_string(W) + " (and zero_stage 1): peak " +
+                      mib(pe.peak_bytes) + " per rank (" + pe.peak_phase + ")");
+  }
+  if (W > 1 && !z.zero3 && z.E == 1) {
+    config::Config c3 = cfg;
+    c3.distributed.zero_stage = 3;
+    c3.train.activation_checkpointing = true;
+    c3.distributed.zero3_keep_whole = false;
+    const auto p3 = plan_memory(shape, c3, given);
+    p.notes.push_back("with distributed.zero_stage 3 (and activation checkpointing): peak " + mib(p3.peak_bytes) +
+                      " per rank (" + p3.peak_phase + ")");
+  }
+}
+
+// What the plan assumes of the run and leaves out.
+void add_assumptions(const config::Config& cfg, const Sizes& z, int64_t W, bool async, MemoryPlan& p) {
+  if (async)
+    p.notes.push_back("a training rank of " + std::to_string(W) + " beside " +
+                      std::to_string(cfg.distributed.rollout_ranks) + " rollout rank(s): it samples nothing (no KV "
+                      "cache); its rows are what it trains on");
+  p.notes.push_back("prompt length " + std::to_string(z.P) + " tokens (--prompt-tokens), responses at "
+                    "max_new_tokens " + std::to_string(z.S) + ": every row at full length");
+  if (cfg.rollout.kv_cache_fraction > 0)
+    p.notes.push_back("rollout.kv_cache_fraction sizes the cache from the memory free at run time: not modelled");
+  if (!cfg.train.activation_checkpointing && !cfg.train.chunked_head)
+    p.notes.push_back("train.activation_checkpointing and chunked_head off: the model's logits_from path");
+}
+}  // namespace
+
 MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const PlanInputs& given) {
   const auto& ro = cfg.rollout;
   PlanInputs in = given;
@@ -508,75 +598,12 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   if (z.lora)
     p.notes.push_back("LoRA rank " + std::to_string(cfg.model.lora_rank) + ": " + num(z.Na) + " adapter parameters (" +
                       num(std::round(1e4 * z.Na / z.N) / 100) + "% of the model) train; the base is frozen");
-  if (async)
-    p.phases.push_back(phase("weight sync", weight_sync_terms(z), p.resident_bytes));
-  else
-    p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
-  p.phases.push_back(phase("logprobs", logprobs_terms(z), p.resident_bytes));
-  // The update's peak: the backward of one micro-batch, or the optimizer step, whichever is larger.
-  const auto backward = backward_terms(z);
-  const auto step = step_terms(z);
-  const bool step_wins = sum(step) > sum(backward);
-  p.phases.push_back(phase("update", step_wins ? step : backward, p.resident_bytes));
-  if (step_wins) p.notes.push_back("the update's peak is the optimizer step, not the backward");
-  if (z.zero3) {  // start-up on the host: the device's memory only on the CPU
-    const double runtime = in.runtime_mb * kMiB;
-    auto load = phase("load", {load_term(z)}, runtime);
-    load.on_resident = false;
-    // model.device auto: the run's machine is taken to have CUDA (--device-gb is a GPU's memory).
-    if (core::device_type(cfg.model.device, /*cuda_available=*/true, "model.device") == c10::kCPU)
-      p.phases.insert(p.phases.begin(), load);
-    else
-      p.notes.push_back("host memory while loading: " + mib(load.peak_bytes) + " a rank (the whole float32 model "
-                        "is read, then cut; the device receives only the shards)");
-  }
-  for (const auto& ph : p.phases)
-    if (ph.peak_bytes > p.peak_bytes) {
-      p.peak_bytes = ph.peak_bytes;
-      p.peak_phase = ph.name;
-    }
+  add_phases(z, cfg, in, async, p);
+  pick_peak(p);
   if (W > 1) add_not_built(z, p);
-  if (z.E > 1) {
-    const double L = static_cast<double>(std::min<int64_t>(W, 8)), k = shape.experts_per_token;
-    p.notes.push_back("host memory while loading (a node's ranks in turns, train/expert_setup.h): " + mib(4 * z.N) +
-                      " for the rank reading the float32 model, " + mib(4 * z.Nk) + " kept after; a node of " +
-                      num(L) + " ranks at most " + mib(4 * z.N + (L - 1) * 4 * z.Nk) + " (all at once: " +
-                      mib(L * 4 * z.N) + ")");
-    p.notes.push_back("expert exchange per MoE layer: top-" + num(k) + " x " + num(shape.hidden_size) + " x " + z.bs +
-                      " B = " + num(k * shape.hidden_size * z.b) + " B a token each way (dispatch and combine), "
-                      "in the forward and again in the backward (activation checkpointing recomputes the forward's "
-                      "too); " + mib(k * shape.hidden_size * z.b * z.Tm) + " a layer for the largest micro-batch");
-  }
-  const bool ep_fits = z.E == 1 && !z.zero3 && !z.lora && W > 1 && !shape.moe_layers.empty() &&
-                       shape.num_experts % W == 0 && cfg.distributed.rollout_ranks == 0;
-  if (ep_fits) {  // the same run with the experts shared by every rank, for comparison
-    config::Config ce = cfg;
-    ce.distributed.expert_parallel = W;
-    ce.distributed.zero_stage = 1;
-    ce.train.chunked_head = true;
-    const auto pe = plan_memory(shape, ce, given);
-    p.notes.push_back("with distributed.expert_parallel " + std::to_string(W) + " (and zero_stage 1): peak " +
-                      mib(pe.peak_bytes) + " per rank (" + pe.peak_phase + ")");
-  }
-  if (W > 1 && !z.zero3 && z.E == 1) {  // the same run with ZeRO-3, for comparison
-    config::Config c3 = cfg;
-    c3.distributed.zero_stage = 3;
-    c3.train.activation_checkpointing = true;
-    c3.distributed.zero3_keep_whole = false;
-    const auto p3 = plan_memory(shape, c3, given);
-    p.notes.push_back("with distributed.zero_stage 3 (and activation checkpointing): peak " + mib(p3.peak_bytes) +
-                      " per rank (" + p3.peak_phase + ")");
-  }
-  if (async)
-    p.notes.push_back("a training rank of " + std::to_string(W) + " beside " +
-                      std::to_string(cfg.distributed.rollout_ranks) + " rollout rank(s): it samples nothing (no KV "
-                      "cache); its rows are what it trains on");
-  p.notes.push_back("prompt length " + std::to_string(z.P) + " tokens (--prompt-tokens), responses at "
-                    "max_new_tokens " + std::to_string(z.S) + ": every row at full length");
-  if (ro.kv_cache_fraction > 0)
-    p.notes.push_back("rollout.kv_cache_fraction sizes the cache from the memory free at run time: not modelled");
-  if (!cfg.train.activation_checkpointing && !cfg.train.chunked_head)
-    p.notes.push_back("train.activation_checkpointing and chunked_head off: the model's logits_from path");
+  if (z.E > 1) add_expert_notes(shape, z, W, p);
+  add_comparisons(shape, cfg, given, z, W, p);
+  add_assumptions(cfg, z, W, async, p);
   return p;
 }
 

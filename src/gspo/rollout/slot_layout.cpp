@@ -70,6 +70,19 @@ class SlotLayout final : public KvLayout {
     while (plan_ && queued_ < N_ && plan_->rows[queued_].finish != Finish::kCarried) ++queued_;
   }
 
+  // refill()'s steps, in order. RefillPlan: the copies, and the prefill entries: a fresh prompt once (fill_prompt its
+  // index) or a continued row alone (-1); each admit's own entry (a continued row's; -1 for the others).
+  struct RefillPlan {
+    std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<int64_t>>> copies;  // prompt -> (from, to) slots
+    std::vector<int64_t> fill_prompt, fill_row, fill_slots, fill_source, entry;
+  };
+  std::vector<Admit> take_free_slots(const SlotState& s);
+  RefillPlan plan_refill(const std::vector<Admit>& admits) const;
+  at::Tensor prefill(DecodeLoop& loop, const RefillPlan& r);
+  std::vector<at::Tensor> place(std::vector<Admit>& admits, const std::vector<int64_t>& entry,
+                                const at::Tensor& first_of_fill);
+  void release_prompts();
+
   const int64_t G_, N_, C_, pad_, slots_;
   const CallPlan* plan_;
   at::Tensor cache_;
@@ -86,68 +99,91 @@ class SlotLayout final : public KvLayout {
 void SlotLayout::refill(DecodeLoop& loop) {
   const auto& s = loop.slots();
   loop.stats().kv_bytes = std::max<int64_t>(loop.stats().kv_bytes, cache_.nbytes());
+  auto admits = take_free_slots(s);
+  if (admits.empty()) return;
+  const auto r = plan_refill(admits);
+  // Copies read before the prefill below overwrites any slot (a holder may be among the slots being refilled).
+  for (const auto& [prompt, c] : r.copies)
+    policy_.copy_slots(cache_, loop.upload(c.first), loop.upload(c.second), static_cast<int64_t>(prompts_[prompt].size()));
+  at::Tensor first_of_fill;
+  if (!r.fill_prompt.empty()) first_of_fill = prefill(loop, r);
+  const auto first = place(admits, r.entry, first_of_fill);
+  loop.admit(admits, torch::stack(first));
+  release_prompts();
+}
+
+// The free slots, each given the next waiting row (in queue order, while rows wait).
+std::vector<Admit> SlotLayout::take_free_slots(const SlotState& s) {
   std::vector<Admit> admits;
   for (int64_t i = 0; i < s.size() && queued_ < N_; ++i)
     if (!s.running(i)) admits.push_back({i, queued_++, 0}), skip_ended();
-  if (admits.empty()) return;
+  return admits;
+}
 
-  std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<int64_t>>> copies;  // prompt -> (from, to) slots
-  // Prefill entries: a fresh prompt once (fill_prompt its index) or a continued row alone (-1); each admit's entry.
-  std::vector<int64_t> fill_prompt, fill_row, fill_slots, fill_source, entry(admits.size(), -1);
+// Where each admitted row's prompt columns come from: its slot already, a copy from a holder, or a prefill entry.
+SlotLayout::RefillPlan SlotLayout::plan_refill(const std::vector<Admit>& admits) const {
+  RefillPlan r;
+  r.entry.assign(admits.size(), -1);
   for (size_t i = 0; i < admits.size(); ++i) {
     const auto& a = admits[i];
     const int64_t prompt = a.row / G_;
     if (start(a.row) > 0) {
-      fill_prompt.push_back(-1), fill_row.push_back(a.row);
-      fill_slots.push_back(a.slot), fill_source.push_back(static_cast<int64_t>(fill_prompt.size()) - 1);
-      entry[i] = fill_source.back();
+      r.fill_prompt.push_back(-1), r.fill_row.push_back(a.row);
+      r.fill_slots.push_back(a.slot), r.fill_source.push_back(static_cast<int64_t>(r.fill_prompt.size()) - 1);
+      r.entry[i] = r.fill_source.back();
       continue;
     }
     if (prefix_[a.slot] == prompt) continue;  // the slot already holds this prompt's columns
     auto holder = std::find(prefix_.begin(), prefix_.end(), prompt);
     if (holder != prefix_.end()) {  // in queue order only the refill's first prompt can have been given out before
-      copies[prompt].first.push_back(holder - prefix_.begin());
-      copies[prompt].second.push_back(a.slot);
+      r.copies[prompt].first.push_back(holder - prefix_.begin());
+      r.copies[prompt].second.push_back(a.slot);
       continue;
     }
-    auto same = std::find(fill_prompt.begin(), fill_prompt.end(), prompt);
-    if (same == fill_prompt.end()) {
-      fill_prompt.push_back(prompt), fill_row.push_back(a.row);
-      same = fill_prompt.end() - 1;
+    auto same = std::find(r.fill_prompt.begin(), r.fill_prompt.end(), prompt);
+    if (same == r.fill_prompt.end()) {
+      r.fill_prompt.push_back(prompt), r.fill_row.push_back(a.row);
+      same = r.fill_prompt.end() - 1;
     }
-    fill_slots.push_back(a.slot);
-    fill_source.push_back(same - fill_prompt.begin());
+    r.fill_slots.push_back(a.slot);
+    r.fill_source.push_back(same - r.fill_prompt.begin());
   }
-  // Copies read before the prefill below overwrites any slot (a holder may be among the slots being refilled).
-  for (const auto& [prompt, c] : copies)
-    policy_.copy_slots(cache_, loop.upload(c.first), loop.upload(c.second), static_cast<int64_t>(prompts_[prompt].size()));
-  at::Tensor first_of_fill;
-  if (!fill_prompt.empty()) {
-    const int64_t K = static_cast<int64_t>(fill_prompt.size());
-    std::vector<std::vector<int64_t>> seqs(K);
-    int64_t T = 0;
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t row = fill_row[k];
-      seqs[k] = prompts_[row / G_];
-      if (fill_prompt[k] < 0) {
-        const auto& so_far = plan_->rows[row].ids;
-        seqs[k].insert(seqs[k].end(), so_far.begin(), so_far.end());
-        loop.stats().continued_rows += 1;
-        loop.stats().continued_tokens += static_cast<int64_t>(so_far.size());
-      }
-      T = std::max<int64_t>(T, seqs[k].size());
+  return r;
+}
+
+// Prefills the plan's entries (a continued row with its response so far) in one call: [K, V] logits of each entry's
+// last token; a fresh prompt's are kept for its rows to come.
+at::Tensor SlotLayout::prefill(DecodeLoop& loop, const RefillPlan& r) {
+  const int64_t K = static_cast<int64_t>(r.fill_prompt.size());
+  std::vector<std::vector<int64_t>> seqs(K);
+  int64_t T = 0;
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t row = r.fill_row[k];
+    seqs[k] = prompts_[row / G_];
+    if (r.fill_prompt[k] < 0) {
+      const auto& so_far = plan_->rows[row].ids;
+      seqs[k].insert(seqs[k].end(), so_far.begin(), so_far.end());
+      loop.stats().continued_rows += 1;
+      loop.stats().continued_tokens += static_cast<int64_t>(so_far.size());
     }
-    std::vector<int64_t> ids(K * T, pad_), lengths(K);
-    for (int64_t k = 0; k < K; ++k) {
-      lengths[k] = static_cast<int64_t>(seqs[k].size());
-      std::copy(seqs[k].begin(), seqs[k].end(), ids.begin() + k * T);
-    }
-    first_of_fill = policy_.prefill_slots(loop.upload(ids).view({K, T}), loop.upload(lengths), cache_,
-                                          loop.upload(fill_slots), loop.upload(fill_source));
-    loop.stats().prefill_tokens += K * T;
-    for (int64_t k = 0; k < K; ++k)
-      if (fill_prompt[k] >= 0) first_logits_[fill_prompt[k]] = first_of_fill[k];
+    T = std::max<int64_t>(T, seqs[k].size());
   }
+  std::vector<int64_t> ids(K * T, pad_), lengths(K);
+  for (int64_t k = 0; k < K; ++k) {
+    lengths[k] = static_cast<int64_t>(seqs[k].size());
+    std::copy(seqs[k].begin(), seqs[k].end(), ids.begin() + k * T);
+  }
+  auto first_of_fill = policy_.prefill_slots(loop.upload(ids).view({K, T}), loop.upload(lengths), cache_,
+                                             loop.upload(r.fill_slots), loop.upload(r.fill_source));
+  loop.stats().prefill_tokens += K * T;
+  for (int64_t k = 0; k < K; ++k)
+    if (r.fill_prompt[k] >= 0) first_logits_[r.fill_prompt[k]] = first_of_fill[k];
+  return first_of_fill;
+}
+
+// Sets each admit's first position and column and records its slot's prompt; returns each admit's first logits.
+std::vector<at::Tensor> SlotLayout::place(std::vector<Admit>& admits, const std::vector<int64_t>& entry,
+                                          const at::Tensor& first_of_fill) {
   std::vector<at::Tensor> first;
   for (size_t i = 0; i < admits.size(); ++i) {
     auto& a = admits[i];
@@ -162,7 +198,11 @@ void SlotLayout::refill(DecodeLoop& loop) {
     first.push_back(first_logits_.at(prompt));
     prefix_[a.slot] = prompt;
   }
-  loop.admit(admits, torch::stack(first));
+  return first;
+}
+
+// Drops what no waiting row needs: the first logits of prompts all of whose rows have slots, then prompt columns.
+void SlotLayout::release_prompts() {
   // A prompt whose rows all have slots needs its first logits no more.
   for (auto it = first_logits_.begin(); it != first_logits_.end();)
     it = (it->first + 1) * G_ <= queued_ ? first_logits_.erase(it) : std::next(it);

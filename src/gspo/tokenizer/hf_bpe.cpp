@@ -88,44 +88,124 @@ struct HfBpeTokenizer::Regex {
 
 HfBpeTokenizer::~HfBpeTokenizer() = default;
 
-HfBpeTokenizer::HfBpeTokenizer(const std::string& text, const std::string& config_text, const std::string& origin) {
-  json j;
+namespace {
+json parse_tokenizer_json(const std::string& text, const std::string& origin) {
   try {
-    j = json::parse(text);
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw DataError(origin + ": tokenizer.json is not valid JSON: " + std::string(e.what()).substr(0, 120));
   }
-  const auto& model = j.value("model", json::object());
+}
+
+// Throws unless `model` is a byte-level BPE model (no byte fallback).
+void check_bpe(const json& model, const std::string& origin) {
   if (model.value("type", "") != "BPE")
     throw DataError(origin + ": only BPE models are supported (got '" + model.value("type", "?") + "')");
   if (model.value("byte_fallback", false)) throw DataError(origin + ": byte_fallback BPE (SentencePiece style) is not supported");
+}
+
+void read_vocab(const json& model, const std::string& origin, std::unordered_map<std::string, int64_t>& vocab,
+                int64_t& vocab_size) {
+  for (const auto& [tok, id] : model.at("vocab").items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0)
+      throw DataError(origin + ": model.vocab['" + tok.substr(0, 40) + "'] is " + id.dump().substr(0, 40) +
+                      ", not a token id (an integer >= 0)");
+    vocab[tok] = id.get<int64_t>();
+    vocab_size = std::max(vocab_size, id.get<int64_t>() + 1);
+  }
+}
+
+// A merge's "left right" key, or "" when `m` is not a merge.
+std::string merge_key(const json& m) {
+  // A merge is "left right" (one space) or ["left", "right"]; anything else would merge tokens that never occur.
+  std::string key;
+  if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+    key = m[0].get<std::string>() + " " + m[1].get<std::string>();
+  } else if (m.is_string()) {
+    key = m.get<std::string>();
+    const auto sp = key.find(' ');
+    if (sp == 0 || sp == std::string::npos || sp + 1 == key.size() || key.find(' ', sp + 1) != std::string::npos)
+      key.clear();
+  }
+  return key;
+}
+
+// "left right" -> rank, in the file's order.
+void read_merges(const json& model, const std::string& origin, std::unordered_map<std::string, int>& merge_rank) {
+  int rank = 0;
+  for (const auto& m : model.at("merges")) {
+    const std::string key = merge_key(m);
+    if (key.empty())
+      throw DataError(origin + ": model.merges[" + std::to_string(rank) + "] is " + m.dump().substr(0, 60) +
+                      ", not a merge (\"left right\" or [\"left\", \"right\"])");
+    merge_rank.emplace(key, rank++);
+  }
+}
+
+// Whether the normaliser is NFC: none or NFC (alone or in a Sequence) is supported.
+bool reads_nfc(const json& j, const std::string& origin) {
+  bool nfc = false;
+  const auto& norm = j.value("normalizer", json());
+  auto accept_norm = [&](const json& n) {
+    const std::string t = n.value("type", "");
+    if (t == "NFC") nfc = true;
+    else throw DataError(origin + ": unsupported normalizer '" + t + "' (supported: NFC)");
+  };
+  if (norm.is_object()) {
+    if (norm.value("type", "") == "Sequence") for (const auto& n : norm.at("normalizers")) accept_norm(n);
+    else accept_norm(norm);
+  }
+  return nfc;
+}
+
+// Pre-tokenizer: Split (Isolated) patterns and a ByteLevel step; `add_split(pattern)` is called for each pattern, in
+// order.
+template <class AddSplit>
+void read_pre_tokenizer(const json& j, const std::string& origin, AddSplit&& add_split) {
+  auto accept_pre = [&](const json& p) {
+    const std::string t = p.value("type", "");
+    if (t == "Split") {
+      if (p.value("behavior", "") != "Isolated" || p.value("invert", false))
+        throw DataError(origin + ": only Split with behavior Isolated and invert false is supported");
+      add_split(p.at("pattern").at("Regex").get<std::string>());
+    } else if (t == "ByteLevel") {
+      if (p.value("add_prefix_space", false)) throw DataError(origin + ": ByteLevel add_prefix_space is not supported");
+      if (p.value("use_regex", true)) add_split(kGpt2Pattern);
+    } else {
+      throw DataError(origin + ": unsupported pre_tokenizer '" + t + "' (supported: Split, ByteLevel)");
+    }
+  };
+  const auto& pre = j.value("pre_tokenizer", json());
+  if (pre.is_object()) {
+    if (pre.value("type", "") == "Sequence") for (const auto& p : pre.at("pretokenizers")) accept_pre(p);
+    else accept_pre(pre);
+  }
+}
+
+// The id of a role's token: named in tokenizer_config.json (`cfg`) when given, else the first fallback known; -1 if
+// none.
+int64_t role_id(const HfBpeTokenizer& t, const json& cfg, const char* key,
+                std::initializer_list<const char*> fallbacks) {
+  if (cfg.is_object() && cfg.contains(key)) {
+    const auto& v = cfg[key];
+    std::string name = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", "") : "";
+    if (!name.empty()) return t.token_id(name);
+  }
+  for (const char* f : fallbacks)
+    if (t.token_id(f) >= 0) return t.token_id(f);
+  return -1;
+}
+}  // namespace
+
+HfBpeTokenizer::HfBpeTokenizer(const std::string& text, const std::string& config_text, const std::string& origin) {
+  const json j = parse_tokenizer_json(text, origin);
+  const auto& model = j.value("model", json::object());
+  check_bpe(model, origin);
   const char* part = "model.vocab";  // what is being read, for a message naming it
   try {
-    for (const auto& [tok, id] : model.at("vocab").items()) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0)
-        throw DataError(origin + ": model.vocab['" + tok.substr(0, 40) + "'] is " + id.dump().substr(0, 40) +
-                        ", not a token id (an integer >= 0)");
-      vocab_[tok] = id.get<int64_t>();
-      vocab_size_ = std::max(vocab_size_, id.get<int64_t>() + 1);
-    }
+    read_vocab(model, origin, vocab_, vocab_size_);
     part = "model.merges";
-    int rank = 0;
-    for (const auto& m : model.at("merges")) {
-      // A merge is "left right" (one space) or ["left", "right"]; anything else would merge tokens that never occur.
-      std::string key;
-      if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-        key = m[0].get<std::string>() + " " + m[1].get<std::string>();
-      } else if (m.is_string()) {
-        key = m.get<std::string>();
-        const auto sp = key.find(' ');
-        if (sp == 0 || sp == std::string::npos || sp + 1 == key.size() || key.find(' ', sp + 1) != std::string::npos)
-          key.clear();
-      }
-      if (key.empty())
-        throw DataError(origin + ": model.merges[" + std::to_string(rank) + "] is " + m.dump().substr(0, 60) +
-                        ", not a merge (\"left right\" or [\"left\", \"right\"])");
-      merge_rank_.emplace(key, rank++);
-    }
+    read_merges(model, origin, merge_rank_);
     part = "added_tokens";
     for (const auto& a : j.value("added_tokens", json::array())) {
       added_.push_back({a.at("content"), a.at("id"), a.value("special", false)});
@@ -139,52 +219,15 @@ HfBpeTokenizer::HfBpeTokenizer(const std::string& text, const std::string& confi
   id_to_token_.assign(vocab_size_, "");
   for (const auto& [tok, id] : vocab_) id_to_token_[id] = tok;
 
-  // Normaliser: none or NFC (alone or in a Sequence).
-  const auto& norm = j.value("normalizer", json());
-  auto accept_norm = [&](const json& n) {
-    const std::string t = n.value("type", "");
-    if (t == "NFC") nfc_ = true;
-    else throw DataError(origin + ": unsupported normalizer '" + t + "' (supported: NFC)");
-  };
-  if (norm.is_object()) {
-    if (norm.value("type", "") == "Sequence") for (const auto& n : norm.at("normalizers")) accept_norm(n);
-    else accept_norm(norm);
-  }
-  // Pre-tokenizer: Split (Isolated) patterns and a ByteLevel step.
-  auto accept_pre = [&](const json& p) {
-    const std::string t = p.value("type", "");
-    if (t == "Split") {
-      if (p.value("behavior", "") != "Isolated" || p.value("invert", false))
-        throw DataError(origin + ": only Split with behavior Isolated and invert false is supported");
-      splits_.push_back(std::make_unique<Regex>(p.at("pattern").at("Regex").get<std::string>(), origin));
-    } else if (t == "ByteLevel") {
-      if (p.value("add_prefix_space", false)) throw DataError(origin + ": ByteLevel add_prefix_space is not supported");
-      if (p.value("use_regex", true)) splits_.push_back(std::make_unique<Regex>(kGpt2Pattern, origin));
-    } else {
-      throw DataError(origin + ": unsupported pre_tokenizer '" + t + "' (supported: Split, ByteLevel)");
-    }
-  };
-  const auto& pre = j.value("pre_tokenizer", json());
-  if (pre.is_object()) {
-    if (pre.value("type", "") == "Sequence") for (const auto& p : pre.at("pretokenizers")) accept_pre(p);
-    else accept_pre(pre);
-  }
+  nfc_ = reads_nfc(j, origin);
+  read_pre_tokenizer(j, origin,
+                     [&](const std::string& pattern) { splits_.push_back(std::make_unique<Regex>(pattern, origin)); });
 
   // Roles from tokenizer_config.json when given, else conventional names.
   json cfg = config_text.empty() ? json::object() : json::parse(config_text, nullptr, false);
-  auto role = [&](const char* key, std::initializer_list<const char*> fallbacks) -> int64_t {
-    if (cfg.is_object() && cfg.contains(key)) {
-      const auto& v = cfg[key];
-      std::string name = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", "") : "";
-      if (!name.empty()) return token_id(name);
-    }
-    for (const char* f : fallbacks)
-      if (token_id(f) >= 0) return token_id(f);
-    return -1;
-  };
-  eos_id_ = role("eos_token", {"<|endoftext|>", "</s>", "<|end_of_text|>"});
-  bos_id_ = role("bos_token", {});
-  pad_id_ = role("pad_token", {});
+  eos_id_ = role_id(*this, cfg, "eos_token", {"<|endoftext|>", "</s>", "<|end_of_text|>"});
+  bos_id_ = role_id(*this, cfg, "bos_token", {});
+  pad_id_ = role_id(*this, cfg, "pad_token", {});
   if (pad_id_ < 0) pad_id_ = eos_id_;
   add_bos_ = bos_id_ >= 0 && cfg.is_object() && cfg.value("add_bos_token", false);
   for (const auto& a : added_)
