@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "gspo/config/options.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/train/metrics/metrics.h"
 #include "two_ranks.h"
@@ -71,9 +72,10 @@ TEST_CASE("the JSONL line follows the table: its order, optional rows only when 
   CHECK(j["loss"].get<double>() == Approx(1.5));
   CHECK(j["seq_ratio_min"].get<double>() == 0.0);
 
-  m.kl_on = true;
-  m.multi_rank = true;
+  m.show(train::Shown::kKl);
+  m.show(train::Shown::kMultiRank);
   m.moe_load_imbalance = {1.5, 2.0};
+  m.show(train::Shown::kMoe);
   auto k = nlohmann::json::parse(train::json_line(m));
   CHECK(k.contains("kl"));
   CHECK(k.contains("comm_frac"));
@@ -162,4 +164,26 @@ TEST_CASE("gathered columns are right when the ranks hold different numbers of r
         CHECK(got[key].get<double>() == expect[key].get<double>());
     }
   }
+}
+
+TEST_CASE("which rows are written is decided by one table from the config and the step", "[metrics]") {
+  config::Config c;
+  StepMetrics m;
+  m.set_shown(c, {});
+  for (size_t i = 1; i < static_cast<size_t>(train::Shown::kCount); ++i)
+    CHECK_FALSE(m.shown(static_cast<train::Shown>(i)));  // the defaults: only the rows written always
+  CHECK(m.shown(train::Shown::kAlways));
+  c.algorithm.kl_coef = 0.05;
+  c.async.partial_rollout = true;
+  m.moe_load_imbalance = {1.0};
+  m.set_shown(c, {true, 2, false});
+  CHECK(m.shown(train::Shown::kKl));
+  CHECK(m.shown(train::Shown::kCuda));
+  CHECK(m.shown(train::Shown::kMultiRank));
+  CHECK(m.shown(train::Shown::kMoe));
+  CHECK(m.shown(train::Shown::kStale));  // partial rollouts: rows may be sampled by older weights
+  CHECK(m.shown(train::Shown::kPartial));
+  CHECK_FALSE(m.shown(train::Shown::kAsync));
+  CHECK_FALSE(m.shown(train::Shown::kRouting));
+  CHECK(std::string(train::name_of(train::Shown::kExperts)) == "distributed.expert_parallel > 1");
 }

@@ -4,7 +4,6 @@
 
 #include "gspo/core/error.h"
 #include "gspo/model/policy.h"
-#include "gspo/parallel/expert_layer.h"
 #include "gspo/train/head_logprobs.h"
 
 namespace gspo::train {
@@ -118,12 +117,10 @@ void require_routing(const model::Policy& policy) {
     throw Error("'" + policy.path() + "' has no routing methods (route_api) to record or replay MoE routing with");
 }
 
-// embed and the decoder layers over right-aligned rows (checkpointed when asked and grad is on); MoE layers replay
-// and/or record experts as `routes` says (a recording layer runs without checkpointing: recording passes are no-grad ones).
-// `experts` (expert parallelism): MoE layers run across that group, recording what their exchange routed (in the
-// forward, checkpointed or not).
+// embed and the decoder layers over right-aligned rows (checkpointed when asked and grad is on), each run by `runner`;
+// MoE layers replay and/or record experts as `routes` says.
 at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpoint, RouteIO routes,
-                      parallel::Comm* experts) {
+                      LayerRunner& runner) {
   auto x = policy.embed(a.ids);
   const auto ctx = policy.layer_context(a.mask);
   if (routes.record) {
@@ -133,20 +130,11 @@ at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpo
   }
   for (int64_t i = 0; i < policy.num_layers(); ++i) {
     const at::Tensor replay = routes.replay ? routes.replay->replay(i) : at::Tensor();
-    if (experts) {
-      at::Tensor chosen;
-      const bool record = routes.record && !replay.defined();
-      x = parallel::expert_parallel_layer(policy, i, x, ctx, *experts, replay, checkpoint, record ? &chosen : nullptr);
-      if (record && chosen.numel() > 0) routes.record->experts[i] = chosen.to(at::kShort);
-      if (routes.record && replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
-    } else if (routes.record && !replay.defined()) {
-      auto r = policy.routed_layer(i, x, ctx);
-      x = r.out;
-      if (r.experts.numel() > 0) routes.record->experts[i] = r.experts.to(at::kShort);
-    } else {
-      x = policy.layer(i, x, ctx, checkpoint, replay);
-      if (routes.record && replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
-    }
+    at::Tensor chosen;
+    const bool record = routes.record && !replay.defined();
+    x = runner.run(policy, i, x, ctx, checkpoint, replay, record ? &chosen : nullptr);
+    if (record && chosen.numel() > 0) routes.record->experts[i] = chosen.to(at::kShort);
+    if (routes.record && replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
   }
   return x;
 }
@@ -159,7 +147,7 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   const int64_t n = ids.size(0), R = ids.size(1) - P;
   auto a = right_align(ids, mask, P, known.width);
   const int64_t W = a.ids.size(1);
-  auto x = run_layers(policy, a, pass.checkpoint, routes, pass.experts);
+  auto x = run_layers(policy, a, pass.checkpoint, routes, pass.runner ? *pass.runner : own_layers());
   // Response token j of row r sits at column starts[r] + j and is predicted by the column before it.
   auto real = mask.narrow(1, P, R) > 0;                                    // [n, R]
   auto rc = known.real_index.defined() ? known.real_index : real.nonzero();  // [N, 2] (row, j), row-major
@@ -191,7 +179,7 @@ TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, co
                                 RouteIO routes, const KnownShape& known) {
   const bool routed = routes.replay || routes.record;
   if (routed) require_routing(policy);
-  if (pass.experts && !(policy.has_layers() && pass.layers))
+  if (pass.runner && pass.runner->needs_layers() && !(policy.has_layers() && pass.layers))
     throw Error("expert parallelism runs the per-layer pass ('" + policy.path() + "', LogprobPass::layers)");
   if ((policy.has_layers() && pass.layers) || routed)
     return layered_logprobs(policy, ids, mask, P, temperature, entropy, chunk_tokens, pass, routes, known);
@@ -207,11 +195,11 @@ TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, co
 }
 
 RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
-                          const KnownShape& known, parallel::Comm* experts) {
+                          const KnownShape& known, LayerRunner* runner) {
   require_routing(policy);
   torch::NoGradGuard g;
   RouteRecord out;
-  run_layers(policy, right_align(ids, mask, P, known.width), false, {nullptr, &out}, experts);
+  run_layers(policy, right_align(ids, mask, P, known.width), false, {nullptr, &out}, runner ? *runner : own_layers());
   return out;
 }
 

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 
+#include "gspo/train/layer_runner.h"
 #include "gspo/train/routing.h"
 
 namespace gspo::model { class Policy; }
-namespace gspo::parallel { class Comm; }
 
 namespace gspo::train {
 
@@ -32,10 +32,9 @@ struct LogprobPass {
   bool layers = true;        // drive the per-layer methods (rows right-aligned: causal attention, no mask)
   bool checkpoint = false;   // layers, grad on: each decoder layer keeps only its input, recomputed in backward
   bool chunked_head = true;  // layers: log-probs from hidden states a chunk at a time, no [N, V] logits
-  // distributed.expert_parallel: the group whose ranks hold the experts between them (parallel/expert_shards.h); MoE
-  // layers then run through parallel::expert_parallel_layer (collective: every rank of the group makes the same
-  // passes). Needs `layers`.
-  parallel::Comm* experts = nullptr;
+  // How the per-layer pass runs each decoder layer (layer_runner.h); null: the policy's own layers. The step's
+  // (step_experts.h) runs MoE layers across an expert-parallel group: collective, and needs `layers`.
+  LayerRunner* runner = nullptr;
 };
 
 // ids/mask: [n, P + R] in the rollout layout (left-padded prompt of P columns, right-padded response of R).
@@ -54,7 +53,7 @@ TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, co
 // The experts every MoE layer routes each token of ids/mask [n, P + R] to (rollout layout), in the per-layer pass's
 // layout: the decoder layers only (no head), no gradient. Needs policy.has_routing(). `experts`: as LogprobPass's.
 RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len,
-                          const KnownShape& known = {}, parallel::Comm* experts = nullptr);
+                          const KnownShape& known = {}, LayerRunner* runner = nullptr);
 
 // pred [n, R, V] (float32, bfloat16 or half; may be a strided view), targets [n, R] int64 ->
 // log_softmax(pred / temperature)[target] as [n, R] float32, differentiable with respect to pred. Computed a chunk

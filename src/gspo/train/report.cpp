@@ -9,7 +9,7 @@ namespace gspo::train {
 
 std::string progress_line(const StepMetrics& m, int64_t max_steps) {
   char buf[512];
-  std::string kl = m.kl_on ? " kl " + std::to_string(m.kl.value()).substr(0, 7) : "";
+  std::string kl = m.shown(Shown::kKl) ? " kl " + std::to_string(m.kl.value()).substr(0, 7) : "";
   std::snprintf(buf, sizeof buf,
                 "step %lld/%lld | reward %.3f acc %.3f | len %.1f trunc %.2f | ratio %.4f [%.4f, %.4f] | "
                 "clip seq %.3f tok %.3f | ent %.3f | gnorm %.3f | lr %.2e%s | %.2fs (sample %.2f, update %.2f) "
@@ -20,25 +20,25 @@ std::string progress_line(const StepMetrics& m, int64_t max_steps) {
                 m.entropy.value(), m.grad_norm, m.lr, kl.c_str(), m.time_step_s, m.time_sample_s, m.time_update_s,
                 m.sample_tokens_per_s.value());
   std::string line = buf;
-  if (m.multi_rank)  // several ranks: the share of the step spent in collectives
+  if (m.shown(Shown::kMultiRank))  // several ranks: the share of the step spent in collectives
     line += " | comm " + std::to_string(static_cast<int>(m.comm_frac * 100 + 0.5)) + "%";
-  if (m.async_on || m.partial_on) {  // how stale the samples were
+  if (m.shown(Shown::kStale)) {  // how stale the samples were
     std::snprintf(buf, sizeof buf, " | lag %.1f max %.0f", m.version_lag.mean(), m.version_lag.max());
     line += buf;
   }
-  if (m.partial_on) {  // partial rollouts: rows that spanned versions, rows carried into the next step
+  if (m.shown(Shown::kPartial)) {  // partial rollouts: rows that spanned versions, rows carried into the next step
     std::snprintf(buf, sizeof buf, " | spanned %.0f%% carried %lld", 100 * m.spanned_rows.value(),
                   static_cast<long long>(m.carried_rows));
     line += buf;
   }
-  if (m.tools_on) {  // multi-turn: how much the tools were used, and how often they failed
+  if (m.shown(Shown::kTools)) {  // multi-turn: how much the tools were used, and how often they failed
     const double calls = m.tool_calls.sum;
     std::snprintf(buf, sizeof buf, " | tools %.2f calls/row err %.0f%%%s", m.tool_calls.value(),
                   calls > 0 ? 100 * static_cast<double>(m.tool_errors) / calls : 0.0,
                   m.tool_timeouts > 0 ? (" (" + std::to_string(m.tool_timeouts) + " timed out)").c_str() : "");
     line += buf;
   }
-  if (m.async_on) {  // rollout ranks: who waited for whom
+  if (m.shown(Shown::kAsync)) {  // rollout ranks: who waited for whom
     std::snprintf(buf, sizeof buf, " | idle trainer %.0f%% rollout %.0f%%", 100 * m.trainer_idle_frac,
                   100 * m.rollout_idle.value());
     line += buf;

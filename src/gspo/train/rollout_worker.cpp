@@ -20,6 +20,7 @@
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
+#include "gspo/train/assembly.h"
 #include "gspo/train/async/async_schedule.h"
 #include "gspo/train/sources/partial_source.h"
 #include "gspo/train/sources/rollout_source.h"
@@ -29,19 +30,13 @@
 
 namespace gspo::train {
 
-struct RolloutWorker::Impl {
+// (Assembly: the policy, the base with model.lora_rank > 0, its adapters (what trainer 0 sends) and the sampling copy
+// with them merged (what samples then), the tokenizer, rows, verifier, sampler and tools)
+struct RolloutWorker::Impl : Assembly {
   const config::Config& cfg;
   parallel::Comm& group;  // the rollout ranks
   parallel::Comm& link;   // the world
   AsyncLayout layout;
-  std::optional<model::Policy> policy;         // the base, with model.lora_rank > 0 (a sampling copy samples)
-  std::unique_ptr<model::LoraAdapters> lora;   // model.lora_rank > 0: the adapters trainer 0 sends
-  std::optional<SamplingCopy> copy;            // with lora: the base with the adapters merged, what samples
-  std::unique_ptr<tokenizer::Tokenizer> tok;
-  std::vector<data::Example> examples;
-  std::unique_ptr<reward::Verifier> verifier;
-  std::unique_ptr<rollout::Sampler> sampler;
-  std::unique_ptr<env::ToolEnv> tools;
   std::unique_ptr<RolloutSource> source;  // in-process sampling, or partial rollouts carrying groups between batches
   std::deque<std::pair<at::Tensor, parallel::Comm::Pending>> sends;  // batch shares in flight (kept alive)
 
@@ -51,23 +46,17 @@ struct RolloutWorker::Impl {
   // model.lora_rank > 0: adapters on the base (as the trainers make them; model.adapter's when it starts from some)
   // and a copy that shares the base's untargeted tensors, the adapters merged into it before each batch they changed.
   void make_adapters(c10::Device device) {
-    const auto& m = cfg.model;
-    lora = std::make_unique<model::LoraAdapters>(*policy, model::lora_spec(m, static_cast<uint64_t>(cfg.train.seed)));
-    if (!m.adapter.empty()) io::load_adapters(m.adapter, *lora);  // (the trainers check the base)
-    copy.emplace(*policy, model::load_frozen(m.path, c10::kCPU, rollout::sampling_dtype(cfg)), lora.get());
-    lora->share_untargeted(copy->model());
-    copy->model().move_to(device);
+    add_adapters(cfg);
+    if (!cfg.model.adapter.empty()) io::load_adapters(cfg.model.adapter, *lora);  // (the trainers check the base)
+    merged_copy(cfg, device);
   }
-  model::Policy& sampling_model() { return copy ? copy->model() : *policy; }
 };
 
 RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) {
   if (!where.comm || !where.link) throw std::invalid_argument("RolloutWorker: Placement needs comm and link");
   impl_ = std::make_unique<Impl>(cfg, where);
   auto& s = *impl_;
-  if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
-  auto rows = data::load_dataset(cfg.data);
-  s.verifier = reward::make_verifier(cfg, rows);
+  auto rows = s.load_rows(cfg);
   if (cfg.model.lora_rank > 0) {
     s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout::sampling_dtype(cfg)));
     s.make_adapters(where.device);
@@ -79,20 +68,11 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
     s.policy->set_param_dtype(rollout::sampling_dtype(cfg));
   }
   model::check_contract(*s.policy);
-  s.tok = tokenizer::from_path_or_spec(cfg.tokenizer.path, s.policy->tokenizer_json(), cfg.model.path);
+  s.make_tokenizer(cfg);
   int64_t dropped = 0;
-  s.examples = fit_training_rows(std::move(rows), cfg, *s.tok, *s.policy, false, dropped);
-  auto sp = rollout::sampling_params(cfg);
-  sp.progress = cfg.logging.progress && s.group.is_main();  // the live rollout line, on the first rollout rank
-  s.sampler = std::make_unique<rollout::Sampler>(s.sampling_model(), *s.tok, sp);
-  s.tools = env::make_tool_env(cfg, *s.tok, s.sampling_model());
-  SamplingCopy* copy = s.copy ? &*s.copy : nullptr;
-  if (cfg.async.partial_rollout)
-    s.source = std::make_unique<PartialSource>(cfg, *s.policy, copy, *s.tok, s.examples, *s.verifier, *s.sampler,
-                                               s.group);
-  else
-    s.source = std::make_unique<InProcessSource>(cfg, *s.policy, copy, *s.tok, s.examples, *s.verifier, *s.sampler,
-                                                 s.group, s.tools.get());
+  s.fit_rows(std::move(rows), cfg, false, dropped);
+  s.make_sampler(cfg, cfg.logging.progress && s.group.is_main());  // the live rollout line, on the first rollout rank
+  s.source = s.local_source(cfg, s.group);
 }
 
 RolloutWorker::~RolloutWorker() = default;
@@ -141,7 +121,7 @@ TrainSummary RolloutWorker::run() {
     if (ctl.weights && s.lora) {  // the adapters, float32, merged into the copy before the batch samples
       parallel::receive_weights(s.link, 0, kTagWeights, s.lora->parameters(), at::kFloat,
                                 c.distributed.bucket_mb * 1024 * 1024, c.async.wait_timeout_s);
-      s.copy->mark_stale();
+      s.sampling_copy->mark_stale();
     } else if (ctl.weights) {
       parallel::receive_weights(s.link, 0, kTagWeights, s.policy->parameters(), rollout::sampling_dtype(c),
                                 c.distributed.bucket_mb * 1024 * 1024, c.async.wait_timeout_s);

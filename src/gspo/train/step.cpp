@@ -18,7 +18,6 @@
 #include "gspo/train/rank_share.h"
 #include "gspo/train/routing.h"
 #include "gspo/train/engines/update_engine.h"
-#include "gspo/train/metrics/moe_load.h"
 
 namespace gspo::train {
 namespace {
@@ -51,7 +50,7 @@ void record_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv, St
   m.sample_tokens = b.generated_tokens();
 }
 
-StepRunner::StepRunner(StepParts parts) : p_(parts) {
+StepRunner::StepRunner(StepParts parts) : p_(parts), experts_(make_step_experts(parts.experts)) {
   const auto& a = p_.cfg.algorithm;
   loss_opts_.kind = a.loss;
   loss_opts_.clip_low = a.clip_low;
@@ -68,7 +67,7 @@ StepRunner::StepRunner(StepParts parts) : p_(parts) {
   const auto& tr = p_.cfg.train;
   eval_pass_ = {tr.chunked_head || tr.activation_checkpointing, false, tr.chunked_head};
   train_pass_ = {eval_pass_.layers, tr.activation_checkpointing, tr.chunked_head};
-  eval_pass_.experts = train_pass_.experts = p_.experts;
+  eval_pass_.runner = train_pass_.runner = experts_.get();
   total_optimizer_steps_ = p_.cfg.train.max_steps * a.num_minibatches;
   const bool moe = p_.policy.has_routing() && !p_.policy.moe_layers().empty();
   replay_routes_ = moe && a.routing_replay == config::RoutingReplay::kOld;
@@ -147,7 +146,7 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
         train_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
                                      eval_pass_, routes, mi.shape).logprobs;
       else if (routes.record)
-        mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape, p_.experts);
+        mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape, experts_.get());
       mi.old_lp = recompute ? train_lp : mi.behaviour_lp;
       if (p_.reference_base) {  // the policy's base (its adapters off); an idle micro-batch too: ZeRO-3 gathers in it
         const model::AdaptersOff base_only(*p_.reference_base);
@@ -179,7 +178,7 @@ void StepRunner::measure_routing(const std::vector<MiniBatch>& plan, int64_t P, 
   RoutingChange change(moe.size());
   for (const auto& mb : plan)
     for (const auto& mi : mb.micros) {
-      auto now = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape, p_.experts);
+      auto now = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape, experts_.get());
       if (!mi.idle) change.add(mi.routes, now, moe);
     }
   const auto L = static_cast<int64_t>(moe.size());
@@ -198,7 +197,7 @@ void StepRunner::measure_routing(const std::vector<MiniBatch>& plan, int64_t P, 
 StepMetrics StepRunner::run(Progress& progress) {
   const auto t_step = Clock::now();
   p_.comm.take_counters();  // the step's collectives only: not the checkpoint or stop agreement between steps
-  if (p_.experts) p_.experts->take_counters();
+  experts_->step_begins();
   const auto& c = p_.cfg;
   const int64_t first_row = p_.comm.rank() * prompts_per_rank(c, p_.comm.world_size()) * c.rollout.group_size;
 
@@ -210,12 +209,7 @@ StepMetrics StepRunner::run(Progress& progress) {
     const WholeWeights whole(p_.engine, p_.source.samples_here());  // ZeRO-3: the rollout's whole copy of the weights
     return sample_and_score(progress, m);
   }();
-  if (p_.experts) {
-    const auto passes = p_.engine.take_rollout_passes();
-    m.ep_rollout_passes = static_cast<double>(passes.own);
-    const int64_t all = passes.own + passes.served;
-    m.ep_rollout_idle_frac = all > 0 ? static_cast<double>(passes.served) / static_cast<double>(all) : 0.0;
-  }
+  experts_->rollout_done(p_.engine, m);
   m.peak_mb_rollout = rollout_peak.mb();
   const auto& batch = scored.batch;
   m.reward.rows = scored.rewards;
@@ -267,40 +261,23 @@ void StepRunner::finish(StepMetrics& m, const Progress& progress) {
   m.step = progress.step;
   m.epoch = progress.cursor.epoch();
   m.optimizer_steps = progress.optimizer_steps;
-  const auto& a = p_.cfg.algorithm;
-  m.kl_on = a.kl_coef > 0;
-  m.mismatch_on = a.mismatch_metrics || a.is_correction != config::IsCorrection::kNone;
-  m.dynamic_on = p_.cfg.rollout.dynamic_sampling;
-  m.overlong_on = p_.cfg.reward.overlong_buffer > 0;
-  m.routing_on = measure_routes_;
-  m.policy_mask_on = a.top_entropy_quantile < 1 || a.is_correction == config::IsCorrection::kMis;
-  m.on_cuda = p_.policy.device().is_cuda();
+  const bool on_cuda = p_.policy.device().is_cuda();
   m.world_size = p_.comm.world_size();
-  m.multi_rank = m.world_size > 1;
   m.peak_rss_mb = static_cast<double>(core::peak_rss_bytes()) / kMiB;
-  if (m.on_cuda) m.peak_gpu_mb = static_cast<double>(core::peak_device_bytes(p_.policy.device())) / kMiB;
+  if (on_cuda) m.peak_gpu_mb = static_cast<double>(core::peak_device_bytes(p_.policy.device())) / kMiB;
   m.optimizer_state_mb_per_rank = static_cast<double>(p_.engine.state_bytes()) / kMiB;
   m.model_state_mb_per_rank = static_cast<double>(p_.engine.model_state_bytes()) / kMiB;
   const auto gathers = p_.engine.take_gather_counts();
-  m.zero3_on = p_.cfg.distributed.zero_stage == 3;
-  m.tools_on = !p_.cfg.tools.list.empty();
-  m.async_on = p_.cfg.distributed.rollout_ranks > 0;
-  m.partial_on = p_.cfg.async.partial_rollout;
-  m.experts_on = p_.experts != nullptr;
   m.zero3_gathers = gathers.gathers;
   m.zero3_prefetch_frac = gathers.gathers > 0 ? static_cast<double>(gathers.prefetched) / gathers.gathers : 0;
-  if (!p_.experts) record_moe_load(p_.policy.expert_load(), m);  // (expert parallelism: in update(), from the exchange)
+  experts_->record_load(p_.policy, m);
   reduce_across_ranks(m, p_.comm);
   auto counters = p_.comm.take_counters();
-  if (p_.experts) {  // the exchanges of every MoE layer, in training and in the rollout
-    const auto group = p_.experts->take_counters();
-    counters.seconds += group.seconds;
-    counters.bytes += group.bytes;
-    counters.calls += group.calls;
-  }
+  experts_->add_comm(counters);
   m.time_comm_s = counters.seconds;
   m.comm_mb = counters.bytes / kMiB;
   m.comm_calls = counters.calls;
+  m.set_shown(p_.cfg, {on_cuda, m.world_size, measure_routes_});
 }
 
 }  // namespace gspo::train

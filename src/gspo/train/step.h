@@ -18,6 +18,7 @@
 #include "gspo/algo/loss.h"
 #include "gspo/algo/mismatch.h"
 #include "gspo/train/logprobs.h"
+#include "gspo/train/step_experts.h"
 #include "gspo/train/sources/rollout_source.h"  // Scored, the source; with it the config, cursor, batch and metrics
 
 namespace gspo::model { class LoraAdapters; }
@@ -48,7 +49,7 @@ struct StepParts {
   // reference is the policy's own frozen base, run with these adapters off (reference then null).
   model::LoraAdapters* reference_base = nullptr;
   // distributed.expert_parallel > 1: the group sharing the experts (every pass of the step runs its MoE layers
-  // across it: LogprobPass::experts).
+  // across it: step_experts.h).
   parallel::Comm* experts = nullptr;
 };
 
@@ -78,6 +79,7 @@ class StepRunner {
   void finish(StepMetrics& m, const Progress& progress);
 
   StepParts p_;
+  std::unique_ptr<StepExperts> experts_;  // how the passes run MoE layers and what is measured of them
   algo::LossOptions loss_opts_;
   algo::AdvantageOptions adv_opts_;
   algo::IsOptions is_opts_;

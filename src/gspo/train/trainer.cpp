@@ -34,6 +34,7 @@
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/chat_tools.h"
 #include "gspo/tokenizer/tokenizer.h"
+#include "gspo/train/assembly.h"
 #include "gspo/train/checkpointing.h"
 #include "gspo/train/expert_setup.h"
 #include "gspo/train/greedy_eval.h"
@@ -114,23 +115,17 @@ double window_mean(const std::vector<double>& v, bool head) {
 
 }  // namespace
 
-struct Trainer::Impl {
+struct Trainer::Impl : Assembly {
   config::Config cfg;
   std::string config_yaml;  // resolved config, stored with each checkpoint
   parallel::Comm& comm;
   parallel::Comm* link = nullptr;  // the whole job with the rollout ranks (distributed.rollout_ranks > 0)
-  std::optional<model::Policy> policy;
-  std::unique_ptr<model::LoraAdapters> lora;  // model.lora_rank > 0: gating the policy, the only weights trained
+  // (Assembly: the policy, its adapters (the only weights trained with model.lora_rank), the sampling copy, the
+  // tokenizer, rows, verifier, sampler and tools)
   std::array<double, 2> base_fingerprint{};   // with lora: model.path's weights as loaded
   std::unique_ptr<ExpertParallel> experts;    // distributed.expert_parallel > 1: this rank's experts (a gate)
   std::optional<model::Policy> reference;  // only when algorithm.kl_coef > 0
-  std::optional<SamplingCopy> sampling_copy;  // rollout.dtype bfloat16 with float32 training; adapters merged (lora)
-  std::unique_ptr<tokenizer::Tokenizer> tok;
-  std::vector<data::Example> examples;
-  std::unique_ptr<reward::Verifier> verifier;
-  std::unique_ptr<rollout::Sampler> sampler;
-  std::unique_ptr<env::ToolEnv> tools;    // tools.list set: multi-turn episodes
-  std::unique_ptr<RolloutSource> source;  // the step's rounds: the in-process sampler (step_runner())
+  std::unique_ptr<RolloutSource> source;  // the step's rounds (step_runner())
   std::unique_ptr<UpdateEngine> engine;
   std::optional<Progress> progress;
   std::unique_ptr<io::MetricsLog> metrics;
@@ -152,7 +147,6 @@ struct Trainer::Impl {
     sampling_copy->refresh();
     return sampling_copy->model();
   }
-  void make_sampler();
   // With adapters (after the update engine, which casts or shards the base): what samples with them merged.
   void make_lora_sampling_copy(c10::Device device);
   // Collective: a checkpoint of the state after progress.step (what the source carries into the next step with it).
@@ -175,16 +169,16 @@ struct Trainer::Impl {
   // Runs the validation sets on every rank; rank 0 logs them and appends them to validation.jsonl. Returns the
   // metrics-line fields.
   nlohmann::ordered_json validate(int64_t step, TrainSummary& sum);
+  struct RunTally;
+  void announce() const;  // the run's first line
+  void record_step(StepMetrics& m, RunTally& t, TrainSummary& sum);
+  void evaluate_heldout(TrainSummary& sum);
   StepRunner step_runner() {
     if (link)
       source = std::make_unique<StreamedSource>(cfg, *link, comm, *policy, *engine, progress->step, progress->cursor,
                                                 lora.get());
-    else if (cfg.async.partial_rollout)
-      source = std::make_unique<PartialSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok, examples,
-                                               *verifier, *sampler, comm);
     else
-      source = std::make_unique<InProcessSource>(cfg, *policy, sampling_copy ? &*sampling_copy : nullptr, *tok,
-                                                 examples, *verifier, *sampler, comm, tools.get());
+      source = local_source(cfg, comm);
     source->resume_carried(carried);
     return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *verifier, *source, comm, *engine,
                        config::reference_is_base(cfg) ? lora.get() : nullptr,
@@ -238,7 +232,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   if (!adapters && !ckpt && !start.empty()) io::merge_adapter_dir(*policy, start);  // fine-tuned whole from there
   if (adapters) {
     base_fingerprint = model::weights_fingerprint(*policy);
-    lora = std::make_unique<model::LoraAdapters>(*policy, model::lora_spec(c.model, static_cast<uint64_t>(c.train.seed)));
+    add_adapters(c);
     if (!ckpt && !start.empty()) load_start_adapters(c, *lora, base_fingerprint);
     policy->add_gate(lora.get());  // (what samples with them: make_lora_sampling_copy, once the engine is made)
   } else if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
@@ -253,7 +247,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
     // the model training starts from: the base with model.adapter merged
     if (c.algorithm.reference_model.empty() && !start.empty()) io::merge_adapter_dir(*reference, start);
   }
-  tok = tokenizer::from_path_or_spec(c.tokenizer.path, policy->tokenizer_json(), c.model.path);
+  make_tokenizer(c);
 }
 
 // Sampling reads the whole-model methods, which cannot see gated adapters. ZeRO-3 merges them into its whole hold, which
@@ -265,21 +259,9 @@ void Trainer::Impl::make_lora_sampling_copy(c10::Device device) {
     log::info("sampling: the whole hold gathers the sharded base and merges the adapters into it in place (no copy)");
     return;
   }
-  sampling_copy.emplace(*policy, model::load_frozen(cfg.model.path, c10::kCPU, rollout::sampling_dtype(cfg)), lora.get());
-  auto& copy = sampling_copy->model();
-  const int64_t shared = lora->share_untargeted(copy);
-  copy.move_to(device);
+  const int64_t shared = merged_copy(cfg, device);
   log::info("sampling copy: shares {} of the base's {} weights with the policy; holds the {} adapted ones, merged "
             "after each step", shared, policy->num_parameters(), policy->num_parameters() - shared);
-}
-
-// After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
-void Trainer::Impl::make_sampler() {
-  auto sp = rollout::sampling_params(cfg);
-  sp.progress = cfg.logging.progress;
-  auto& model = sampling_copy ? sampling_copy->model() : *policy;
-  sampler = std::make_unique<rollout::Sampler>(model, *tok, sp);
-  tools = env::make_tool_env(cfg, *tok, model);
 }
 
 // Rank 0 only: the metrics of steps after the resume point are dropped (they run again), the config written.
@@ -330,15 +312,12 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   auto& s = *impl_;
   s.link = where.link;
   const std::string& run_dir = cfg.train.output_dir;
-  if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
   check_world_size(cfg, s.link ? s.link->world_size() : s.comm.world_size());
   if (s.comm.is_main())
     for (const auto& gone : io::remove_leftovers(run_dir)) log::info("removed {} (left half-done by an earlier run)", gone);
   auto ckpt = find_resume_point(cfg, resume);
   if (s.comm.is_main()) core::ensure_dir(run_dir);
-  auto rows = data::load_dataset(cfg.data);
-  s.verifier = reward::make_verifier(cfg, rows);
-  torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
+  auto rows = s.load_rows(cfg);
   s.experts = open_expert_parallel(cfg, s.comm);
   load_in_turns(s.comm, s.experts != nullptr, [&] {  // expert parallelism: a rank's experts kept before the next loads
     s.load_models(ckpt, where.device);
@@ -347,7 +326,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
     s.policy->move_to(where.device);  // (loaded on the host: the whole model may not fit the device)
   });
   if (s.comm.is_main()) warn_cpu_bf16(cfg, where.device);
-  s.examples = fit_training_rows(std::move(rows), cfg, *s.tok, *s.policy, s.comm.is_main(), s.dropped_prompts);
+  s.fit_rows(std::move(rows), cfg, s.comm.is_main(), s.dropped_prompts);
   s.progress.emplace(Progress{0, 0,
                               data::Cursor(static_cast<int64_t>(s.examples.size()), cfg.data.shuffle,
                                            static_cast<uint64_t>(cfg.data.seed)),
@@ -370,7 +349,8 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   }
   s.engine = make_update_engine(*s.policy, eo, s.comm);
   if (s.lora) s.make_lora_sampling_copy(where.device);
-  s.make_sampler();
+  // After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
+  s.make_sampler(cfg, cfg.logging.progress);
   if (s.reference) s.reference->set_param_dtype(s.policy->parameters().front().scalar_type());
   if (ckpt) s.carried = restore(*ckpt, *s.engine, *s.progress, s.config_yaml, s.adapter_meta());
   if (s.lora) log::info("training low-rank adapters: rank {}, alpha {}, {} weights adapted ({} trained parameters; the "
@@ -403,6 +383,73 @@ void warn_tool_errors(const StepMetrics& m, bool main, int64_t& in_a_row) {
 }
 }  // namespace
 
+// What the loop keeps across steps: the summary's windows and the warnings that count steps in a row.
+struct Trainer::Impl::RunTally {
+  std::vector<double> rewards, accs;
+  int64_t flat_steps = 0;  // consecutive steps whose rewards were all equal
+  int64_t tool_steps = 0;  // consecutive steps at least half of whose tool calls failed
+  AsyncTally async;        // distributed.rollout_ranks > 0 or async.partial_rollout
+};
+
+void Trainer::Impl::announce() const {
+  const auto& c = cfg;
+  log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step{}{}",
+            policy->path(), config::name_of(c.algorithm.loss), progress->step, c.train.max_steps,
+            c.rollout.prompts_per_step, c.rollout.group_size, c.algorithm.num_minibatches,
+            comm.world_size() > 1 ? fmt::format(", {} ranks ({})", comm.world_size(), comm.backend()) : "",
+            link ? fmt::format(" training beside {} rollout rank(s), samples at most {} version(s) stale (async."
+                               "max_staleness), weights sent every {} step(s)", c.distributed.rollout_ranks,
+                               c.async.max_staleness, c.async.sync_every) : "");
+}
+
+// A step's metrics line (with validation's fields when it was due), its progress line, tallies and warnings.
+void Trainer::Impl::record_step(StepMetrics& m, RunTally& t, TrainSummary& sum) {
+  const auto& c = cfg;
+  nlohmann::ordered_json fields;
+  if (validation && validation->due(progress->step, c.train.max_steps)) fields = validate(progress->step, sum);
+  const std::string line = json_line(m, &fields);
+  if (metrics) metrics->append(line);
+  if (tensorboard) tensorboard->metrics_line(line);
+  t.rewards.push_back(m.reward.mean());
+  t.accs.push_back(m.correct.mean());
+  if (m.shown(Shown::kStale)) t.async.add(m);
+  sum.skipped_updates += m.skipped_updates;
+  if (c.logging.progress && comm.is_main()) log::info("{}", progress_line(m, c.train.max_steps));
+  // Every reward equal (across the global batch) gives every advantage 0: nothing to learn from. Said on the first
+  // such step and every 20th in a row, so a reward that never varies (a wrong answer key, a verifier that cannot
+  // parse the responses) is noticed.
+  t.flat_steps = m.reward.max() == m.reward.min() ? t.flat_steps + 1 : 0;
+  if (comm.is_main() && say_in_a_row(t.flat_steps)) {
+    const double r = m.reward.min();
+    log::warn("step {}: every reward of the batch is {} ({} step(s) in a row): no learning signal this step{}",
+              progress->step, r, t.flat_steps,
+              r <= 0 ? "; if it persists, check the answers and the verifier (gspo generate shows responses)" : "");
+  }
+  if (m.shown(Shown::kTools)) {
+    sum.tools = true;
+    sum.tool_calls += std::llround(m.tool_calls.sum);
+    sum.tool_errors += m.tool_errors;
+    sum.tool_timeouts += m.tool_timeouts;
+    warn_tool_errors(m, comm.is_main(), t.tool_steps);
+  }
+}
+
+// Collective: greedy accuracy on the held-out problems and on as many training ones (rank 0 evaluates).
+void Trainer::Impl::evaluate_heldout(TrainSummary& sum) {
+  const auto heldout = data::load_heldout(cfg.data);
+  const WholeWeights whole(*engine, !heldout.empty());  // collective: every rank gathers, rank 0 evaluates
+  std::optional<model::SamplingPhase> phase;  // rank 0's group serves its passes until it is done
+  if (!heldout.empty()) phase.emplace(*policy);
+  if (!heldout.empty() && comm.is_main()) {
+    torch::NoGradGuard no_grad;
+    const std::vector<data::Example> seen(examples.begin(), examples.begin() + std::min(examples.size(), heldout.size()));
+    sum.heldout_problems = static_cast<int64_t>(heldout.size());
+    auto& model = eval_model();
+    sum.heldout_accuracy = greedy_accuracy(model, *tok, *verifier, heldout, cfg, tools.get());
+    sum.train_greedy_accuracy = greedy_accuracy(model, *tok, *verifier, seen, cfg, tools.get());
+  }
+}
+
 TrainSummary Trainer::run() {
   auto& s = *impl_;
   auto& progress = *s.progress;
@@ -412,50 +459,13 @@ TrainSummary Trainer::run() {
   sum.is_main = s.comm.is_main();
   sum.metrics_path = c.train.output_dir + "/metrics.jsonl";
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<double> rewards, accs;
-  int64_t flat_steps = 0;  // consecutive steps whose rewards were all equal
-  int64_t tool_steps = 0;  // consecutive steps at least half of whose tool calls failed
-  AsyncTally tally;  // distributed.rollout_ranks > 0 or async.partial_rollout
-  log::info("training {} ({} loss) from step {} to {}: {} prompts x {} samples, {} mini-batches per step{}{}",
-            s.policy->path(), config::name_of(c.algorithm.loss), progress.step, c.train.max_steps,
-            c.rollout.prompts_per_step, c.rollout.group_size, c.algorithm.num_minibatches,
-            s.comm.world_size() > 1 ? fmt::format(", {} ranks ({})", s.comm.world_size(), s.comm.backend()) : "",
-            s.link ? fmt::format(" training beside {} rollout rank(s), samples at most {} version(s) stale (async."
-                                 "max_staleness), weights sent every {} step(s)", c.distributed.rollout_ranks,
-                                 c.async.max_staleness, c.async.sync_every) : "");
+  Impl::RunTally tally;
+  s.announce();
   auto runner = s.step_runner();
   if (s.validation && c.eval.before_training && progress.step == 0) s.validate(0, sum);
   while (progress.step < c.train.max_steps) {
     auto m = runner.run(progress);
-    std::string line = json_line(m);
-    if (s.validation && s.validation->due(progress.step, c.train.max_steps)) {
-      const auto fields = s.validate(progress.step, sum);
-      if (!fields.empty()) line = line.substr(0, line.size() - 1) + "," + fields.dump().substr(1);
-    }
-    if (s.metrics) s.metrics->append(line);
-    if (s.tensorboard) s.tensorboard->metrics_line(line);
-    rewards.push_back(m.reward.mean());
-    accs.push_back(m.correct.mean());
-    if (m.async_on || m.partial_on) tally.add(m);
-    sum.skipped_updates += m.skipped_updates;
-    if (c.logging.progress && s.comm.is_main()) log::info("{}", progress_line(m, c.train.max_steps));
-    // Every reward equal (across the global batch) gives every advantage 0: nothing to learn from. Said on the
-    // first such step and every 20th in a row, so a reward that never varies (a wrong answer key, a verifier that
-    // cannot parse the responses) is noticed.
-    flat_steps = m.reward.max() == m.reward.min() ? flat_steps + 1 : 0;
-    if (s.comm.is_main() && say_in_a_row(flat_steps)) {
-      const double r = m.reward.min();
-      log::warn("step {}: every reward of the batch is {} ({} step(s) in a row): no learning signal this step{}",
-                progress.step, r, flat_steps,
-                r <= 0 ? "; if it persists, check the answers and the verifier (gspo generate shows responses)" : "");
-    }
-    if (m.tools_on) {
-      sum.tools = true;
-      sum.tool_calls += std::llround(m.tool_calls.sum);
-      sum.tool_errors += m.tool_errors;
-      sum.tool_timeouts += m.tool_timeouts;
-      warn_tool_errors(m, s.comm.is_main(), tool_steps);
-    }
+    s.record_step(m, tally, sum);
     const bool due = c.checkpoint.every > 0 && progress.step % c.checkpoint.every == 0;
     const bool last = progress.step == c.train.max_steps && c.checkpoint.at_end;
     if (s.comm.any(interrupt::requested())) {  // a stop seen by any rank stops all after the same step
@@ -470,29 +480,16 @@ TrainSummary Trainer::run() {
   s.source->finish(sum.interrupted);
   sum.last_step = progress.step;
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  sum.reward_start = window_mean(rewards, true);
-  sum.reward_end = window_mean(rewards, false);
-  sum.accuracy_start = window_mean(accs, true);
-  sum.accuracy_end = window_mean(accs, false);
+  sum.reward_start = window_mean(tally.rewards, true);
+  sum.reward_end = window_mean(tally.rewards, false);
+  sum.accuracy_start = window_mean(tally.accs, true);
+  sum.accuracy_end = window_mean(tally.accs, false);
   sum.dropped_prompts = s.dropped_prompts;
   sum.async = s.link != nullptr;
   sum.partial = c.async.partial_rollout;
   sum.max_staleness = c.async.max_staleness;
-  tally.into(sum);
-  const auto heldout = data::load_heldout(c.data);
-  const WholeWeights whole(*s.engine, !heldout.empty());  // collective: every rank gathers, rank 0 evaluates
-  std::optional<model::SamplingPhase> phase;  // rank 0's group serves its passes until it is done
-  if (!heldout.empty()) phase.emplace(*s.policy);
-  if (!heldout.empty() && s.comm.is_main()) {
-    torch::NoGradGuard no_grad;
-    const std::vector<data::Example> seen(s.examples.begin(),
-                                          s.examples.begin() + std::min(s.examples.size(), heldout.size()));
-    sum.heldout_problems = static_cast<int64_t>(heldout.size());
-    auto& model = s.eval_model();
-    sum.heldout_accuracy = greedy_accuracy(model, *s.tok, *s.verifier, heldout, c, s.tools.get());
-    sum.train_greedy_accuracy = greedy_accuracy(model, *s.tok, *s.verifier, seen, c, s.tools.get());
-  }
-  phase.reset();
+  tally.async.into(sum);
+  s.evaluate_heldout(sum);
   return sum;
 }
 

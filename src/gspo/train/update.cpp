@@ -15,7 +15,6 @@
 #include "gspo/train/schedule.h"
 #include "gspo/train/step.h"
 #include "gspo/train/engines/update_engine.h"
-#include "gspo/train/metrics/moe_load.h"
 
 namespace gspo::train {
 namespace {
@@ -41,27 +40,43 @@ at::Tensor high_entropy_tokens(const at::Tensor& entropy, const at::Tensor& loss
   return valid & (entropy >= threshold);
 }
 
-// Expert parallelism's moe_load_imbalance (metrics/moe_load.h) from the routing of the last training forward (`last`,
-// this rank's rows): each MoE layer's per-expert counts summed over the group. Collective over the group.
-void record_expert_load(model::Policy& policy, const RouteRecord& last, parallel::Comm& group, StepMetrics& m) {
-  std::vector<at::Tensor> counts;
-  std::vector<int64_t> experts;
-  for (int64_t layer : policy.moe_layers()) {
-    experts.push_back(policy.parameter("layers." + std::to_string(layer) + ".mlp.gate.weight").size(0));
-    const auto& chosen = last.empty() ? at::Tensor() : last.experts.at(layer);
-    counts.push_back(chosen.defined() ? torch::bincount(chosen.reshape({-1}).to(torch::kLong), {}, experts.back())
-                                            .to(torch::kDouble).cpu()
-                                      : torch::zeros({experts.back()}, torch::kDouble));
-  }
-  auto all = torch::cat(counts);
-  group.all_reduce(all);
-  std::vector<at::Tensor> per_layer;
-  int64_t at = 0;
-  for (int64_t n : experts) {
-    per_layer.push_back(all.narrow(0, at, n));
-    at += n;
-  }
-  record_moe_load(per_layer, m);
+// Lockstep engines (ZeRO-3): the backward of an idle micro-batch, or of one after a non-finite loss, still runs on this
+// rank, so the others' gathers and reduce-scatters find it; its gradients are discarded.
+void keep_in_step(UpdateEngine& engine, const TokenLogprobs& tl) {
+  struct Idle {  // the engine idles for this backward only, however the scope is left
+    UpdateEngine& engine;
+    explicit Idle(UpdateEngine& e) : engine(e) { engine.set_idle(true); }
+    ~Idle() { engine.set_idle(false); }
+  } idle(engine);
+  (tl.logprobs.sum() * 0.0).backward();
+  engine.after_backward();
+}
+
+// The update's figures of the step's metrics.
+void record_update(const Totals& t, StepMetrics& m) {
+  const auto& L = t.loss;
+  m.seq_ratio = {L.seq_ratio_sum, L.sequences};
+  m.seq_ratio_min = L.sequences > 0 ? L.seq_ratio_min : kNoValue;
+  m.seq_ratio_max = L.sequences > 0 ? L.seq_ratio_max : -kNoValue;
+  m.first_minibatch_ratio_dev = t.first_mb_ratio_dev;
+  m.clip_seq_low = {L.seq_clipped_low, L.sequences};
+  m.clip_seq_high = {L.seq_clipped_high, L.sequences};
+  m.clip_seq = {L.seq_clipped_low + L.seq_clipped_high, L.sequences};
+  m.clip_tok_low = {L.tok_clipped_low, L.tokens};
+  m.clip_tok_high = {L.tok_clipped_high, L.tokens};
+  m.clip_tok = {L.tok_clipped_low + L.tok_clipped_high, L.tokens};
+  m.loss = {t.loss_sum, L.sequences};
+  m.kl = {L.kl_sum, L.sequences};
+  m.kl_seq = {L.kl_seq_sum, L.sequences};
+  m.entropy = {t.entropy_sum, L.response_tokens};
+  m.policy_tokens = {L.tokens, L.response_tokens};
+  m.grad_norm = t.updates > 0 ? t.grad_norm_sum / static_cast<double>(t.updates) : 0.0;
+  m.grad_norm_max = t.grad_norm_max;
+  m.lr = t.lr;
+  m.skipped_updates = t.skipped;
+  m.train_tokens_per_s.amount = t.train_tokens;
+  m.pad_frac = {t.slots - t.train_tokens, t.slots};
+  m.train_host_reads = t.micros > 0 ? static_cast<double>(t.host_reads) / static_cast<double>(t.micros) : 0.0;
 }
 
 [[noreturn]] void nonfinite(int64_t step, size_t mb, const std::string& what) {
@@ -75,18 +90,6 @@ void record_expert_load(model::Policy& policy, const RouteRecord& last, parallel
 void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progress, StepMetrics& m) {
   const auto& c = p_.cfg;
   Totals t;
-  RouteRecord last;  // expert parallelism: the experts of the last training forward (moe_load_imbalance)
-  // Lockstep engines (ZeRO-3): the backward an idle micro-batch, or one after a non-finite loss, still runs on this
-  // rank, so the others' gathers and reduce-scatters find it; its gradients are discarded.
-  auto keep_in_step = [&](const TokenLogprobs& tl) {
-    struct Idle {  // the engine idles for this backward only, however the scope is left
-      UpdateEngine& engine;
-      explicit Idle(UpdateEngine& e) : engine(e) { engine.set_idle(true); }
-      ~Idle() { engine.set_idle(false); }
-    } idle(p_.engine);
-    (tl.logprobs.sum() * 0.0).backward();
-    p_.engine.after_backward();
-  };
   for (size_t k = 0; k < plan.size(); ++k) {
     p_.engine.zero_grad();
     const double loss_before = t.loss_sum, entropy_before = t.entropy_sum;
@@ -95,9 +98,9 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     for (auto& mi : plan[k].micros) {
       auto tl = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kCompute,
                                   c.train.logprob_chunk_tokens, train_pass_,
-                                  {replay_routes_ ? &mi.routes : nullptr, p_.experts ? &last : nullptr}, mi.shape);
+                                  {replay_routes_ ? &mi.routes : nullptr, nullptr}, mi.shape);
       if (mi.idle || bad) {  // reached with `bad` set by lockstep engines only
-        keep_in_step(tl);
+        keep_in_step(p_.engine, tl);
         continue;
       }
       algo::LossInputs in{tl.logprobs, mi.old_lp, mi.loss_mask, mi.advantages, mi.ref_lp, mi.is, {}, {}};
@@ -114,7 +117,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
       if (!std::isfinite(lv)) {
         bad = "loss (" + std::to_string(lv) + ")";
         if (!p_.engine.lockstep()) break;
-        keep_in_step(tl);
+        keep_in_step(p_.engine, tl);
         continue;
       }
       const double rows = static_cast<double>(mi.rows.size());
@@ -153,30 +156,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     t.grad_norm_max = std::max(t.grad_norm_max, gnorm);
   }
 
-  if (p_.experts) record_expert_load(p_.policy, last, *p_.experts, m);
-  const auto& L = t.loss;
-  m.seq_ratio = {L.seq_ratio_sum, L.sequences};
-  m.seq_ratio_min = L.sequences > 0 ? L.seq_ratio_min : kNoValue;
-  m.seq_ratio_max = L.sequences > 0 ? L.seq_ratio_max : -kNoValue;
-  m.first_minibatch_ratio_dev = t.first_mb_ratio_dev;
-  m.clip_seq_low = {L.seq_clipped_low, L.sequences};
-  m.clip_seq_high = {L.seq_clipped_high, L.sequences};
-  m.clip_seq = {L.seq_clipped_low + L.seq_clipped_high, L.sequences};
-  m.clip_tok_low = {L.tok_clipped_low, L.tokens};
-  m.clip_tok_high = {L.tok_clipped_high, L.tokens};
-  m.clip_tok = {L.tok_clipped_low + L.tok_clipped_high, L.tokens};
-  m.loss = {t.loss_sum, L.sequences};
-  m.kl = {L.kl_sum, L.sequences};
-  m.kl_seq = {L.kl_seq_sum, L.sequences};
-  m.entropy = {t.entropy_sum, L.response_tokens};
-  m.policy_tokens = {L.tokens, L.response_tokens};
-  m.grad_norm = t.updates > 0 ? t.grad_norm_sum / static_cast<double>(t.updates) : 0.0;
-  m.grad_norm_max = t.grad_norm_max;
-  m.lr = t.lr;
-  m.skipped_updates = t.skipped;
-  m.train_tokens_per_s.amount = t.train_tokens;
-  m.pad_frac = {t.slots - t.train_tokens, t.slots};
-  m.train_host_reads = t.micros > 0 ? static_cast<double>(t.host_reads) / static_cast<double>(t.micros) : 0.0;
+  record_update(t, m);
 }
 
 }  // namespace gspo::train

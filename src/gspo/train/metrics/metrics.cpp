@@ -1,6 +1,8 @@
 // The metrics table rendered: column statistics, the JSONL line, the Markdown and JSON references.
 #include "gspo/train/metrics/metrics.h"
 
+#include "gspo/config/options.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -33,48 +35,72 @@ const char* name_of(Match m) {
   return "?";
 }
 
-const char* name_of(Shown s) {
-  switch (s) {
-    case Shown::kAlways: return "always";
-    case Shown::kKl: return "kl_coef > 0";
-    case Shown::kCuda: return "CUDA";
-    case Shown::kMultiRank: return "several ranks";
-    case Shown::kMoe: return "MoE policy";
-    case Shown::kRouting: return "MoE policy with algorithm.routing_metrics";
-    case Shown::kMismatch: return "mismatch_metrics";
-    case Shown::kDynamic: return "dynamic_sampling";
-    case Shown::kOverlong: return "overlong_buffer > 0";
-    case Shown::kPolicyMask: return "top_entropy_quantile < 1 or mis";
-    case Shown::kZero3: return "zero_stage 3";
-    case Shown::kTools: return "tools.list set";
-    case Shown::kAsync: return "distributed.rollout_ranks > 0";
-    case Shown::kStale: return "rollout_ranks > 0 or partial_rollout";
-    case Shown::kPartial: return "async.partial_rollout";
-    case Shown::kExperts: return "distributed.expert_parallel > 1";
+namespace {
+
+// What a visibility rule reads.
+struct ShownInputs {
+  const config::Config& cfg;
+  const ShownFacts& facts;
+  const StepMetrics& m;
+};
+
+// The visibility table: each Shown, in words (docs/metrics.md's "shown" column) and as a rule.
+struct ShownRule {
+  Shown shown;
+  const char* words;
+  bool (*when)(const ShownInputs&);
+};
+
+using config::IsCorrection;
+constexpr ShownRule kShownRules[] = {
+    {Shown::kAlways, "always", [](const ShownInputs&) { return true; }},
+    {Shown::kKl, "kl_coef > 0", [](const ShownInputs& in) { return in.cfg.algorithm.kl_coef > 0; }},
+    {Shown::kCuda, "CUDA", [](const ShownInputs& in) { return in.facts.on_cuda; }},
+    {Shown::kMultiRank, "several ranks", [](const ShownInputs& in) { return in.facts.world_size > 1; }},
+    {Shown::kMoe, "MoE policy", [](const ShownInputs& in) { return !in.m.moe_load_imbalance.empty(); }},
+    {Shown::kMismatch, "mismatch_metrics",
+     [](const ShownInputs& in) {
+       return in.cfg.algorithm.mismatch_metrics || in.cfg.algorithm.is_correction != IsCorrection::kNone;
+     }},
+    {Shown::kDynamic, "dynamic_sampling", [](const ShownInputs& in) { return in.cfg.rollout.dynamic_sampling; }},
+    {Shown::kOverlong, "overlong_buffer > 0", [](const ShownInputs& in) { return in.cfg.reward.overlong_buffer > 0; }},
+    {Shown::kPolicyMask, "top_entropy_quantile < 1 or mis",
+     [](const ShownInputs& in) {
+       return in.cfg.algorithm.top_entropy_quantile < 1 || in.cfg.algorithm.is_correction == IsCorrection::kMis;
+     }},
+    {Shown::kRouting, "MoE policy with algorithm.routing_metrics", [](const ShownInputs& in) { return in.facts.routing; }},
+    {Shown::kZero3, "zero_stage 3", [](const ShownInputs& in) { return in.cfg.distributed.zero_stage == 3; }},
+    {Shown::kTools, "tools.list set", [](const ShownInputs& in) { return !in.cfg.tools.list.empty(); }},
+    {Shown::kAsync, "distributed.rollout_ranks > 0",
+     [](const ShownInputs& in) { return in.cfg.distributed.rollout_ranks > 0; }},
+    {Shown::kStale, "rollout_ranks > 0 or partial_rollout",
+     [](const ShownInputs& in) { return in.cfg.distributed.rollout_ranks > 0 || in.cfg.async.partial_rollout; }},
+    {Shown::kPartial, "async.partial_rollout", [](const ShownInputs& in) { return in.cfg.async.partial_rollout; }},
+    {Shown::kExperts, "distributed.expert_parallel > 1",
+     [](const ShownInputs& in) { return in.cfg.distributed.expert_parallel > 1; }},
+};
+
+constexpr bool every_shown_once() {
+  for (size_t i = 0; i < static_cast<size_t>(Shown::kCount); ++i) {
+    int rows = 0;
+    for (const auto& r : kShownRules) rows += static_cast<size_t>(r.shown) == i ? 1 : 0;
+    if (rows != 1) return false;
   }
+  return true;
+}
+static_assert(every_shown_once(), "kShownRules: one row for each Shown");
+
+}  // namespace
+
+const char* name_of(Shown s) {
+  for (const auto& r : kShownRules)
+    if (r.shown == s) return r.words;
   return "?";
 }
 
-bool StepMetrics::shown(Shown s) const {
-  switch (s) {
-    case Shown::kAlways: return true;
-    case Shown::kKl: return kl_on;
-    case Shown::kCuda: return on_cuda;
-    case Shown::kMultiRank: return multi_rank;
-    case Shown::kMoe: return !moe_load_imbalance.empty();
-    case Shown::kRouting: return routing_on;
-    case Shown::kMismatch: return mismatch_on;
-    case Shown::kDynamic: return dynamic_on;
-    case Shown::kOverlong: return overlong_on;
-    case Shown::kPolicyMask: return policy_mask_on;
-    case Shown::kZero3: return zero3_on;
-    case Shown::kTools: return tools_on;
-    case Shown::kAsync: return async_on;
-    case Shown::kStale: return async_on || partial_on;
-    case Shown::kPartial: return partial_on;
-    case Shown::kExperts: return experts_on;
-  }
-  return false;
+void StepMetrics::set_shown(const config::Config& cfg, const ShownFacts& facts) {
+  const ShownInputs in{cfg, facts, *this};
+  for (const auto& r : kShownRules) show(r.shown, r.when(in));
 }
 
 double Column::mean() const {
@@ -151,11 +177,13 @@ void check_metrics_table() {
   });
 }
 
-std::string json_line(StepMetrics& m) {
+std::string json_line(StepMetrics& m, const nlohmann::ordered_json* extra) {
   nlohmann::ordered_json j;
   m.visit([&](const char* name, auto&& field, Reduce, Match, Shown shown, const char*) {
     if (m.shown(shown)) j[name] = value_json(field);
   });
+  if (extra)
+    for (const auto& [key, value] : extra->items()) j[key] = value;
   return j.dump();
 }
 

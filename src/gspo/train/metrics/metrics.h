@@ -5,12 +5,16 @@
 // tests/dist/compare_runs.py. The progress line and the end summary read the typed fields; nothing is read back from
 // JSON.
 #pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <bitset>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
+namespace gspo::config { struct Config; }
 namespace gspo::parallel { class Comm; }
 
 namespace gspo::train {
@@ -34,7 +38,9 @@ enum class Match {
   kNone,   // not compared: wall times, memory, communication, per-rank figures
 };
 
-// When a metric appears in the line.
+// When a metric appears in the line. Each value is one row of the visibility table (kShownRules, metrics.cpp), which
+// says it in words for docs/metrics.md and decides it from the config and the step (StepMetrics::set_shown): a new
+// condition is a value here and a row there.
 enum class Shown {
   kAlways,
   kKl,         // algorithm.kl_coef > 0
@@ -52,6 +58,7 @@ enum class Shown {
   kStale,      // rollout ranks or async.partial_rollout: rows may be sampled by older weights
   kPartial,    // async.partial_rollout
   kExperts,    // distributed.expert_parallel > 1
+  kCount
 };
 
 const char* name_of(Reduce r);
@@ -92,12 +99,20 @@ constexpr double kNoValue = std::numeric_limits<double>::infinity();  // an extr
 // How a double field is written (JSONL line, progress line): an extremum over nothing (or any non-finite value) as 0.
 inline double written(double v) { return std::isfinite(v) ? v : 0.0; }
 
+// What a row's visibility is decided from besides the config and the metrics themselves.
+struct ShownFacts {
+  bool on_cuda = false;     // the policy is on a CUDA device
+  int64_t world_size = 1;   // the training ranks
+  bool routing = false;     // the step measured routing changes (an MoE policy with algorithm.routing_metrics)
+};
+
 struct StepMetrics {
-  // Which optional rows are written.
-  bool kl_on = false, on_cuda = false, multi_rank = false, mismatch_on = false, dynamic_on = false,
-       overlong_on = false, policy_mask_on = false, routing_on = false, zero3_on = false,
-       tools_on = false, async_on = false, partial_on = false, experts_on = false;
-  bool shown(Shown s) const;
+  // Which rows are written: one bit per Shown (kAlways's set), decided by set_shown from the table.
+  std::bitset<static_cast<size_t>(Shown::kCount)> shows{1};
+  bool shown(Shown s) const { return shows.test(static_cast<size_t>(s)); }
+  void show(Shown s, bool on = true) { shows.set(static_cast<size_t>(s), on); }
+  // Every bit from the visibility table (after the metrics it reads: moe_load_imbalance).
+  void set_shown(const config::Config& cfg, const ShownFacts& facts);
 
   int64_t step = 0, epoch = 0;
   Column reward, correct, advantage, response_len, truncated;
@@ -381,8 +396,9 @@ void merge_scalars(StepMetrics& m, const std::vector<double>& values, bool take_
 // holds the job's values; kLocal rows and a Rate's seconds stay each rank's own. Nothing to do on one rank.
 void reduce_across_ranks(StepMetrics& m, parallel::Comm& comm);
 
-// The metrics.jsonl line (one JSON object, the table's order, optional rows only when shown).
-std::string json_line(StepMetrics& m);
+// The metrics.jsonl line (one JSON object, the table's order, optional rows only when shown), then `extra`'s fields
+// (validation's, the steps it ran after).
+std::string json_line(StepMetrics& m, const nlohmann::ordered_json* extra = nullptr);
 
 // The console line of a step (train/report.cpp).
 std::string progress_line(const StepMetrics& m, int64_t max_steps);

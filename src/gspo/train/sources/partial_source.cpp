@@ -62,20 +62,16 @@ std::vector<int64_t> PartialSource::fresh_per_rank() const {
   return fresh;
 }
 
-Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) {
-  // Round k of version v is batch v + k: the batch the synchronous schedule trains at step v (k = 0), or the one the
-  // rollout ranks sample by version v ahead of the trainers (async_schedule.h).
-  const auto& c = cfg_;
-  const int64_t G = c.rollout.group_size, v = id.version, j = id.version + id.round, rank = comm_.rank();
-  refresh_if_stale(m);
-  // Top up: every rank begins fresh groups from the shared cursor (its slice, in rank order) and draws their noise
-  // from this round's rows; groups a resume handed back begin now, with noise of their own.
+// Top up: every rank begins fresh groups from the shared cursor (its slice, in rank order) and draws their noise from
+// this round's rows; groups a resume handed back begin now, with noise of their own. Returns the fresh groups' key.
+rollout::NoiseKey PartialSource::top_up(data::Cursor& cursor, const RolloutId& id) {
+  const int64_t G = cfg_.rollout.group_size, v = id.version, rank = comm_.rank();
   const auto fresh = fresh_per_rank();
   const int64_t before = std::accumulate(fresh.begin(), fresh.begin() + rank, int64_t{0});
   const auto global = cursor.next(std::accumulate(fresh.begin(), fresh.end(), int64_t{0}));
   // Noise rows of batch j's fresh groups: [k F G, (k + 1) F G) of version v's key for round k (F: every rank's groups
   // in flight), so no two groups of a version share rows; with F = B these are rollout_noise's rows.
-  auto key = rollout_noise(c, {v, 0}, (id.round * comm_.world_size() * in_flight_ + before) * G);
+  auto key = rollout_noise(cfg_, {v, 0}, (id.round * comm_.world_size() * in_flight_ + before) * G);
   const rollout::NoiseKey resumed_key{rollout::mix_seed(key.seed, kResumedNoise),
                                       std::accumulate(carried_per_rank_.begin(), carried_per_rank_.begin() + rank,
                                                       int64_t{0}) * G};
@@ -88,17 +84,21 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
     carry_.push_back(make_group(global[before + f], key, f * G));
     carry_.back().begun = v;
   }
+  return key;
+}
 
-  // One call: every group in flight; it may stop once quota_ groups have ended and every group that would be too old
-  // for the next step has.
-  const int64_t n = static_cast<int64_t>(carry_.size());
+// One call over every group in flight; it may stop once quota_ groups have ended and every group that would be too old
+// for the batch after `batch` (j) has. The rows take what version v sampled.
+rollout::RolloutBatch PartialSource::sample_in_flight(const rollout::NoiseKey& key, int64_t v, int64_t j,
+                                                      StepMetrics& m) {
+  const int64_t G = cfg_.rollout.group_size;
   rollout::CallPlan plan;
   plan.stop_after_groups = quota_;
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& g : carry_) {
     prompts.push_back(g.prompt);
     plan.rows.insert(plan.rows.end(), g.rows.begin(), g.rows.end());
-    plan.must_finish.push_back(j + 1 - g.begun > c.async.max_staleness ? 1 : 0);  // batch j + 1 would be too late
+    plan.must_finish.push_back(j + 1 - g.begun > cfg_.async.max_staleness ? 1 : 0);  // batch j + 1 would be too late
   }
   auto t = core::Clock::now();
   auto batch = [&] {
@@ -109,10 +109,10 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
   record_sampler(sampler_.last_stats(), m);
 
   auto lp = batch.behaviour_logprobs.accessor<float, 2>();
-  for (int64_t gi = 0; gi < n; ++gi) {
+  for (size_t gi = 0; gi < carry_.size(); ++gi) {
     auto& g = carry_[gi];
     for (int64_t k = 0; k < G; ++k) {
-      const int64_t r = gi * G + k;
+      const int64_t r = static_cast<int64_t>(gi) * G + k;
       auto& row = g.rows[k];
       const auto& ids = batch.response_ids[r];
       if (ids.size() > row.ids.size()) {  // this version sampled tokens of it
@@ -124,17 +124,50 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
       row.finish = batch.finish[r];
     }
   }
+  return batch;
+}
 
-  // The step's groups: the oldest of the ended ones (in flight order among equals).
+// The step's groups: the oldest quota_ of the ended ones (in flight order among equals), in flight order.
+std::vector<int64_t> PartialSource::step_groups() const {
   std::vector<int64_t> order;
-  for (int64_t gi = 0; gi < n; ++gi)
-    if (carry_[gi].ended()) order.push_back(gi);
+  for (size_t gi = 0; gi < carry_.size(); ++gi)
+    if (carry_[gi].ended()) order.push_back(static_cast<int64_t>(gi));
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return carry_[a].begun < carry_[b].begun; });
   if (static_cast<int64_t>(order.size()) < quota_)
     throw std::logic_error("partial rollouts: the call stopped with " + std::to_string(order.size()) +
                            " groups ended, fewer than the step's " + std::to_string(quota_));
   order.resize(quota_);
   std::sort(order.begin(), order.end());
+  return order;
+}
+
+// Keeps the groups not in `order` (sorted) in flight, checking the staleness bound for batch j + 1.
+void PartialSource::carry_rest(const std::vector<int64_t>& order, int64_t j, StepMetrics& m) {
+  const int64_t n = static_cast<int64_t>(carry_.size());
+  std::vector<Group> rest;
+  for (int64_t gi = 0, o = 0; gi < n; ++gi) {
+    if (o < quota_ && order[o] == gi) {
+      ++o;
+      continue;
+    }
+    if (j + 1 - carry_[gi].begun > cfg_.async.max_staleness)  // the bound holds by construction; say so if not
+      throw std::logic_error("partial rollouts: a group begun by version " + std::to_string(carry_[gi].begun) +
+                             " would train after batch " + std::to_string(carry_[gi].begun + cfg_.async.max_staleness));
+    for (const auto& row : carry_[gi].rows) m.carried_rows += row.finish == rollout::Finish::kCarried;
+    rest.push_back(std::move(carry_[gi]));
+  }
+  carry_ = std::move(rest);
+  std::fill(carried_per_rank_.begin(), carried_per_rank_.end(), in_flight_ - quota_);
+}
+
+Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, StepMetrics& m) {
+  // Round k of version v is batch v + k: the batch the synchronous schedule trains at step v (k = 0), or the one the
+  // rollout ranks sample by version v ahead of the trainers (async_schedule.h).
+  const int64_t G = cfg_.rollout.group_size, v = id.version, j = id.version + id.round;
+  refresh_if_stale(m);
+  const auto key = top_up(cursor, id);
+  auto batch = sample_in_flight(key, v, j, m);
+  const auto order = step_groups();
   std::vector<rollout::GroupRef> refs;
   std::vector<const data::Example*> per_row;
   std::vector<int64_t> versions;
@@ -149,25 +182,12 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
     }
   }
   auto taken = rollout::merge_groups({&batch}, refs, policy_.manifest().pad_token_id);
-  std::vector<Group> rest;
-  for (int64_t gi = 0, o = 0; gi < n; ++gi) {
-    if (o < quota_ && order[o] == gi) {
-      ++o;
-      continue;
-    }
-    if (j + 1 - carry_[gi].begun > c.async.max_staleness)  // the bound holds by construction; say so if not
-      throw std::logic_error("partial rollouts: a group begun by version " + std::to_string(carry_[gi].begun) +
-                             " would train after batch " + std::to_string(carry_[gi].begun + c.async.max_staleness));
-    for (const auto& row : carry_[gi].rows) m.carried_rows += row.finish == rollout::Finish::kCarried;
-    rest.push_back(std::move(carry_[gi]));
-  }
-  carry_ = std::move(rest);
-  std::fill(carried_per_rank_.begin(), carried_per_rank_.end(), in_flight_ - quota_);
+  carry_rest(order, j, m);
   m.spanned_rows.sum += static_cast<double>(spanned);
   m.spanned_rows.count += static_cast<double>(quota_ * G);
 
   auto graded = taken.response_text;
-  auto s = score_batch(c, verifier_, std::move(taken), graded, per_row, nullptr, v, m);
+  auto s = score_batch(cfg_, verifier_, std::move(taken), graded, per_row, nullptr, v, m);
   s.versions = std::move(versions);
   return s;
 }

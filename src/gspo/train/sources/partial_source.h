@@ -46,6 +46,11 @@ class PartialSource : public LocalSource {
   Group make_group(int64_t example, const rollout::NoiseKey& key, int64_t first_row) const;
   // Groups each rank begins this round: every rank's in-flight count topped up to in_flight_.
   std::vector<int64_t> fresh_per_rank() const;
+  // next_round's steps: begin groups, sample every group in flight, pick the step's, keep the rest.
+  rollout::NoiseKey top_up(data::Cursor& cursor, const RolloutId& id);
+  rollout::RolloutBatch sample_in_flight(const rollout::NoiseKey& key, int64_t v, int64_t j, StepMetrics& m);
+  std::vector<int64_t> step_groups() const;
+  void carry_rest(const std::vector<int64_t>& order, int64_t j, StepMetrics& m);
 
   const int64_t in_flight_, quota_;  // groups per rank: being sampled, trained per step
   std::vector<Group> carry_;         // this rank's groups in flight, oldest first
