@@ -278,6 +278,9 @@ expect tokenize-not-object 3 "stdin:2: each line must be a JSON object (got arra
 expect tokenizer-empty 3 "empty_tok.json: the file is empty" -- "$GSPO" tokenize -t "$TMP/empty_tok.json"
 printf '{"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}}' > "$TMP/badtype_tok.json"
 expect tokenizer-wrong-type 3 "badtype_tok.json: model.vocab['a'] is \"zero\", not a token id" -- "$GSPO" tokenize -t "$TMP/badtype_tok.json"
+# An added token with a negative id is refused (it would reach the model as a negative id), naming the entry.
+printf '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "added_tokens": [{"content": "<x>", "id": -3}]}' > "$TMP/negadded_tok.json"
+expect tokenizer-negative-added 3 "negadded_tok.json: added_tokens[0].id is -3, not a token id" -- "$GSPO" tokenize -t "$TMP/negadded_tok.json"
 # A merge that is not "left right" or a pair names the file and the merge (#59).
 printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b", "ab"]}}' > "$TMP/badmerge_tok.json"
 expect tokenizer-bad-merge 3 "badmerge_tok.json: model.merges[1] is \"ab\", not a merge" -- "$GSPO" tokenize -t "$TMP/badmerge_tok.json"

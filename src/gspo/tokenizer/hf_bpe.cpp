@@ -208,7 +208,11 @@ HfBpeTokenizer::HfBpeTokenizer(const std::string& text, const std::string& confi
     read_merges(model, origin, merge_rank_);
     part = "added_tokens";
     for (const auto& a : j.value("added_tokens", json::array())) {
-      added_.push_back({a.at("content"), a.at("id"), a.value("special", false)});
+      const auto& id = a.at("id");
+      if (!id.is_number_integer() || id.get<int64_t>() < 0)  // would become a negative id in what encode returns
+        throw DataError(origin + ": added_tokens[" + std::to_string(added_.size()) + "].id is " +
+                        id.dump().substr(0, 40) + ", not a token id (an integer >= 0)");
+      added_.push_back({a.at("content"), id, a.value("special", false)});
       vocab_size_ = std::max(vocab_size_, a.at("id").get<int64_t>() + 1);
     }
   } catch (const json::exception& e) {
