@@ -2,6 +2,11 @@
 """Exports a Hugging Face checkpoint directory to a gspo TorchScript policy (docs/model-contract.md).
 
     scripts/py scripts/export_hf.py --hf DIR --out model.pt [--dtype float32|bfloat16|float16] [--max-seq-len N]
+    scripts/py scripts/export_hf.py --hf DIR --out rm.pt --reward [...]
+
+--reward: DIR holds a llama/qwen2/qwen3 *ForSequenceClassification reward model (num_labels 1), written as a reward
+model with one method, score (docs/model-contract.md, "Reward models (reward_api 1)"); config.json naming such an
+architecture is refused without it.
 
 DIR holds config.json, the weights (*.safetensors, with or without an index, or pytorch_model*.bin) and, when
 present, tokenizer.json + tokenizer_config.json (embedded as the policy's tokenizer) or gspo_tokenizer.json.
@@ -150,42 +155,107 @@ def hf_source(d, sd):
     return {"files": files, "dtype": str(main_dtype)[len("torch."):], "dtype_exceptions": other}
 
 
+def fill(model, sd, cfg, d):
+    """Loads `sd` (names already mapped to the model's) into `model` as float32, refusing missing weights, tensors the
+    model has no place for and shapes that differ."""
+    own = model.state_dict()
+    missing = [k for k in own if k not in sd and not k.endswith(("cos_table", "sin_table"))
+               and not (k.endswith(("q_norm.weight", "k_norm.weight")) and not cfg["qk_norm"])]
+    if missing:
+        sys.exit(f"{d}: weights missing for {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+    unused = [k for k in sd if k not in own and not k.endswith("rotary_emb.inv_freq")]
+    if unused:  # a tensor the architecture has no place for would otherwise be dropped silently
+        sys.exit(f"{d}: weights the {cfg['architecture']} export does not use: {unused[:5]}"
+                 f"{' ...' if len(unused) > 5 else ''}")
+    for k in own:
+        if k in sd:
+            if sd[k].shape != own[k].shape:
+                sys.exit(f"{d}: {k} has shape {tuple(sd[k].shape)}, expected {tuple(own[k].shape)}")
+            own[k] = sd[k].to(torch.float32)
+    model.load_state_dict(own)
+
+
+def cast(model, dtype):
+    """The model in `dtype`, its RoPE tables kept float32."""
+    model = model.to(getattr(torch, dtype))
+    model.cos_table.data = model.cos_table.data.float()
+    model.sin_table.data = model.sin_table.data.float()
+    return model
+
+
+def is_reward_checkpoint(hf):
+    return any(str(a).endswith("ForSequenceClassification") for a in hf.get("architectures") or [])
+
+
+def check_kind(hf, d, reward):
+    """--reward exactly when config.json's architectures name a *ForSequenceClassification model (a checkpoint that
+    names no architectures is taken as the flag says; its weights decide)."""
+    named = hf.get("architectures") or []
+    config = os.path.join(d, "config.json")
+    if is_reward_checkpoint(hf) and not reward:
+        sys.exit(f"{config}: architectures {named} is a sequence-classification (reward) model: export it with "
+                 f"--reward (docs/model-contract.md, \"Reward models\")")
+    if reward and named and not is_reward_checkpoint(hf):
+        sys.exit(f"{config}: --reward needs a *ForSequenceClassification checkpoint (architectures {named})")
+
+
+def check_num_labels(hf, d):
+    """A gspo reward model has one score: num_labels 1 (transformers writes id2label; with neither it means 2)."""
+    n = hf["num_labels"] if "num_labels" in hf else len(hf["id2label"]) if hf.get("id2label") else 2
+    if n != 1:
+        sys.exit(f"{os.path.join(d, 'config.json')}: num_labels is {n}: a gspo reward model has one score per sequence "
+                 f"(num_labels must be 1)")
+
+
+def export_reward(a, cfg, sd):
+    """A *ForSequenceClassification checkpoint as gspo_model.RewardModel: model.* to the decoder, score.weight to
+    score_head."""
+    if cfg["architecture"] not in ("llama", "qwen2", "qwen3"):
+        sys.exit(f"{a.hf}: reward models of model_type {cfg['architecture']!r} are not supported (llama, qwen2, qwen3)")
+    sd = {k[len("model."):] if k.startswith("model.") else k: v for k, v in sd.items()}
+    if "score.weight" in sd:
+        if sd["score.weight"].shape[0] != 1:
+            sys.exit(f"{a.hf}: score.weight has shape {tuple(sd['score.weight'].shape)}: num_labels "
+                     f"{sd['score.weight'].shape[0]}, a gspo reward model needs num_labels 1")
+        sd["score_head.weight"] = sd.pop("score.weight")
+    model = gspo_model.RewardModel(cfg)
+    fill(model, sd, cfg, a.hf)
+    model = cast(model, a.dtype)
+    spec = tokenizer_spec(a.hf) or {"type": "none"}
+    n = sum(t.numel() for t in model.parameters())
+    gspo_model.save_scripted(model, cfg, spec, a.dtype, a.out, gspo_model.reward_manifest_for(cfg, spec, a.dtype, n))
+    print(f"wrote {a.out}: {cfg['architecture']} reward model, {n} parameters, {cfg['num_layers']} layers, "
+          f"pad {cfg['pad_token_id']}, {a.dtype}, tokenizer {spec.get('type')}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hf", required=True, help="Hugging Face checkpoint directory")
     p.add_argument("--out", required=True)
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--max-seq-len", type=int, default=8192, help="cap on the RoPE tables (prompt + response)")
+    p.add_argument("--reward", action="store_true",
+                   help="export a *ForSequenceClassification reward model (num_labels 1) with one method, score")
     a = p.parse_args()
     hf = json.load(open(os.path.join(a.hf, "config.json")))
+    check_kind(hf, a.hf, a.reward)
+    if a.reward:
+        check_num_labels(hf, a.hf)
     gen_path = os.path.join(a.hf, "generation_config.json")
     gen_eos = json.load(open(gen_path)).get("eos_token_id") if os.path.exists(gen_path) else None
     cfg = gspo_config(hf, a.max_seq_len, gen_eos)
     sd = load_weights(a.hf)
+    if a.reward:
+        export_reward(a, cfg, sd)
+        return
     cfg["hf_source"] = hf_source(a.hf, sd)
     sd = {k[len("model."):] if k.startswith("model.") else k: v for k, v in sd.items()}
     if cfg["tie_word_embeddings"] or "lm_head.weight" not in sd:
         sd["lm_head.weight"] = sd["embed_tokens.weight"]
         cfg["tie_word_embeddings"] = True
     model = gspo_model.CausalLM(cfg)
-    own = model.state_dict()
-    missing = [k for k in own if k not in sd and not k.endswith(("cos_table", "sin_table"))
-               and not (k.endswith(("q_norm.weight", "k_norm.weight")) and not cfg["qk_norm"])]
-    if missing:
-        sys.exit(f"{a.hf}: weights missing for {missing[:5]}{' ...' if len(missing) > 5 else ''}")
-    unused = [k for k in sd if k not in own and not k.endswith("rotary_emb.inv_freq")]
-    if unused:  # a tensor the architecture has no place for would otherwise be dropped silently
-        sys.exit(f"{a.hf}: weights the {cfg['architecture']} export does not use: {unused[:5]}"
-                 f"{' ...' if len(unused) > 5 else ''}")
-    for k in own:
-        if k in sd:
-            if sd[k].shape != own[k].shape:
-                sys.exit(f"{a.hf}: {k} has shape {tuple(sd[k].shape)}, expected {tuple(own[k].shape)}")
-            own[k] = sd[k].to(torch.float32)
-    model.load_state_dict(own)
-    model = model.to(getattr(torch, a.dtype))
-    model.cos_table.data = model.cos_table.data.float()
-    model.sin_table.data = model.sin_table.data.float()
+    fill(model, sd, cfg, a.hf)
+    model = cast(model, a.dtype)
     spec = tokenizer_spec(a.hf) or {"type": "none"}
     gspo_model.save_scripted(model, cfg, spec, a.dtype, a.out)
     n = sum(t.numel() for t in model.parameters())

@@ -14,6 +14,9 @@ take no mask at all: varlen_attention (the flash kernel's per-row key lengths ov
 Padding: rows may be left-padded (prompts) and right-padded (responses); attention_mask marks real tokens and
 positions are cumsum(attention_mask) - 1, so a token's position does not depend on the padding before it.
 Outputs at padded query positions are unspecified.
+
+RewardModel: the same decoder with a one-output score head (Hugging Face's *ForSequenceClassification, num_labels 1)
+and one method, score: each row's score at its last real token.
 """
 import json
 import math
@@ -25,6 +28,7 @@ from torch import Tensor, nn
 CONTRACT_VERSION = 1
 LAYER_API_VERSION = 1  # the optional per-layer methods (docs/model-contract.md, "Per-layer methods")
 SLOT_API_VERSION = 3  # the optional slot methods (docs/model-contract.md, "Slot methods")
+REWARD_API_VERSION = 1  # RewardModel's `score` (docs/model-contract.md, "Reward models (reward_api 1)")
 
 
 def rope_inv_freq(head_dim: int, theta: float, scaling) -> Tensor:
@@ -715,6 +719,58 @@ class CausalLM(nn.Module):
         return cache.index_select(2, rows)
 
 
+def rope_tables(cfg: dict) -> Tuple[Tensor, Tensor]:
+    """The float32 cos/sin tables [max_seq_len, head_dim] that CausalLM.__init__ builds (RoPE at every position, linear
+    scaling dividing positions, llama3 scaling through rope_inv_freq); RewardModel's, held to CausalLM's by
+    tests/hf_export/test_reward_export.py."""
+    inv_freq = rope_inv_freq(cfg["head_dim"], cfg["rope_theta"], cfg.get("rope_scaling"))
+    pos = torch.arange(cfg["max_seq_len"]).double()
+    if (cfg.get("rope_scaling") or {}).get("rope_type", (cfg.get("rope_scaling") or {}).get("type")) == "linear":
+        pos = pos / cfg["rope_scaling"]["factor"]
+    freqs = torch.outer(pos, inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().float(), emb.sin().float()
+
+
+class RewardModel(nn.Module):
+    """A reward model (docs/model-contract.md, "Reward models (reward_api 1)"): CausalLM's decoder (the same
+    embed_tokens, layers, norm and rope tables, the same state-dict names) with a one-output score head instead of the
+    LM head: Hugging Face's *ForSequenceClassification with num_labels 1. One method, `score`. The head is named
+    score_head (transformers' `score.weight`), since the method holds the name `score`."""
+
+    def __init__(self, cfg: dict):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
+        self.layers = nn.ModuleList([Block(cfg, i in cfg.get("moe_layers", [])) for i in range(cfg["num_layers"])])
+        self.norm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.score_head = nn.Linear(cfg["hidden_size"], 1, bias=False)
+        cos, sin = rope_tables(cfg)
+        self.register_buffer("cos_table", cos, persistent=True)
+        self.register_buffer("sin_table", sin, persistent=True)
+
+    # The policy's positions (cumsum of the mask) and attention mask (None when every row's real tokens are a prefix),
+    # the same functions compiled against this module's cos_table/sin_table.
+    _rope = CausalLM._rope
+    _mask = CausalLM._mask
+
+    @torch.jit.export
+    def score(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """input_ids, attention_mask int64 [B, T] (1 = real token; padding on either side, rows of any lengths) ->
+        float32 [B]: the score head of the final-normed hidden state at each row's last real token (its last column
+        whose mask is 1), attention causal over the row's real tokens, positions counted over them. A row needs one
+        real token at least (a row of padding only scores its column 0: unspecified)."""
+        b, t = input_ids.shape
+        x = self.embed_tokens(input_ids)
+        cos, sin = self._rope(attention_mask, 0, t, x.dtype)
+        mask = self._mask(attention_mask, 0, t)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask, None, 0, None)
+        columns = torch.arange(t, device=input_ids.device).view(1, t)
+        last = (columns * (attention_mask > 0).to(columns.dtype)).amax(-1)  # [B]
+        at = last.view(b, 1, 1).expand(b, 1, x.shape[2])
+        return self.score_head(self.norm(x.gather(1, at))).view(b).float()
+
+
 def shape_for(cfg: dict) -> dict:
     """The architecture's sizes beyond the manifest's top-level fields (docs/model-contract.md, "shape")."""
     shape = {
@@ -751,12 +807,25 @@ def manifest_for(cfg: dict, tokenizer: dict, dtype: str) -> dict:
     }
 
 
-def save_scripted(model: nn.Module, cfg: dict, tokenizer: dict, dtype: str, path: str) -> None:
-    """Scripts `model` and writes it with the manifest and tokenizer as TorchScript extra files."""
+def reward_manifest_for(cfg: dict, tokenizer: dict, dtype: str, num_parameters: int) -> dict:
+    """A RewardModel's manifest: the policy manifest's fields under the same names, its format and version replaced
+    (no contract_version: a reward model is not a policy), and the exact parameter count (shape describes the decoder;
+    a reward model has no LM head whatever shape's tie_word_embeddings says)."""
+    policy = manifest_for(cfg, tokenizer, dtype)
+    return {"format": "gspo-reward-model", "reward_api": REWARD_API_VERSION,
+            **{k: v for k, v in policy.items() if k not in ("format", "contract_version", "hf_source")},
+            "num_parameters": int(num_parameters)}
+
+
+def save_scripted(model: nn.Module, cfg: dict, tokenizer: dict, dtype: str, path: str,
+                  manifest: Optional[dict] = None) -> None:
+    """Scripts `model` and writes it with the manifest (manifest_for's unless given) and tokenizer as TorchScript
+    extra files."""
     model.eval()
     scripted = torch.jit.script(model)
     extra = {
-        "gspo_manifest.json": json.dumps(manifest_for(cfg, tokenizer, dtype), indent=1),
+        "gspo_manifest.json": json.dumps(manifest_for(cfg, tokenizer, dtype) if manifest is None else manifest,
+                                         indent=1),
         "gspo_tokenizer.json": json.dumps(tokenizer),
     }
     scripted.save(path, _extra_files=extra)
