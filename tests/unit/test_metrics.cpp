@@ -168,11 +168,15 @@ TEST_CASE("gathered columns are right when the ranks hold different numbers of r
 
 TEST_CASE("which rows are written is decided by one table from the config and the step", "[metrics]") {
   config::Config c;
+  c.algorithm.mismatch_metrics = false;  // (on by default)
   StepMetrics m;
   m.set_shown(c, {});
   for (size_t i = 1; i < static_cast<size_t>(train::Shown::kCount); ++i)
-    CHECK_FALSE(m.shown(static_cast<train::Shown>(i)));  // the defaults: only the rows written always
+    CHECK_FALSE(m.shown(static_cast<train::Shown>(i)));  // only the rows written always
   CHECK(m.shown(train::Shown::kAlways));
+  c.algorithm.mismatch_metrics = true;
+  m.set_shown(c, {});
+  CHECK(m.shown(train::Shown::kMismatch));
   c.algorithm.kl_coef = 0.05;
   c.async.partial_rollout = true;
   m.moe_load_imbalance = {1.0};
