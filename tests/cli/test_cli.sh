@@ -151,6 +151,17 @@ expect train-resume-after-sigint 0 "finished after step $((steps+1))" -- "$GSPO"
 expect generate-from-checkpoint 0 "--- prompt 0 sample 0" -- "$GSPO" generate -m "$(ls -d "$TMP"/r2/checkpoints/step_* | tail -1)/policy.pt" -p "1+2=" --max-new-tokens 3
 
 # score and eval
+# A reward model (#55): inspect checks it; one whose scores are NaN is refused; gspo score grades with it, and a
+# policy given as the reward model is refused naming the file.
+RM="$MODELS/reward/reward_byte.pt"
+expect inspect-reward 0 "contract     ok (a row alone vs padded" -- "$GSPO" inspect "$RM"
+expect inspect-reward-nan 4 "scores are not finite" -- "$GSPO" inspect "$MODELS/reward/reward_nan.pt"
+printf '{"prompt": "2+2=", "answer": "4"}\n' > "$TMP/rm_rows.jsonl"
+printf '{"index": 0, "response": "4"}\n{"index": 0, "response": "5"}\n' > "$TMP/rm_resp.jsonl"
+expect score-model-reward 0 "avg@2" -- "$GSPO" score -d "$TMP/rm_rows.jsonl" -r "$TMP/rm_resp.jsonl" -o "$TMP/rm_sc" \
+  --set 'reward.components=["model:1","exact:0"]' --set reward.model_path="$RM"
+expect score-model-reward-policy 4 "not a reward model" -- "$GSPO" score -d "$TMP/rm_rows.jsonl" -r "$TMP/rm_resp.jsonl" \
+  --set reward.kind=model --set reward.model_path="$MODELS/tiny.pt"
 expect score-code 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000" -- "$GSPO" score -d "$SRC/data/code_sample.jsonl" -r "$SRC/tests/data/code_sample_solutions.jsonl" -o "$TMP/sc"
 # scored.jsonl says why: passed tests and the first failure of each code sample
 if grep -q '"detail":"[0-9]*/[0-9]* tests passed' "$TMP/sc/scored.jsonl" && grep -q 'tests passed; test' "$TMP/sc/scored.jsonl"; then

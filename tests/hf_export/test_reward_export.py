@@ -21,7 +21,8 @@ the tolerance), and refusals: num_labels 2 (config and weights), a reward checkp
 causal LM; a bfloat16 qwen3 export returns float32 scores within 5e-2 * max(1, max |hf|). Exit 0 when every check
 holds; prints the largest difference per family.
 
---fixture OUT_DIR also writes OUT_DIR/reward_qwen3.pt (the qwen3 export, RoPE tables capped at 256 columns) and
+--fixture OUT_DIR also writes OUT_DIR/reward_byte.pt and reward_nan.pt (byte-level tokenizer; the second's score head
+NaN) and OUT_DIR/reward_qwen3.pt (the qwen3 export, RoPE tables capped at 256 columns) and
 OUT_DIR/reward_qwen3_cases.json: {"cases": [{"name", "ids": [[...]], "mask": [[...]], "scores": [...]}]} with
 transformers' scores (float32) of a right-, a left- and a mixed-padded batch, for the C++ side (< 1 MB together).
 """
@@ -304,6 +305,18 @@ def write_fixture(a, out_dir):
                "made_by": "tests/hf_export/test_reward_export.py --fixture", "cases": out}, open(cases_path, "w"))
     size = os.path.getsize(pt) + os.path.getsize(cases_path)
     check(size < 1 << 20, f"fixture {out_dir}: {size} bytes (< 1 MB)")
+    # For the model reward's C++ tests (tests/unit/test_model_reward.cpp): a byte-level tokenizer (ids 0..255 bytes,
+    # 256.. its specials), and the same model whose score head is NaN (a reward model gone bad).
+    byte_spec = {"type": "byte", "add_bos": False, "special_tokens": {"<|pad|>": 256, "<|bos|>": 257, "<|eos|>": 258}}
+    for name, poison in (("reward_byte.pt", False), ("reward_nan.pt", True)):
+        d = os.path.join(a.scratch, "fixture_" + name[:-3])
+        model = make_hf(d, "qwen3", seed=1, pad_token_id=256, bos_token_id=257, eos_token_id=258)
+        if poison:
+            with torch.no_grad():
+                model.score.weight.fill_(float("nan"))
+            model.save_pretrained(d)
+        json.dump(byte_spec, open(os.path.join(d, "gspo_tokenizer.json"), "w"))
+        export(d, os.path.join(out_dir, name), "--reward", "--max-seq-len", str(FIXTURE_MAX_SEQ))
 
 
 def main():

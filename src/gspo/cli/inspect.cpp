@@ -1,11 +1,16 @@
 #include <nlohmann/json.hpp>
 
+#include <torch/torch.h>
+
+#include <cmath>
 #include <iostream>
 
 #include "gspo/cli/commands.h"
 #include "gspo/core/device.h"
+#include "gspo/core/error.h"
 #include "gspo/io/adapter_file.h"
 #include "gspo/model/policy.h"
+#include "gspo/model/reward_model.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::cli {
@@ -19,10 +24,63 @@ std::string routing_line(const model::Policy& policy) {
   return "route_api 1, MoE layers " + layers + " (moe_routing_change_frac, algorithm.routing_replay; checked)";
 }
 
+// A reward model (docs/model-contract.md, "Reward models"): its manifest, its tokenizer, and the contract's one check
+// that can fail silently: a row's score is the same alone and right-padded beside a longer row.
+int inspect_reward_model(const InspectArgs& a) {
+  auto rm = model::RewardModel::load(a.model, core::resolve_device(a.device, "--device"), c10::kFloat);
+  const auto& m = rm.manifest();
+  std::string tok_type = "none";
+  if (!rm.tokenizer_json().empty()) {
+    auto tok = tokenizer::from_spec(rm.tokenizer_json(), a.model);
+    tok_type = nlohmann::json::parse(rm.tokenizer_json()).value("type", "?");
+  }
+  const int64_t n = std::min<int64_t>(16, m.max_seq_len), V = m.vocab_size;
+  auto longer = (torch::arange(n, torch::kLong) * 7 + 3) % V;
+  auto shorter = longer.narrow(0, 0, n / 2).clone();
+  auto ids = torch::full({2, n}, m.pad_token_id, torch::kLong);
+  ids[0].copy_(longer);
+  ids[1].narrow(0, 0, n / 2).copy_(shorter);
+  auto mask = torch::zeros({2, n}, torch::kLong);
+  mask[0].fill_(1);
+  mask[1].narrow(0, 0, n / 2).fill_(1);
+  const auto dev = rm.device();
+  const auto both = rm.score(ids.to(dev), mask.to(dev)).cpu();
+  const auto alone = rm.score(shorter.view({1, -1}).to(dev), torch::ones({1, n / 2}, torch::kLong).to(dev)).cpu();
+  const double diff = (both[1] - alone[0]).abs().item<double>();
+  const bool ok = std::isfinite(diff) && diff <= 1e-4 * std::max(1.0, alone.abs().max().item<double>());
+  if (!torch::isfinite(both).all().item<bool>() || !torch::isfinite(alone).all().item<bool>())
+    throw ModelContractError(a.model + ": the reward model's scores are not finite (" + std::to_string(both[0].item<float>()) +
+                             "): its weights hold NaN or inf, or overflow in its dtype");
+  if (!ok)
+    throw ModelContractError(a.model + ": a row's score changes when it is padded beside a longer row (|diff| " +
+                             std::to_string(diff) + "): the score is not read at the last real token");
+  nlohmann::json j{{"path", a.model},        {"kind", "reward_model"},     {"reward_api", m.reward_api},
+                   {"architecture", m.architecture}, {"parameters", rm.num_parameters()}, {"layers", m.num_layers},
+                   {"hidden_size", m.hidden_size}, {"vocab_size", m.vocab_size}, {"max_seq_len", m.max_seq_len},
+                   {"dtype", m.dtype},        {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
+                   {"padding_max_abs_diff", diff}, {"contract", "ok"}};
+  if (a.json) {
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << "reward model " << a.model << "\n"
+            << "architecture " << m.architecture << " (reward_api " << m.reward_api << "; a score head read at each "
+            << "row's last real token)\n"
+            << "parameters   " << rm.num_parameters() << "\n"
+            << "layers       " << m.num_layers << "  hidden " << m.hidden_size << "\n"
+            << "vocab        " << m.vocab_size << "  max_seq_len " << m.max_seq_len << "  dtype " << m.dtype << "\n"
+            << "pad id       " << m.pad_token_id << "\n"
+            << "tokenizer    " << tok_type << "\n"
+            << "contract     ok (a row alone vs padded beside a longer one: |diff| " << diff << ")\n"
+            << "use          reward.kind model (or a component \"model:W\") with reward.model_path " << a.model << "\n";
+  return 0;
+}
+
 }  // namespace
 
 
 int inspect(const InspectArgs& a) {
+  if (model::is_reward_model(a.model)) return inspect_reward_model(a);
   auto policy = model::Policy::load(a.model, core::resolve_device(a.device, "--device"));
   std::optional<io::AdapterMeta> adapter;
   if (!a.adapter.empty()) adapter = io::merge_adapter_dir(policy, a.adapter);

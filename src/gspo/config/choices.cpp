@@ -27,7 +27,8 @@ const std::vector<Choice<RewardKind>>& choices(RewardKind) {
   static const std::vector<Choice<RewardKind>> c{
       {"auto", RewardKind::kAuto},   {"exact", RewardKind::kExact}, {"leading_integer", RewardKind::kLeadingInteger},
       {"math", RewardKind::kMath},   {"code", RewardKind::kCode},   {"regex", RewardKind::kRegex},
-      {"format", RewardKind::kFormat}, {"external", RewardKind::kExternal}, {"tool_format", RewardKind::kToolFormat}};
+      {"format", RewardKind::kFormat}, {"external", RewardKind::kExternal}, {"tool_format", RewardKind::kToolFormat},
+      {"model", RewardKind::kModel}};
   return c;
 }
 const std::vector<Choice<LossKind>>& choices(LossKind) {
@@ -100,6 +101,11 @@ const std::vector<Choice<IsLevel>>& choices(IsLevel) {
 const std::vector<Choice<RewardScale>>& choices(RewardScale) {
   static const std::vector<Choice<RewardScale>> c{
       {"group", RewardScale::kGroup}, {"batch", RewardScale::kBatch}, {"none", RewardScale::kNone}};
+  return c;
+}
+const std::vector<Choice<ScoreDtype>>& choices(ScoreDtype) {
+  static const std::vector<Choice<ScoreDtype>> c{
+      {"auto", ScoreDtype::kAuto}, {"float32", ScoreDtype::kFloat32}, {"bfloat16", ScoreDtype::kBFloat16}};
   return c;
 }
 const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm) {

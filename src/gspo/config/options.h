@@ -192,12 +192,19 @@ struct RewardOptions {
   double external_timeout_s = 60;
   int64_t overlong_buffer = 0;
   double overlong_penalty = 1.0;
+  std::string model_path = "";
+  ScoreDtype model_dtype = ScoreDtype::kAuto;
+  ChatTemplate model_template = ChatTemplate::kChatml;
+  int64_t model_max_tokens = 0;
+  int64_t model_batch_tokens = 16384;
+  bool model_normalize = false;
+  double model_clip = 0;
 
   template <class V>
   void visit(V&& v) {
     v("kind", kind, "verifier: auto (arithmetic: leading_integer; jsonl: code when rows have tests, else math), "
       "exact, leading_integer, math, code, regex, format, external, tool_format (with tools: 1 when the episode called a "
-      "tool and no call failed; a component)",
+      "tool and no call failed; a component), model (a learned reward model's score: model_path)",
       choice_rule(kind));
     v("components", components, "weighted sum of verifiers as \"name:weight\" (e.g. [\"math:1\", \"format:0.1\"]); "
       "accuracy follows the first; empty = kind", any());
@@ -228,6 +235,21 @@ struct RewardOptions {
       "overlong_buffer added to its reward (0 at the buffer's start, -overlong_penalty at the cap); 0 = off",
       at_least(0));
     v("overlong_penalty", overlong_penalty, "the soft overlong penalty at rollout.max_new_tokens", at_least(0));
+    v("model_path", model_path, "model reward (kind or component \"model\"): a reward model exported by "
+      "scripts/export_hf.py --reward (a Hugging Face *ForSequenceClassification, num_labels 1; docs/verifiers.md)", any());
+    v("model_dtype", model_dtype, "model reward: the reward model's weights and compute: auto (bfloat16 on CUDA, float32 "
+      "on the CPU), float32, bfloat16", choice_rule(model_dtype));
+    v("model_template", model_template, "model reward: the chat template the reward model reads prompt and response "
+      "in (its own family's: chatml for Qwen3, qwen2.5, deepseek_r1), or none (data.prompt_template's prompt, then the "
+      "response)", choice_rule(model_template));
+    v("model_max_tokens", model_max_tokens, "model reward: the longest conversation scored, in the reward model's "
+      "tokens; a longer one gets reward 0 and the failure 'longer than the reward model's context'; 0 = the reward "
+      "model's max_seq_len", at_least(0));
+    v("model_batch_tokens", model_batch_tokens, "model reward: rows x padded length of one scoring pass (rows sorted "
+      "by length, as the rollout batches its prefills)", at_least(1));
+    v("model_normalize", model_normalize, "model reward: standardise the scores over the rows this rank scores at "
+      "once ((s - mean) / std); false = the raw score", any());
+    v("model_clip", model_clip, "model reward: clip the (normalised) score to [-clip, clip]; 0 = no clip", at_least(0));
   }
 };
 

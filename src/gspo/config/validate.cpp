@@ -59,6 +59,9 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
   }
   if (uses("external") && r.external_command.empty())
     e.push_back(at(c, "reward.kind") + ": the external verifier needs reward.external_command");
+  if (uses("model") && r.model_path.empty())
+    e.push_back(at(c, "reward.kind") + ": the model reward needs reward.model_path (a reward model exported by "
+                "scripts/export_hf.py --reward)");
 }
 
 // Whether the program a shell command line starts (its first word after any VAR=value) is an executable file, a

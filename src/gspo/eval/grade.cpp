@@ -6,10 +6,10 @@
 
 namespace gspo::eval {
 
-Grader::Grader(const config::Config& cfg_in, const std::vector<data::Example>& rows) {
+Grader::Grader(const config::Config& cfg_in, const std::vector<data::Example>& rows, c10::Device device) {
   config::Config cfg = cfg_in;
   cfg.data.task = config::Task::kJsonl;
-  verifier = reward::make_verifier(cfg, rows);
+  verifier = reward::make_verifier(cfg, rows, device);
   math = verifier->name() == "math" || verifier->name().rfind("math:", 0) == 0;
   if (math) math_options = reward::math_options(cfg);
   workers = cfg.reward.workers;

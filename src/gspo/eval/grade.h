@@ -1,5 +1,7 @@
 // Grading K responses of one problem: scores, majority-vote keys, maj@K correctness.
 #pragma once
+#include <c10/core/Device.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,7 +22,8 @@ struct Grader {
   int64_t workers = 0;
 
   // `cfg` with its dataset's rows decides the verifier (reward.kind auto: code when rows carry tests).
-  Grader(const config::Config& cfg, const std::vector<data::Example>& rows);
+  // `device`: where a model reward runs (reward.kind or component "model").
+  Grader(const config::Config& cfg, const std::vector<data::Example>& rows, c10::Device device = c10::Device(c10::kCPU));
   // Grades responses[i][s] (problem i, sample s); tokens[i][s] may be empty. With `uses` (episodes with tools:
   // responses are final turns), one tool use per response in that order (problem-major), kept in each
   // ProblemResult's tool_use.

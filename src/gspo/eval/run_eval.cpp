@@ -154,7 +154,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
 
   for (size_t d = 0; d < paths.size(); ++d) {
     const auto set = load_eval_set(cfg, paths[d], *tok, max_prompt_tokens, true);
-    Grader grader(cfg, set.rows);
+    Grader grader(cfg, set.rows, policy.device());
     std::vector<ProblemResult> results;
     const auto& earlier = done.sets[set.name];
     for (size_t i = 0; i < earlier.size() && i < set.rows.size(); ++i)

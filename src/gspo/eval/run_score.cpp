@@ -1,6 +1,7 @@
 #include <fstream>
 #include <map>
 
+#include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/core/json_line.h"
 #include "gspo/data/dataset.h"
@@ -111,7 +112,7 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
                       std::to_string(K) + " responses but problem " + std::to_string(i) + " has " +
                       std::to_string(r.size()) + "; gspo score needs the same number of responses for every "
                       "problem (avg@K and pass@k are defined at one K)");
-  Grader grader(cfg, rows);
+  Grader grader(cfg, rows, core::resolve_device(cfg.model.device, "model.device"));  // (a model reward runs there)
   std::vector<const data::Example*> exs;
   std::vector<std::vector<std::string>> texts;
   std::vector<int64_t> indices;

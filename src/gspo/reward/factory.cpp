@@ -1,4 +1,5 @@
 // make_verifier(): the verifier (or weighted combination) config.reward describes.
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <regex>
@@ -11,6 +12,7 @@
 #include "gspo/reward/code.h"
 #include "gspo/reward/external.h"
 #include "gspo/reward/math.h"
+#include "gspo/reward/model_reward.h"
 #include "gspo/reward/verifier.h"
 
 namespace gspo::reward {
@@ -37,10 +39,10 @@ class Weighted : public Verifier {
  public:
   void add(std::unique_ptr<Verifier> v, double w) { parts_.emplace_back(std::move(v), w); }
   Score score(const std::string& response, const data::Example& ex) const override {
-    return combine([&](const Verifier& v) { return v.score(response, ex); });
+    return combine([&](size_t i) { return parts_[i].first->score(response, ex); });
   }
   Score score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const override {
-    return combine([&](const Verifier& v) { return v.score_episode(response, ex, use); });
+    return combine([&](size_t i) { return parts_[i].first->score_episode(response, ex, use); });
   }
   std::vector<double> component_weights() const override {
     std::vector<double> w;
@@ -52,16 +54,32 @@ class Weighted : public Verifier {
     for (const auto& [v, w] : parts_) n += (n.empty() ? "" : "+") + v->name() + ":" + std::to_string(w).substr(0, 5);
     return n;
   }
+  // A part that batches (a model reward) makes the sum batch: each part over the whole batch (batched, or row by row
+  // on threads), then combined row by row.
+  bool batches() const override {
+    return std::any_of(parts_.begin(), parts_.end(), [](const auto& p) { return p.first->batches(); });
+  }
+  std::vector<Score> score_batch(const std::vector<std::string>& responses,
+                                 const std::vector<const data::Example*>& examples, const std::vector<ToolUse>* uses,
+                                 int64_t workers) const override {
+    std::vector<std::vector<Score>> per_part;
+    for (const auto& part : parts_) per_part.push_back(score_all(*part.first, responses, examples, workers, uses));
+    std::vector<Score> out;
+    for (size_t r = 0; r < responses.size(); ++r) out.push_back(combine([&](size_t i) { return per_part[i][r]; }));
+    return out;
+  }
 
  private:
+  // `one(i)`: part i's score of the row.
   template <class Fn>
   Score combine(Fn&& one) const {
     Score total;
+    bool graded = false;  // accuracy follows the first part that grades correctness
     for (size_t i = 0; i < parts_.size(); ++i) {
-      auto s = one(*parts_[i].first);
+      auto s = one(i);
       total.reward += parts_[i].second * s.reward;
       total.components.push_back(s.reward);
-      if (i == 0) total.correct = s.correct;
+      if (!graded && parts_[i].first->grades_correctness()) total.correct = s.correct, graded = true;
       if (!s.detail.empty()) total.detail += (total.detail.empty() ? "" : "; ") + s.detail;
     }
     return total;
@@ -86,7 +104,8 @@ class PerRow : public Verifier {
   std::unique_ptr<Verifier> math_, code_;
 };
 
-std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config& cfg, const data::TestCoverage& rows) {
+std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config& cfg, const data::TestCoverage& rows,
+                                   c10::Device device) {
   using config::RewardKind;
   const auto& r = cfg.reward;
   const bool arithmetic = cfg.data.task == config::Task::kArithmetic;
@@ -95,8 +114,8 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
     code_rows.without_tests = 0;
     data::TestCoverage math_rows = rows;  // ... and the math verifier the rows without (each has an answer)
     math_rows.without_answer = 0;
-    return std::make_unique<PerRow>(make_one(RewardKind::kMath, cfg, math_rows),
-                                    make_one(RewardKind::kCode, cfg, code_rows));
+    return std::make_unique<PerRow>(make_one(RewardKind::kMath, cfg, math_rows, device),
+                                    make_one(RewardKind::kCode, cfg, code_rows, device));
   }
   if (kind == RewardKind::kAuto)
     kind = arithmetic ? RewardKind::kLeadingInteger : rows.with_tests > 0 ? RewardKind::kCode : RewardKind::kMath;
@@ -128,6 +147,7 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
       o.lcb_timeout_s = r.lcb_timeout_s;
       return std::make_unique<CodeVerifier>(o);
     }
+    case RewardKind::kModel: return std::make_unique<ModelReward>(cfg, device);
     case RewardKind::kAuto: break;
   }
   throw ConfigError(std::string("reward: no verifier for '") + config::name_of(kind) + "'");
@@ -152,18 +172,19 @@ void warn_missing_references(const config::Config& cfg, const std::vector<data::
 
 }  // namespace
 
-std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& examples) {
+std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& examples,
+                                        c10::Device device) {
   const auto rows = data::code_test_coverage(examples);
   std::unique_ptr<Verifier> v;
   if (cfg.reward.components.empty()) {
-    v = make_one(cfg.reward.kind, cfg, rows);
+    v = make_one(cfg.reward.kind, cfg, rows, device);
   } else {
     auto w = std::make_unique<Weighted>();
     for (const auto& c : cfg.reward.components) {
       const auto colon = c.rfind(':');
       const auto kind = config::parse_choice<config::RewardKind>(c.substr(0, colon));
       if (!kind) throw ConfigError("reward.components: unknown verifier in '" + c + "'");  // validate() refuses it first
-      w->add(make_one(*kind, cfg, rows), std::stod(c.substr(colon + 1)));
+      w->add(make_one(*kind, cfg, rows, device), std::stod(c.substr(colon + 1)));
     }
     v = std::move(w);
   }
@@ -174,6 +195,7 @@ std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::ve
 std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
                              const std::vector<const data::Example*>& examples, int64_t workers,
                              const std::vector<ToolUse>* uses) {
+  if (v.batches()) return v.score_batch(responses, examples, uses, workers);
   std::vector<Score> out(responses.size());
   if (workers <= 0) workers = std::max(1u, std::thread::hardware_concurrency());
   workers = std::min<int64_t>(workers, static_cast<int64_t>(responses.size()));

@@ -1,5 +1,7 @@
 #include "gspo/reward/verifier.h"
 
+#include <stdexcept>
+
 #include "gspo/config/options.h"
 #include "gspo/core/error.h"
 
@@ -53,6 +55,11 @@ Score LeadingInteger::score(const std::string& response, const data::Example& ex
   const std::string got = leading_integer(response);
   const bool ok = !got.empty() && canonical_int(got) == canonical_int(trim(ex.answer));
   return {ok ? 1.0 : 0.0, ok, "", {}, ok ? "" : got.empty() ? "no answer found" : "wrong answer"};
+}
+
+std::vector<Score> Verifier::score_batch(const std::vector<std::string>&, const std::vector<const data::Example*>&,
+                                         const std::vector<ToolUse>*, int64_t) const {
+  throw std::logic_error("Verifier::score_batch: '" + name() + "' scores row by row (batches() is false)");
 }
 
 }  // namespace gspo::reward

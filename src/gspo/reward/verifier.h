@@ -1,8 +1,11 @@
 // Verifiers turn a response into a scalar reward. The built-in ones here check answers exactly; the math and
 // code verifiers implement the same interface.
 #pragma once
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,15 @@ class Verifier {
   virtual std::string name() const = 0;
   // reward.components: the weight of each component, in Score::components' order; empty for a single verifier.
   virtual std::vector<double> component_weights() const { return {}; }
+  // Verifiers that score a whole batch at once (a reward model: one device pass per micro-batch, not one per row)
+  // say so here and score it in score_batch; the others are scored row by row (score_all runs them on threads).
+  virtual bool batches() const { return false; }
+  virtual std::vector<Score> score_batch(const std::vector<std::string>& responses,
+                                         const std::vector<const data::Example*>& examples,
+                                         const std::vector<ToolUse>* uses, int64_t workers) const;
+  // Whether Score::correct means something (reward.components: accuracy follows the first component that grades; a
+  // learned reward model's score does not say whether the answer is right).
+  virtual bool grades_correctness() const { return true; }
 };
 
 // exact: the response, trimmed of surrounding whitespace, equals the answer.
@@ -78,10 +90,13 @@ std::string leading_integer(const std::string& text);
 // The verifier (or weighted combination) config.reward selects for `rows`. Kind "auto" on JSONL data grades each
 // row by what it carries: the code verifier where the row has tests, the math verifier elsewhere (a dataset may
 // mix both). An explicit "code" on rows without tests is refused here, naming the first such row.
-std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& rows = {});
+// `device`: where a model reward runs (reward.kind or a component "model"); the training or eval device.
+std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& rows = {},
+                                        c10::Device device = c10::Device(c10::kCPU));
 
-// Scores responses[i] against *examples[i] on `workers` threads (0 = hardware threads); rethrows the first error.
-// With `uses` (one per response: episodes with tools), through Verifier::score_episode.
+// Scores responses[i] against *examples[i]: in one Verifier::score_batch call when the verifier batches, else on
+// `workers` threads (0 = hardware threads); rethrows the first error. With `uses` (one per response: episodes with
+// tools), through Verifier::score_episode.
 std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
                              const std::vector<const data::Example*>& examples, int64_t workers,
                              const std::vector<ToolUse>* uses = nullptr);

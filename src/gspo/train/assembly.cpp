@@ -16,10 +16,10 @@ namespace gspo::train {
 Assembly::Assembly() = default;
 Assembly::~Assembly() = default;
 
-std::vector<data::Example> Assembly::load_rows(const config::Config& cfg) {
+std::vector<data::Example> Assembly::load_rows(const config::Config& cfg, c10::Device device) {
   if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
   auto rows = data::load_dataset(cfg.data);
-  verifier = reward::make_verifier(cfg, rows);
+  verifier = reward::make_verifier(cfg, rows, device);
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
   return rows;
 }

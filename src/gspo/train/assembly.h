@@ -38,9 +38,9 @@ struct Assembly {
 
   model::Policy& sampling_model() { return sampling_copy ? sampling_copy->model() : *policy; }
 
-  // train.threads; the rows of data.path and their verifier (fit to the model later: fit_rows); then the global torch
-  // seed train.seed.
-  std::vector<data::Example> load_rows(const config::Config& cfg);
+  // train.threads; the rows of data.path and their verifier (fit to the model later: fit_rows; a model reward on
+  // `device`); then the global torch seed train.seed.
+  std::vector<data::Example> load_rows(const config::Config& cfg, c10::Device device);
   // model.lora_rank > 0: adapters on the policy (initialised from train.seed), not yet a gate of it.
   void add_adapters(const config::Config& cfg);
   void make_tokenizer(const config::Config& cfg);

@@ -56,7 +56,7 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
   if (!where.comm || !where.link) throw std::invalid_argument("RolloutWorker: Placement needs comm and link");
   impl_ = std::make_unique<Impl>(cfg, where);
   auto& s = *impl_;
-  auto rows = s.load_rows(cfg);
+  auto rows = s.load_rows(cfg, where.device);
   if (cfg.model.lora_rank > 0) {
     s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout::sampling_dtype(cfg)));
     s.make_adapters(where.device);

@@ -317,7 +317,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
     for (const auto& gone : io::remove_leftovers(run_dir)) log::info("removed {} (left half-done by an earlier run)", gone);
   auto ckpt = find_resume_point(cfg, resume);
   if (s.comm.is_main()) core::ensure_dir(run_dir);
-  auto rows = s.load_rows(cfg);
+  auto rows = s.load_rows(cfg, where.device);
   s.experts = open_expert_parallel(cfg, s.comm);
   load_in_turns(s.comm, s.experts != nullptr, [&] {  // expert parallelism: a rank's experts kept before the next loads
     s.load_models(ckpt, where.device);

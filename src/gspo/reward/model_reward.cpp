@@ -1,0 +1,154 @@
+#include "gspo/reward/model_reward.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "gspo/core/log.h"
+#include "gspo/data/example.h"
+#include "gspo/tokenizer/chat_template.h"
+#include "gspo/tokenizer/tokenizer.h"
+
+namespace gspo::reward {
+namespace {
+
+c10::ScalarType score_dtype(config::ScoreDtype d, c10::Device device) {
+  switch (d) {
+    case config::ScoreDtype::kFloat32: return c10::kFloat;
+    case config::ScoreDtype::kBFloat16: return c10::kBFloat16;
+    case config::ScoreDtype::kAuto: break;
+  }
+  return device.is_cuda() ? c10::kBFloat16 : c10::kFloat;
+}
+
+// A row to score: its place in the call and its ids.
+struct Pending {
+  size_t index;
+  std::vector<int64_t> ids;
+};
+
+// Passes of rows x longest row <= budget, longest rows first (each pass at least one row).
+std::vector<std::vector<const Pending*>> passes_of(std::vector<Pending>& rows, int64_t budget) {
+  std::stable_sort(rows.begin(), rows.end(), [](const Pending& a, const Pending& b) { return a.ids.size() > b.ids.size(); });
+  std::vector<std::vector<const Pending*>> passes;
+  for (const auto& r : rows) {
+    if (passes.empty() || static_cast<int64_t>((passes.back().size() + 1) * passes.back().front()->ids.size()) > budget)
+      passes.emplace_back();
+    passes.back().push_back(&r);
+  }
+  return passes;
+}
+
+// (s - mean) / std over the finite scores (s - mean when they are all equal), then clipped to [-clip, clip].
+void normalise(std::vector<Score>& out, const std::vector<bool>& scored, bool standardise, double clip) {
+  double sum = 0, sq = 0, n = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (scored[i]) sum += out[i].reward, n += 1;
+  const double mean = n > 0 ? sum / n : 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (scored[i]) sq += (out[i].reward - mean) * (out[i].reward - mean);
+  const double sd = n > 0 ? std::sqrt(sq / n) : 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!scored[i]) continue;
+    double& r = out[i].reward;
+    if (standardise) r = sd > 0 ? (r - mean) / sd : r - mean;
+    if (clip > 0) r = std::clamp(r, -clip, clip);
+  }
+}
+
+}  // namespace
+
+ModelReward::ModelReward(const config::Config& cfg, c10::Device device)
+    : opts_(cfg.reward),
+      data_(cfg.data),
+      rm_(model::RewardModel::load(cfg.reward.model_path, device, score_dtype(cfg.reward.model_dtype, device))) {
+  tok_ = tokenizer::from_path_or_spec("", rm_.tokenizer_json(), cfg.reward.model_path);
+  const int64_t context = rm_.manifest().max_seq_len;
+  max_tokens_ = opts_.model_max_tokens > 0 ? std::min(opts_.model_max_tokens, context) : context;
+  log::info("reward model {}: {} ({} parameters, {} layers) on {} in {}, conversations up to {} tokens, passes of {} "
+            "tokens", cfg.reward.model_path, rm_.manifest().architecture, rm_.num_parameters(), rm_.manifest().num_layers,
+            rm_.device().str(), c10::toString(rm_.dtype()), max_tokens_, opts_.model_batch_tokens);
+}
+
+ModelReward::~ModelReward() = default;
+
+std::string ModelReward::render(const std::string& response, const data::Example& ex) const {
+  if (opts_.model_template == config::ChatTemplate::kNone) return data::apply_template(data_.prompt_template, ex.prompt) + response;
+  tokenizer::ChatOptions o;
+  o.add_generation_prompt = false;
+  return tokenizer::render_chat(opts_.model_template, {{"user", ex.prompt}, {"assistant", response}}, o);
+}
+
+Score ModelReward::score(const std::string& response, const data::Example& ex) const {
+  return score_batch({response}, {&ex}, nullptr, 1).front();
+}
+
+std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& responses,
+                                            const std::vector<const data::Example*>& examples,
+                                            const std::vector<ToolUse>*, int64_t) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Score> out(responses.size());
+  std::vector<bool> scored(responses.size(), false);
+  auto fail = [&](size_t i, const std::string& why) {
+    out[i] = {0.0, false, "reward model: " + why, {}, why};
+  };
+  std::vector<Pending> rows;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    std::vector<int64_t> ids;
+    try {
+      ids = tok_->encode(render(responses[i], *examples[i]));
+    } catch (const std::exception& e) {  // (a DataError of the template or the tokenizer: this row only)
+      fail(i, std::string("cannot be encoded by its tokenizer (") + std::string(e.what()).substr(0, 120) + ")");
+      continue;
+    }
+    if (ids.empty()) {
+      fail(i, "the conversation encodes to no tokens");
+    } else if (static_cast<int64_t>(ids.size()) > max_tokens_) {
+      fail(i, "longer than the reward model's context (" + std::to_string(ids.size()) + " > " +
+                  std::to_string(max_tokens_) + " tokens)");
+    } else {
+      rows.push_back({i, std::move(ids)});
+    }
+  }
+  int64_t tokens = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& pass : passes_of(rows, opts_.model_batch_tokens)) {
+    const int64_t B = static_cast<int64_t>(pass.size()), T = static_cast<int64_t>(pass.front()->ids.size());
+    auto ids = torch::full({B, T}, rm_.manifest().pad_token_id, torch::kLong);
+    auto mask = torch::zeros({B, T}, torch::kLong);
+    for (int64_t b = 0; b < B; ++b) {
+      const auto& r = pass[b]->ids;
+      const auto n = static_cast<int64_t>(r.size());
+      ids[b].narrow(0, 0, n).copy_(torch::tensor(r, torch::kLong));
+      mask[b].narrow(0, 0, n).fill_(1);
+    }
+    const auto s = rm_.score(ids.to(rm_.device()), mask.to(rm_.device())).cpu();
+    const auto a = s.accessor<float, 1>();
+    for (int64_t b = 0; b < B; ++b) {
+      const size_t i = pass[b]->index;
+      if (!std::isfinite(a[b])) {
+        fail(i, std::string("returned ") + (std::isnan(a[b]) ? "nan" : "inf"));
+        continue;
+      }
+      out[i].reward = a[b];
+      scored[i] = true;
+    }
+    tokens += B * T;
+  }
+  normalise(out, scored, opts_.model_normalize, opts_.model_clip);
+  totals_.rows += static_cast<int64_t>(responses.size());
+  totals_.failed += static_cast<int64_t>(std::count(scored.begin(), scored.end(), false));
+  totals_.tokens += tokens;
+  totals_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+ModelReward::Totals ModelReward::totals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return totals_;
+}
+
+}  // namespace gspo::reward
