@@ -191,3 +191,34 @@ TEST_CASE("which rows are written is decided by one table from the config and th
   CHECK_FALSE(m.shown(train::Shown::kRouting));
   CHECK(std::string(train::name_of(train::Shown::kExperts)) == "distributed.expert_parallel > 1");
 }
+
+TEST_CASE("each reward component's mean and spread are over every rank's rows, written as lists", "[metrics][dist]") {
+  // Two components on two ranks of 2 rows each; one process would see the 4 rows of each column.
+  auto part = [](int rank) {
+    StepMetrics m;
+    m.reward.rows = m.correct.rows = m.advantage.rows = m.response_len.rows = m.truncated.rows = m.version_lag.rows =
+        {0.0, 0.0};
+    m.reward_components.resize(2);
+    m.reward_components[0].rows = rank == 0 ? std::vector<double>{1.0, 3.0} : std::vector<double>{5.0, 7.0};
+    m.reward_components[1].rows = rank == 0 ? std::vector<double>{0.0, 1.0} : std::vector<double>{1.0, 1.0};
+    return m;
+  };
+  StepMetrics out[2];
+  const auto errors = test::run_two_ranks([&](parallel::Comm& comm, int rank) {
+    out[rank] = part(rank);
+    train::reduce_across_ranks(out[rank], comm);
+  });
+  REQUIRE(errors.error[0].empty());
+  REQUIRE(errors.error[1].empty());
+  for (auto& m : out) {
+    m.show(train::Shown::kComponents);
+    const auto j = nlohmann::json::parse(train::json_line(m));
+    REQUIRE(j["reward_components_mean"].size() == 2);
+    CHECK(j["reward_components_mean"][0].get<double>() == Approx(4.0));   // (1 + 3 + 5 + 7) / 4
+    CHECK(j["reward_components_mean"][1].get<double>() == Approx(0.75));
+    CHECK(j["reward_components_std"][0].get<double>() == Approx(std::sqrt(5.0)));  // population: (9+1+1+9)/4
+    CHECK(j["reward_components_std"][1].get<double>() == Approx(std::sqrt(0.1875)));
+  }
+  StepMetrics none;
+  CHECK_FALSE(nlohmann::json::parse(train::json_line(none)).contains("reward_components_mean"));  // not shown
+}

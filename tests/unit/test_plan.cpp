@@ -18,6 +18,7 @@
 #include "gspo/rollout/decode_loop.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/minibatch.h"
+#include "gspo/model/reward_model.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -373,4 +374,58 @@ TEST_CASE("plan: expert parallelism keeps 1/E of the experts, their moments shar
   CHECK(std::any_of(none.notes.begin(), none.notes.end(),
                     [](const std::string& n) { return n.find("with distributed.expert_parallel 4") == 0; }));
   CHECK_THROWS_WITH(plan::plan_memory(s, at(3), in), Catch::Contains("must divide --world-size (4)"));
+}
+
+TEST_CASE("plan: a reward model's weights and scoring pass are counted (an 8B reward model beside an 8B policy)",
+          "[plan][reward_model]") {
+  // Qwen3-8B's config.json sizes, for the policy and a reward model of the same shape.
+  const std::string qwen3_8b = R"({"model_type": "qwen3", "vocab_size": 151936, "hidden_size": 4096,
+      "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+      "intermediate_size": 12288, "tie_word_embeddings": false})";
+  const std::string dir = test::fresh_dir("plan_reward");
+  core::ensure_dir(dir);
+  std::ofstream(dir + "/config.json") << qwen3_8b;
+  const auto policy = plan::shape_from_hf_config(qwen3_8b, "config.json");
+  const auto rm = plan::read_reward_model_shape(dir + "/config.json");
+  // By hand: a layer is 2 norms 2H + q H x 32 x 128 + k, v 2 x H x 8 x 128 + o 32 x 128 x H + q/k norms 2 x 128 +
+  // MLP 3 x H x I; the reward model has the embedding V x H, the final norm H and the score head H (no LM head).
+  const double H = 4096, I = 12288, V = 151936;
+  const double layer = 2 * H + H * 4096 + 2 * H * 1024 + 4096 * H + 256 + 3 * H * I;
+  const double rm_params = V * H + H + 36 * layer + H;
+  CHECK(static_cast<double>(plan::reward_model_parameters(rm)) == rm_params);
+  CHECK(rm_params == Approx(7.57e9).epsilon(0.01));  // an "8B" reward model without its 0.6B LM head
+
+  auto cfg = config::load("", {"rollout.prompts_per_step=8", "rollout.group_size=8", "rollout.max_new_tokens=8192",
+                               "distributed.zero_stage=3", "train.activation_checkpointing=true",
+                               "reward.components=[\"model:1\", \"math:0\"]", "reward.model_path=" + dir + "/config.json",
+                               "reward.model_batch_tokens=32768", "model.device=cuda"});
+  plan::PlanInputs in;
+  in.world_size = 8;
+  in.prompt_tokens = 1024;
+  in.runtime_mb = 500;
+  in.reward_model = &rm;
+  const auto with = plan::plan_memory(policy, cfg, in);
+  in.reward_model = nullptr;
+  const auto without = plan::plan_memory(policy, cfg, in);
+  CHECK(term(with.resident, "reward model") == 2 * rm_params);  // bf16 on CUDA (model_dtype auto)
+  CHECK(with.resident_bytes == Approx(without.resident_bytes + 2 * rm_params));
+  const plan::PhasePlan* scoring = nullptr;
+  for (const auto& ph : with.phases)
+    if (ph.name == "reward scoring") scoring = &ph;
+  REQUIRE(scoring != nullptr);
+  // a pass: 32768 tokens x (2H + q/k/v (32 + 16) x 128 + attention out 32 x 128 + 3I) x 2 B
+  CHECK(term(scoring->terms, "reward model scoring pass") == 32768.0 * (2 * H + 48 * 128 + 4096 + 3 * I) * 2);
+  CHECK(with.peak_bytes >= scoring->peak_bytes);
+  CHECK(with.peak_bytes > without.peak_bytes);
+
+  cfg.reward.model_dtype = config::ScoreDtype::kFloat32;
+  in.reward_model = &rm;
+  CHECK(term(plan::plan_memory(policy, cfg, in).resident, "reward model") == 4 * rm_params);
+  // From an export's manifest: the count equals the loaded reward model's parameters.
+  const auto exported = plan::read_reward_model_shape(test::model_path("reward/reward_byte.pt"));
+  CHECK(plan::reward_model_parameters(exported) ==
+        model::RewardModel::load(test::model_path("reward/reward_byte.pt"), c10::Device(c10::kCPU), c10::kFloat)
+            .num_parameters());
+  // A policy is not a reward model: refused naming the key.
+  CHECK_THROWS_WITH(plan::read_reward_model_shape(test::model_path("tiny.pt")), Catch::Contains("reward.model_path"));
 }

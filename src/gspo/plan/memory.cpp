@@ -220,6 +220,34 @@ std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
   return r;
 }
 
+// A model reward (reward.model_path): bytes a parameter of its frozen weights (model_dtype auto: bfloat16 on CUDA).
+double reward_bytes(const config::Config& cfg) {
+  switch (cfg.reward.model_dtype) {
+    case config::ScoreDtype::kFloat32: return 4;
+    case config::ScoreDtype::kBFloat16: return 2;
+    case config::ScoreDtype::kAuto: break;
+  }
+  return core::device_type(cfg.model.device, /*cuda_available=*/true, "model.device") == c10::kCPU ? 4 : 2;
+}
+
+// Its weights, held beside the policy on every rank that scores (and validates).
+Term reward_weights_term(const ModelShape& rm, const config::Config& cfg) {
+  const double b = reward_bytes(cfg), n = static_cast<double>(reward_model_parameters(rm));
+  return {"reward model", n * b, num(n) + " params x " + num(b) + " B (reward.model_path, frozen, no gradient state)"};
+}
+
+// One scoring pass (reward.model_batch_tokens tokens): a layer's working set at once, the residual stream and its
+// normed copy, q/k/v and the attention output, the SwiGLU's gate, up and product; freed layer by layer, and before
+// the step's log-prob pass.
+Term reward_pass_term(const ModelShape& rm, const config::Config& cfg) {
+  const double b = reward_bytes(cfg), t = static_cast<double>(cfg.reward.model_batch_tokens);
+  const double qkv = static_cast<double>((rm.num_heads + 2 * rm.num_kv_heads) * rm.head_dim);
+  const double width = 2.0 * rm.hidden_size + qkv + static_cast<double>(rm.num_heads * rm.head_dim) +
+                       3.0 * std::max(rm.intermediate_size, rm.moe_intermediate_size);
+  return {"reward model scoring pass", t * width * b, num(t) + " tokens (reward.model_batch_tokens) x " + num(width) +
+          " (2H + q/k/v + attention out + 3 x intermediate) x " + num(b) + " B"};
+}
+
 // The rollout: the KV cache (every row at full length, or the budget's rows), the static path's compaction copy,
 // the prompts' prefill and the decode step's float32 logits.
 std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& kv_rows) {
@@ -476,10 +504,13 @@ MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg,
                 {"weight sync bucket", cfg.distributed.bucket_mb * kMiB, "distributed.bucket_mb " +
                  num(cfg.distributed.bucket_mb) + ": new weights arrive one bucket at a time"},
                 {"runtime", in.runtime_mb * kMiB, num(in.runtime_mb) + " MiB: LibTorch and the binary (measured)"}};
+  if (in.reward_model) p.resident.push_back(reward_weights_term(*in.reward_model, cfg));  // rollout ranks score
   p.resident_bytes = sum(p.resident);
   p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
-  p.peak_phase = "rollout";
-  p.peak_bytes = p.phases.back().peak_bytes;
+  if (in.reward_model)
+    p.phases.push_back(phase("reward scoring", {reward_pass_term(*in.reward_model, cfg)}, p.resident_bytes));
+  for (const auto& ph : p.phases)  // the first phase with the largest peak
+    if (ph.peak_bytes > p.peak_bytes) p.peak_bytes = ph.peak_bytes, p.peak_phase = ph.name;
   p.notes.push_back(std::to_string(K) + " rollout rank(s) share each batch: " + std::to_string(p.rows_per_rank) +
                     " rows each; with async.max_staleness S they sample up to S batches ahead, one at a time");
   return p;
@@ -594,11 +625,15 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   p.micro_rows = z.m;
   p.micro_tokens = z.m * z.T;
   p.resident = resident_terms(z, in.runtime_mb);
+  if (in.reward_model) p.resident.push_back(reward_weights_term(*in.reward_model, cfg));  // scoring, validation
   p.resident_bytes = sum(p.resident);
   if (z.lora)
     p.notes.push_back("LoRA rank " + std::to_string(cfg.model.lora_rank) + ": " + num(z.Na) + " adapter parameters (" +
                       num(std::round(1e4 * z.Na / z.N) / 100) + "% of the model) train; the base is frozen");
   add_phases(z, cfg, in, async, p);
+  if (in.reward_model && !async)  // (beside rollout ranks those score; a trainer's validation scores between steps)
+    p.phases.insert(p.phases.begin() + 1, phase("reward scoring", {reward_pass_term(*in.reward_model, cfg)},
+                                               p.resident_bytes));
   pick_peak(p);
   if (W > 1) add_not_built(z, p);
   if (z.E > 1) add_expert_notes(shape, z, W, p);

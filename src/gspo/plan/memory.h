@@ -25,6 +25,7 @@ struct PlanInputs {
   int64_t prompt_tokens = 512;  // the longest prompt of a step, in tokens (the config cannot say; a flag does)
   double runtime_mb = 0;        // the process's own memory before any model: LibTorch, the binary (measured)
   double device_gb = 80;        // what one rank may use, for the fit verdict
+  const ModelShape* reward_model = nullptr;  // a model reward (reward.model_path): its shape, read_reward_model_shape
 };
 
 struct Term {

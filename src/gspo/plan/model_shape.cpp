@@ -170,6 +170,27 @@ ModelShape shape_from_hf_config(const std::string& json_text, const std::string&
   return s;
 }
 
+namespace {
+// The "shape" object's sizes (scripts/gspo_model.py's shape_for) into `s`.
+void fill_from_shape(const json& sh, const std::string& where, ModelShape& s) {
+  s.intermediate_size = need_int(sh, "intermediate_size", where);
+  s.tie_word_embeddings = opt_bool(sh, "tie_word_embeddings", false, where);
+  s.qkv_bias = opt_bool(sh, "qkv_bias", false, where);
+  s.o_bias = opt_bool(sh, "o_bias", false, where);
+  s.qk_norm = opt_bool(sh, "qk_norm", false, where);
+  s.lm_head_bias = opt_bool(sh, "lm_head_bias", false, where);
+  if (sh.contains("moe_layers")) {
+    s.num_experts = need_int(sh, "num_experts", where);
+    s.experts_per_token = need_int(sh, "num_experts_per_tok", where);
+    s.moe_intermediate_size = need_int(sh, "moe_intermediate_size", where);
+    for (const auto& v : sh["moe_layers"]) {
+      if (!v.is_number_integer()) throw ConfigError(where + ": 'moe_layers' must be a list of layer indices");
+      s.moe_layers.push_back(v.get<int64_t>());
+    }
+  }
+}
+}  // namespace
+
 ModelShape shape_from_manifest(const std::string& json_text, const std::string& file) {
   const auto m = model::parse_manifest(json_text, file);  // the contract's own checks and messages
   const json j = parse(json_text, file);
@@ -195,26 +216,14 @@ ModelShape shape_from_manifest(const std::string& json_text, const std::string& 
   s.num_heads = m.num_heads;
   s.num_kv_heads = m.num_kv_heads;
   s.head_dim = m.head_dim;
-  s.intermediate_size = need_int(sh, "intermediate_size", where);
-  s.tie_word_embeddings = opt_bool(sh, "tie_word_embeddings", false, where);
-  s.qkv_bias = opt_bool(sh, "qkv_bias", false, where);
-  s.o_bias = opt_bool(sh, "o_bias", false, where);
-  s.qk_norm = opt_bool(sh, "qk_norm", false, where);
-  s.lm_head_bias = opt_bool(sh, "lm_head_bias", false, where);
-  if (sh.contains("moe_layers")) {
-    s.num_experts = need_int(sh, "num_experts", where);
-    s.experts_per_token = need_int(sh, "num_experts_per_tok", where);
-    s.moe_intermediate_size = need_int(sh, "moe_intermediate_size", where);
-    for (const auto& v : sh["moe_layers"]) {
-      if (!v.is_number_integer()) throw ConfigError(where + ": 'moe_layers' must be a list of layer indices");
-      s.moe_layers.push_back(v.get<int64_t>());
-    }
-  }
+  fill_from_shape(sh, where, s);
   check_positive(s, where);
   return s;
 }
 
-ModelShape read_model_shape(const std::string& policy_path) {
+namespace {
+// The manifest record of a TorchScript file (no tensor is read); IoError / ModelContractError.
+std::string manifest_text(const std::string& policy_path) {
   {
     std::ifstream probe(policy_path, std::ios::binary);
     if (!probe) throw IoError("cannot read model file '" + policy_path + "': " + std::strerror(errno));
@@ -231,8 +240,43 @@ ModelShape read_model_shape(const std::string& policy_path) {
     throw ModelContractError("'" + policy_path + "' is not a TorchScript archive (" +
                              std::string(e.what_without_backtrace()).substr(0, 200) + ")");
   }
-  return shape_from_manifest(text, policy_path);
+  return text;
 }
+}  // namespace
+
+ModelShape read_model_shape(const std::string& policy_path) {
+  return shape_from_manifest(manifest_text(policy_path), policy_path);
+}
+
+ModelShape read_reward_model_shape(const std::string& path) {
+  const bool hf = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  ModelShape s;
+  if (hf) {
+    s = read_hf_config(path);
+  } else {
+    const std::string text = manifest_text(path);
+    if (parse(text, path).value("format", std::string()) != "gspo-reward-model")
+      throw ConfigError("reward.model_path '" + path + "' is not a reward model (export a *ForSequenceClassification "
+                        "with scripts/export_hf.py --reward, or give its config.json to plan before exporting)");
+    const json j = parse(text, path);
+    if (!j.contains("shape")) throw ModelContractError("'" + path + "': its reward-model manifest has no \"shape\"");
+    s.source = path;
+    s.architecture = j.value("architecture", std::string("unknown"));
+    s.vocab_size = need_int(j, "vocab_size", path);
+    s.hidden_size = need_int(j, "hidden_size", path);
+    s.num_layers = need_int(j, "num_layers", path);
+    s.num_heads = need_int(j, "num_heads", path);
+    s.num_kv_heads = need_int(j, "num_kv_heads", path);
+    s.head_dim = need_int(j, "head_dim", path);
+    fill_from_shape(j["shape"], path + " (manifest shape)", s);
+    check_positive(s, path + " (manifest)");
+  }
+  s.tie_word_embeddings = true;  // no LM head: the embedding counts once
+  s.lm_head_bias = false;
+  return s;
+}
+
+int64_t reward_model_parameters(const ModelShape& shape) { return shape.num_parameters() + shape.hidden_size; }
 
 ModelShape read_hf_config(const std::string& path) {
   std::ifstream in(path);

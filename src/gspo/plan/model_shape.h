@@ -62,5 +62,11 @@ ModelShape shape_from_manifest(const std::string& json_text, const std::string& 
 ModelShape read_model_shape(const std::string& policy_path);
 // Reads a config.json file.
 ModelShape read_hf_config(const std::string& path);
+// reward.model_path's shape (a learned reward model: the decoder and a one-output score head, no LM head): its
+// manifest when the path is a reward model exported by scripts/export_hf.py --reward (ConfigError naming the key for
+// a policy), else a Hugging Face config.json (planning before the export). tie_word_embeddings is set, so
+// num_parameters() counts no LM head; reward_model_parameters() adds the head.
+ModelShape read_reward_model_shape(const std::string& path);
+int64_t reward_model_parameters(const ModelShape& shape);
 
 }  // namespace gspo::plan

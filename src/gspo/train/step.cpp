@@ -74,6 +74,16 @@ StepRunner::StepRunner(StepParts parts) : p_(parts), experts_(make_step_experts(
   measure_routes_ = moe && a.routing_metrics;
 }
 
+namespace {
+// reward.components: each component's own reward of every row, a column a component (as many on every rank).
+// A row without components (none: every row of a weighted sum has them) would count 0, keeping the columns aligned.
+void record_components(const Scored& s, size_t components, StepMetrics& m) {
+  m.reward_components.assign(components, Column{});
+  for (const auto& row : s.components)
+    for (size_t k = 0; k < components; ++k) m.reward_components[k].rows.push_back(k < row.size() ? row[k] : 0.0);
+}
+}  // namespace
+
 // Global indices of the rows (over all ranks) that take part in the update after the optional filters.
 std::vector<int64_t> StepRunner::select_rows(const rollout::RolloutBatch& b, const algo::Advantages& adv) {
   const auto& a = p_.cfg.algorithm;
@@ -214,6 +224,7 @@ StepMetrics StepRunner::run(Progress& progress) {
   const auto& batch = scored.batch;
   m.reward.rows = scored.rewards;
   m.correct.rows = scored.correct;
+  record_components(scored, p_.verifier.component_weights().size(), m);
   for (int64_t v : scored.versions) m.version_lag.rows.push_back(static_cast<double>(progress.step - v));
   m.zero_variance.count = static_cast<double>(batch.num_rows() / c.rollout.group_size);
   for (double pen : scored.penalty) {

@@ -78,6 +78,7 @@ constexpr ShownRule kShownRules[] = {
     {Shown::kPartial, "async.partial_rollout", [](const ShownInputs& in) { return in.cfg.async.partial_rollout; }},
     {Shown::kExperts, "distributed.expert_parallel > 1",
      [](const ShownInputs& in) { return in.cfg.distributed.expert_parallel > 1; }},
+    {Shown::kComponents, "reward.components set", [](const ShownInputs& in) { return !in.cfg.reward.components.empty(); }},
 };
 
 constexpr bool every_shown_once() {
@@ -129,6 +130,12 @@ double Column::max() const {
   return v;
 }
 
+std::vector<double> ColumnsStat::value() const {
+  std::vector<double> out;
+  for (auto& c : *columns) out.push_back(ColumnStat{&c, stat}.value());
+  return out;
+}
+
 double ColumnStat::value() const {
   switch (stat) {
     case Stat::kMean: return column->mean();
@@ -145,7 +152,7 @@ namespace {
 template <class T>
 bool fits(Reduce r) {
   using U = std::decay_t<T>;
-  if constexpr (std::is_same_v<U, ColumnStat>) return r == Reduce::kGather;
+  if constexpr (std::is_same_v<U, ColumnStat> || std::is_same_v<U, ColumnsStat>) return r == Reduce::kGather;
   else if constexpr (std::is_same_v<U, Mean>) return r == Reduce::kMean;
   else if constexpr (std::is_same_v<U, Rate>) return r == Reduce::kRate;
   else if constexpr (std::is_same_v<U, std::vector<double>>) return r == Reduce::kLocal || r == Reduce::kSame;
@@ -193,7 +200,8 @@ std::string metrics_reference_markdown() {
   StepMetrics m;
   m.visit([&](const char* name, auto&& field, Reduce r, Match match, Shown shown, const char* doc) {
     using U = std::decay_t<decltype(field)>;
-    const std::string type = std::is_same_v<U, std::vector<double>> ? "list" : type_of(r, std::is_same_v<U, int64_t>);
+    const bool list = std::is_same_v<U, std::vector<double>> || std::is_same_v<U, ColumnsStat>;
+    const std::string type = list ? "list" : type_of(r, std::is_same_v<U, int64_t>);
     os << "| `" << name << "` | " << type << " | " << name_of(r) << " | " << name_of(match) << " | "
        << name_of(shown) << " | " << doc << " |\n";
   });

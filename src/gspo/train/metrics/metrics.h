@@ -58,6 +58,7 @@ enum class Shown {
   kStale,      // rollout ranks or async.partial_rollout: rows may be sampled by older weights
   kPartial,    // async.partial_rollout
   kExperts,    // distributed.expert_parallel > 1
+  kComponents, // reward.components set
   kCount
 };
 
@@ -93,6 +94,12 @@ struct ColumnStat {
   Stat stat;
   double value() const;
 };
+// The same statistic of each of several columns (one a reward component): a list.
+struct ColumnsStat {
+  std::vector<Column>* columns;
+  Stat stat;
+  std::vector<double> value() const;
+};
 
 constexpr double kNoValue = std::numeric_limits<double>::infinity();  // an extremum over nothing: written as 0
 
@@ -116,6 +123,7 @@ struct StepMetrics {
 
   int64_t step = 0, epoch = 0;
   Column reward, correct, advantage, response_len, truncated;
+  std::vector<Column> reward_components;  // reward.components: per component, its own (unweighted) reward per row
   Column version_lag;                     // per row: the step's version minus the version that sampled it
   Mean zero_variance;                     // groups with all-equal rewards, over prompts
   int64_t update_sequences = 0;
@@ -171,7 +179,7 @@ struct StepMetrics {
   std::vector<double> moe_routing_change_layers;  // per MoE layer, summed over the ranks
 
   // The table. v(name, field, Reduce, Match, Shown, doc) for each metric in line order; `field` is an int64_t&,
-  // double&, Mean&, Rate&, std::vector<double>& or a ColumnStat.
+  // double&, Mean&, Rate&, std::vector<double>&, a ColumnStat or a ColumnsStat.
   template <class V>
   void visit(V&& v) {
     const auto A = Shown::kAlways;
@@ -185,6 +193,11 @@ struct StepMetrics {
     v("reward_max", ColumnStat{&reward, Stat::kMax}, Reduce::kGather, Match::kExact, A, "largest reward");
     v("accuracy", ColumnStat{&correct, Stat::kMean}, Reduce::kGather, Match::kExact, A,
       "fraction of responses the verifier judged correct");
+    v("reward_components_mean", ColumnsStat{&reward_components, Stat::kMean}, Reduce::kGather, Match::kClose,
+      Shown::kComponents, "per reward.components entry, in its order: the mean of its own (unweighted) reward over "
+      "the step's rows (a model reward's score beside the rules' rewards)");
+    v("reward_components_std", ColumnsStat{&reward_components, Stat::kStd}, Reduce::kGather, Match::kClose,
+      Shown::kComponents, "per reward.components entry: the population standard deviation of its own reward");
     v("advantage_mean", ColumnStat{&advantage, Stat::kMean}, Reduce::kGather, Match::kClose, A,
       "mean group advantage");
     v("advantage_std", ColumnStat{&advantage, Stat::kStd}, Reduce::kGather, Match::kClose, A,

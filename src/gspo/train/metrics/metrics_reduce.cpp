@@ -26,6 +26,9 @@ struct Plan {
     if constexpr (std::is_same_v<U, ColumnStat>) {
       Column* c = field.column;
       if (std::find(columns.begin(), columns.end(), c) == columns.end()) columns.push_back(c);
+    } else if constexpr (std::is_same_v<U, ColumnsStat>) {  // (every rank holds as many: the config's components)
+      for (auto& c : *field.columns)
+        if (std::find(columns.begin(), columns.end(), &c) == columns.end()) columns.push_back(&c);
     } else if constexpr (std::is_same_v<U, Mean>) {
       sums.push_back(&field.sum);
       sums.push_back(&field.count);
