@@ -33,6 +33,7 @@ GENERATED = {
     "models/tiny_demo.pt": "scripts/make_tiny_model.py",      # scripts/demo.sh runs it (README)
     "models/tiny_tools.pt": "scripts/make_tiny_model.py",     # --warm data/tools_warm.txt (configs/tiny-tools.yaml)
     "models/tiny_warm.pt": "scripts/make_warm_base.sh",       # configs/tiny-lora.yaml's base (scripts/compare_lora.sh)
+    "models/tiny_rm.pt": "scripts/make_tiny_reward_model.py",  # configs/tiny-rm.yaml's learned reward model
     "models/qwen3-0.6b.pt": "scripts/export_hf.py",           # from a Hugging Face Qwen3-0.6B checkout (README)
     "models/qwen3-30b-a3b.pt": "scripts/export_hf.py",        # from Qwen3-30B-A3B (its config's header)
 }
