@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -26,6 +27,18 @@ std::vector<std::string> table_names() {
   return names;
 }
 
+// Each of two ranks reduces the metrics part(rank) makes; both ranks' results (no rank failed).
+template <class Part>
+std::array<StepMetrics, 2> reduced_on_two_ranks(Part part) {
+  std::array<StepMetrics, 2> out;
+  const auto errors = test::run_two_ranks([&](parallel::Comm& comm, int rank) {
+    out[rank] = part(rank);
+    train::reduce_across_ranks(out[rank], comm);
+  });
+  REQUIRE(errors.error[0].empty());
+  REQUIRE(errors.error[1].empty());
+  return out;
+}
 
 }  // namespace
 
@@ -99,13 +112,7 @@ TEST_CASE("reduction over two ranks equals one process's figures on all the rows
     m.time_step_s = rank == 0 ? 1.0 : 2.0;  // rank 0's own
     return m;
   };
-  StepMetrics out[2];
-  const auto errors = test::run_two_ranks([&](parallel::Comm& comm, int rank) {
-    out[rank] = part(rank);
-    train::reduce_across_ranks(out[rank], comm);
-  });
-  REQUIRE(errors.error[0].empty());
-  REQUIRE(errors.error[1].empty());
+  auto out = reduced_on_two_ranks(part);
   for (const auto& m : out) {
     CHECK(m.reward.rows == std::vector<double>{0.0, 1.0, 0.5, 0.25});  // global row order: rank 0's rows first
     CHECK(m.correct.mean() == Approx(0.5));
@@ -203,13 +210,7 @@ TEST_CASE("each reward component's mean and spread are over every rank's rows, w
     m.reward_components[1].rows = rank == 0 ? std::vector<double>{0.0, 1.0} : std::vector<double>{1.0, 1.0};
     return m;
   };
-  StepMetrics out[2];
-  const auto errors = test::run_two_ranks([&](parallel::Comm& comm, int rank) {
-    out[rank] = part(rank);
-    train::reduce_across_ranks(out[rank], comm);
-  });
-  REQUIRE(errors.error[0].empty());
-  REQUIRE(errors.error[1].empty());
+  auto out = reduced_on_two_ranks(part);
   for (auto& m : out) {
     m.show(train::Shown::kComponents);
     const auto j = nlohmann::json::parse(train::json_line(m));

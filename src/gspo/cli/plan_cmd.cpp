@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gspo/config/load.h"
+#include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
@@ -97,14 +98,6 @@ void print_table(const plan::MemoryPlan& p, const PlanArgs& a, const config::Con
   for (const auto& n : p.notes) std::cout << "note: " << n << "\n";
 }
 
-// reward.kind model, or a component "model:W".
-bool uses_model_reward(const config::Config& cfg) {
-  if (cfg.reward.components.empty()) return cfg.reward.kind == config::RewardKind::kModel;
-  for (const auto& c : cfg.reward.components)
-    if (c.rfind("model:", 0) == 0) return true;
-  return false;
-}
-
 }  // namespace
 
 int plan(const PlanArgs& a) {
@@ -119,8 +112,7 @@ int plan(const PlanArgs& a) {
   in.runtime_mb = a.runtime_mb < 0 ? plan::kRuntimeMb : a.runtime_mb;
   in.device_gb = a.device_gb;
   std::optional<plan::ModelShape> reward;  // a model reward: its weights and a scoring pass count too
-  if (uses_model_reward(cfg)) {
-    if (cfg.reward.model_path.empty()) throw ConfigError("reward: the model reward needs reward.model_path");
+  if (config::uses_reward(cfg, config::RewardKind::kModel)) {
     reward = plan::read_reward_model_shape(cfg.reward.model_path);
     in.reward_model = &*reward;
   }

@@ -59,7 +59,7 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
   }
   if (uses("external") && r.external_command.empty())
     e.push_back(at(c, "reward.kind") + ": the external verifier needs reward.external_command");
-  if (uses("model") && r.model_path.empty())
+  if (uses_reward(c, RewardKind::kModel) && r.model_path.empty())
     e.push_back(at(c, "reward.kind") + ": the model reward needs reward.model_path (a reward model exported by "
                 "scripts/export_hf.py --reward)");
 }
@@ -385,6 +385,14 @@ std::vector<std::string> validate(const Config& c) {
   validate_async(c, e);
   validate_shaping(c, e);
   return e;
+}
+
+bool uses_reward(const Config& cfg, RewardKind kind) {
+  const auto& r = cfg.reward;
+  if (r.components.empty()) return r.kind == kind;
+  for (const auto& c : r.components)
+    if (parse_choice<RewardKind>(c.substr(0, c.rfind(':'))) == kind) return true;
+  return false;
 }
 
 }  // namespace gspo::config

@@ -10,6 +10,10 @@ namespace gspo::config {
 // Replaces sentinels with their resolved values (clip ranges per loss).
 void resolve_defaults(Config& cfg);
 
+// Whether the reward uses verifier `kind`: reward.kind when reward.components is empty, else a component "name:W" of
+// that name (the verifiers make_verifier builds).
+bool uses_reward(const Config& cfg, RewardKind kind);
+
 // Returns one message per broken cross-field rule, each naming the keys, their values and their lines.
 std::vector<std::string> validate(const Config& cfg);
 

@@ -65,6 +65,11 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
 // cache, no training state; docs/async.md).
 MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in);
 
+// A model reward (reward_memory.cpp): its frozen weights ("reward model"), and one scoring pass of
+// reward.model_batch_tokens tokens ("reward model scoring pass"); bfloat16 on CUDA under model_dtype auto.
+Term reward_weights_term(const ModelShape& rm, const config::Config& cfg);
+Term reward_pass_term(const ModelShape& rm, const config::Config& cfg);
+
 // Activation bytes one token leaves for backward in one decoder layer (no checkpointing), and the transient bytes
 // of one layer's forward without autograd; `bytes` is the training dtype's size.
 double layer_saved_bytes_per_token(const ModelShape& s, int64_t layer, double bytes);

@@ -46,7 +46,7 @@ class SharedExperts final : public StepExperts {
       if (static_cast<int64_t>(counts_.size()) <= index) counts_.resize(index + 1);
       const auto& used = replay.defined() ? replay : got;
       counts_[index] = used.numel() > 0 ? torch::bincount(used.reshape({-1}).to(torch::kLong), {},
-                                                          experts_of(policy, index))
+                                                          experts_in(policy, index))
                                         : at::Tensor();
     }
     return out;
@@ -72,7 +72,7 @@ class SharedExperts final : public StepExperts {
     std::vector<at::Tensor> counts;
     std::vector<int64_t> experts;
     for (int64_t layer : policy.moe_layers()) {
-      experts.push_back(experts_of(policy, layer));
+      experts.push_back(experts_in(policy, layer));
       const bool have = layer < static_cast<int64_t>(counts_.size()) && counts_[layer].defined();
       counts.push_back(have ? counts_[layer].to(torch::kDouble).cpu() : torch::zeros({experts.back()}, torch::kDouble));
     }
@@ -95,7 +95,15 @@ class SharedExperts final : public StepExperts {
   }
 
  private:
+  // MoE layer `layer`'s expert count, read from its router's shape once (the training forward asks every micro-batch).
+  int64_t experts_in(model::Policy& policy, int64_t layer) {
+    if (static_cast<int64_t>(experts_.size()) <= layer) experts_.resize(layer + 1, 0);
+    if (experts_[layer] == 0) experts_[layer] = experts_of(policy, layer);
+    return experts_[layer];
+  }
+
   parallel::Comm& group_;
+  std::vector<int64_t> experts_;  // per decoder layer: its expert count once read (0 = not yet)
   bool trained_ = false;           // a forward with gradients ran this step
   std::vector<at::Tensor> counts_;  // per decoder layer: int64 [experts] on the device, undefined for dense layers
 };
