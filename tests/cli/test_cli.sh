@@ -162,6 +162,16 @@ expect score-model-reward 0 "avg@2" -- "$GSPO" score -d "$TMP/rm_rows.jsonl" -r 
   --set 'reward.components=["model:1","exact:0"]' --set reward.model_path="$RM"
 expect score-model-reward-policy 4 "not a reward model" -- "$GSPO" score -d "$TMP/rm_rows.jsonl" -r "$TMP/rm_resp.jsonl" \
   --set reward.kind=model --set reward.model_path="$MODELS/tiny.pt"
+# A judge (#55 item 3): gspo score grades with its verdicts (the reward P(Yes)/(P(Yes)+P(No)) in scored.jsonl's detail);
+# a verdict the judge's tokenizer splits is refused at start-up naming the key.
+JUDGE="$MODELS/judge/judge_qwen3.pt"
+expect score-judge 0 "avg@2" -- "$GSPO" score -d "$TMP/rm_rows.jsonl" -r "$TMP/rm_resp.jsonl" -o "$TMP/judge_sc" \
+  --set 'reward.components=["judge:1","exact:0"]' --set reward.judge_path="$JUDGE"
+if grep -q '"detail":"judge: P(Yes) 0\.[0-9]* of verdict mass' "$TMP/judge_sc/scored.jsonl"; then pass=$((pass+1)); else
+  echo "FAIL score-judge-detail: scored.jsonl lacks the verdict"; head -2 "$TMP/judge_sc/scored.jsonl"; fail=$((fail+1)); fi
+expect score-judge-verdict-tokens 2 "reward.judge_yes: the verdict 'Yes indeed' is" -- "$GSPO" score \
+  -d "$TMP/rm_rows.jsonl" -r "$TMP/rm_resp.jsonl" --set reward.kind=judge --set reward.judge_path="$JUDGE" \
+  --set 'reward.judge_yes=Yes indeed'
 expect score-code 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000" -- "$GSPO" score -d "$SRC/data/code_sample.jsonl" -r "$SRC/tests/data/code_sample_solutions.jsonl" -o "$TMP/sc"
 # scored.jsonl says why: passed tests and the first failure of each code sample
 if grep -q '"detail":"[0-9]*/[0-9]* tests passed' "$TMP/sc/scored.jsonl" && grep -q 'tests passed; test' "$TMP/sc/scored.jsonl"; then

@@ -69,6 +69,9 @@ if all("reward_components_mean" in r for r in rows):
     check(d1 <= 1e-9, f"reward_components_mean[1] (leading_integer) = accuracy at every step (max |diff| {d1:.1e})")
 else:
     check(False, "metrics.jsonl has reward_components_mean on every step")
+# Every step's rows went through the reward model: 128 rows of "a+b=" and a response, 4 tokens or more each.
+tok = [r.get("reward_model_tokens", 0) for r in rows]
+check(min(tok) >= 128 * 4, f"reward_model_tokens on every step (min {min(tok)}, max {max(tok)})")
 m = re.search(r"held out\s+greedy accuracy ([0-9.]+) on (\d+) problems never trained on \(([0-9.]+) on", log)
 check(bool(m), "the summary prints the held-out greedy accuracy line")
 if m:

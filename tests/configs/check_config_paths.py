@@ -36,6 +36,7 @@ GENERATED = {
     "models/tiny_rm.pt": "scripts/make_tiny_reward_model.py",  # configs/tiny-rm.yaml's learned reward model
     "models/qwen3-0.6b.pt": "scripts/export_hf.py",           # from a Hugging Face Qwen3-0.6B checkout (README)
     "models/qwen3-30b-a3b.pt": "scripts/export_hf.py",        # from Qwen3-30B-A3B (its config's header)
+    "models/qwen3-8b-judge.pt": "scripts/export_hf.py",       # from Qwen3-8B: configs/qwen3-0.6b-judge.yaml's judge
 }
 # Public data too large to ship, downloaded by the user: path -> (the doc that says where from, what it must say).
 DOWNLOADED = {

@@ -429,3 +429,39 @@ TEST_CASE("plan: a reward model's weights and scoring pass are counted (an 8B re
   // A policy is not a reward model: refused naming the key.
   CHECK_THROWS_WITH(plan::read_reward_model_shape(test::model_path("tiny.pt")), Catch::Contains("reward.model_path"));
 }
+TEST_CASE("plan: a judge's weights and its pass (working set and KV cache) are counted", "[plan][judge]") {
+  const std::string qwen3_8b = R"({"model_type": "qwen3", "vocab_size": 151936, "hidden_size": 4096,
+      "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+      "intermediate_size": 12288, "tie_word_embeddings": false})";
+  const auto policy = plan::shape_from_hf_config(qwen3_8b, "config.json");
+  const auto judge = plan::shape_from_hf_config(qwen3_8b, "config.json");  // an 8B judge beside an 8B policy
+  const double H = 4096, I = 12288, V = 151936;
+  const double layer = 2 * H + H * 4096 + 2 * H * 1024 + 4096 * H + 256 + 3 * H * I;
+  const double params = 2 * V * H + H + 36 * layer;  // embedding, LM head (untied), final norm, layers
+  CHECK(static_cast<double>(judge.num_parameters()) == params);
+  auto cfg = config::load("", {"rollout.prompts_per_step=8", "rollout.group_size=8", "rollout.max_new_tokens=8192",
+                               "distributed.zero_stage=3", "train.activation_checkpointing=true",
+                               "reward.components=[\"judge:1\", \"math:0\"]", "reward.judge_path=j.pt",
+                               "reward.model_batch_tokens=16384", "model.device=cuda"});
+  plan::PlanInputs in;
+  in.world_size = 8;
+  in.prompt_tokens = 1024;
+  in.runtime_mb = 500;
+  in.judge = &judge;
+  const auto with = plan::plan_memory(policy, cfg, in);
+  in.judge = nullptr;
+  const auto without = plan::plan_memory(policy, cfg, in);
+  CHECK(term(with.resident, "judge") == 2 * params);  // bf16 on CUDA
+  CHECK(with.resident_bytes == Approx(without.resident_bytes + 2 * params));
+  const plan::PhasePlan* judging = nullptr;
+  for (const auto& ph : with.phases)
+    if (ph.name == "judging") judging = &ph;
+  REQUIRE(judging != nullptr);
+  // 16384 tokens x (working set 2H + q/k/v + attention out + 3I, and KV: 2 x 36 layers x 8 heads x 128) x 2 B
+  CHECK(term(judging->terms, "judge pass") == 16384.0 * (2 * H + 48 * 128 + 4096 + 3 * I + 2 * 36 * 8 * 128) * 2);
+  CHECK(term(judging->terms, "judge pass") == Approx(4.23e9).epsilon(0.01));  // docs/verifiers.md: 1.8 + 2.4 GB
+  // From an export's manifest: the count equals the loaded judge's parameters.
+  const auto exported = plan::read_model_shape(test::model_path("judge/judge_qwen3.pt"));
+  CHECK(exported.num_parameters() == model::Policy::load(test::model_path("judge/judge_qwen3.pt")).num_parameters());
+}
+

@@ -116,6 +116,13 @@ int plan(const PlanArgs& a) {
     reward = plan::read_reward_model_shape(cfg.reward.model_path);
     in.reward_model = &*reward;
   }
+  std::optional<plan::ModelShape> judge;  // a judge: a policy export's (or a config.json's) shape
+  if (config::uses_reward(cfg, config::RewardKind::kJudge)) {
+    const auto& j = cfg.reward.judge_path;  // (a config.json plans a judge before its export)
+    const bool hf = j.size() >= 5 && j.compare(j.size() - 5, 5, ".json") == 0;
+    judge = hf ? plan::read_hf_config(j) : plan::read_model_shape(j);
+    in.judge = &*judge;
+  }
   const auto p = plan::plan_memory(shape, cfg, in);
   const int64_t K = cfg.distributed.rollout_ranks;
   if (K == 0) {

@@ -28,7 +28,7 @@ const std::vector<Choice<RewardKind>>& choices(RewardKind) {
       {"auto", RewardKind::kAuto},   {"exact", RewardKind::kExact}, {"leading_integer", RewardKind::kLeadingInteger},
       {"math", RewardKind::kMath},   {"code", RewardKind::kCode},   {"regex", RewardKind::kRegex},
       {"format", RewardKind::kFormat}, {"external", RewardKind::kExternal}, {"tool_format", RewardKind::kToolFormat},
-      {"model", RewardKind::kModel}};
+      {"model", RewardKind::kModel}, {"judge", RewardKind::kJudge}};
   return c;
 }
 const std::vector<Choice<LossKind>>& choices(LossKind) {
@@ -106,6 +106,10 @@ const std::vector<Choice<RewardScale>>& choices(RewardScale) {
 const std::vector<Choice<ScoreDtype>>& choices(ScoreDtype) {
   static const std::vector<Choice<ScoreDtype>> c{
       {"auto", ScoreDtype::kAuto}, {"float32", ScoreDtype::kFloat32}, {"bfloat16", ScoreDtype::kBFloat16}};
+  return c;
+}
+const std::vector<Choice<JudgeMode>>& choices(JudgeMode) {
+  static const std::vector<Choice<JudgeMode>> c{{"verdict", JudgeMode::kVerdict}, {"sampled", JudgeMode::kSampled}};
   return c;
 }
 const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm) {

@@ -21,8 +21,10 @@ enum class Dtype { kFloat32, kBFloat16 };
 enum class Task { kArithmetic, kJsonl };
 enum class ChatTemplate { kNone, kChatml, kQwen25, kDeepseekR1 };
 enum class Overlong { kSkip, kError };
-enum class RewardKind { kAuto, kExact, kLeadingInteger, kMath, kCode, kRegex, kFormat, kExternal, kToolFormat, kModel };
+enum class RewardKind { kAuto, kExact, kLeadingInteger, kMath, kCode, kRegex, kFormat, kExternal, kToolFormat, kModel,
+                        kJudge };
 enum class ScoreDtype { kAuto, kFloat32, kBFloat16 };  // reward.model_dtype: auto = bfloat16 on CUDA, float32 on the CPU
+enum class JudgeMode { kVerdict, kSampled };  // reward.judge_mode
 enum class LossKind { kGspo, kGspoToken, kGrpo };
 enum class AdvantageKind {
   kGroupNorm,    // (r - mean) / (std + eps)
@@ -66,6 +68,7 @@ const std::vector<Choice<IsCorrection>>& choices(IsCorrection);
 const std::vector<Choice<IsLevel>>& choices(IsLevel);
 const std::vector<Choice<RewardScale>>& choices(RewardScale);
 const std::vector<Choice<ScoreDtype>>& choices(ScoreDtype);
+const std::vector<Choice<JudgeMode>>& choices(JudgeMode);
 const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm);
 const std::vector<Choice<RolloutDtype>>& choices(RolloutDtype);
 const std::vector<Choice<CudaGraphs>>& choices(CudaGraphs);
@@ -81,7 +84,7 @@ GSPO_CHOICE(LossKind); GSPO_CHOICE(AdvantageKind); GSPO_CHOICE(StdKind); GSPO_CH
 GSPO_CHOICE(OldLogprobs); GSPO_CHOICE(Schedule); GSPO_CHOICE(OnNonfinite); GSPO_CHOICE(Backend); GSPO_CHOICE(LogLevel);
 GSPO_CHOICE(IsCorrection); GSPO_CHOICE(IsLevel); GSPO_CHOICE(RewardScale); GSPO_CHOICE(ComponentNorm);
 GSPO_CHOICE(RolloutDtype); GSPO_CHOICE(RoutingReplay); GSPO_CHOICE(MathGold); GSPO_CHOICE(ToolKind);
-GSPO_CHOICE(CudaGraphs); GSPO_CHOICE(ScoreDtype);
+GSPO_CHOICE(CudaGraphs); GSPO_CHOICE(ScoreDtype); GSPO_CHOICE(JudgeMode);
 #undef GSPO_CHOICE
 
 // The name of a value ("bfloat16").

@@ -199,12 +199,25 @@ struct RewardOptions {
   int64_t model_batch_tokens = 16384;
   bool model_normalize = false;
   double model_clip = 0;
+  std::string judge_path = "";
+  JudgeMode judge_mode = JudgeMode::kVerdict;
+  std::string judge_template =
+      "Question:\n{prompt}\n\nReference answer: {answer}\n\nResponse:\n{response}\n\nDoes the response reach the "
+      "reference answer? Answer Yes or No.";
+  ChatTemplate judge_chat = ChatTemplate::kChatml;
+  bool judge_thinking = false;
+  std::string judge_yes = "Yes";
+  std::string judge_no = "No";
+  int64_t judge_max_new_tokens = 512;
+  double judge_temperature = 0;
+  double judge_max_score = 10;
 
   template <class V>
   void visit(V&& v) {
     v("kind", kind, "verifier: auto (arithmetic: leading_integer; jsonl: code when rows have tests, else math), "
       "exact, leading_integer, math, code, regex, format, external, tool_format (with tools: 1 when the episode called a "
-      "tool and no call failed; a component), model (a learned reward model's score: model_path)",
+      "tool and no call failed; a component), model (a learned reward model's score: model_path), judge (a causal LM "
+      "asked whether the response is right: judge_path)",
       choice_rule(kind));
     v("components", components, "weighted sum of verifiers as \"name:weight\" (e.g. [\"math:1\", \"format:0.1\"]); "
       "accuracy follows the first; empty = kind", any());
@@ -237,19 +250,40 @@ struct RewardOptions {
     v("overlong_penalty", overlong_penalty, "the soft overlong penalty at rollout.max_new_tokens", at_least(0));
     v("model_path", model_path, "model reward (kind or component \"model\"): a reward model exported by "
       "scripts/export_hf.py --reward (a Hugging Face *ForSequenceClassification, num_labels 1; docs/verifiers.md)", any());
-    v("model_dtype", model_dtype, "model reward: the reward model's weights and compute: auto (bfloat16 on CUDA, float32 "
+    v("model_dtype", model_dtype, "model and judge rewards: the reward model's weights and compute: auto (bfloat16 on CUDA, float32 "
       "on the CPU), float32, bfloat16", choice_rule(model_dtype));
     v("model_template", model_template, "model reward: the chat template the reward model reads prompt and response "
       "in (its own family's: chatml for Qwen3, qwen2.5, deepseek_r1), or none (data.prompt_template's prompt, then the "
       "response)", choice_rule(model_template));
-    v("model_max_tokens", model_max_tokens, "model reward: the longest conversation scored, in the reward model's "
+    v("model_max_tokens", model_max_tokens, "model and judge rewards: the longest conversation scored, in the reward model's "
       "tokens; a longer one gets reward 0 and the failure 'longer than the reward model's context'; 0 = the reward "
       "model's max_seq_len", at_least(0));
-    v("model_batch_tokens", model_batch_tokens, "model reward: rows x padded length of one scoring pass (rows sorted "
+    v("model_batch_tokens", model_batch_tokens, "model and judge rewards: rows x padded length of one scoring pass (rows sorted "
       "by length, as the rollout batches its prefills)", at_least(1));
     v("model_normalize", model_normalize, "model reward: standardise the scores over the rows this rank scores at "
       "once ((s - mean) / std); false = the raw score", any());
     v("model_clip", model_clip, "model reward: clip the (normalised) score to [-clip, clip]; 0 = no clip", at_least(0));
+    v("judge_path", judge_path, "judge reward (kind or component \"judge\"): a policy export (any causal LM gspo "
+      "samples from, with its tokenizer) asked judge_template; model_dtype, model_max_tokens and model_batch_tokens "
+      "apply to it too (docs/verifiers.md, \"Generative judges\")", any());
+    v("judge_mode", judge_mode, "judge: verdict (reward = P(judge_yes) / (P(judge_yes) + P(judge_no)) at the first "
+      "position the judge writes, one forward pass, no sampling) or sampled (the judge writes a judgement with gspo's "
+      "sampler; reward = the number in its last \\boxed{} / judge_max_score)", choice_rule(judge_mode));
+    v("judge_template", judge_template, "judge: the question put to the judge, with {prompt}, {response} and "
+      "{answer} (the row's answer; a row without one is a counted failure when the template asks for it)", any());
+    v("judge_chat", judge_chat, "judge: the chat template the question is rendered in as a user turn, the assistant "
+      "turn opened (the judge's family's: chatml for Qwen3, qwen2.5, deepseek_r1), or none (the question as it is)",
+      choice_rule(judge_chat));
+    v("judge_thinking", judge_thinking, "judge, chatml: let a Qwen3 judge think first; false opens the turn with an "
+      "empty <think></think> block (verdict mode reads the very next token)", any());
+    v("judge_yes", judge_yes, "judge, verdict: the text of the verdict that scores 1 (one token of the judge's "
+      "tokenizer, checked at start-up)", any());
+    v("judge_no", judge_no, "judge, verdict: the text of the verdict that scores 0 (one token, not judge_yes's)", any());
+    v("judge_max_new_tokens", judge_max_new_tokens, "judge, sampled: the longest judgement; one cut off before its "
+      "\\boxed{} is a counted failure", at_least(1));
+    v("judge_temperature", judge_temperature, "judge, sampled: sampling temperature; 0 = greedy", at_least(0));
+    v("judge_max_score", judge_max_score, "judge, sampled: the top of the judge's score scale; reward = score / "
+      "judge_max_score, a score outside [0, judge_max_score] a counted failure", greater_than(0));
   }
 };
 

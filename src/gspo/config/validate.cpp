@@ -62,6 +62,16 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
   if (uses_reward(c, RewardKind::kModel) && r.model_path.empty())
     e.push_back(at(c, "reward.kind") + ": the model reward needs reward.model_path (a reward model exported by "
                 "scripts/export_hf.py --reward)");
+  if (uses_reward(c, RewardKind::kJudge)) {
+    if (r.judge_path.empty())
+      e.push_back(at(c, "reward.kind") + ": the judge reward needs reward.judge_path (a policy export: the judge)");
+    if (r.judge_template.find("{response}") == std::string::npos)
+      e.push_back(at(c, "reward.judge_template") + ": reward.judge_template must show the judge the response "
+                  "({response})");
+    if (r.judge_mode == JudgeMode::kVerdict && (r.judge_yes.empty() || r.judge_no.empty() || r.judge_yes == r.judge_no))
+      e.push_back(at(c, "reward.judge_yes") + ": the verdicts reward.judge_yes ('" + r.judge_yes +
+                  "') and reward.judge_no ('" + r.judge_no + "') must be two different, non-empty texts");
+  }
 }
 
 // Whether the program a shell command line starts (its first word after any VAR=value) is an executable file, a

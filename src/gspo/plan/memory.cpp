@@ -459,11 +459,10 @@ MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg,
                 {"weight sync bucket", cfg.distributed.bucket_mb * kMiB, "distributed.bucket_mb " +
                  num(cfg.distributed.bucket_mb) + ": new weights arrive one bucket at a time"},
                 {"runtime", in.runtime_mb * kMiB, num(in.runtime_mb) + " MiB: LibTorch and the binary (measured)"}};
-  if (in.reward_model) p.resident.push_back(reward_weights_term(*in.reward_model, cfg));  // rollout ranks score
+  for (auto& t : scoring_resident_terms(cfg, in)) p.resident.push_back(std::move(t));  // rollout ranks score
   p.resident_bytes = sum(p.resident);
   p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
-  if (in.reward_model)
-    p.phases.push_back(phase("reward scoring", {reward_pass_term(*in.reward_model, cfg)}, p.resident_bytes));
+  for (auto& [name, t] : scoring_pass_terms(cfg, in)) p.phases.push_back(phase(name, {t}, p.resident_bytes));
   for (const auto& ph : p.phases)  // the first phase with the largest peak
     if (ph.peak_bytes > p.peak_bytes) p.peak_bytes = ph.peak_bytes, p.peak_phase = ph.name;
   p.notes.push_back(std::to_string(K) + " rollout rank(s) share each batch: " + std::to_string(p.rows_per_rank) +
@@ -580,15 +579,17 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   p.micro_rows = z.m;
   p.micro_tokens = z.m * z.T;
   p.resident = resident_terms(z, in.runtime_mb);
-  if (in.reward_model) p.resident.push_back(reward_weights_term(*in.reward_model, cfg));  // scoring, validation
+  for (auto& t : scoring_resident_terms(cfg, in)) p.resident.push_back(std::move(t));  // scoring, validation
   p.resident_bytes = sum(p.resident);
   if (z.lora)
     p.notes.push_back("LoRA rank " + std::to_string(cfg.model.lora_rank) + ": " + num(z.Na) + " adapter parameters (" +
                       num(std::round(1e4 * z.Na / z.N) / 100) + "% of the model) train; the base is frozen");
   add_phases(z, cfg, in, async, p);
-  if (in.reward_model && !async)  // (beside rollout ranks those score; a trainer's validation scores between steps)
-    p.phases.insert(p.phases.begin() + 1, phase("reward scoring", {reward_pass_term(*in.reward_model, cfg)},
-                                               p.resident_bytes));
+  if (!async) {  // (beside rollout ranks those score; a trainer's validation scores between steps)
+    int64_t after = 1;  // (after the rollout)
+    for (auto& [name, t] : scoring_pass_terms(cfg, in))
+      p.phases.insert(p.phases.begin() + after++, phase(name, {t}, p.resident_bytes));
+  }
   pick_peak(p);
   if (W > 1) add_not_built(z, p);
   if (z.E > 1) add_expert_notes(shape, z, W, p);

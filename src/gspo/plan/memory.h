@@ -26,6 +26,7 @@ struct PlanInputs {
   double runtime_mb = 0;        // the process's own memory before any model: LibTorch, the binary (measured)
   double device_gb = 80;        // what one rank may use, for the fit verdict
   const ModelShape* reward_model = nullptr;  // a model reward (reward.model_path): its shape, read_reward_model_shape
+  const ModelShape* judge = nullptr;         // a judge reward (reward.judge_path): its shape, read_model_shape
 };
 
 struct Term {
@@ -69,6 +70,15 @@ MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg,
 // reward.model_batch_tokens tokens ("reward model scoring pass"); bfloat16 on CUDA under model_dtype auto.
 Term reward_weights_term(const ModelShape& rm, const config::Config& cfg);
 Term reward_pass_term(const ModelShape& rm, const config::Config& cfg);
+// A judge reward (reward_memory.cpp): its frozen weights ("judge"), and one pass of reward.model_batch_tokens tokens
+// ("judge pass": a layer's working set and the KV cache of the pass, which a verdict's prefill and a judgement's
+// sampling both fill).
+Term judge_weights_term(const ModelShape& judge, const config::Config& cfg);
+Term judge_pass_term(const ModelShape& judge, const config::Config& cfg);
+// What a rank that scores holds for the model rewards in use (reward model, judge), and their passes as phases of
+// their own (named "reward scoring" and "judging", each on top of `resident`).
+std::vector<Term> scoring_resident_terms(const config::Config& cfg, const PlanInputs& in);
+std::vector<std::pair<std::string, Term>> scoring_pass_terms(const config::Config& cfg, const PlanInputs& in);
 
 // Activation bytes one token leaves for backward in one decoder layer (no checkpointing), and the transient bytes
 // of one layer's forward without autograd; `bytes` is the training dtype's size.

@@ -11,6 +11,7 @@
 #include "gspo/data/dataset.h"
 #include "gspo/reward/code.h"
 #include "gspo/reward/external.h"
+#include "gspo/reward/judge.h"
 #include "gspo/reward/math.h"
 #include "gspo/reward/model_reward.h"
 #include "gspo/reward/verifier.h"
@@ -67,6 +68,14 @@ class Weighted : public Verifier {
     std::vector<Score> out;
     for (size_t r = 0; r < responses.size(); ++r) out.push_back(combine([&](size_t i) { return per_part[i][r]; }));
     return out;
+  }
+  ScoringTotals scoring_totals() const override {
+    ScoringTotals t;
+    for (const auto& part : parts_) {
+      const auto p = part.first->scoring_totals();
+      t.rows += p.rows, t.failed += p.failed, t.tokens += p.tokens, t.seconds += p.seconds;
+    }
+    return t;
   }
 
  private:
@@ -148,6 +157,7 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
       return std::make_unique<CodeVerifier>(o);
     }
     case RewardKind::kModel: return std::make_unique<ModelReward>(cfg, device);
+    case RewardKind::kJudge: return std::make_unique<Judge>(cfg, device);
     case RewardKind::kAuto: break;
   }
   throw ConfigError(std::string("reward: no verifier for '") + config::name_of(kind) + "'");

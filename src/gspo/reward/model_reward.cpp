@@ -15,33 +15,6 @@
 namespace gspo::reward {
 namespace {
 
-c10::ScalarType score_dtype(config::ScoreDtype d, c10::Device device) {
-  switch (d) {
-    case config::ScoreDtype::kFloat32: return c10::kFloat;
-    case config::ScoreDtype::kBFloat16: return c10::kBFloat16;
-    case config::ScoreDtype::kAuto: break;
-  }
-  return device.is_cuda() ? c10::kBFloat16 : c10::kFloat;
-}
-
-// A row to score: its place in the call and its ids.
-struct Pending {
-  size_t index;
-  std::vector<int64_t> ids;
-};
-
-// Passes of rows x longest row <= budget, longest rows first (each pass at least one row).
-std::vector<std::vector<const Pending*>> passes_of(std::vector<Pending>& rows, int64_t budget) {
-  std::stable_sort(rows.begin(), rows.end(), [](const Pending& a, const Pending& b) { return a.ids.size() > b.ids.size(); });
-  std::vector<std::vector<const Pending*>> passes;
-  for (const auto& r : rows) {
-    if (passes.empty() || static_cast<int64_t>((passes.back().size() + 1) * passes.back().front()->ids.size()) > budget)
-      passes.emplace_back();
-    passes.back().push_back(&r);
-  }
-  return passes;
-}
-
 // (s - mean) / std over the finite scores (s - mean when they are all equal), then clipped to [-clip, clip].
 void normalise(std::vector<Score>& out, const std::vector<bool>& scored, bool standardise, double clip) {
   double sum = 0, sq = 0, n = 0;

@@ -14,6 +14,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/model/reward_model.h"
+#include "gspo/reward/model_scoring.h"
 #include "gspo/reward/verifier.h"
 
 namespace gspo::tokenizer { class Tokenizer; }
@@ -36,12 +37,9 @@ class ModelReward : public Verifier {
 
   // The conversation as the reward model reads it (the text its tokenizer encodes).
   std::string render(const std::string& response, const data::Example& ex) const;
-  // Totals since construction: rows scored, rows failed, tokens through the model (padding included), seconds.
-  struct Totals {
-    int64_t rows = 0, failed = 0, tokens = 0;
-    double seconds = 0;
-  };
+  using Totals = ScoringTotals;
   Totals totals() const;
+  ScoringTotals scoring_totals() const override { return totals(); }
 
  private:
   config::RewardOptions opts_;

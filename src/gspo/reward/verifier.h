@@ -24,6 +24,13 @@ struct Score {
                          // "" = correct, or the verifier gives no reason
 };
 
+// What the models a verifier runs on the device (reward models, judges) did since it was made: rows, rows that could
+// not be scored, tokens through the models (padding included), seconds.
+struct ScoringTotals {
+  int64_t rows = 0, failed = 0, tokens = 0;
+  double seconds = 0;
+};
+
 // An episode's tool use (multi-turn tools, docs/tools.md), for rewards on it.
 struct ToolUse {
   int64_t turns = 0;     // assistant turns
@@ -55,6 +62,8 @@ class Verifier {
   // Whether Score::correct means something (reward.components: accuracy follows the first component that grades; a
   // learned reward model's score does not say whether the answer is right).
   virtual bool grades_correctness() const { return true; }
+  // The device models' totals (model_reward.h, judge.h; summed over a weighted sum's parts); zero for the rules.
+  virtual ScoringTotals scoring_totals() const { return {}; }
 };
 
 // exact: the response, trimmed of surrounding whitespace, equals the answer.

@@ -2,6 +2,7 @@
 #include "gspo/train/metrics/metrics.h"
 
 #include "gspo/config/options.h"
+#include "gspo/config/validate.h"
 
 #include <nlohmann/json.hpp>
 
@@ -79,6 +80,9 @@ constexpr ShownRule kShownRules[] = {
     {Shown::kExperts, "distributed.expert_parallel > 1",
      [](const ShownInputs& in) { return in.cfg.distributed.expert_parallel > 1; }},
     {Shown::kComponents, "reward.components set", [](const ShownInputs& in) { return !in.cfg.reward.components.empty(); }},
+    {Shown::kScoring, "a model or judge reward", [](const ShownInputs& in) {
+       return config::uses_reward(in.cfg, config::RewardKind::kModel) || config::uses_reward(in.cfg, config::RewardKind::kJudge);
+     }},
 };
 
 constexpr bool every_shown_once() {

@@ -59,6 +59,7 @@ enum class Shown {
   kPartial,    // async.partial_rollout
   kExperts,    // distributed.expert_parallel > 1
   kComponents, // reward.components set
+  kScoring,    // a reward model or a judge scores (reward.kind or a component model or judge)
   kCount
 };
 
@@ -157,6 +158,7 @@ struct StepMetrics {
   int64_t rollout_slots = 0;          // rows of KV cache (rank 0)
   Mean rollout_slot_util;             // busy slot-steps over all slot-steps
   int64_t prefill_tokens = 0;         // prompt columns through prefill, every rank
+  int64_t reward_model_tokens = 0;    // tokens through reward models and judges (padding included), every rank
   double train_host_reads = 0;        // device-to-host reads per update micro-batch (rank 0)
   int64_t sample_host_transfers = 0;  // host<->device transfers of the decode loops (rank 0)
   int64_t sample_decode_steps = 0;    // decode steps of the sampler (rank 0)
@@ -310,6 +312,9 @@ struct StepMetrics {
     v("time_sample_s", time_sample_s, Reduce::kLocal, Match::kNone, A,
       "wall seconds sampling (with rollout ranks: rollout rank 0's, for this step's batch)");
     v("time_reward_s", time_reward_s, Reduce::kLocal, Match::kNone, A, "wall seconds scoring");
+    v("reward_model_tokens", reward_model_tokens, Reduce::kSum, Match::kNone, Shown::kScoring,
+      "tokens through the reward model and the judge this step, padding and a judge's own tokens included, every "
+      "rank (scoring is a prefill: time_reward_s / these tokens is its cost)");
     v("time_old_logprobs_s", time_old_logprobs_s, Reduce::kLocal, Match::kNone, A,
       "wall seconds recomputing old (and reference) log-probs");
     v("time_update_s", time_update_s, Reduce::kLocal, Match::kNone, A, "wall seconds of the mini-batch updates");

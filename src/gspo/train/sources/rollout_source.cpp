@@ -53,6 +53,7 @@ Scored score_batch(const config::Config& c, const reward::Verifier& verifier, ro
                    const std::vector<std::string>& graded, const std::vector<const data::Example*>& per_row,
                    const std::vector<reward::ToolUse>* uses, int64_t version, StepMetrics& m) {
   const auto t = Clock::now();
+  const int64_t tokens_before = verifier.scoring_totals().tokens;
   Scored s;
   for (auto& sc : reward::score_all(verifier, graded, per_row, c.reward.workers, uses)) {
     s.rewards.push_back(sc.reward);
@@ -71,6 +72,7 @@ Scored score_batch(const config::Config& c, const reward::Verifier& verifier, ro
     s.rewards[r] += pen;
   }
   m.time_reward_s += core::seconds_since(t);
+  m.reward_model_tokens += verifier.scoring_totals().tokens - tokens_before;
   s.versions.assign(s.rewards.size(), version);
   s.batch = std::move(batch);
   return s;
