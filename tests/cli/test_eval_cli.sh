@@ -32,6 +32,29 @@ check lcb-samples "
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 sys.exit(0 if len(lines) == 8 and all(l['failure'] == 'no code found' for l in lines) else 1)" "$TMP/lcb/samples.jsonl"
+
+# Competition rows (#57, tests/data/competition) through gspo eval with a standings pack: attempts in order, verdicts,
+# the difficulty rating's bound when nothing is solved, CodeElo's block.
+"$PYTHON" -c "
+import json, sys
+rows = [[2000 - 5 * i, 0, 1000 + 3 * i] for i in range(300)]
+json.dump({'contests': [{'id': '9001', 'problems': [{'index': i, 'points': 500} for i in 'ABC'], 'rows': rows}]},
+          open(sys.argv[1], 'w'))" "$TMP/pack.json"
+expect cf-eval 0 "difficulty rating: none solved (upper bound) <= 800" -- "$GSPO" "${LEVAL[@]}" -d "$SRC/tests/data/competition/problems.jsonl" -k 2 --standings "$TMP/pack.json" -o "$TMP/cf"
+check cf-summary "
+import json, sys
+s = json.load(open(sys.argv[1]))['datasets'][0]
+r, c = s['difficulty_rating'], s['codeelo']
+ok = (r['kind'] == 'none solved (upper bound)' and r['rating'] == 800 and r['stderr'] is None
+      and s['solved_at_attempt'] == {} and c['contests'][0]['points'] == 0 and c['contests'][0]['rank'] == 300)
+sys.exit(0 if ok else 1)" "$TMP/cf/summary.json"
+check cf-samples "
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+ok = len(lines) == 6 and [l['attempt'] for l in lines] == [0, 1] * 3 and all(
+    l['verdict'] == 'no code found' and l['first_accepted'] is None for l in lines)
+sys.exit(0 if ok else 1)" "$TMP/cf/samples.jsonl"
+expect cf-standings-not-competition 2 "is not made of competition rows" -- "$GSPO" "${EVAL[@]}" -d "$SRC/data/math_sample.jsonl" -k 1 --max-problems 1 --standings "$TMP/pack.json" -o "$TMP/cf2"
 expect lcb-bad-date 2 "eval.since must be a day written YYYY-MM-DD" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-8-1 -o "$TMP/lcb2"
 # Impossible days are refused, not compared as text (2024-02-30 would keep rows of March 1st).
 expect lcb-no-month-13 2 "eval.since" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-13-45 -o "$TMP/lcb2"
