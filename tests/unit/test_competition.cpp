@@ -120,6 +120,13 @@ TEST_CASE("competition: hostile solutions stay contained", "[competition][advers
   CHECK(v.score(py("a, b = map(int, input().split())\nprint(a + b)"), ex).correct);
   // Output flooding is cut off.
   CHECK(v.score(py("while True:\n    print('x' * 1000)"), ex).failure == "output limit");
+  // No network, in either language; a C++ fork bomb is held like the Python one.
+  const auto net = v.score(py("import socket\ns = socket.create_connection(('1.1.1.1', 53), timeout=1)\nprint(3)"), ex);
+  CHECK(net.failure == "runtime error");
+  CHECK(v.score(cpp("#include <unistd.h>\nint main(){ for(;;) fork(); }"), ex).failure == "time limit");
+  // A solution that kills its parent or writes outside its directory does not change the grading of the next one.
+  CHECK_FALSE(v.score(py("import os\nos.kill(os.getppid(), 9)\nopen('/tmp/gspo_cf_escape', 'w').write('x')"), ex).correct);
+  CHECK(v.score(cpp(kCppSum), ex).correct);
 }
 
 TEST_CASE("competition rows: bad rows are refused naming the key", "[competition]") {
