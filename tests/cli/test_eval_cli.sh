@@ -113,6 +113,18 @@ probs = [d['problems'] for d in val[0]['datasets']]
 ok = steps == [0, 2, 3, 4, 5] and with_val == [2, 3, 4, 5] and names == ['val_a', 'val_b'] and probs == [3, 2]
 ok = ok and [m['step'] for m in met] == [1, 2, 3, 4, 5]
 sys.exit(0 if ok else (print(steps, with_val, names, probs) or 1))" "$TMP/tv"
+# Validation of a competition set: the difficulty rating (here the none-solved bound: the tiny model writes no code)
+# and the attempt counts in validation.jsonl.
+expect train-validation-cf 0 "finished after step 1" -- "$GSPO" train -c "$SRC/configs/tiny.yaml" --set "model.path=$TMP/long.pt" \
+  --set rollout.prompts_per_step=4 --set rollout.group_size=4 --set logging.progress=false --set eval.every=1 \
+  --set eval.samples=2 --set "eval.datasets=[$SRC/tests/data/competition/problems.jsonl]" \
+  --set rollout.max_new_tokens=8 --set train.max_steps=1 --set train.output_dir="$TMP/tcf"
+check validation-cf "
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1] + '/validation.jsonl')][-1]['datasets'][0]
+ok = (d['difficulty_rating']['kind'] == 'none solved (upper bound)' and d['difficulty_rating']['rating'] == 800
+      and d['solved_at_attempt'] == {} and d['checker_failures'] == 0)
+sys.exit(0 if ok else (print(d) or 1))" "$TMP/tcf"
 expect validation-needs-datasets 2 "eval.every > 0) needs eval.datasets" -- "$GSPO" train -c "$SRC/configs/tiny.yaml" --set eval.every=2 --set train.output_dir="$TMP/tv2"
 
 echo "eval CLI tests: $pass passed, $fail failed"
