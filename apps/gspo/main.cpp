@@ -106,6 +106,8 @@ void add_eval(CLI::App& app, gspo::cli::EvalArgs& a) {
   c->add_flag("--no-progress", a.no_progress, "no progress bar");
   c->add_flag("--overwrite", a.overwrite, "start over in an --out holding an earlier eval (a finished one is refused "
              "otherwise; an unfinished one with the same settings is resumed)");
+  c->add_option("--standings", a.standings, "CodeElo standings pack (JSON, docs/evaluation.md): adds CodeElo's rating "
+                "for competition rows with contest_id and index");
 }
 
 void add_score(CLI::App& app, gspo::cli::ScoreArgs& a) {
@@ -118,6 +120,8 @@ void add_score(CLI::App& app, gspo::cli::ScoreArgs& a) {
   c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
   c->add_option("--out,-o", a.out, "also write scored.jsonl and summary.json here");
   c->add_flag("--json", a.json, "print the summary as JSON");
+  c->add_option("--standings", a.standings, "CodeElo standings pack (JSON, docs/evaluation.md): adds CodeElo's rating "
+                "for competition rows with contest_id and index");
 }
 
 void add_plan(CLI::App& app, gspo::cli::PlanArgs& a) {

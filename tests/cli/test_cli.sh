@@ -176,6 +176,14 @@ expect score-code 0 "avg@2 0.500  pass@1 0.500  pass@2 1.000" -- "$GSPO" score -
 # scored.jsonl says why: passed tests and the first failure of each code sample
 if grep -q '"detail":"[0-9]*/[0-9]* tests passed' "$TMP/sc/scored.jsonl" && grep -q 'tests passed; test' "$TMP/sc/scored.jsonl"; then
   pass=$((pass+1)); else echo "FAIL score-detail: scored.jsonl lacks the failure reason"; head -2 "$TMP/sc/scored.jsonl"; fail=$((fail+1)); fi
+# Competition rows (#57): verdicts in order, the difficulty rating in the table; a standings pack that is absent or
+# malformed is refused before grading
+expect score-competition 0 "difficulty rating" -- "$GSPO" score -d "$SRC/tests/data/competition/problems.jsonl" -r "$SRC/tests/data/competition/responses.jsonl" -o "$TMP/cf"
+if grep -q '"verdict":"time limit"' "$TMP/cf/scored.jsonl" && grep -q '"first_accepted":1' "$TMP/cf/scored.jsonl"; then
+  pass=$((pass+1)); else echo "FAIL score-competition-verdicts"; head -2 "$TMP/cf/scored.jsonl"; fail=$((fail+1)); fi
+expect score-standings-missing 5 "cannot read standings pack" -- "$GSPO" score -d "$SRC/tests/data/competition/problems.jsonl" -r "$SRC/tests/data/competition/responses.jsonl" --standings "$TMP/no_pack.json"
+echo '{"contests": []}' > "$TMP/empty_pack.json"
+expect score-standings-bad 3 "'contests' must be a non-empty list" -- "$GSPO" score -d "$SRC/tests/data/competition/problems.jsonl" -r "$SRC/tests/data/competition/responses.jsonl" --standings "$TMP/empty_pack.json"
 printf '{"answer": "4"}\n{"answer": "9"}\n' > "$TMP/answers_only.jsonl"; printf '{"index": 0, "response": "\\\\boxed{4}"}\n{"index": 1, "response": "8"}\n' > "$TMP/answers_resp.jsonl"
 expect score-no-prompt-field 0 "avg@1 0.500" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/answers_resp.jsonl"
 # References that are whole solutions (MATH's `solution`): the answer is extracted from them like a response's

@@ -32,6 +32,29 @@ check lcb-samples "
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 sys.exit(0 if len(lines) == 8 and all(l['failure'] == 'no code found' for l in lines) else 1)" "$TMP/lcb/samples.jsonl"
+
+# Competition rows (#57, tests/data/competition) through gspo eval with a standings pack: attempts in order, verdicts,
+# the difficulty rating's bound when nothing is solved, CodeElo's block.
+"$PYTHON" -c "
+import json, sys
+rows = [[2000 - 5 * i, 0, 1000 + 3 * i] for i in range(300)]
+json.dump({'contests': [{'id': '9001', 'problems': [{'index': i, 'points': 500} for i in 'ABC'], 'rows': rows}]},
+          open(sys.argv[1], 'w'))" "$TMP/pack.json"
+expect cf-eval 0 "difficulty rating: none solved (upper bound) <= 800" -- "$GSPO" "${LEVAL[@]}" -d "$SRC/tests/data/competition/problems.jsonl" -k 2 --standings "$TMP/pack.json" -o "$TMP/cf"
+check cf-summary "
+import json, sys
+s = json.load(open(sys.argv[1]))['datasets'][0]
+r, c = s['difficulty_rating'], s['codeelo']
+ok = (r['kind'] == 'none solved (upper bound)' and r['rating'] == 800 and r['stderr'] is None
+      and s['solved_at_attempt'] == {} and c['contests'][0]['points'] == 0 and c['contests'][0]['rank'] == 300)
+sys.exit(0 if ok else 1)" "$TMP/cf/summary.json"
+check cf-samples "
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+ok = len(lines) == 6 and [l['attempt'] for l in lines] == [0, 1] * 3 and all(
+    l['verdict'] == 'no code found' and l['first_accepted'] is None for l in lines)
+sys.exit(0 if ok else 1)" "$TMP/cf/samples.jsonl"
+expect cf-standings-not-competition 2 "is not made of competition rows" -- "$GSPO" "${EVAL[@]}" -d "$SRC/data/math_sample.jsonl" -k 1 --max-problems 1 --standings "$TMP/pack.json" -o "$TMP/cf2"
 expect lcb-bad-date 2 "eval.since must be a day written YYYY-MM-DD" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-8-1 -o "$TMP/lcb2"
 # Impossible days are refused, not compared as text (2024-02-30 would keep rows of March 1st).
 expect lcb-no-month-13 2 "eval.since" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-13-45 -o "$TMP/lcb2"
@@ -90,6 +113,18 @@ probs = [d['problems'] for d in val[0]['datasets']]
 ok = steps == [0, 2, 3, 4, 5] and with_val == [2, 3, 4, 5] and names == ['val_a', 'val_b'] and probs == [3, 2]
 ok = ok and [m['step'] for m in met] == [1, 2, 3, 4, 5]
 sys.exit(0 if ok else (print(steps, with_val, names, probs) or 1))" "$TMP/tv"
+# Validation of a competition set: the difficulty rating (here the none-solved bound: the tiny model writes no code)
+# and the attempt counts in validation.jsonl.
+expect train-validation-cf 0 "finished after step 1" -- "$GSPO" train -c "$SRC/configs/tiny.yaml" --set "model.path=$TMP/long.pt" \
+  --set rollout.prompts_per_step=4 --set rollout.group_size=4 --set logging.progress=false --set eval.every=1 \
+  --set eval.samples=2 --set "eval.datasets=[$SRC/tests/data/competition/problems.jsonl]" \
+  --set rollout.max_new_tokens=8 --set train.max_steps=1 --set train.output_dir="$TMP/tcf"
+check validation-cf "
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1] + '/validation.jsonl')][-1]['datasets'][0]
+ok = (d['difficulty_rating']['kind'] == 'none solved (upper bound)' and d['difficulty_rating']['rating'] == 800
+      and d['solved_at_attempt'] == {} and d['checker_failures'] == 0)
+sys.exit(0 if ok else (print(d) or 1))" "$TMP/tcf"
 expect validation-needs-datasets 2 "eval.every > 0) needs eval.datasets" -- "$GSPO" train -c "$SRC/configs/tiny.yaml" --set eval.every=2 --set train.output_dir="$TMP/tv2"
 
 echo "eval CLI tests: $pass passed, $fail failed"

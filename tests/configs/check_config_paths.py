@@ -41,6 +41,7 @@ GENERATED = {
 # Public data too large to ship, downloaded by the user: path -> (the doc that says where from, what it must say).
 DOWNLOADED = {
     "data/livecodebench/test5.jsonl": ("docs/evaluation.md", "livecodebench/code_generation_lite"),
+    "data/codeforces/codeforces.jsonl": ("docs/evaluation.md", "open-r1/codeforces"),
 }
 PATH_KEY_SUFFIX = re.compile(r"(path|paths|file|files|dir|dirs)$")
 FILE_LIKE = re.compile(r"^[\w.\-/]+\.(jsonl|json|pt|txt|yaml|yml|sh|py|bin|model|safetensors|gguf)$")

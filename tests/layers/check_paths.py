@@ -62,11 +62,13 @@ CREATED = {
     "tables.md": "scripts/gpu_check.sh",          # the GPU check's result tables, written into its OUT folder
     "trl_table.md": "scripts/gpu_check.sh",
     "data/livecodebench/": "docs/evaluation.md",  # LiveCodeBench's rows, downloaded by the user as the doc says
+    "data/codeforces/": "docs/evaluation.md",     # competition rows the user converts (scripts/convert_codeforces.py)
 }
 # Names that look like the repository's files but are the outside world's.
 EXTERNAL = {
     "nccl.h",     # NCCL's header, from the nvidia-nccl wheel
     "llama.cpp",  # a project's name, not a file
+    "testlib.h",  # Codeforces' checker library (MikeMirzayanov/testlib), supplied by the user to the converter
 }
 # A part whose stem is all capitals stands for a name the reader fills in (PATH, DIR, X, N, MODEL.pt, RUN/x, P.md);
 # these all-capitals names are real.

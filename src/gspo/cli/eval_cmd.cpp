@@ -25,7 +25,7 @@ int eval(const EvalArgs& a) {
     model = ref.model;
     cfg.model.adapter = ref.adapter;
   }
-  eval::EvalRequest req{model, a.datasets, a.out, !a.no_progress, a.overwrite};
+  eval::EvalRequest req{model, a.datasets, a.out, !a.no_progress, a.overwrite, a.standings};
   auto summaries = eval::run_eval(cfg, req);
   std::cout << eval::format_table(summaries) << "samples: " << a.out << "/samples.jsonl, summary: " << a.out
             << "/summary.json\n";
@@ -37,7 +37,7 @@ int score(const ScoreArgs& a) {
   if (!a.reward.empty()) overrides.push_back("reward.kind=" + a.reward);
   auto cfg = config::load(a.config, overrides);
   log::set_level_from_config(config::name_of(cfg.logging.level));
-  auto summary = eval::run_score(cfg, {a.dataset, a.responses, a.out});
+  auto summary = eval::run_score(cfg, {a.dataset, a.responses, a.out, a.standings});
   if (a.json) std::cout << summary.dump() << "\n";
   else std::cout << eval::format_table({summary});
   return 0;

@@ -18,6 +18,7 @@ struct EvalArgs {
   std::string out = "runs/eval";
   bool no_progress = false;
   bool overwrite = false;             // start over in `out` (a finished or unfinished eval there)
+  std::string standings;              // CodeElo standings pack (eval/standings.h); "" = none
 };
 int eval(const EvalArgs& a);
 
@@ -29,6 +30,7 @@ struct ScoreArgs {
   std::string reward;                 // overrides reward.kind
   std::string out;                    // "" = print only
   bool json = false;
+  std::string standings;              // CodeElo standings pack (eval/standings.h); "" = none
 };
 int score(const ScoreArgs& a);
 

@@ -87,6 +87,8 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
     Example ex;
     ex.id = where;
     ex.difficulty = string_field(row, "difficulty");
+    // (a number, as competition rows' ratings are, as its text: 1600)
+    if (row.contains("difficulty") && row["difficulty"].is_number()) ex.difficulty = row["difficulty"].dump();
     ex.date = string_field(row, "contest_date").substr(0, 10);
     std::string key = prompt_key;
     if (key == "auto" && is_lcb_row(row)) {  // LiveCodeBench: the prompt is built from the problem and starter code

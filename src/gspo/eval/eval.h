@@ -19,6 +19,8 @@ struct EvalRequest {
   std::string out_dir;                // samples.jsonl, eval_state.json and summary.json go here
   bool progress = true;               // progress bar with ETA on stderr
   bool overwrite = false;             // start over in an out_dir that holds a finished or unfinished eval
+  std::string standings;              // CodeElo standings pack (eval/standings.h): "codeelo" in competition sets'
+                                      // summaries; "" = none
 };
 
 // Returns one summary per dataset (also written to out_dir/summary.json, with the provenance: model, gspo and
@@ -33,6 +35,7 @@ struct ScoreRequest {
   std::string responses;  // JSONL: {"index": row, "response": text}, {"index": row, "responses": [texts]}, or gspo
                           // eval's samples.jsonl (placed by "id"; "dataset" must be -d's set)
   std::string out_dir;    // "" = do not write files
+  std::string standings;  // CodeElo standings pack (eval/standings.h); "" = none
 };
 
 // Grades responses produced elsewhere; returns the summary (and writes scored.jsonl + summary.json when asked).

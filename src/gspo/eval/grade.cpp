@@ -2,6 +2,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/data/dataset.h"
+#include "gspo/eval/competition.h"
 #include "gspo/reward/math.h"
 
 namespace gspo::eval {
@@ -13,6 +14,7 @@ Grader::Grader(const config::Config& cfg_in, const std::vector<data::Example>& r
   math = verifier->name() == "math" || verifier->name().rfind("math:", 0) == 0;
   if (math) math_options = reward::math_options(cfg);
   workers = cfg.reward.workers;
+  competition = is_competition_set(rows);
 }
 
 std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>& problems,

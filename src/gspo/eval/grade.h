@@ -18,6 +18,7 @@ namespace gspo::eval {
 struct Grader {
   std::unique_ptr<reward::Verifier> verifier;
   bool math = false;   // majority voting applies
+  bool competition = false;  // every row is a competition problem (eval/competition.h): attempts and ratings
   reward::MathOptions math_options;  // the math verifier's, for voting
   int64_t workers = 0;
 

@@ -17,6 +17,7 @@
 #include "gspo/eval/eval.h"
 #include "gspo/eval/evaluator.h"
 #include "gspo/eval/resume.h"
+#include "gspo/eval/standings.h"
 #include "gspo/io/adapter_file.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/policy.h"
@@ -104,6 +105,12 @@ std::optional<DoneSamples> prepare_out_dir(const std::string& dir, const nlohman
   return std::nullopt;
 }
 
+std::vector<const data::Example*> pointers(const std::vector<data::Example>& rows) {
+  std::vector<const data::Example*> out;
+  for (const auto& r : rows) out.push_back(&r);
+  return out;
+}
+
 // A fresh eval's eval_state.json: from here on a rerun with other settings is refused (or resumes with the same).
 void start_out_dir(const std::string& dir, const nlohmann::ordered_json& id) {
   core::ensure_dir(dir);
@@ -137,6 +144,8 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   const int64_t K = cfg.eval.samples;
   const auto id = identity(cfg, model_path, paths);
   auto prepared = prepare_out_dir(req.out_dir, id, req.overwrite, K);
+  std::optional<StandingsPack> pack;  // read before the model: a bad pack fails at once
+  if (!req.standings.empty()) pack = load_standings(req.standings);
 
   auto policy = model::Policy::load(model_path, core::resolve_device(cfg.model.device, "model.device"));
   if (!cfg.model.adapter.empty()) io::merge_adapter_dir(policy, cfg.model.adapter);
@@ -176,7 +185,8 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
         progress_bar(set.name, end, set.rows.size(), resumed,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    auto summary = summarize(set.name, results, grader.math);
+    auto summary = summarize(set.name, results, grader.math, grader.competition);
+    if (pack) add_codeelo(summary, *pack, grader.competition, set.name, pointers(set.rows), results);
     summary["verifier"] = grader.verifier->name();
     summary["skipped_prompts"] = set.skipped_prompts;  // too long for max_seq_len with max_new_tokens; not in the averages
     if (set.outside_dates > 0) summary["outside_dates"] = set.outside_dates;

@@ -1,5 +1,6 @@
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
@@ -7,7 +8,9 @@
 #include "gspo/data/dataset.h"
 #include "gspo/eval/eval.h"
 #include "gspo/eval/eval_sets.h"
+#include "gspo/eval/competition.h"
 #include "gspo/eval/grade.h"
+#include "gspo/eval/standings.h"
 #include "gspo/config/value_text.h"
 #include "gspo/core/fs.h"
 
@@ -100,6 +103,8 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
 }  // namespace
 
 nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& req) {
+  std::optional<StandingsPack> pack;  // read first: a bad pack fails before any grading
+  if (!req.standings.empty()) pack = load_standings(req.standings);
   auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key, /*need_prompt=*/false);
   if (rows.empty()) throw DataError("dataset '" + req.dataset + "' has no examples");
   auto responses = read_responses(req.responses, req.dataset, rows);
@@ -123,7 +128,8 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
   }
   auto results = grader.grade(exs, texts, std::vector<std::vector<int64_t>>(exs.size()));
   std::string name = req.dataset.substr(req.dataset.find_last_of('/') + 1);
-  auto summary = summarize(name, results, grader.math);
+  auto summary = summarize(name, results, grader.math, grader.competition);
+  if (pack) add_codeelo(summary, *pack, grader.competition, name, exs, results);
   summary["verifier"] = grader.verifier->name();
   // Rows of the dataset no response line names: not in the statistics; the table says how many (format_table).
   summary["dataset_rows"] = rows.size();
@@ -136,6 +142,7 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
         nlohmann::ordered_json line{{"index", indices[p]}, {"sample", s}, {"reward", results[p].rewards[s]},
                                     {"correct", static_cast<bool>(results[p].correct[s])},
                                     {"detail", results[p].details[s]}};
+        if (grader.competition) add_attempt_fields(line, results[p], s);
         scored += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       }
     core::atomic_write(req.out_dir + "/scored.jsonl", scored);

@@ -12,12 +12,13 @@ namespace {
 
 const std::vector<std::string>& reasons() {
   static const std::vector<std::string> r = {"wrong answer",  "no answer found", "no code found", "compile error",
-                                             "runtime error", "timeout",         "output limit",  "other"};
+                                             "runtime error", "timeout",         "output limit",  "time limit",
+                                             "memory limit",  "checker failure", "other"};
   return r;
 }
 // valid, n, c, majority, reward_sum, tokens_sum, tokens_max, difficulty, tool_samples, tool_calls, tool_calling,
-// tool_failed
-constexpr size_t kFixed = 12;
+// tool_failed, first_accepted
+constexpr size_t kFixed = 13;
 
 }  // namespace
 
@@ -43,6 +44,7 @@ std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::str
   row[9] = static_cast<double>(s.tool_calls);
   row[10] = static_cast<double>(s.tool_calling);
   row[11] = static_cast<double>(s.tool_failed);
+  row[12] = static_cast<double>(s.first_accepted);
   for (const auto& [why, n] : s.failures) {
     auto it = std::find(reasons().begin(), reasons().end(), why);
     if (it == reasons().end()) it = reasons().end() - 1;
@@ -64,6 +66,7 @@ ProblemStats unpack_stats(const double* row, const std::vector<std::string>& lev
   s.tool_calls = static_cast<int64_t>(row[9]);
   s.tool_calling = static_cast<int64_t>(row[10]);
   s.tool_failed = static_cast<int64_t>(row[11]);
+  s.first_accepted = static_cast<int64_t>(row[12]);
   for (size_t i = 0; i < reasons().size(); ++i)
     if (row[kFixed + i] > 0) s.failures[reasons()[i]] = static_cast<int64_t>(row[kFixed + i]);
   return s;
@@ -81,7 +84,7 @@ nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set
       for (const auto& p : graded.problems) mine.push_back(stats_of(p));
     }
   }
-  if (comm.world_size() == 1) return summarize(set.name, mine, grader.math);
+  if (comm.world_size() == 1) return summarize(set.name, mine, grader.math, grader.competition);
   std::set<std::string> level_set;
   for (const auto& ex : set.rows)
     if (!ex.difficulty.empty()) level_set.insert(ex.difficulty);
@@ -98,7 +101,7 @@ nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set
     const double* row = all[r].data_ptr<double>();
     if (row[0] > 0) problems.push_back(unpack_stats(row, levels));
   }
-  return summarize(set.name, problems, grader.math);
+  return summarize(set.name, problems, grader.math, grader.competition);
 }
 
 }  // namespace gspo::eval

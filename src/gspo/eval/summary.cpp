@@ -1,9 +1,11 @@
 #include "gspo/eval/summary.h"
 
+#include "gspo/eval/competition.h"
 #include "gspo/reward/math.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace gspo::eval {
 
@@ -42,6 +44,7 @@ ProblemStats stats_of(const ProblemResult& r) {
     s.tokens_max = std::max(s.tokens_max, t);
     if (!r.correct[i]) ++s.failures[i < r.failures.size() && !r.failures[i].empty() ? r.failures[i] : "wrong answer"];
   }
+  if (const auto first = first_accepted(r.correct)) s.first_accepted = *first;
   for (const auto& u : r.tool_use) {
     ++s.tool_samples;
     s.tool_calls += u.calls;
@@ -83,7 +86,8 @@ std::string count(int64_t n, const std::string& singular) { return std::to_strin
 
 }  // namespace
 
-nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority) {
+nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority,
+                                 bool competition) {
   nlohmann::ordered_json j;
   j["dataset"] = name;
   j["problems"] = problems.size();
@@ -124,10 +128,17 @@ nlohmann::ordered_json summarize(const std::string& name, const std::vector<Prob
   if (no_reference > 0) j["references_without_answer"] = no_reference;
   if (!by_level.empty()) {
     // easy, medium, hard (LiveCodeBench's levels) in that order, any other level after them by name
+    // (numeric levels, competition ratings, by value: 800 before 1200)
     auto rank = [](const std::string& l) { return l == "easy" ? 0 : l == "medium" ? 1 : l == "hard" ? 2 : 3; };
+    auto number = [](const std::string& l) {
+      char* end = nullptr;
+      const double v = std::strtod(l.c_str(), &end);
+      return !l.empty() && end == l.c_str() + l.size() ? v : 0.0;
+    };
     std::vector<std::pair<std::string, std::vector<const ProblemStats*>>> ordered(by_level.begin(), by_level.end());
-    std::stable_sort(ordered.begin(), ordered.end(),
-                     [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+    std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
+      return rank(a.first) != rank(b.first) ? rank(a.first) < rank(b.first) : number(a.first) < number(b.first);
+    });
     nlohmann::ordered_json levels;
     for (const auto& [level, ps] : ordered) {
       nlohmann::ordered_json l;
@@ -137,13 +148,15 @@ nlohmann::ordered_json summarize(const std::string& name, const std::vector<Prob
     }
     j["by_difficulty"] = levels;
   }
+  if (competition) add_competition_summary(j, problems);
   return j;
 }
 
-nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority) {
+nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority,
+                                 bool competition) {
   std::vector<ProblemStats> stats;
   for (const auto& p : problems) stats.push_back(stats_of(p));
-  return summarize(name, stats, with_majority);
+  return summarize(name, stats, with_majority, competition);
 }
 
 std::string accuracy_cells(const nlohmann::ordered_json& j) {
@@ -177,6 +190,7 @@ std::string format_table(const std::vector<nlohmann::ordered_json>& summaries) {
                       noun(n, "problem").c_str());
         out += buf + accuracy_cells(l) + "\n";
       }
+    out += competition_table_lines(s);
     if (s.contains("failures") && !s["failures"].empty()) {
       out += "  failed samples:";
       for (const auto& [why, n] : s["failures"].items())

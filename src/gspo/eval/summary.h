@@ -42,15 +42,19 @@ struct ProblemStats {
   std::map<std::string, int64_t> failures;  // reason -> samples
   int64_t tool_samples = 0, tool_calls = 0;  // with tools: samples, their calls,
   int64_t tool_calling = 0, tool_failed = 0;  // the samples that called a tool, that had a call fail
+  int64_t first_accepted = -1;  // the first correct sample's index (competition: the first accepted attempt); -1 = none
 };
 ProblemStats stats_of(const ProblemResult& r);
 
 // Summary JSON for one dataset: problems, samples_per_problem, avg@K, pass@k for k = 1, 2, 4, ... and K, cons@K
 // (majority vote, when `with_majority`), mean reward, response token statistics, failures (reason -> samples),
 // when problems carry a difficulty, by_difficulty {level: {problems, avg@K, pass@k..., cons@K}} and, with tools,
-// tools {calls_mean, calling_frac, failed_frac} over the samples.
-nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority);
-nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority);
+// tools {calls_mean, calling_frac, failed_frac} over the samples; `competition` (competition rows: eval/competition.h)
+// adds the difficulty rating, solved_at_attempt and checker_failures.
+nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority,
+                                 bool competition = false);
+nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority,
+                                 bool competition = false);
 
 // "avg@8 0.312  pass@1 0.312  pass@8 0.750  cons@8 0.500": the accuracy fields (keys with '@') of a summary.
 std::string accuracy_cells(const nlohmann::ordered_json& summary);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "gspo/core/error.h"
+#include "gspo/reward/competition.h"
 #include "gspo/reward/lcb_decode.h"
 #include "gspo/reward/lcb_grade.h"
 
@@ -86,12 +87,14 @@ CodeTests parse_code_tests(const std::string& row_json, const std::string& where
     const std::string type = ts.value("type", "");
     if (type == "stdio") {
       for (const auto& c : ts.value("cases", json::array())) add_case(t, c, where);
+    } else if (type == "competition") {
+      parse_competition_tests(t, row, where);
     } else if (type == "function") {
       t.kind = CodeTests::Kind::kFunction;
       t.test_code = ts.value("code", "");
       t.entry_point = ts.value("entry_point", "");
     } else {
-      throw DataError(where + ": tests.type must be 'stdio' or 'function' (got '" + type + "')");
+      throw DataError(where + ": tests.type must be 'stdio', 'function' or 'competition' (got '" + type + "')");
     }
   } else if (row.contains("test") && row.contains("entry_point")) {
     t.kind = CodeTests::Kind::kFunction;
@@ -156,6 +159,8 @@ std::string failure_category(const RunResult& r) {
 
 CodeResult run_code_tests(const std::string& program, const CodeTests& t, const CodeOptions& o) {
   if (t.kind == CodeTests::Kind::kLcbStdin || t.kind == CodeTests::Kind::kLcbCall) return run_lcb_tests(program, t, o);
+  if (t.kind == CodeTests::Kind::kCompetition)  // the language comes from the response's fence
+    return run_competition("```python\n" + program + "\n```", t, o);
   CodeResult res;
   const std::vector<std::string> argv = {o.python, "-I", "solution.py"};
   if (t.kind == CodeTests::Kind::kFunction) {
@@ -220,7 +225,9 @@ Score CodeVerifier::score(const std::string& response, const data::Example& ex) 
   const auto tests = tests_of(ex);
   const bool lcb = tests->kind == CodeTests::Kind::kLcbStdin || tests->kind == CodeTests::Kind::kLcbCall;
   CodeResult r;
-  if (lcb) {
+  if (tests->kind == CodeTests::Kind::kCompetition) {
+    r = run_competition(response, *tests, opts_);
+  } else if (lcb) {
     const auto code = lcb_extract_code(response);
     if (code) {
       r = run_code_tests(*code, *tests, opts_);

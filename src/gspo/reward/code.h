@@ -7,6 +7,8 @@
 //   {"test_list": [{"input": "...", "output": ["..."]}]}                             APPS (any listed output passes)
 //   {"public_test_cases": "[...]", "private_test_cases": "...", "metadata": "{\"func_name\": ...}"}
 //                                                        LiveCodeBench code_generation_lite (graded by lcb_grade.h)
+//   {"tests": {"type": "competition", "cases": [...], "checker": ...}, "time_limit_s": ..., "memory_limit_mb": ...}
+//                                                        competition problems (graded by competition.h)
 // Stdio outputs are compared after normalising whitespace (split on any whitespace, tokens compared exactly).
 // Function tests pass when `test code; check(entry_point)` exits 0.
 #pragma once
@@ -22,7 +24,7 @@
 namespace gspo::reward {
 
 struct CodeTests {
-  enum class Kind { kStdio, kFunction, kLcbStdin, kLcbCall } kind = Kind::kStdio;
+  enum class Kind { kStdio, kFunction, kLcbStdin, kLcbCall, kCompetition } kind = Kind::kStdio;
   struct Case {
     std::string input;
     std::vector<std::string> outputs;  // any of them is accepted
@@ -31,6 +33,10 @@ struct CodeTests {
   std::string test_code;        // function
   std::string entry_point;      // function; LiveCodeBench call-based: metadata.func_name
   std::string prompt;           // HumanEval: the signature the response may continue
+  double time_limit_s = 0;      // competition (competition.h): CPU seconds per test
+  int64_t memory_mb = 0;        // competition: address space per test
+  std::string checker;          // competition: checker source ("" = token comparison)
+  std::string checker_language; // competition: "python" or "cpp"
 };
 
 // Throws DataError naming `where` when the row has no usable tests.
@@ -61,6 +67,7 @@ struct CodeResult {
 std::string describe_failure(const RunResult& r);
 std::string failure_category(const RunResult& r);
 
+// Competition tests take `program` as Python (the verifier grades them from the response: competition.h).
 CodeResult run_code_tests(const std::string& program, const CodeTests& tests, const CodeOptions& opts);
 
 class CodeVerifier : public Verifier {

@@ -1,0 +1,53 @@
+// CodeElo's rating from a standings pack (`gspo eval --standings`, `gspo score --standings`; docs/evaluation.md
+// "CodeForces"). The pack is a JSON file the user assembles from Codeforces' contest.standings and
+// contest.ratingChanges (nothing is fetched at run time):
+//   {"contests": [{"id": "2024",
+//                  "problems": [{"index": "A", "points": 500}, {"index": "B"}],     (no points: ICPC-style)
+//                  "rows": [[points, penalty, old_rating], ...]}],                   (rated rows, standings order)
+//    "human_ratings": [...]}                            (optional: sorted ratings for the percentile)
+// A dataset row takes part through its "contest_id" and "index"; its attempts are its samples in order.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gspo/data/example.h"
+#include "gspo/eval/rating.h"
+#include "gspo/eval/summary.h"
+
+namespace gspo::eval {
+
+struct Contest {
+  std::string id;
+  std::vector<ContestProblem> problems;
+  std::vector<StandingRow> rows;
+};
+
+struct StandingsPack {
+  std::string path;
+  std::vector<Contest> contests;
+  std::vector<double> human_ratings;  // sorted; empty = no percentile
+};
+
+// Reads a pack; throws DataError naming the file and the key (and the contest) that is wrong, IoError when it
+// cannot be read.
+StandingsPack load_standings(const std::string& path);
+
+// CodeElo's contests with 200 or fewer rated rows give no rating (its calc_rating returns none for them).
+inline constexpr size_t kCodeEloMinRows = 201;
+
+// The "codeelo" summary block of `rows` (graded as `results`, same order): per contest of the pack with at least one
+// evaluated problem, {id, problems, evaluated, points, penalty, rank, rated_rows, rating} (a contest problem that
+// was not evaluated counts as unsolved), the mean "rating" over the rated contests, the "percentile" when the pack
+// has human ratings, and the contests left out (no evaluated problem; too few rated rows). Throws DataError when no
+// contest of the pack can be rated from these rows.
+nlohmann::ordered_json codeelo_summary(const StandingsPack& pack, const std::vector<const data::Example*>& rows,
+                                       const std::vector<ProblemResult>& results);
+
+// Sets summary["codeelo"] = codeelo_summary(...) for the set `name`; a ConfigError when the set is not a competition
+// set (`competition` false: --standings applies to competition rows only).
+void add_codeelo(nlohmann::ordered_json& summary, const StandingsPack& pack, bool competition, const std::string& name,
+                 const std::vector<const data::Example*>& rows, const std::vector<ProblemResult>& results);
+
+}  // namespace gspo::eval
