@@ -137,6 +137,10 @@ if ! grep -q " info " <<<"$out$out_env" && grep -q "finished after step 1" <<<"$
   echo "FAIL log-level-wins: info lines printed despite --log-level warn / GSPO_LOG_LEVEL=warn"; fail=$((fail+1)); fi
 expect train-reuse 2 "already holds a run" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/r1"
 expect train-resume-done 0 "finished after step 3" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=3 --set train.output_dir="$TMP/r1" --resume auto
+# optimizer.state_bits 8 (docs/optimizer.md): a run and its resume; a resume with the other state_bits is refused
+expect train-8bit 0 "finished after step 2" -- "$GSPO" train "${TRAIN[@]}" --set optimizer.state_bits=8 --set train.max_steps=2 --set train.output_dir="$TMP/r8"
+expect train-8bit-resume 0 "finished after step 3" -- "$GSPO" train "${TRAIN[@]}" --set optimizer.state_bits=8 --set train.max_steps=3 --set train.output_dir="$TMP/r8" --resume auto
+expect train-8bit-resume-32 2 "holds AdamW moments of optimizer.state_bits 8; resume it with state_bits 8" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=4 --set train.output_dir="$TMP/r8" --resume auto
 "$GSPO" train "${TRAIN[@]}" --set train.max_steps=100000 --set train.output_dir="$TMP/r2" >"$TMP/r2.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do [ -s "$TMP/r2/metrics.jsonl" ] && break; sleep 0.1; done

@@ -151,6 +151,38 @@ TEST_CASE("plan: per-phase arithmetic on a hand-computed case", "[plan]") {
   CHECK_THROWS_WITH(plan::plan_memory(s, cfg, in), Catch::Contains("must be a multiple of --world-size (3)"));
 }
 
+TEST_CASE("plan: optimizer.state_bits 8 counts 2 bytes a parameter and an absmax per 256, and a chunk's temporaries",
+          "[plan][adamw8bit]") {
+  const auto s = small_llama();
+  const double N = s.num_parameters();
+  plan::PlanInputs in;
+  in.prompt_tokens = 2;  // a 2 x 4-token batch: the optimizer step, not the backward, sets the update's peak
+  const std::vector<std::string> base = {"rollout.prompts_per_step=1", "rollout.group_size=2",
+                                         "rollout.max_new_tokens=2", "algorithm.num_minibatches=1"};
+  auto with = [&](const std::vector<std::string>& sets) {  // after the base: a later --set wins
+    auto all = base;
+    all.insert(all.end(), sets.begin(), sets.end());
+    return plan::plan_memory(s, config::load("", all), in);
+  };
+  const auto p32 = with({}), p8 = with({"optimizer.state_bits=8"});
+  CHECK(term(p32.resident, "AdamW moments") == 8 * N);
+  CHECK(term(p8.resident, "AdamW moments") == (2 + 8.0 / 256) * N);  // norms below 4096 elements counted alike
+  // the step dequantises a chunk (here the largest tensor, the 64000-element embedding) at a time, not the whole state
+  REQUIRE(p8.phases[2].name == "update");
+  CHECK(term(p8.phases[2].terms, "8-bit AdamW chunk") == 40 * 64000.0);
+  CHECK(term(p32.resident, "AdamW moments") - term(p8.resident, "AdamW moments") == (8 - 2 - 8.0 / 256) * N);
+  // adapters: their moments alike
+  const auto l32 = with({"model.lora_rank=4"}), l8 = with({"model.lora_rank=4", "optimizer.state_bits=8"});
+  CHECK(term(l32.resident, "LoRA adapters") - term(l8.resident, "LoRA adapters") ==
+        Approx((8 - (2 + 8.0 / 256)) * (term(l32.resident, "LoRA adapters") / 16)));
+  // the ZeRO-3 comparison is planned with float32 moments, as it would run, and says so
+  in.world_size = 2;
+  const auto w2 = with({"optimizer.state_bits=8", "rollout.prompts_per_step=2"});
+  CHECK(std::any_of(w2.notes.begin(), w2.notes.end(), [](const std::string& n) {
+    return n.find("with distributed.zero_stage 3 (and activation checkpointing, float32 moments): peak") == 0;
+  }));
+}
+
 TEST_CASE("plan: the micro-batches and the device follow the runtime's rules", "[plan]") {
   const auto s = small_llama();
   plan::PlanInputs in;

@@ -434,6 +434,7 @@ struct OptimizerOptions {
   int64_t warmup_steps = 0;
   Schedule schedule = Schedule::kConstant;
   double min_lr_ratio = 0.0;
+  int64_t state_bits = 32;
 
   template <class V>
   void visit(V&& v) {
@@ -447,6 +448,12 @@ struct OptimizerOptions {
     v("schedule", schedule, "LR after warmup: constant or cosine (decays to min_lr_ratio * lr)",
       choice_rule(schedule));
     v("min_lr_ratio", min_lr_ratio, "cosine schedule: final LR as a fraction of lr", between(0, 1));
+    v("state_bits", state_bits,
+      "bits of each stored AdamW moment: 32 (float32) or 8 (bitsandbytes' blockwise 8-bit AdamW: tensors of 4096+ "
+      "elements keep both moments as 8-bit codes with a float32 absmax per 256, about 2 bytes a parameter instead of "
+      "8; smaller ones stay float32). 8 is built for distributed.zero_stage 0, low-rank adapters included "
+      "(docs/optimizer.md)",
+      between(8, 32));
   }
 };
 

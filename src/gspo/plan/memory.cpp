@@ -8,6 +8,7 @@
 #include "gspo/config/validate.h"
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
+#include "gspo/parallel/adamw8bit.h"
 #include "gspo/parallel/expert_rollout.h"
 #include "gspo/parallel/sharded_adamw.h"
 #include "gspo/plan/plan_text.h"
@@ -38,6 +39,7 @@ struct Sizes {
   double N0 = 0;              // ZeRO-3: parameters outside the decoder layers (kept whole)
   double Nl = 0;              // the largest decoder layer's parameters
   double shard = 0;           // parameters whose moments this rank holds
+  double mb = 8;              // AdamW moments' bytes a parameter: 8, or 2 + 8 / 256 (optimizer.state_bits 8)
   int64_t P = 0, S = 0, T = 0;  // prompt, response and all columns
   int64_t m = 0;              // rows per micro-batch
   double Tm = 0;              // tokens per micro-batch
@@ -87,6 +89,7 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
   z.bf16 = cfg.model.dtype == config::Dtype::kBFloat16;
   z.b = z.bf16 ? 2 : 4;
   z.bs = z.bf16 ? "2" : "4";
+  z.mb = cfg.optimizer.state_bits == 8 ? 2 + 8.0 / parallel::kQuantBlock : 8;  // parallel/adamw8bit.h
   z.zero1 = cfg.distributed.zero_stage == 1;
   z.zero3 = cfg.distributed.zero_stage == 3;
   z.shard = z.zero1 || z.zero3 ? static_cast<double>(ceil_div(shape.num_parameters(), z.W)) : z.N;
@@ -145,7 +148,7 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
                    "masters or moments)"});
     }
     const bool sharded = z.zero1 || z.zero3;  // ZeRO-3 steps the adapters with ZeRO-1
-    const double moments = sharded ? 8.0 / z.W + 4.0 / z.W : 8.0;
+    const double moments = sharded ? 8.0 / z.W + 4.0 / z.W : z.mb;
     r.push_back({"LoRA adapters", z.Na * (8 + moments), num(z.Na) + " adapter params x (4 + 4 + " + num(moments) +
                  ") B (float32 A and B, their gradients, AdamW moments" + (sharded ? " and the gradient shard: "
                  "ZeRO-1" : "") + ")"});
@@ -184,8 +187,9 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
   r.push_back({"gradients", 4 * z.N, n + " x 4 B float32 (" + std::string(z.bf16 ? "the masters' gradients" :
                "the weights' gradients") + "; zeroed, not freed, between steps)"});
   if (z.bf16) r.push_back({"master weights", 4 * z.N, n + " x 4 B float32"});
-  r.push_back({"AdamW moments", 8 * z.shard, num(z.shard) + " x 8 B (exp_avg, exp_avg_sq)" +
-               std::string(z.zero1 ? ", ZeRO-1: 1/" + std::to_string(z.W) + " of them" : "")});
+  r.push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (exp_avg, exp_avg_sq" +
+               std::string(z.zero1 ? ", ZeRO-1: 1/" + std::to_string(z.W) + " of them" : "") +
+               (z.mb < 8 ? ": 8-bit codes and a float32 absmax per 256, optimizer.state_bits 8)" : ")")});
   if (z.zero1) r.push_back({"ZeRO-1 gradient shard", 4 * z.shard, num(z.shard) + " x 4 B"});
 }
 
@@ -382,7 +386,9 @@ std::vector<Term> step_terms(const Sizes& z) {
     return t;
   }
   const double big = z.lora ? z.Na_largest : static_cast<double>(z.shape.largest_parameter());
-  t.push_back({"AdamW temporaries", 8 * big, "2 x the largest tensor (" + num(big) + ") x 4 B"});
+  const double chunk = std::min(big, static_cast<double>(parallel::kStepChunk));  // 8-bit: a chunk at a time
+  t.push_back(z.mb < 8 ? Term{"8-bit AdamW chunk", 40 * chunk, "10 x 4 B over " + num(chunk) + " elements"}
+                       : Term{"AdamW temporaries", 8 * big, "2 x the largest tensor (" + num(big) + ") x 4 B"});
   if (z.W > 1)
     t.push_back({"all-reduce buckets", 2 * z.cfg.distributed.bucket_mb * kMiB,
                  "2 x distributed.bucket_mb " + num(z.cfg.distributed.bucket_mb)});
@@ -525,23 +531,27 @@ void add_comparisons(const ModelShape& shape, const config::Config& cfg, const P
                      int64_t W, MemoryPlan& p) {
   const bool ep_fits = z.E == 1 && !z.zero3 && !z.lora && W > 1 && !shape.moe_layers.empty() &&
                        shape.num_experts % W == 0 && cfg.distributed.rollout_ranks == 0;
+  // the sharded engines keep float32 moments (optimizer.state_bits 8 is built for zero_stage 0)
+  const std::string f32 = z.mb < 8 ? ", float32 moments" : "";
   if (ep_fits) {
     config::Config ce = cfg;
     ce.distributed.expert_parallel = W;
     ce.distributed.zero_stage = 1;
     ce.train.chunked_head = true;
+    ce.optimizer.state_bits = 32;
     const auto pe = plan_memory(shape, ce, given);
-    p.notes.push_back("with distributed.expert_parallel " + std::to_string(W) + " (and zero_stage 1): peak " +
-                      mib(pe.peak_bytes) + " per rank (" + pe.peak_phase + ")");
+    p.notes.push_back("with distributed.expert_parallel " + std::to_string(W) + " (and zero_stage 1" + f32 +
+                      "): peak " + mib(pe.peak_bytes) + " per rank (" + pe.peak_phase + ")");
   }
   if (W > 1 && !z.zero3 && z.E == 1) {
     config::Config c3 = cfg;
     c3.distributed.zero_stage = 3;
     c3.train.activation_checkpointing = true;
     c3.distributed.zero3_keep_whole = false;
+    c3.optimizer.state_bits = 32;
     const auto p3 = plan_memory(shape, c3, given);
-    p.notes.push_back("with distributed.zero_stage 3 (and activation checkpointing): peak " + mib(p3.peak_bytes) +
-                      " per rank (" + p3.peak_phase + ")");
+    p.notes.push_back("with distributed.zero_stage 3 (and activation checkpointing" + f32 + "): peak " +
+                      mib(p3.peak_bytes) + " per rank (" + p3.peak_phase + ")");
   }
 }
 

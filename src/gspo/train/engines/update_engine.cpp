@@ -11,6 +11,7 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/parallel/sharded_adamw.h"
+#include "gspo/train/engines/adamw_optimizer.h"
 #include "gspo/train/engines/fused_step.h"
 #include "gspo/train/engines/optimizer_files.h"
 #include "gspo/io/checkpoint.h"
@@ -35,17 +36,14 @@ namespace {
 
 namespace {
 
-// Replicated AdamW: gradients all-reduced bucket by bucket, clip_grad_norm_'s clip and torch::optim::AdamW's step
-// through torch's multi-tensor kernels (train/engines/fused_step.h: a few launches a step, not a dozen a parameter).
+// Replicated AdamW: gradients all-reduced bucket by bucket, clip_grad_norm_'s clip and the step of optimizer.state_bits'
+// optimizer (adamw_optimizer.h: torch::optim::AdamW's through torch's multi-tensor kernels, train/engines/fused_step.h,
+// or bitsandbytes' 8-bit AdamW).
 class AdamWEngine : public UpdateEngine {
  public:
   AdamWEngine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
-      : w_(policy, o.dtype, o.lora), comm_(comm), max_norm_(max_grad_norm(o.optimizer)), bucket_bytes_(o.bucket_bytes) {
-    const auto& h = o.optimizer;
-    torch::optim::AdamWOptions ao(h.lr);
-    ao.betas({h.beta1, h.beta2}).eps(h.eps).weight_decay(h.weight_decay);
-    opt_ = std::make_unique<torch::optim::AdamW>(w_.params(), ao);
-  }
+      : w_(policy, o.dtype, o.lora), comm_(comm), max_norm_(max_grad_norm(o.optimizer)), bucket_bytes_(o.bucket_bytes),
+        opt_(make_adamw_optimizer(w_.params(), o.optimizer)) {}
   void zero_grad() override { w_.zero_grad(); }
   void after_backward() override { w_.after_backward(); }
   double reduce() override {
@@ -54,26 +52,17 @@ class AdamWEngine : public UpdateEngine {
     return clip_grad_norm_fused(params, max_norm_);
   }
   void step(double lr) override {
-    for (auto& group : opt_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    fused_adamw_step(*opt_, lr);
+    opt_->step(lr);
     w_.publish();
   }
-  int64_t state_bytes() const override {
-    int64_t bytes = 0;
-    for (const auto& kv : opt_->state()) {
-      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*kv.second);
-      for (const auto& t : {st.exp_avg(), st.exp_avg_sq(), st.max_exp_avg_sq()})
-        if (t.defined()) bytes += static_cast<int64_t>(t.nbytes());
-    }
-    return bytes;
-  }
+  int64_t state_bytes() const override { return opt_->state_bytes(); }
   int64_t model_state_bytes() const override { return w_.bytes() + state_bytes(); }
   bool weights_finite() override { return w_.finite(); }  // replicated: the same answer on every rank
-  void save(const std::string& dir) override { io::save_optimizer(dir, *opt_); }
+  void save(const std::string& dir) override { opt_->save(dir); }
   void load(const std::string& dir) override {
     if (core::exists(dir + "/" + kZero1File)) wrong_engine(dir, 1);
     if (written_by_zero3(dir)) wrong_engine(dir, 3);
-    io::load_optimizer(dir, *opt_);
+    opt_->load(dir);
   }
   void with_float32_policy(const std::function<void()>& f) override { w_.with_float32_policy(f); }
 
@@ -81,7 +70,7 @@ class AdamWEngine : public UpdateEngine {
   Weights w_;
   parallel::Comm& comm_;
   double max_norm_, bucket_bytes_;
-  std::unique_ptr<torch::optim::AdamW> opt_;
+  std::unique_ptr<AdamWOptimizer> opt_;
 };
 
 // ZeRO-1: gradients reduce-scattered, each rank steps its shard of the moments, weights all-gathered.
@@ -131,6 +120,9 @@ class Zero1Engine : public UpdateEngine {
 }  // namespace
 
 std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm) {
+  if (opts.optimizer.state_bits == 8 && (opts.zero_stage != 0 || opts.experts))
+    throw ConfigError("optimizer.state_bits 8 is built for distributed.zero_stage 0 (got " +
+                      std::to_string(opts.zero_stage) + (opts.experts ? ", with expert parallelism" : "") + ")");
   if (opts.zero_stage == 3 && opts.lora) {
     opts.lora->move_to(opts.device);  // the policy came on the host, to be cut: its adapters with it
     // first: the adapters' engine casts the whole base (bf16) on the host, which Zero3 then cuts
