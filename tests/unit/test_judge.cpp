@@ -225,3 +225,20 @@ TEST_CASE("a config that asks for a judge without one, or with a question that h
   CHECK_THAT(config_error_of("reward:\n  kind: judge\n  judge_path: j.pt\n  judge_mode: maybe\n"),
              Catch::Contains("reward.judge_mode"));
 }
+
+TEST_CASE("a weighted sum's failure reason is its grading part's, else a model part's", "[judge]") {
+  config::Config rules;
+  rules.reward.components = {"leading_integer:1", "exact:0"};
+  auto v = reward::make_verifier(rules);
+  const auto ex = example("3+4=", "7");
+  CHECK(v->score("abc", ex).failure == "no answer found");  // (was empty: gspo eval then said "wrong answer")
+  CHECK(v->score("8", ex).failure == "wrong answer");
+  CHECK(v->score("7", ex).failure.empty());
+  auto cfg = judge_config();
+  cfg.reward.components = {"judge:1"};
+  cfg.reward.model_max_tokens = 140;
+  auto j = reward::make_verifier(cfg);
+  const auto s = reward::score_all(*j, {std::string(400, '7'), "7"}, {&ex, &ex}, 1);
+  CHECK_THAT(s[0].failure, Catch::StartsWith("longer than the judge's context"));
+  CHECK(s[1].failure.empty());
+}

@@ -79,18 +79,24 @@ class Weighted : public Verifier {
   }
 
  private:
-  // `one(i)`: part i's score of the row.
+  // `one(i)`: part i's score of the row. Accuracy and the failure reason follow the first part that grades
+  // correctness; with none that grades, the reason is the first part's that has one (a model part's failure).
   template <class Fn>
   Score combine(Fn&& one) const {
     Score total;
-    bool graded = false;  // accuracy follows the first part that grades correctness
+    bool graded = false;
+    std::string any_failure;
     for (size_t i = 0; i < parts_.size(); ++i) {
       auto s = one(i);
       total.reward += parts_[i].second * s.reward;
       total.components.push_back(s.reward);
-      if (!graded && parts_[i].first->grades_correctness()) total.correct = s.correct, graded = true;
+      if (!graded && parts_[i].first->grades_correctness()) {
+        total.correct = s.correct, total.failure = s.failure, graded = true;
+      }
+      if (any_failure.empty()) any_failure = s.failure;
       if (!s.detail.empty()) total.detail += (total.detail.empty() ? "" : "; ") + s.detail;
     }
+    if (!graded) total.failure = any_failure;
     return total;
   }
 
