@@ -27,7 +27,9 @@ cd "$(dirname "$0")/.."
   echo
   echo "Validation (\`eval.every\` > 0) adds, on the steps it runs, fields named after each eval set that the table"
   echo "cannot list: \`val/<set>/avg@K\`, \`val/<set>/pass@k\` for each k, and \`val/<set>/cons@K\` (rank 0's summary of"
-  echo "the set; docs/evaluation.md). The whole summary of each validation is in \`RUN/validation.jsonl\`."
+  echo "the set; docs/evaluation.md), and with \`eval.standings\` \`val/<set>/codeelo_rating\` for each competition set"
+  echo "(CodeElo's rating, docs/evaluation.md \"CodeForces\"). The whole summary of each validation is in"
+  echo "\`RUN/validation.jsonl\`."
   echo
   echo "**Watching a run live:** \`--set logging.tensorboard=true\` also writes every numeric field of each line (arrays as"
   echo "\`name/0\`, \`name/1\`, ...; validation's \`val/...\` fields included) as TensorBoard scalars at its step, and the"

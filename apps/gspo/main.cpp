@@ -106,8 +106,8 @@ void add_eval(CLI::App& app, gspo::cli::EvalArgs& a) {
   c->add_flag("--no-progress", a.no_progress, "no progress bar");
   c->add_flag("--overwrite", a.overwrite, "start over in an --out holding an earlier eval (a finished one is refused "
              "otherwise; an unfinished one with the same settings is resumed)");
-  c->add_option("--standings", a.standings, "CodeElo standings pack (JSON, docs/evaluation.md): adds CodeElo's rating "
-                "for competition rows with contest_id and index");
+  c->add_option("--standings", a.standings, "CodeElo standings pack (JSON, docs/evaluation.md; default eval.standings): "
+                "adds CodeElo's rating to the competition sets (rows with contest_id and index)");
 }
 
 void add_score(CLI::App& app, gspo::cli::ScoreArgs& a) {

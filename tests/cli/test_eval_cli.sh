@@ -54,7 +54,7 @@ lines = [json.loads(l) for l in open(sys.argv[1])]
 ok = len(lines) == 6 and [l['attempt'] for l in lines] == [0, 1] * 3 and all(
     l['verdict'] == 'no code found' and l['first_accepted'] is None for l in lines)
 sys.exit(0 if ok else 1)" "$TMP/cf/samples.jsonl"
-expect cf-standings-not-competition 2 "is not made of competition rows" -- "$GSPO" "${EVAL[@]}" -d "$SRC/data/math_sample.jsonl" -k 1 --max-problems 1 --standings "$TMP/pack.json" -o "$TMP/cf2"
+expect cf-standings-not-competition 2 "none of the sets is made of competition rows" -- "$GSPO" "${EVAL[@]}" -d "$SRC/data/math_sample.jsonl" -k 1 --max-problems 1 --standings "$TMP/pack.json" -o "$TMP/cf2"
 expect lcb-bad-date 2 "eval.since must be a day written YYYY-MM-DD" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-8-1 -o "$TMP/lcb2"
 # Impossible days are refused, not compared as text (2024-02-30 would keep rows of March 1st).
 expect lcb-no-month-13 2 "eval.since" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-13-45 -o "$TMP/lcb2"
@@ -113,18 +113,33 @@ probs = [d['problems'] for d in val[0]['datasets']]
 ok = steps == [0, 2, 3, 4, 5] and with_val == [2, 3, 4, 5] and names == ['val_a', 'val_b'] and probs == [3, 2]
 ok = ok and [m['step'] for m in met] == [1, 2, 3, 4, 5]
 sys.exit(0 if ok else (print(steps, with_val, names, probs) or 1))" "$TMP/tv"
-# Validation of a competition set: the difficulty rating (here the none-solved bound: the tiny model writes no code)
-# and the attempt counts in validation.jsonl.
-expect train-validation-cf 0 "finished after step 1" -- "$GSPO" train -c "$SRC/configs/tiny.yaml" --set "model.path=$TMP/long.pt" \
-  --set rollout.prompts_per_step=4 --set rollout.group_size=4 --set logging.progress=false --set eval.every=1 \
-  --set eval.samples=2 --set "eval.datasets=[$SRC/tests/data/competition/problems.jsonl]" \
-  --set rollout.max_new_tokens=8 --set train.max_steps=1 --set train.output_dir="$TMP/tcf"
+# Validation of a competition set: the difficulty rating (here the none-solved bound: the tiny model writes no code),
+# the attempt counts and, with eval.standings, CodeElo's block in validation.jsonl and its rating in the metrics line.
+# The math set beside it gets no CodeElo block; a pack with no competition set, or one that rates none, is refused at
+# start-up, before any step.
+CFV=(train -c "$SRC/configs/tiny.yaml" --set "model.path=$TMP/long.pt" --set rollout.prompts_per_step=4
+     --set rollout.group_size=4 --set logging.progress=false --set eval.every=1 --set eval.samples=2
+     --set rollout.max_new_tokens=8 --set train.max_steps=1)
+expect train-validation-cf 0 "CodeElo" -- "$GSPO" "${CFV[@]}" --set "eval.standings=$TMP/pack.json" \
+  --set "eval.datasets=[$SRC/tests/data/competition/problems.jsonl, $TMP/val_a.jsonl]" --set train.output_dir="$TMP/tcf"
 check validation-cf "
 import json, sys
-d = [json.loads(l) for l in open(sys.argv[1] + '/validation.jsonl')][-1]['datasets'][0]
+v = [json.loads(l) for l in open(sys.argv[1] + '/validation.jsonl')][-1]['datasets']
+d, a = v[0], v[1]
+m = [json.loads(l) for l in open(sys.argv[1] + '/metrics.jsonl')][-1]
+c = d['codeelo']
 ok = (d['difficulty_rating']['kind'] == 'none solved (upper bound)' and d['difficulty_rating']['rating'] == 800
       and d['solved_at_attempt'] == {} and d['checker_failures'] == 0)
-sys.exit(0 if ok else (print(d) or 1))" "$TMP/tcf"
+ok = ok and c['contests'][0]['id'] == '9001' and c['contests'][0]['points'] == 0 and c['contests'][0]['rank'] == 300
+ok = ok and m['val/problems/codeelo_rating'] == c['rating'] and 'codeelo' not in a
+sys.exit(0 if ok else (print(d, m) or 1))" "$TMP/tcf"
+expect train-validation-cf-no-competition 2 "eval.standings: standings pack" -- "$GSPO" "${CFV[@]}" \
+  --set "eval.standings=$TMP/pack.json" --set "eval.datasets=[$TMP/val_a.jsonl]" --set train.output_dir="$TMP/tcf2"
+[ ! -e "$TMP/tcf2/metrics.jsonl" ] && pass=$((pass+1)) || { echo "FAIL standings-refused-before-training"; fail=$((fail+1)); }
+printf '{"contests": [{"id": "77", "problems": [{"index": "A"}], "rows": [[1, 0, 1500]]}]}' > "$TMP/other_pack.json"
+expect train-validation-cf-other-pack 2 "does not rate the set 'problems'" -- "$GSPO" "${CFV[@]}" \
+  --set "eval.standings=$TMP/other_pack.json" --set "eval.datasets=[$SRC/tests/data/competition/problems.jsonl]" \
+  --set train.output_dir="$TMP/tcf3"
 expect validation-needs-datasets 2 "eval.every > 0) needs eval.datasets" -- "$GSPO" train -c "$SRC/configs/tiny.yaml" --set eval.every=2 --set train.output_dir="$TMP/tv2"
 
 echo "eval CLI tests: $pass passed, $fail failed"

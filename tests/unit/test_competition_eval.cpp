@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -157,6 +158,29 @@ TEST_CASE("CodeElo from a standings pack: score, rank and rating per contest, me
   CHECK_THAT(eval::format_table({nlohmann::ordered_json{{"dataset", "cf"}, {"problems", 5}, {"samples_per_problem", 8},
                                                         {"codeelo", c}}}),
              Catch::Contains("CodeElo rating"));
+  // Validation gathers only each problem's first accepted attempt across the ranks: the same block from those.
+  const std::vector<std::optional<int64_t>> first = {2, std::nullopt, 0, 4, 0};
+  CHECK(eval::codeelo_summary(loaded, ptrs, first) == c);
+  auto later = first;
+  later[0] = 3;  // the first accepted attempt one later: 50 points fewer in contest 7
+  CHECK(eval::codeelo_summary(loaded, ptrs, later)["contests"][0]["points"] == 350.0);
+}
+
+TEST_CASE("a standings pack applies to the competition sets: none, or one it cannot rate, is refused before sampling",
+          "[competition][eval]") {
+  json rows = json::array();
+  for (int i = 0; i < 300; ++i) rows.push_back({2000 - 5 * i, 0, 1000 + 3 * i});
+  const auto pack = eval::load_standings(
+      write_pack(json{{"contests", {{{"id", 7}, {"problems", {{{"index", "A"}, {"points", 500}}}}, {"rows", rows}}}}}));
+  eval::EvalSet cf{"cf", "cf.jsonl", {cf_row("7", "A")}};
+  eval::EvalSet other_contest{"cf_other", "cf_other.jsonl", {cf_row("8", "A")}};
+  data::Example math;
+  math.row = R"({"problem": "1+1", "answer": "2"})";
+  eval::EvalSet maths{"math", "math.jsonl", {math}};
+  CHECK_NOTHROW(eval::check_standings(pack, {maths, cf}));  // the math set simply gets no rating
+  CHECK_THROWS_WITH(eval::check_standings(pack, {maths}), Catch::Contains("none of the sets is made of competition"));
+  CHECK_THROWS_WITH(eval::check_standings(pack, {cf, other_contest}),
+                    Catch::Contains("does not rate the set 'cf_other'") && Catch::Contains("no contest"));
 }
 
 TEST_CASE("standings packs: bad packs are refused naming the file and the key", "[competition][eval]") {

@@ -61,21 +61,25 @@ TEST_CASE("a set evaluated on two ranks gives every rank the one-process summary
   auto cfg = config::load_text("data: {task: jsonl, path: x.jsonl}\nreward: {kind: math}\nrollout: {prompts_per_step: 3, "
                                "max_new_tokens: 6}\neval: {samples: 2, temperature: 0}\n", "t.yaml");
   const std::string set_path = std::string(GSPO_SOURCE_DIR) + "/data/math_sample.jsonl";
-  auto summary_on = [&](parallel::Comm& comm) {
+  // Each row labelled by its index (as a difficulty level), so the gathered statistics show their order.
+  auto summary_on = [&](parallel::Comm& comm, std::vector<eval::ProblemStats>* gathered) {
     auto policy = model::Policy::load(test::model_path("tiny.pt"), c10::kCPU);
     auto tok = tokenizer::from_spec(policy.tokenizer_json(), policy.path());
     const auto budget = eval::eval_prompt_budget(cfg, policy.manifest().max_seq_len, policy.path());
     auto set = eval::load_eval_set(cfg, set_path, *tok, budget, false);
     set.rows.resize(7);
+    for (size_t i = 0; i < set.rows.size(); ++i) set.rows[i].difficulty = "row" + std::to_string(i);
     eval::Grader grader(cfg, set.rows);
     eval::Evaluator evaluator(cfg, policy, *tok);
-    return eval::evaluate_sharded(evaluator, set, 0, grader, comm);
+    return eval::evaluate_sharded(evaluator, set, 0, grader, comm, gathered);
   };
   parallel::LaunchEnv solo;
   parallel::Comm one(solo, config::DistributedOptions{}, c10::kCPU);
-  const auto single = summary_on(one);
+  std::vector<eval::ProblemStats> single_stats, stats[2];
+  const auto single = summary_on(one, &single_stats);
   nlohmann::ordered_json out[2];
-  const auto errors = test::run_two_ranks([&](parallel::Comm& comm, int rank) { out[rank] = summary_on(comm); });
+  const auto errors =
+      test::run_two_ranks([&](parallel::Comm& comm, int rank) { out[rank] = summary_on(comm, &stats[rank]); });
   REQUIRE(errors.error[0].empty());
   REQUIRE(errors.error[1].empty());
   CHECK(out[0] == out[1]);  // the same gathered rows, summarised the same way
@@ -87,4 +91,16 @@ TEST_CASE("a set evaluated on two ranks gives every rank the one-process summary
   int64_t failed = 0;
   for (const auto& [why, n] : out[0]["failures"].items()) failed += n.get<int64_t>();
   CHECK(static_cast<double>(failed) == Approx((1.0 - out[0]["avg@2"].get<double>()) * 14).margin(1e-9));
+  // Every problem's statistics in row order on both ranks (what validation's CodeElo rating reads: first_accepted).
+  REQUIRE(single_stats.size() == 7);
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(stats[r].size() == 7);
+    for (size_t i = 0; i < 7; ++i) {
+      INFO("rank " << r << " row " << i);
+      CHECK(stats[r][i].difficulty == "row" + std::to_string(i));
+      CHECK(stats[r][i].n == 2);
+      CHECK(stats[r][i].first_accepted == stats[0][i].first_accepted);
+      CHECK((stats[r][i].first_accepted >= 0) == (stats[r][i].c > 0));
+    }
+  }
 }

@@ -17,7 +17,8 @@ int eval(const EvalArgs& a) {
   if (!a.since.empty()) overrides.push_back("eval.since=" + a.since);
   if (!a.until.empty()) overrides.push_back("eval.until=" + a.until);
   auto cfg = config::load(a.config, overrides);
-  if (!a.adapter.empty()) cfg.model.adapter = a.adapter;  // (a path: kept out of --set's YAML parsing)
+  if (!a.adapter.empty()) cfg.model.adapter = a.adapter;  // (paths: kept out of --set's YAML parsing)
+  if (!a.standings.empty()) cfg.eval.standings = a.standings;
   log::set_level_from_config(config::name_of(cfg.logging.level));
   std::string model = a.model;
   if (!model.empty()) {  // a run or checkpoint directory: what it last saved
@@ -25,7 +26,7 @@ int eval(const EvalArgs& a) {
     model = ref.model;
     cfg.model.adapter = ref.adapter;
   }
-  eval::EvalRequest req{model, a.datasets, a.out, !a.no_progress, a.overwrite, a.standings};
+  eval::EvalRequest req{model, a.datasets, a.out, !a.no_progress, a.overwrite, cfg.eval.standings};
   auto summaries = eval::run_eval(cfg, req);
   std::cout << eval::format_table(summaries) << "samples: " << a.out << "/samples.jsonl, summary: " << a.out
             << "/summary.json\n";

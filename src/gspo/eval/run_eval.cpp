@@ -105,12 +105,6 @@ std::optional<DoneSamples> prepare_out_dir(const std::string& dir, const nlohman
   return std::nullopt;
 }
 
-std::vector<const data::Example*> pointers(const std::vector<data::Example>& rows) {
-  std::vector<const data::Example*> out;
-  for (const auto& r : rows) out.push_back(&r);
-  return out;
-}
-
 // A fresh eval's eval_state.json: from here on a rerun with other settings is refused (or resumes with the same).
 void start_out_dir(const std::string& dir, const nlohmann::ordered_json& id) {
   core::ensure_dir(dir);
@@ -126,11 +120,8 @@ void keep_done_lines(const std::string& path, const DoneSamples& done) {
   core::atomic_write(path, text);
 }
 
-}  // namespace
-
-std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const EvalRequest& req) {
-  const std::string model_path = req.model.empty() ? cfg.model.path : req.model;
-  if (model_path.empty()) throw ConfigError("no model: give --model or set model.path");
+// The sets to evaluate: --dataset, else eval.datasets, else data.path; two with the same name are refused.
+std::vector<std::string> eval_paths(const config::Config& cfg, const EvalRequest& req) {
   auto paths = req.datasets;
   if (paths.empty()) paths = cfg.eval.datasets;
   if (paths.empty() && !cfg.data.path.empty()) paths.push_back(cfg.data.path);
@@ -141,6 +132,15 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
         throw ConfigError("datasets '" + paths[j] + "' and '" + paths[i] + "' have the same name '" +
                           set_name(paths[i]) + "'; samples.jsonl and the summary name sets by it, so evaluate them "
                           "in separate runs");
+  return paths;
+}
+
+}  // namespace
+
+std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const EvalRequest& req) {
+  const std::string model_path = req.model.empty() ? cfg.model.path : req.model;
+  if (model_path.empty()) throw ConfigError("no model: give --model or set model.path");
+  const auto paths = eval_paths(cfg, req);
   const int64_t K = cfg.eval.samples;
   const auto id = identity(cfg, model_path, paths);
   auto prepared = prepare_out_dir(req.out_dir, id, req.overwrite, K);
@@ -151,6 +151,9 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   if (!cfg.model.adapter.empty()) io::merge_adapter_dir(policy, cfg.model.adapter);
   const int64_t max_prompt_tokens = eval_prompt_budget(cfg, policy.manifest().max_seq_len, model_path);
   auto tok = tokenizer::from_path_or_spec(cfg.tokenizer.path, policy.tokenizer_json(), model_path);
+  std::vector<EvalSet> sets;
+  for (const auto& path : paths) sets.push_back(load_eval_set(cfg, path, *tok, max_prompt_tokens, true));
+  if (pack) check_standings(*pack, sets);
   if (!prepared) start_out_dir(req.out_dir, id);
   DoneSamples done = prepared ? std::move(*prepared) : DoneSamples{};
   const bool resuming = !done.sets.empty() || done.dropped_lines > 0;
@@ -162,7 +165,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   torch::NoGradGuard no_grad;
 
   for (size_t d = 0; d < paths.size(); ++d) {
-    const auto set = load_eval_set(cfg, paths[d], *tok, max_prompt_tokens, true);
+    const auto& set = sets[d];
     Grader grader(cfg, set.rows, policy.device());
     std::vector<ProblemResult> results;
     const auto& earlier = done.sets[set.name];
@@ -186,7 +189,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     auto summary = summarize(set.name, results, grader.math, grader.competition);
-    if (pack) add_codeelo(summary, *pack, grader.competition, set.name, pointers(set.rows), results);
+    if (pack && grader.competition) summary["codeelo"] = codeelo_summary(*pack, example_pointers(set.rows), results);
     summary["verifier"] = grader.verifier->name();
     summary["skipped_prompts"] = set.skipped_prompts;  // too long for max_seq_len with max_new_tokens; not in the averages
     if (set.outside_dates > 0) summary["outside_dates"] = set.outside_dates;

@@ -73,7 +73,7 @@ ProblemStats unpack_stats(const double* row, const std::vector<std::string>& lev
 }
 
 nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
-                                        parallel::Comm& comm) {
+                                        parallel::Comm& comm, std::vector<ProblemStats>* gathered) {
   const size_t P = set.rows.size();
   const auto [begin, end] = shard_of(P, comm.rank(), comm.world_size());
   std::vector<ProblemStats> mine;
@@ -84,7 +84,10 @@ nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set
       for (const auto& p : graded.problems) mine.push_back(stats_of(p));
     }
   }
-  if (comm.world_size() == 1) return summarize(set.name, mine, grader.math, grader.competition);
+  if (comm.world_size() == 1) {
+    if (gathered != nullptr) *gathered = mine;
+    return summarize(set.name, mine, grader.math, grader.competition);
+  }
   std::set<std::string> level_set;
   for (const auto& ex : set.rows)
     if (!ex.difficulty.empty()) level_set.insert(ex.difficulty);
@@ -101,6 +104,7 @@ nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set
     const double* row = all[r].data_ptr<double>();
     if (row[0] > 0) problems.push_back(unpack_stats(row, levels));
   }
+  if (gathered != nullptr) *gathered = problems;
   return summarize(set.name, problems, grader.math, grader.competition);
 }
 

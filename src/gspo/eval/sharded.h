@@ -13,8 +13,9 @@ namespace gspo::eval {
 // The problems [begin, end) of `rank` among `world` for `problems` problems.
 std::pair<size_t, size_t> shard_of(size_t problems, int64_t rank, int64_t world);
 
+// `gathered`, when given, receives every problem's statistics in row order (the same on every rank).
 nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
-                                        parallel::Comm& comm);
+                                        parallel::Comm& comm, std::vector<ProblemStats>* gathered = nullptr);
 
 // ProblemStats <-> a fixed row of doubles (difficulty as an index into `levels`, failures over a fixed reason list;
 // reasons outside it count as "other"). Exposed for the tests.

@@ -8,6 +8,7 @@
 
 #include "gspo/core/error.h"
 #include "gspo/eval/competition.h"
+#include "gspo/eval/eval_sets.h"
 
 namespace gspo::eval {
 namespace {
@@ -68,11 +69,18 @@ StandingsPack load_standings(const std::string& path) {
 
 nlohmann::ordered_json codeelo_summary(const StandingsPack& pack, const std::vector<const data::Example*>& rows,
                                        const std::vector<ProblemResult>& results) {
+  std::vector<std::optional<int64_t>> first;
+  for (const auto& r : results) first.push_back(first_accepted(r.correct));
+  return codeelo_summary(pack, rows, first);
+}
+
+nlohmann::ordered_json codeelo_summary(const StandingsPack& pack, const std::vector<const data::Example*>& rows,
+                                       const std::vector<std::optional<int64_t>>& accepted_at) {
   std::map<std::pair<std::string, std::string>, std::optional<int64_t>> first;  // (contest, index) -> attempt
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto row = json::parse(rows[i]->row, nullptr, false);
     if (!row.is_object() || !row.contains("contest_id") || !row.contains("index")) continue;
-    first[{id_text(row["contest_id"]), id_text(row["index"])}] = first_accepted(results.at(i).correct);
+    first[{id_text(row["contest_id"]), id_text(row["index"])}] = accepted_at.at(i);
   }
   using ojson = nlohmann::ordered_json;
   ojson out, contests = ojson::array(), unevaluated = ojson::array(), small = ojson::array();
@@ -115,6 +123,29 @@ nlohmann::ordered_json codeelo_summary(const StandingsPack& pack, const std::vec
   out["standings"] = pack.path;
   out["what"] = "CodeElo's rating (mean over contests) from the standings pack; hidden tests differ from the set's";
   return out;
+}
+
+std::vector<const data::Example*> example_pointers(const std::vector<data::Example>& rows) {
+  std::vector<const data::Example*> out;
+  for (const auto& r : rows) out.push_back(&r);
+  return out;
+}
+
+void check_standings(const StandingsPack& pack, const std::vector<EvalSet>& sets) {
+  const std::string key = "standings pack '" + pack.path + "'";
+  bool any = false;
+  for (const auto& set : sets) {
+    if (!is_competition_set(set.rows)) continue;
+    any = true;
+    try {
+      codeelo_summary(pack, example_pointers(set.rows), std::vector<std::optional<int64_t>>(set.rows.size()));
+    } catch (const DataError& e) {
+      throw ConfigError(key + " does not rate the set '" + set.name + "': " + e.what());
+    }
+  }
+  if (!any)
+    throw ConfigError(key + ": none of the sets is made of competition rows (tests.type competition), which "
+                      "CodeElo's rating needs");
 }
 
 void add_codeelo(nlohmann::ordered_json& summary, const StandingsPack& pack, bool competition, const std::string& name,

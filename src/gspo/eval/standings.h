@@ -7,6 +7,7 @@
 //    "human_ratings": [...]}                            (optional: sorted ratings for the percentile)
 // A dataset row takes part through its "contest_id" and "index"; its attempts are its samples in order.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@
 #include "gspo/eval/summary.h"
 
 namespace gspo::eval {
+
+struct EvalSet;
 
 struct Contest {
   std::string id;
@@ -44,6 +47,17 @@ inline constexpr size_t kCodeEloMinRows = 201;
 // contest of the pack can be rated from these rows.
 nlohmann::ordered_json codeelo_summary(const StandingsPack& pack, const std::vector<const data::Example*>& rows,
                                        const std::vector<ProblemResult>& results);
+// The same from each row's first accepted attempt (nullopt: none), as validation gathers them across the ranks.
+nlohmann::ordered_json codeelo_summary(const StandingsPack& pack, const std::vector<const data::Example*>& rows,
+                                       const std::vector<std::optional<int64_t>>& accepted_at);
+
+// Pointers to `rows`, in order (codeelo_summary's argument).
+std::vector<const data::Example*> example_pointers(const std::vector<data::Example>& rows);
+
+// The pack applies to the competition sets among `sets` (the others get no rating): a ConfigError when there is none,
+// or when a competition set rates in none of the pack's contests (tried with nothing solved, so a pack that does not
+// match the sets fails before any sampling).
+void check_standings(const StandingsPack& pack, const std::vector<EvalSet>& sets);
 
 // Sets summary["codeelo"] = codeelo_summary(...) for the set `name`; a ConfigError when the set is not a competition
 // set (`competition` false: --standings applies to competition rows only).

@@ -1,7 +1,8 @@
 // Validation during training (eval.every > 0): the eval pipeline of `gspo eval` run on eval.datasets every N
 // rollout steps inside `gspo train`, sharded over the ranks. The Trainer writes the summaries to
 // RUN/validation.jsonl and the headline figures ("val/<set>/avg@K", pass@k, cons@K) into that step's
-// metrics.jsonl line.
+// metrics.jsonl line. With eval.standings, each competition set's summary carries CodeElo's rating ("codeelo", as
+// `gspo eval --standings` writes it) and the metrics line "val/<set>/codeelo_rating".
 #pragma once
 #include <memory>
 #include <vector>
@@ -14,10 +15,14 @@ namespace gspo::parallel { class Comm; }
 
 namespace gspo::eval {
 
+struct StandingsPack;
+
 class Validation {
  public:
-  // Loads the sets (a DataError names a bad file at start-up, not at the first validation; a ConfigError when the
-  // eval's max_new_tokens leaves no room for a prompt in `max_seq_len`). Rank 0 logs the warnings.
+  // Loads the sets and the standings pack (a DataError names a bad file at start-up, not at the first validation; a
+  // ConfigError when the eval's max_new_tokens leaves no room for a prompt in `max_seq_len`, or when eval.standings
+  // is set and no set is a competition set, or a competition set's rows rate in none of the pack's contests). Rank 0
+  // logs the warnings.
   Validation(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok, int64_t max_seq_len,
              parallel::Comm& comm);
   ~Validation();
@@ -27,7 +32,7 @@ class Validation {
   // One summary per set (identical on every rank).
   std::vector<nlohmann::ordered_json> run();
 
-  // {"val/<set>/avg@K": ..., "val/<set>/pass@1": ..., ...} for the metrics line.
+  // {"val/<set>/avg@K": ..., "val/<set>/pass@1": ..., ..., "val/<set>/codeelo_rating": ...} for the metrics line.
   static nlohmann::ordered_json headline(const std::vector<nlohmann::ordered_json>& summaries);
   // "aime24 avg@4 0.125 pass@4 0.300 cons@4 0.100 | lcb ..." for the console.
   static std::string one_line(const std::vector<nlohmann::ordered_json>& summaries);
@@ -37,6 +42,7 @@ class Validation {
   parallel::Comm& comm_;
   std::vector<EvalSet> sets_;
   std::vector<std::unique_ptr<Grader>> graders_;
+  std::unique_ptr<StandingsPack> standings_;  // eval.standings; null = none
   Evaluator evaluator_;
 };
 
