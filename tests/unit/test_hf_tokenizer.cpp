@@ -199,3 +199,24 @@ TEST_CASE("a malformed merge or vocabulary entry names the tokenizer file and th
   CHECK_THROWS_WITH(tokenizer::HfBpeTokenizer(R"({"model": {"type": "BPE", "vocab": {"a": 0}}})", "", "dir/tokenizer.json"),
                     Catch::StartsWith("dir/tokenizer.json: model.merges of tokenizer.json is malformed"));
 }
+
+// tokenizer_config.json used to be ignored when it did not parse, and a role naming an unknown token gave id -1: the
+// roles were guessed (eos <|endoftext|> for a Llama 3 tokenizer) or lost (no eos: every response ran to the cap).
+TEST_CASE("a tokenizer_config.json that cannot be read, or names unknown role tokens, is refused", "[tokenizer][hf]") {
+  const std::string tj = R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},
+      "added_tokens": [{"id": 3, "content": "<|eot|>", "special": true}]})";
+  CHECK(tokenizer::HfBpeTokenizer(tj, R"({"eos_token": "<|eot|>"})", "d/tokenizer.json").eos_id() == 3);
+  CHECK(tokenizer::HfBpeTokenizer(tj, R"({"eos_token": {"content": "<|eot|>"}, "pad_token": null})", "d/tokenizer.json")
+            .pad_id() == 3);  // no pad token: the eos
+  CHECK_THROWS_WITH(tokenizer::HfBpeTokenizer(tj, R"({"eos_token": "<|eot|>",)", "d/tokenizer.json"),
+                    Catch::StartsWith("d/tokenizer.json: the tokenizer_config.json beside it is not a JSON object "
+                                      "(not valid JSON)"));
+  CHECK_THROWS_WITH(tokenizer::HfBpeTokenizer(tj, "[1, 2]", "d/tokenizer.json"), Catch::Contains("(a array)"));
+  CHECK_THROWS_WITH(tokenizer::HfBpeTokenizer(tj, R"({"eos_token": "<|eot_id|>"})", "d/tokenizer.json"),
+                    Catch::Contains("names eos_token '<|eot_id|>', which is not a token of tokenizer.json"));
+  const std::string dir = test::fresh_dir("tokenizer_bad_config");
+  core::ensure_dir(dir);
+  std::ofstream(dir + "/tokenizer.json") << tj;
+  std::ofstream(dir + "/tokenizer_config.json") << "{\"eos_token\": ";
+  CHECK_THROWS_AS(tokenizer::from_file(dir), DataError);
+}

@@ -183,12 +183,15 @@ void read_pre_tokenizer(const json& j, const std::string& origin, AddSplit&& add
 }
 
 // The id of a role's token: named in tokenizer_config.json (`cfg`) when given, else the first fallback known; -1 if
-// none.
+// none. A name the vocabulary lacks is a DataError (an eos of -1 would let every response run to the length cap).
 int64_t role_id(const HfBpeTokenizer& t, const json& cfg, const char* key,
-                std::initializer_list<const char*> fallbacks) {
+                std::initializer_list<const char*> fallbacks, const std::string& origin) {
   if (cfg.is_object() && cfg.contains(key)) {
     const auto& v = cfg[key];
     std::string name = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", "") : "";
+    if (!name.empty() && t.token_id(name) < 0)
+      throw DataError(origin + ": tokenizer_config.json names " + key + " '" + name.substr(0, 60) +
+                      "', which is not a token of tokenizer.json");
     if (!name.empty()) return t.token_id(name);
   }
   for (const char* f : fallbacks)
@@ -229,9 +232,13 @@ HfBpeTokenizer::HfBpeTokenizer(const std::string& text, const std::string& confi
 
   // Roles from tokenizer_config.json when given, else conventional names.
   json cfg = config_text.empty() ? json::object() : json::parse(config_text, nullptr, false);
-  eos_id_ = role_id(*this, cfg, "eos_token", {"<|endoftext|>", "</s>", "<|end_of_text|>"});
-  bos_id_ = role_id(*this, cfg, "bos_token", {});
-  pad_id_ = role_id(*this, cfg, "pad_token", {});
+  if (!cfg.is_object())  // (it used to be ignored: the roles were guessed, e.g. eos <|endoftext|> for Llama 3)
+    throw DataError(origin + ": the tokenizer_config.json beside it is not a JSON object (" +
+                    (cfg.is_discarded() ? std::string("not valid JSON") : "a " + std::string(cfg.type_name())) +
+                    "): its eos_token, bos_token and pad_token cannot be read");
+  eos_id_ = role_id(*this, cfg, "eos_token", {"<|endoftext|>", "</s>", "<|end_of_text|>"}, origin);
+  bos_id_ = role_id(*this, cfg, "bos_token", {}, origin);
+  pad_id_ = role_id(*this, cfg, "pad_token", {}, origin);
   if (pad_id_ < 0) pad_id_ = eos_id_;
   add_bos_ = bos_id_ >= 0 && cfg.is_object() && cfg.value("add_bos_token", false);
   for (const auto& a : added_)
