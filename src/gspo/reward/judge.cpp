@@ -163,24 +163,10 @@ std::vector<Score> Judge::score_batch(const std::vector<std::string>& responses,
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Score> out(responses.size());
   for (auto& s : out) s.failure = "not judged";
-  std::vector<Pending> rows;
-  for (size_t i = 0; i < responses.size(); ++i) {
-    std::string why;
-    std::vector<int64_t> ids;
-    try {
-      ids = question_ids(responses[i], *examples[i]);
-    } catch (const DataError& e) {  // (the template, the tokenizer: this row only)
-      why = std::string("cannot be put to the judge (") + std::string(e.what()).substr(0, 120) + ")";
-    }
-    if (why.empty() && static_cast<int64_t>(ids.size()) > max_tokens_)
-      why = "longer than the judge's context (" + std::to_string(ids.size()) + " > " + std::to_string(max_tokens_) +
-            " tokens)";
-    if (!why.empty()) {
-      out[i] = {0.0, false, "judge: " + why, {}, why};
-      continue;
-    }
-    rows.push_back({i, std::move(ids)});
-  }
+  auto rows = rows_to_score(
+      responses.size(), max_tokens_, {"the judge", "cannot be put to the judge"},
+      [&](size_t i) { return question_ids(responses[i], *examples[i]); },
+      [&](size_t i, const std::string& why) { out[i] = {0.0, false, "judge: " + why, {}, why}; });
   int64_t tokens = 0;
   std::lock_guard<std::mutex> lock(mu_);
   if (opts_.judge_mode == config::JudgeMode::kVerdict) {

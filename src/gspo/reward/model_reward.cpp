@@ -68,24 +68,9 @@ std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& resp
   auto fail = [&](size_t i, const std::string& why) {
     out[i] = {0.0, false, "reward model: " + why, {}, why};
   };
-  std::vector<Pending> rows;
-  for (size_t i = 0; i < responses.size(); ++i) {
-    std::vector<int64_t> ids;
-    try {
-      ids = tok_->encode(render(responses[i], *examples[i]));
-    } catch (const std::exception& e) {  // (a DataError of the template or the tokenizer: this row only)
-      fail(i, std::string("cannot be encoded by its tokenizer (") + std::string(e.what()).substr(0, 120) + ")");
-      continue;
-    }
-    if (ids.empty()) {
-      fail(i, "the conversation encodes to no tokens");
-    } else if (static_cast<int64_t>(ids.size()) > max_tokens_) {
-      fail(i, "longer than the reward model's context (" + std::to_string(ids.size()) + " > " +
-                  std::to_string(max_tokens_) + " tokens)");
-    } else {
-      rows.push_back({i, std::move(ids)});
-    }
-  }
+  auto rows = rows_to_score(
+      responses.size(), max_tokens_, {"the reward model", "cannot be encoded by its tokenizer"},
+      [&](size_t i) { return tok_->encode(render(responses[i], *examples[i])); }, fail);
   int64_t tokens = 0;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& pass : passes_of(rows, opts_.model_batch_tokens)) {

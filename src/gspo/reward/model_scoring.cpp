@@ -13,6 +13,30 @@ c10::ScalarType score_dtype(config::ScoreDtype d, c10::Device device) {
   return device.is_cuda() ? c10::kBFloat16 : c10::kFloat;
 }
 
+std::vector<Pending> rows_to_score(size_t n, int64_t max_tokens, const ScoringNames& names,
+                                   const std::function<std::vector<int64_t>(size_t)>& encode,
+                                   const std::function<void(size_t, const std::string&)>& fail) {
+  std::vector<Pending> rows;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<int64_t> ids;
+    try {
+      ids = encode(i);
+    } catch (const std::exception& e) {  // (a DataError of the template or the tokenizer: this row only)
+      fail(i, names.cannot_encode + " (" + std::string(e.what()).substr(0, 120) + ")");
+      continue;
+    }
+    if (ids.empty()) {
+      fail(i, "the conversation encodes to no tokens");
+    } else if (static_cast<int64_t>(ids.size()) > max_tokens) {
+      fail(i, "longer than " + names.model + "'s context (" + std::to_string(ids.size()) + " > " +
+                  std::to_string(max_tokens) + " tokens)");
+    } else {
+      rows.push_back({i, std::move(ids)});
+    }
+  }
+  return rows;
+}
+
 std::vector<std::vector<const Pending*>> passes_of(std::vector<Pending>& rows, int64_t budget, int64_t extra) {
   std::stable_sort(rows.begin(), rows.end(), [](const Pending& a, const Pending& b) { return a.ids.size() > b.ids.size(); });
   std::vector<std::vector<const Pending*>> passes;

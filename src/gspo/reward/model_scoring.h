@@ -5,6 +5,8 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "gspo/config/choices.h"
@@ -20,6 +22,19 @@ struct Pending {
   size_t index;
   std::vector<int64_t> ids;
 };
+
+// What a scoring model is called in failure reasons, and how a row that cannot be encoded is described.
+struct ScoringNames {
+  std::string model;         // "the reward model": "longer than the reward model's context (...)"
+  std::string cannot_encode; // "cannot be encoded by its tokenizer": "... (the error)"
+};
+
+// The rows of a batch that go to the model: `encode(i)` gives row i's ids (an exception fails that row only, its
+// message cut to 120 characters); a row of no tokens or of more than `max_tokens` fails too. `fail(i, why)` records
+// each failure; the others come back in row order.
+std::vector<Pending> rows_to_score(size_t n, int64_t max_tokens, const ScoringNames& names,
+                                   const std::function<std::vector<int64_t>(size_t)>& encode,
+                                   const std::function<void(size_t, const std::string&)>& fail);
 
 // Sorts `rows` longest first and packs them into passes of rows x (longest row + extra) <= budget tokens, each pass
 // at least one row (`extra`: columns a pass adds to every row, e.g. the tokens a judge may write).
