@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "gspo/algo/loss.h"
+#include "gspo/parallel/adamw8bit.h"
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/core/resources.h"
@@ -299,4 +300,38 @@ TEST_CASE("CUDA: bf16 sampling through the flash slot pool, eager and graphed, a
   same = 0;
   for (int64_t r = 0; r < c.num_rows(); ++r) same += test::same_row(c, r, d, r, margin32, 1e-4);
   CHECK(same >= c.num_rows() - 1);
+}
+
+// Issue 56: the 8-bit AdamW step (parallel/adamw8bit.h) runs as torch ops on the parameters' device. On CUDA it must
+// give the CPU's numbers: the same float32 element-wise ops, so parameters within float32 rounding and the stored
+// codes equal but where that rounding puts a moment across a midpoint (the CPU test against bitsandbytes' kernel
+// measured none or a handful in 15,000; allowed 1 in 1000).
+TEST_CASE("CUDA: the 8-bit AdamW step on the device equals the CPU's", "[cuda][adamw8bit]") {
+  if (!cuda_or_skip()) return;
+  torch::manual_seed(5);
+  const int64_t n = 70000;  // 273 blocks and a short one
+  const auto p0 = torch::randn({n});
+  std::vector<torch::Tensor> grads;
+  for (int t = 0; t < 10; ++t) grads.push_back(torch::randn({n}));
+  const parallel::AdamWHyper h{0.9, 0.999, 1e-8, 0.01};
+  auto run = [&](c10::Device dev) {
+    const auto maps = parallel::Maps8bit::make(dev);
+    auto p = p0.to(dev);
+    auto s = parallel::Moments8bit::zeros(n, p.options());
+    for (int t = 1; t <= 10; ++t) parallel::adamw8bit_step(p, grads[t - 1].to(dev), s, maps, 1e-3, t, h, 4096);
+    return std::make_pair(p.cpu(), std::vector<torch::Tensor>{s.m_codes.cpu(), s.m_absmax.cpu(), s.v_codes.cpu(),
+                                                              s.v_absmax.cpu()});
+  };
+  const auto [pc, sc] = run(c10::kCPU);
+  const auto [pg, sg] = run(kGpu);
+  const double moved = (pc - p0).abs().max().item<double>();
+  const auto off = (pg - pc).abs();
+  INFO("moved " << moved << ", CUDA vs CPU max " << off.max().item<double>());
+  CHECK(moved > 5e-3);
+  CHECK((off > 1e-7).sum().item<int64_t>() <= n / 1000);
+  CHECK(off.max().item<double>() <= 1e-4);
+  for (int k : {0, 2}) {
+    CHECK((sg[k] != sc[k]).sum().item<int64_t>() <= n / 1000);
+    CHECK(torch::allclose(sg[k + 1], sc[k + 1], 1e-5, 0));
+  }
 }
