@@ -12,127 +12,13 @@
 #include "gspo/parallel/expert_rollout.h"
 #include "gspo/parallel/sharded_adamw.h"
 #include "gspo/plan/plan_text.h"
+#include "gspo/plan/sizes.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
 
 namespace gspo::plan {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
-
-namespace {
-
-// The sizes every part is computed from.
-struct Sizes {
-  const ModelShape& shape;
-  const config::Config& cfg;
-  int64_t W = 1;              // ranks
-  double N = 0;               // parameters
-  bool bf16 = false;          // model.dtype bfloat16 (float32 masters)
-  double b = 4;               // training weights' bytes
-  std::string bs = "4";       // b as text
-  bool zero1 = false;         // distributed.zero_stage 1
-  bool zero3 = false;         // distributed.zero_stage 3
-  double N0 = 0;              // ZeRO-3: parameters outside the decoder layers (kept whole)
-  double Nl = 0;              // the largest decoder layer's parameters
-  double shard = 0;           // parameters whose moments this rank holds
-  double mb = 8;              // AdamW moments' bytes a parameter: 8, or 2 + 8 / 256 (optimizer.state_bits 8)
-  int64_t P = 0, S = 0, T = 0;  // prompt, response and all columns
-  int64_t m = 0;              // rows per micro-batch
-  double Tm = 0;              // tokens per micro-batch
-  bool lora = false;          // model.lora_rank > 0: a frozen base, float32 adapters
-  double Na = 0;              // lora: adapter parameters (A and B of every targeted weight)
-  double Nt = 0;              // lora: the targeted weights of the widest decoder layer (merged while it runs)
-  double Na_largest = 0;      // lora: the largest A or B
-  double Nta = 0;             // lora: every targeted weight's elements
-  int64_t E = 1;              // distributed.expert_parallel: ranks sharing each MoE layer's experts
-  int64_t R = 1;              // W / E: the ranks holding the same experts (their moments are sharded over these)
-  double Ne = 0;              // every expert's parameters (all MoE layers)
-  double Nk = 0;              // parameters this rank keeps: the rest whole, 1/E of the experts
-  double Nle = 0;             // one MoE layer's experts this rank keeps (n/E x 3 x H x I_moe)
-  bool chunked = false;       // the head runs chunk by chunk
-  double head_tokens = 0;     // positions the head holds at once
-  std::string head_what = "";  // head_tokens explained
-
-  // The widest layer by `f` (bytes per token).
-  template <class F>
-  double widest(F&& f, double bytes) const {
-    double w = 0;
-    for (int64_t l = 0; l < shape.num_layers; ++l) w = std::max(w, f(shape, l, bytes));
-    return w;
-  }
-};
-
-// The rows of the largest micro-batch: the trainer's own split (train/minibatch.h) of this rank's rows in its largest
-// mini-batch, every response max_new_tokens long. The trainer cuts the global rows into mini-batches and each rank
-// keeps its own; this rank's rows cut alike are its share on average.
-int64_t largest_micro(int64_t rows_per_rank, int64_t prompt_len, int64_t response_len,
-                      const config::AlgorithmOptions& al) {
-  std::vector<int64_t> rows(static_cast<size_t>(train::minibatch_sizes(rows_per_rank, al.num_minibatches).front()));
-  std::iota(rows.begin(), rows.end(), 0);
-  const std::vector<int64_t> lengths(rows.size(), response_len);
-  size_t m = 0;
-  for (const auto& part : train::plan_micro(rows, lengths, prompt_len, al.micro_batch_size, al.micro_batch_tokens))
-    m = std::max(m, part.size());
-  return static_cast<int64_t>(m);
-}
-
-Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in, int64_t rows_per_rank) {
-  const auto& al = cfg.algorithm;
-  const auto& tr = cfg.train;
-  Sizes z{shape, cfg};
-  z.W = in.world_size;
-  z.N = static_cast<double>(shape.num_parameters());
-  z.bf16 = cfg.model.dtype == config::Dtype::kBFloat16;
-  z.b = z.bf16 ? 2 : 4;
-  z.bs = z.bf16 ? "2" : "4";
-  z.mb = cfg.optimizer.state_bits == 8 ? 2 + 8.0 / parallel::kQuantBlock : 8;  // parallel/adamw8bit.h
-  z.zero1 = cfg.distributed.zero_stage == 1;
-  z.zero3 = cfg.distributed.zero_stage == 3;
-  z.shard = z.zero1 || z.zero3 ? static_cast<double>(ceil_div(shape.num_parameters(), z.W)) : z.N;
-  z.N0 = z.N;
-  for (int64_t l = 0; l < shape.num_layers; ++l) {
-    const auto n = static_cast<double>(shape.layer_parameters(l));
-    z.N0 -= n;
-    z.Nl = std::max(z.Nl, n);
-  }
-  const auto& sh = shape;
-  z.Ne = static_cast<double>(sh.moe_layers.size()) * sh.num_experts * 3 * sh.hidden_size * sh.moe_intermediate_size;
-  z.E = cfg.distributed.expert_parallel;
-  if (z.E > 1) {
-    if (sh.moe_layers.empty())
-      throw ConfigError("distributed.expert_parallel " + std::to_string(z.E) + ": the model is dense (no MoE layer)");
-    if (z.W % z.E != 0 || sh.num_experts % z.E != 0)
-      throw ConfigError("distributed.expert_parallel " + std::to_string(z.E) + " must divide --world-size (" +
-                        std::to_string(z.W) + ") and the experts of a layer (" + std::to_string(sh.num_experts) + ")");
-    z.R = z.W / z.E;
-    z.shard = std::ceil((z.N - z.Ne) / z.W) + std::ceil(z.Ne / z.E / z.R);
-  }
-  z.Nk = z.N - z.Ne + z.Ne / z.E;
-  z.Nle = static_cast<double>(sh.num_experts / z.E) * 3 * sh.hidden_size * sh.moe_intermediate_size;
-  z.lora = cfg.model.lora_rank > 0;
-  if (z.lora) {
-    const auto c = lora_count(shape, cfg.model);
-    z.Na = c.adapters;
-    z.Nt = c.widest_layer_targets;
-    z.Na_largest = c.largest_tensor;
-    z.Nta = c.targets;
-  }
-  z.P = in.prompt_tokens;
-  z.S = cfg.rollout.max_new_tokens;
-  z.T = z.P + z.S;
-  z.m = largest_micro(rows_per_rank, z.P, z.S, al);
-  z.Tm = static_cast<double>(z.m * z.T);
-  z.chunked = tr.chunked_head && tr.logprob_chunk_tokens > 0;
-  const double response = static_cast<double>(z.m * z.S);
-  z.head_tokens = z.chunked ? std::min<double>(tr.logprob_chunk_tokens, response) : response;
-  z.head_what = z.chunked ? "chunk of " + num(z.head_tokens) + " tokens (train.logprob_chunk_tokens)"
-                          : "whole head: " + std::to_string(z.m) + " rows x " + std::to_string(z.S) + " response tokens";
-  return z;
-}
 
 // The model state of ZeRO-0/1 (every weight and gradient on every rank) or ZeRO-3 (shards, and the part kept whole).
 void model_state_terms(const Sizes& z, std::vector<Term>& r) {
@@ -205,56 +91,6 @@ std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
   r.push_back({"runtime", runtime_mb * kMiB, num(runtime_mb) + " MiB: LibTorch and the binary before any model "
                "(measured, --runtime-mb)"});
   return r;
-}
-
-// The rollout: the KV cache (every row at full length, or the budget's rows), the static path's compaction copy,
-// the prompts' prefill and the decode step's float32 logits.
-std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& kv_rows) {
-  const auto& ro = z.cfg.rollout;
-  const auto& s = z.shape;
-  const double sb = ro.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
-  const double kv_tok = static_cast<double>(s.num_layers) * 2 * s.num_kv_heads * s.head_dim * sb;
-  const double row = kv_tok * z.T;
-  int64_t rows = rows_per_rank;
-  std::string why = std::to_string(rows) + " rows (no budget)";
-  if (ro.kv_cache_mb > 0) {
-    const auto budget = static_cast<int64_t>(static_cast<double>(ro.kv_cache_mb) * kMiB);
-    rows = rollout::rows_in_budget(budget, static_cast<int64_t>(std::ceil(row)), rows_per_rank);
-    if (rows < 1)  // as the run: Sampler::generate refuses it
-      throw ConfigError("rollout.kv_cache_mb: " + std::to_string(ro.kv_cache_mb) + " MiB holds no row of KV cache: one row " +
-                        "of " + std::to_string(z.T) + " columns needs " + num(row) + " B for this model");
-    why = std::to_string(rows) + " rows in rollout.kv_cache_mb " + std::to_string(ro.kv_cache_mb);
-  }
-  kv_rows = rows;
-  std::vector<Term> t;
-  t.push_back({"KV cache", rows * row, why + " x " + std::to_string(z.T) + " columns x " + num(kv_tok) +
-               " B (layers x 2 x KV heads x head_dim x " + num(sb) + " B)"});
-  // The exported models have the slot methods: a budget that holds fewer rows than a rank samples runs the slot pool,
-  // which compacts in place; every other schedule drops finished rows into a new, smaller cache.
-  const auto schedule = rollout::schedule_for(rows_per_rank, rows, ro.continuous_batching, true);
-  const double copy = 1.0 - 1.0 / static_cast<double>(rollout::kCompactEvery);
-  if (ro.min_new_tokens < ro.max_new_tokens && schedule != rollout::Schedule::kSlotPool)
-    t.push_back({"cache compaction copy", copy * rows * row, num(copy) + " x the cache: dropping finished rows copies "
-                 "the live rows while the old cache lives (static batches; docs/performance.md)"});
-  const double prefill_tokens = static_cast<double>(train::prompts_per_rank(z.cfg, z.W)) * z.P;
-  const double widest = z.widest(layer_nograd_bytes_per_token, sb);
-  t.push_back({"prefill", prefill_tokens * widest, num(prefill_tokens) + " prompt tokens x " + num(widest) +
-               " B (one layer's forward without autograd)"});
-  t.push_back({"decode logits", rows * static_cast<double>(s.vocab_size) * 4 * 3, std::to_string(rows) +
-               " rows x vocab x 4 B x 3 (float32 logits, probabilities, sampling scratch)"});
-  if (z.zero3 && !z.cfg.distributed.zero3_keep_whole)
-    t.push_back({"ZeRO-3 gathered layers", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
-                 " B (every decoder layer gathered for the sampler, freed after)"});
-  if (z.E > 1) {  // parallel/expert_rollout.h: a pass's rows of the whole group gathered, float32 sums back
-    const double chunk = static_cast<double>(
-        std::max<int64_t>(64, parallel::RolloutExperts::kDefaultGatherRows / z.E));
-    const double m = std::min(chunk, std::max(prefill_tokens, static_cast<double>(rows)));
-    const double per_row = static_cast<double>(z.shape.hidden_size) * (z.b + 4) + 4.0 * z.shape.num_experts;
-    t.push_back({"rollout expert exchange", z.E * m * per_row, std::to_string(z.E) + " ranks x " + num(m) +
-                 " rows (a pass's largest share, at most " + num(chunk) + " a chunk) x (hidden x (" + z.bs +
-                 " + 4) + experts x 4) B: the group's rows gathered, routed, float32 sums reduce-scattered back"});
-  }
-  return t;
 }
 
 // Expert parallelism in a pass over a micro-batch: the MoE layer running holds its local experts stacked (and their
@@ -427,56 +263,6 @@ Term load_term(const Sizes& z) {
           std::to_string(z.W) + " a parameter of shards (the largest sum over the units)"};
 }
 
-PhasePlan phase(const std::string& name, std::vector<Term> terms, double resident) {
-  PhasePlan ph{name, std::move(terms), 0};
-  ph.peak_bytes = resident + sum(ph.terms);
-  return ph;
-}
-
-}  // namespace
-
-namespace {
-// The ranks that train: W, or W - K beside K rollout ranks (a layout check_world_size accepts).
-int64_t training_ranks(const config::Config& cfg, int64_t W) {
-  if (W < 1) throw ConfigError("--world-size must be >= 1 (got " + std::to_string(W) + ")");
-  if (cfg.distributed.rollout_ranks == 0) return W;
-  train::check_world_size(cfg, W);
-  return W - cfg.distributed.rollout_ranks;
-}
-}  // namespace
-
-MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in) {
-  const int64_t K = cfg.distributed.rollout_ranks;
-  if (K == 0) throw ConfigError("plan_rollout_rank: distributed.rollout_ranks is 0");
-  training_ranks(cfg, in.world_size);
-  if (in.prompt_tokens < 1) throw ConfigError("--prompt-tokens must be >= 1");
-  PlanInputs rin = in;
-  rin.world_size = K;  // the rollout ranks share each batch's prompts
-  MemoryPlan p;
-  p.shape = shape;
-  p.parameters = shape.num_parameters();
-  p.rows_per_rank = train::prompts_per_rank(cfg, K) * cfg.rollout.group_size;
-  Sizes z = sizes_of(shape, cfg, rin, p.rows_per_rank);
-  z.zero3 = false;  // a rollout rank holds the whole policy; ZeRO is the trainers'
-  p.columns = z.T;
-  const double sb = cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
-  p.resident = {{"weights (rollout dtype)", z.N * sb, num(z.N) + " params x " + num(sb) + " B: no gradients, masters "
-                 "or optimizer state"},
-                {"weight sync bucket", cfg.distributed.bucket_mb * kMiB, "distributed.bucket_mb " +
-                 num(cfg.distributed.bucket_mb) + ": new weights arrive one bucket at a time"},
-                {"runtime", in.runtime_mb * kMiB, num(in.runtime_mb) + " MiB: LibTorch and the binary (measured)"}};
-  for (auto& t : scoring_resident_terms(cfg, in)) p.resident.push_back(std::move(t));  // rollout ranks score
-  p.resident_bytes = sum(p.resident);
-  p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
-  for (auto& [name, t] : scoring_pass_terms(cfg, in)) p.phases.push_back(phase(name, {t}, p.resident_bytes));
-  for (const auto& ph : p.phases)  // the first phase with the largest peak
-    if (ph.peak_bytes > p.peak_bytes) p.peak_bytes = ph.peak_bytes, p.peak_phase = ph.name;
-  p.notes.push_back(std::to_string(K) + " rollout rank(s) share each batch: " + std::to_string(p.rows_per_rank) +
-                    " rows each; with async.max_staleness S they sample up to S batches ahead, one at a time");
-  return p;
-}
-
-namespace {
 // The phases of a training rank: rollout (weight sync beside rollout ranks), logprobs, the update and, with ZeRO-3,
 // the start-up's load on the host.
 void add_phases(const Sizes& z, const config::Config& cfg, const PlanInputs& in, bool async, MemoryPlan& p) {
