@@ -35,22 +35,19 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
       u.numel += p.numel();
     }
     u.params = ps;
-    u.shard = shard_of(u.numel, W);
+    u.shard = shard_of(u.numel, W, shard_align(h_.state_bits));
     // padding stays 0; frozen: the base's own values in the training dtype (no master to update)
     u.master = torch::zeros({u.shard}, torch::TensorOptions(device).dtype(frozen_ ? dtype_ : torch::kFloat));
-    const auto [lo, hi] = range_of(u.numel, W, comm_.rank());
+    const auto [lo, hi] = range_of(u.numel, W, comm_.rank(), shard_align(h_.state_bits));
     int64_t off = 0;
     for (auto& p : ps) {  // the part of each parameter in [lo, hi)
       const int64_t n = p.numel(), a = std::max(off, lo), b = std::min(off + n, hi);
       if (a < b) u.master.narrow(0, a - lo, b - a).copy_(p.detach().reshape(-1).narrow(0, a - off, b - a));
       off += n;
     }
-    auto state = [&] {  // float32 [shard]; frozen: none
-      return frozen_ ? torch::empty({0}, u.master.options().dtype(torch::kFloat)) : torch::zeros_like(u.master);
-    };
-    u.exp_avg = state();
-    u.exp_avg_sq = state();
-    u.grad = state();
+    // float32 [shard]; frozen: none
+    u.grad = frozen_ ? torch::empty({0}, u.master.options().dtype(torch::kFloat)) : torch::zeros_like(u.master);
+    if (!frozen_) u.moments = make_shard_moments(h_.state_bits, u.shard, u.master.options());
     u.used.assign(ps.size(), 0);
     u.local.assign(ps.size(), 0);
     u.active = torch::zeros({frozen_ ? 0 : u.shard}, u.master.options().dtype(torch::kBool));

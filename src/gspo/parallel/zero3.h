@@ -9,7 +9,8 @@
 // on every rank (the embedding and the head are used at both ends of every pass): its gradients are reduce-scattered
 // after each micro-batch (reduce_ends). hold_whole(true) gathers every layer for the rollout and the other
 // whole-model passes; with keep_whole the layers stay gathered between steps (refreshed after each optimizer step).
-// The optimizer is AdamW on the shards, element for element torch::optim::AdamW (adamw_shard_step).
+// The optimizer is AdamW on the shards, element for element torch::optim::AdamW (adamw_shard_step), or bitsandbytes'
+// 8-bit AdamW (hyper.state_bits 8: every shard whole 256-element blocks, shard_moments.h).
 //
 // With `overlap`, the collectives run behind compute: prefetch() (the policy's hint of the next layer) starts that
 // layer's all-gather while the current one runs, and a layer's gradient reduce-scatter is waited for only when the

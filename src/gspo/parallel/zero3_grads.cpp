@@ -79,7 +79,9 @@ double Zero3::reduce_gradients() {
       u.local[i] = 0;
       if (f[k] > 0 && !u.used[i]) u.used[i] = changed = true;
     }
-    if (changed) u.active = active_mask(u.used, u.numels, comm_.world_size(), comm_.rank(), u.master.device());
+    if (changed)
+      u.active = active_mask(u.used, u.numels, comm_.world_size(), comm_.rank(), u.master.device(),
+                             shard_align(h_.state_bits));
     sq.push_back(u.grad.to(torch::kDouble).pow(2).sum());
   }
   // One copy for every unit (a read per unit would stall a GPU once per decoder layer), summed on the host in unit

@@ -34,7 +34,7 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
                    "masters or moments)"});
     }
     const bool sharded = z.zero1 || z.zero3;  // ZeRO-3 steps the adapters with ZeRO-1
-    const double moments = sharded ? 8.0 / z.W + 4.0 / z.W : z.mb;
+    const double moments = sharded ? z.mb / z.W + 4.0 / z.W : z.mb;
     r.push_back({"LoRA adapters", z.Na * (8 + moments), num(z.Na) + " adapter params x (4 + 4 + " + num(moments) +
                  ") B (float32 A and B, their gradients, AdamW moments" + (sharded ? " and the gradient shard: "
                  "ZeRO-1" : "") + ")"});
@@ -49,8 +49,9 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
     return;
   }
   if (z.zero3) {
-    r.push_back({"ZeRO-3 shards", 16 * z.shard, num(z.shard) + " x 16 B (float32 master, gradient, exp_avg, "
-                 "exp_avg_sq: 1/" + std::to_string(z.W) + " of every parameter)"});
+    r.push_back({"ZeRO-3 shards", (8 + z.mb) * z.shard, num(z.shard) + " x " + num(8 + z.mb) + " B (float32 master "
+                 "and gradient, exp_avg and exp_avg_sq" + std::string(z.mb < 8 ? " in 8 bits with an absmax per 256" :
+                 "") + ": 1/" + std::to_string(z.W) + " of every parameter)"});
     r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
     if (z.cfg.distributed.zero3_keep_whole)
       r.push_back({"decoder layers whole", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
@@ -64,8 +65,9 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
     r.push_back({"weights", z.Nk * z.b, what + " x " + z.bs + " B (model.dtype)"});
     r.push_back({"gradients", 4 * z.Nk, k + " x 4 B float32"});
     if (z.bf16) r.push_back({"master weights", 4 * z.Nk, k + " x 4 B float32"});
-    r.push_back({"AdamW moments", 8 * z.shard, num(z.shard) + " x 8 B (ZeRO-1: 1/" + std::to_string(z.W) + " of the "
-                 "rest, 1/" + std::to_string(z.R) + " of this rank's experts over the ranks holding them)"});
+    r.push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (ZeRO-1: 1/" +
+                 std::to_string(z.W) + " of the rest, 1/" + std::to_string(z.R) + " of this rank's experts over the "
+                 "ranks holding them" + std::string(z.mb < 8 ? "; 8-bit codes and a float32 absmax per 256)" : ")")});
     r.push_back({"ZeRO-1 gradient shards", 4 * z.shard, num(z.shard) + " x 4 B"});
     return;
   }
@@ -190,35 +192,46 @@ std::vector<Term> backward_terms(const Sizes& z) {
 }
 
 // ZeRO-1's step (parallel/sharded_adamw.h) over `shard` elements a rank of a group of `ranks`: the shard's weights,
-// AdamW's 4 temporaries over it, and one chunk of every rank's shard in flight (the collectives go a chunk at a time).
-Term zero1_step(double shard, int64_t ranks, const std::string& what) {
+// AdamW's 4 temporaries over it (8 bits: the 8-bit step's temporaries over one kStepChunk), and one chunk of every
+// rank's shard in flight (the collectives go a chunk at a time).
+Term zero1_step(double shard, int64_t ranks, const std::string& what, double mb) {
   const double chunk = std::min(shard, static_cast<double>(parallel::ShardedAdamW::default_chunk(ranks)));
+  const double step8 = std::min(shard, static_cast<double>(parallel::kStepChunk));
+  const std::string flight = ", and a chunk of " + num(chunk) + " x " + std::to_string(ranks) + " ranks x 4 B";
+  if (mb < 8)
+    return {"ZeRO-1 step buffers", 4 * shard + 40 * step8 + 4 * chunk * ranks, what + ": the shard's weights, " +
+            num(shard) + " x 4 B, the 8-bit step's 10 x 4 B over " + num(step8) + " elements" + flight};
   return {"ZeRO-1 step buffers", 20 * shard + 4 * chunk * ranks, what + ": the shard's weights and 4 AdamW "
-          "temporaries, 5 x " + num(shard) + " x 4 B, and a chunk of " + num(chunk) + " x " + std::to_string(ranks) +
-          " ranks x 4 B"};
+          "temporaries, 5 x " + num(shard) + " x 4 B" + flight};
 }
 
 // The optimizer step's transients: ZeRO-1's shard buffers, or AdamW's per-tensor temporaries and the buckets.
 std::vector<Term> step_terms(const Sizes& z) {
   std::vector<Term> t;
   if (z.lora && (z.zero1 || z.zero3)) {  // ZeRO-1 over the adapters (ZeRO-3 too: the base takes no step)
-    t.push_back(zero1_step(std::ceil(z.Na / static_cast<double>(z.W)), z.W, "the adapters"));
+    t.push_back(zero1_step(std::ceil(z.Na / static_cast<double>(z.W)), z.W, "the adapters", z.mb));
     return t;
   }
   if (z.zero3) {
     const double unit = std::max(z.Nl, z.N0) / static_cast<double>(z.W);
-    t.push_back({"ZeRO-3 step temporaries", 24 * unit + z.N0 * z.b, "6 x the largest unit's shard (" + num(unit) +
-                 ") x 4 B, and the whole embedding and head gathered anew"});
+    const double step8 = std::min(unit, static_cast<double>(parallel::kStepChunk));
+    if (z.mb < 8)
+      t.push_back({"ZeRO-3 step temporaries", 4 * unit + 40 * step8 + z.N0 * z.b, "the largest unit's shard (" +
+                   num(unit) + ") x 4 B (its scaled gradient), the 8-bit step's 10 x 4 B over " + num(step8) +
+                   " elements, and the whole embedding and head gathered anew"});
+    else
+      t.push_back({"ZeRO-3 step temporaries", 24 * unit + z.N0 * z.b, "6 x the largest unit's shard (" + num(unit) +
+                   ") x 4 B, and the whole embedding and head gathered anew"});
     return t;
   }
   if (z.E > 1) {  // the rest over the world, then the kept experts over their replicas: one after the other
-    const auto dense = zero1_step(std::ceil((z.N - z.Ne) / z.W), z.W, "outside the experts");
-    const auto experts = zero1_step(std::ceil(z.Ne / z.E / z.R), z.R, "the kept experts");
+    const auto dense = zero1_step(std::ceil((z.N - z.Ne) / z.W), z.W, "outside the experts", z.mb);
+    const auto experts = zero1_step(std::ceil(z.Ne / z.E / z.R), z.R, "the kept experts", z.mb);
     t.push_back(dense.bytes >= experts.bytes ? dense : experts);
     return t;
   }
   if (z.zero1) {
-    t.push_back(zero1_step(z.shard, z.W, "every parameter"));
+    t.push_back(zero1_step(z.shard, z.W, "every parameter", z.mb));
     return t;
   }
   const double big = z.lora ? z.Na_largest : static_cast<double>(z.shape.largest_parameter());
@@ -317,14 +330,12 @@ void add_comparisons(const ModelShape& shape, const config::Config& cfg, const P
                      int64_t W, MemoryPlan& p) {
   const bool ep_fits = z.E == 1 && !z.zero3 && !z.lora && W > 1 && !shape.moe_layers.empty() &&
                        shape.num_experts % W == 0 && cfg.distributed.rollout_ranks == 0;
-  // the sharded engines keep float32 moments (optimizer.state_bits 8 is built for zero_stage 0)
-  const std::string f32 = z.mb < 8 ? ", float32 moments" : "";
+  const std::string f32 = z.mb < 8 ? ", 8-bit moments" : "";  // (every engine takes optimizer.state_bits)
   if (ep_fits) {
     config::Config ce = cfg;
     ce.distributed.expert_parallel = W;
     ce.distributed.zero_stage = 1;
     ce.train.chunked_head = true;
-    ce.optimizer.state_bits = 32;
     const auto pe = plan_memory(shape, ce, given);
     p.notes.push_back("with distributed.expert_parallel " + std::to_string(W) + " (and zero_stage 1" + f32 +
                       "): peak " + mib(pe.peak_bytes) + " per rank (" + pe.peak_phase + ")");
@@ -334,7 +345,6 @@ void add_comparisons(const ModelShape& shape, const config::Config& cfg, const P
     c3.distributed.zero_stage = 3;
     c3.train.activation_checkpointing = true;
     c3.distributed.zero3_keep_whole = false;
-    c3.optimizer.state_bits = 32;
     const auto p3 = plan_memory(shape, c3, given);
     p.notes.push_back("with distributed.zero_stage 3 (and activation checkpointing" + f32 + "): peak " +
                       mib(p3.peak_bytes) + " per rank (" + p3.peak_phase + ")");

@@ -1,0 +1,96 @@
+#include "gspo/parallel/shard_moments.h"
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "gspo/parallel/adamw8bit.h"
+
+namespace gspo::parallel {
+namespace {
+
+class Float32Moments final : public ShardMoments {
+ public:
+  Float32Moments(int64_t n, const at::TensorOptions& like)
+      : m_(torch::zeros({n}, like.dtype(torch::kFloat))), v_(torch::zeros({n}, like.dtype(torch::kFloat))) {}
+  void step_range(at::Tensor& p, const at::Tensor& grad, const at::Tensor& active, double lr, int64_t step,
+                  const AdamWHyper& h, int64_t offset) override {
+    auto m = m_.narrow(0, offset, p.numel()), v = v_.narrow(0, offset, p.numel());
+    adamw_shard_step(p, m, v, grad, active, lr, step, h);
+  }
+  std::vector<at::Tensor> tensors() const override { return {m_, v_}; }
+  int64_t bits() const override { return 32; }
+
+ private:
+  at::Tensor m_, v_;
+};
+
+class Blockwise8bitMoments final : public ShardMoments {
+ public:
+  Blockwise8bitMoments(int64_t n, const at::TensorOptions& like)
+      : s_(Moments8bit::zeros(n, like)), maps_(Maps8bit::make(like.device())) {}
+  void step_range(at::Tensor& p, const at::Tensor& grad, const at::Tensor& active, double lr, int64_t step,
+                  const AdamWHyper& h, int64_t offset) override {
+    if (offset % kQuantBlock != 0)
+      throw std::invalid_argument("8-bit moments: a step range starting at " + std::to_string(offset) +
+                                  " is not on a block boundary");
+    const int64_t n = p.numel(), b0 = offset / kQuantBlock, nb = (n + kQuantBlock - 1) / kQuantBlock;
+    Moments8bit part{s_.m_codes.narrow(0, offset, n), s_.m_absmax.narrow(0, b0, nb), s_.v_codes.narrow(0, offset, n),
+                     s_.v_absmax.narrow(0, b0, nb)};  // views: the step writes through them
+    adamw8bit_step(p, grad, part, maps_, lr, step, h, kStepChunk, active);
+  }
+  std::vector<at::Tensor> tensors() const override { return {s_.m_codes, s_.m_absmax, s_.v_codes, s_.v_absmax}; }
+  int64_t bits() const override { return 8; }
+
+ private:
+  Moments8bit s_;
+  Maps8bit maps_;
+};
+
+}  // namespace
+
+int64_t ShardMoments::bytes() const {
+  int64_t n = 0;
+  for (const auto& t : tensors()) n += static_cast<int64_t>(t.nbytes());
+  return n;
+}
+
+void ShardMoments::zero() {
+  for (auto t : tensors()) t.zero_();
+}
+
+void ShardMoments::copy_from(const std::vector<at::Tensor>& from, int64_t src, int64_t dst, int64_t n) {
+  const auto mine = tensors();
+  if (from.size() != mine.size()) throw std::invalid_argument("ShardMoments::copy_from: another kind of moments");
+  if (n <= 0) return;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const int64_t r = per(k);
+    if (src % r != 0 || dst % r != 0)
+      throw std::invalid_argument("ShardMoments::copy_from: [" + std::to_string(src) + ", +" + std::to_string(n) +
+                                  ") is not on a block boundary");
+    const int64_t len = (n + r - 1) / r;
+    auto t = mine[k];
+    t.narrow(0, dst / r, len).copy_(from[k].narrow(0, src / r, len));
+  }
+}
+
+bool ShardMoments::fits(const std::vector<at::Tensor>& from, int64_t numel) const {
+  const auto mine = tensors();
+  if (from.size() != mine.size()) return false;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const int64_t r = per(k);
+    if (from[k].scalar_type() != mine[k].scalar_type() || from[k].numel() != (numel + r - 1) / r) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<ShardMoments> make_shard_moments(int64_t state_bits, int64_t n, const at::TensorOptions& like) {
+  if (state_bits == 8) return std::make_unique<Blockwise8bitMoments>(n, like);
+  if (state_bits == 32) return std::make_unique<Float32Moments>(n, like);
+  throw std::invalid_argument("make_shard_moments: state_bits " + std::to_string(state_bits) + " is not 8 or 32");
+}
+
+int64_t shard_align(int64_t state_bits) { return state_bits == 8 ? kQuantBlock : 1; }
+
+}  // namespace gspo::parallel
