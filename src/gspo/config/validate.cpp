@@ -215,6 +215,9 @@ void validate_sharding(const Config& c, std::vector<std::string>& e) {
                 "train.activation_checkpointing: true (a decoder layer's weights are gathered again for its backward)");
   if (d.zero3_keep_whole && d.zero_stage != 3)
     e.push_back(at(c, "distributed.zero3_keep_whole") + ": distributed.zero3_keep_whole applies to zero_stage 3 only");
+  if (d.optimizer_offload && d.zero_stage == 0)
+    e.push_back(at(c, "distributed.optimizer_offload") + ": distributed.optimizer_offload offloads the sharded "
+                "optimizer state: set distributed.zero_stage 1 or 3 (zero_stage 1 at world size 1 is one shard)");
 }
 
 // optimizer.state_bits: 8 or 32 (every update engine takes both: docs/optimizer.md).

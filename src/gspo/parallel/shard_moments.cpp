@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -48,6 +49,45 @@ class Blockwise8bitMoments final : public ShardMoments {
   Maps8bit maps_;
 };
 
+// Either kind in host memory; the step streams the shard through pinned staging buffers a chunk at a time.
+class OffloadedMoments final : public ShardMoments {
+ public:
+  OffloadedMoments(std::unique_ptr<ShardMoments> host, int64_t chunk) : host_(std::move(host)), chunk_(chunk) {}
+  void step(at::Tensor& p, const at::Tensor& grad, const at::Tensor& active, double lr, int64_t step,
+            const AdamWHyper& h) override {
+    torch::NoGradGuard g;
+    const int64_t n = p.numel(), c = std::min(chunk_, std::max<int64_t>(n, 1));
+    if (!ph_.defined() || ph_.numel() < c) {
+      ph_ = torch::empty({c}, host_options(torch::kFloat));
+      gh_ = torch::empty({c}, host_options(torch::kFloat));
+      ah_ = torch::empty({c}, host_options(torch::kBool));
+    }
+    for (int64_t e0 = 0; e0 < n; e0 += c) {
+      const int64_t len = std::min(c, n - e0);
+      auto ph = ph_.narrow(0, 0, len), gh = gh_.narrow(0, 0, len), ah = ah_.narrow(0, 0, len);
+      ph.copy_(p.narrow(0, e0, len));  // device to host (a copy on the CPU too: the same path is tested there)
+      gh.copy_(grad.narrow(0, e0, len));
+      ah.copy_(active.narrow(0, e0, len));
+      host_->step_range(ph, gh, ah, lr, step, h, e0);
+      p.narrow(0, e0, len).copy_(ph);  // host to device
+      moved_ += len * (4 + 4 + 1 + 4);
+    }
+  }
+  void step_range(at::Tensor& p, const at::Tensor& grad, const at::Tensor& active, double lr, int64_t step,
+                  const AdamWHyper& h, int64_t offset) override {
+    host_->step_range(p, grad, active, lr, step, h, offset);
+  }
+  std::vector<at::Tensor> tensors() const override { return host_->tensors(); }
+  int64_t bits() const override { return host_->bits(); }
+  int64_t transferred_bytes() const override { return moved_; }
+
+ private:
+  std::unique_ptr<ShardMoments> host_;
+  int64_t chunk_;
+  at::Tensor ph_, gh_, ah_;  // staging buffers [chunk] (pinned with CUDA)
+  int64_t moved_ = 0;
+};
+
 }  // namespace
 
 int64_t ShardMoments::bytes() const {
@@ -85,10 +125,23 @@ bool ShardMoments::fits(const std::vector<at::Tensor>& from, int64_t numel) cons
   return true;
 }
 
-std::unique_ptr<ShardMoments> make_shard_moments(int64_t state_bits, int64_t n, const at::TensorOptions& like) {
-  if (state_bits == 8) return std::make_unique<Blockwise8bitMoments>(n, like);
-  if (state_bits == 32) return std::make_unique<Float32Moments>(n, like);
-  throw std::invalid_argument("make_shard_moments: state_bits " + std::to_string(state_bits) + " is not 8 or 32");
+at::TensorOptions host_options(c10::ScalarType dtype) {
+  return torch::TensorOptions(torch::kCPU).dtype(dtype).pinned_memory(torch::cuda::is_available());
+}
+
+std::unique_ptr<ShardMoments> make_shard_moments(int64_t state_bits, int64_t n, const at::TensorOptions& like,
+                                                 bool offload, int64_t chunk) {
+  if (state_bits != 8 && state_bits != 32)
+    throw std::invalid_argument("make_shard_moments: state_bits " + std::to_string(state_bits) + " is not 8 or 32");
+  const auto where = offload ? host_options(torch::kFloat) : like;
+  std::unique_ptr<ShardMoments> m;
+  if (state_bits == 8) m = std::make_unique<Blockwise8bitMoments>(n, where);
+  else m = std::make_unique<Float32Moments>(n, where);
+  if (!offload) return m;
+  const int64_t c = chunk > 0 ? chunk : kStepChunk;
+  if (c % kQuantBlock != 0)
+    throw std::invalid_argument("make_shard_moments: chunk " + std::to_string(c) + " is not a multiple of 256");
+  return std::make_unique<OffloadedMoments>(std::move(m), c);
 }
 
 int64_t shard_align(int64_t state_bits) { return state_bits == 8 ? kQuantBlock : 1; }

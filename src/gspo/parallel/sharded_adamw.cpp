@@ -29,7 +29,7 @@ ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Com
   chunk_ = std::max<int64_t>(1, std::min(shard_, chunk > 0 ? chunk : default_chunk(comm_.world_size())));
   auto opts = params_.empty() ? torch::TensorOptions(torch::kFloat) : params_[0].options();
   grad_shard_ = torch::zeros({shard_}, opts);
-  moments_ = make_shard_moments(h_.state_bits, shard_, opts);
+  moments_ = make_shard_moments(h_.state_bits, shard_, opts, h_.offload);
 }
 
 ShardedAdamW::~ShardedAdamW() = default;
@@ -133,8 +133,9 @@ std::vector<at::Tensor> ShardedAdamW::gather_state() {
   constexpr int kTag = 41;
   const int64_t W = comm_.world_size();
   const auto held = moments_->tensors();
+  const auto dev = grad_shard_.device();  // the collectives' device (offloaded moments are copied there to be sent)
   if (comm_.rank() != 0) {  // point to point to rank 0 alone: no rank but the writer holds the whole moments
-    for (const auto& t : held) comm_.send(t.contiguous(), 0, kTag, "ZeRO-1 moments for a checkpoint");
+    for (const auto& t : held) comm_.send(t.to(dev).contiguous(), 0, kTag, "ZeRO-1 moments for a checkpoint");
     return {};
   }
   // Shards are whole blocks: rank q's piece of every tensor (an absmax too) is q x its length on.
@@ -145,7 +146,7 @@ std::vector<at::Tensor> ShardedAdamW::gather_state() {
   }
   for (int64_t q = 1; q < W; ++q)
     for (size_t k = 0; k < held.size(); ++k) {
-      auto piece = torch::empty_like(held[k]);
+      auto piece = torch::empty(held[k].sizes(), torch::TensorOptions(dev).dtype(held[k].scalar_type()));
       comm_.recv(piece, q, kTag, "ZeRO-1 moments for a checkpoint");
       full[k].narrow(0, q * piece.numel(), piece.numel()).copy_(piece);
     }

@@ -24,6 +24,8 @@ struct AdamWHyper {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
   // The sharded optimizers' moments (ShardedAdamW, Zero3): optimizer.state_bits, 32 or 8 (shard_moments.h).
   int64_t state_bits = 32;
+  // distributed.optimizer_offload: the moments (and Zero3's float32 masters) in host memory, stepped there.
+  bool offload = false;
 };
 
 // One AdamW step on a flat shard, element for element the sequence of torch::optim::AdamW::step: p, exp_avg and
@@ -55,6 +57,7 @@ class ShardedAdamW {
   int64_t state_bytes() const;                       // bytes of moments held by this rank
   int64_t grad_shard_bytes() const;                  // bytes of this rank's reduced gradient shard
   int64_t steps() const { return step_; }
+  const ShardMoments& moments() const { return *moments_; }  // where they live, what the steps moved
 
   // Collective: every rank's moments gathered at rank 0 into full-length [step, then the moments as held: exp_avg,
   // exp_avg_sq (float32); or 8 bits: exp_avg codes, their absmax, exp_avg_sq codes, their absmax] (host tensors), sent

@@ -76,8 +76,8 @@ std::vector<at::Tensor> Zero3::gather_float32() {
   torch::NoGradGuard g;
   std::vector<at::Tensor> out;
   for (const auto& u : units_) {
-    auto full = torch::empty({u.shard * comm_.world_size()}, u.master.options());
-    comm_.all_gather_into(u.master, full);
+    auto full = torch::empty({u.shard * comm_.world_size()}, u.grad.options());
+    comm_.all_gather_into(u.master.to(device_), full);  // (offloaded masters: copied to the device first)
     int64_t off = 0;
     for (const auto& shape : u.shapes) {
       const int64_t n = c10::multiply_integers(shape);

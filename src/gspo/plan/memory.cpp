@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "gspo/config/validate.h"
 #include "gspo/core/device.h"
@@ -21,7 +25,8 @@ namespace gspo::plan {
 namespace {
 
 // The model state of ZeRO-0/1 (every weight and gradient on every rank) or ZeRO-3 (shards, and the part kept whole).
-void model_state_terms(const Sizes& z, std::vector<Term>& r) {
+// With distributed.optimizer_offload the moments (ZeRO-3: and the master shards) go to `host` instead.
+void model_state_terms(const Sizes& z, std::vector<Term>& r, std::vector<Term>& host) {
   const std::string n = num(z.N);
   if (z.lora) {  // model/lora.h: the base frozen (no gradients, masters, moments), the adapters float32 with AdamW
     if (z.zero3) {  // train/engines/zero3_engine.h make_zero3_lora_engine: the base's shards, unit 0 also whole
@@ -34,7 +39,10 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
                    "masters or moments)"});
     }
     const bool sharded = z.zero1 || z.zero3;  // ZeRO-3 steps the adapters with ZeRO-1
-    const double moments = sharded ? z.mb / z.W + 4.0 / z.W : z.mb;
+    if (z.offload)
+      host.push_back({"LoRA adapters' AdamW moments", z.Na * z.mb / z.W, num(z.Na) + " x " + num(z.mb) + " B / " +
+                      std::to_string(z.W) + " (this rank's shard, distributed.optimizer_offload)"});
+    const double moments = sharded ? (z.offload ? 0 : z.mb / z.W) + 4.0 / z.W : z.mb;
     r.push_back({"LoRA adapters", z.Na * (8 + moments), num(z.Na) + " adapter params x (4 + 4 + " + num(moments) +
                  ") B (float32 A and B, their gradients, AdamW moments" + (sharded ? " and the gradient shard: "
                  "ZeRO-1" : "") + ")"});
@@ -48,8 +56,16 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
                    "from model.dtype: nothing shared)"});
     return;
   }
+  if (z.zero3 && z.offload) {
+    r.push_back({"ZeRO-3 gradient shards", 4 * z.shard, num(z.shard) + " x 4 B (float32: 1/" + std::to_string(z.W) +
+                 " of every parameter; masters and moments in host memory)"});
+    host.push_back({"ZeRO-3 masters and moments", (4 + z.mb) * z.shard, num(z.shard) + " x " + num(4 + z.mb) +
+                    " B (float32 master, exp_avg and exp_avg_sq" + std::string(z.mb < 8 ? " in 8 bits" : "") +
+                    ": this rank's shard, distributed.optimizer_offload)"});
+  }
   if (z.zero3) {
-    r.push_back({"ZeRO-3 shards", (8 + z.mb) * z.shard, num(z.shard) + " x " + num(8 + z.mb) + " B (float32 master "
+    if (!z.offload)
+      r.push_back({"ZeRO-3 shards", (8 + z.mb) * z.shard, num(z.shard) + " x " + num(8 + z.mb) + " B (float32 master "
                  "and gradient, exp_avg and exp_avg_sq" + std::string(z.mb < 8 ? " in 8 bits with an absmax per 256" :
                  "") + ": 1/" + std::to_string(z.W) + " of every parameter)"});
     r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
@@ -65,7 +81,7 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
     r.push_back({"weights", z.Nk * z.b, what + " x " + z.bs + " B (model.dtype)"});
     r.push_back({"gradients", 4 * z.Nk, k + " x 4 B float32"});
     if (z.bf16) r.push_back({"master weights", 4 * z.Nk, k + " x 4 B float32"});
-    r.push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (ZeRO-1: 1/" +
+    (z.offload ? host : r).push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (ZeRO-1: 1/" +
                  std::to_string(z.W) + " of the rest, 1/" + std::to_string(z.R) + " of this rank's experts over the "
                  "ranks holding them" + std::string(z.mb < 8 ? "; 8-bit codes and a float32 absmax per 256)" : ")")});
     r.push_back({"ZeRO-1 gradient shards", 4 * z.shard, num(z.shard) + " x 4 B"});
@@ -75,17 +91,17 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
   r.push_back({"gradients", 4 * z.N, n + " x 4 B float32 (" + std::string(z.bf16 ? "the masters' gradients" :
                "the weights' gradients") + "; zeroed, not freed, between steps)"});
   if (z.bf16) r.push_back({"master weights", 4 * z.N, n + " x 4 B float32"});
-  r.push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (exp_avg, exp_avg_sq" +
+  (z.offload ? host : r).push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (exp_avg, exp_avg_sq" +
                std::string(z.zero1 ? ", ZeRO-1: 1/" + std::to_string(z.W) + " of them" : "") +
                (z.mb < 8 ? ": 8-bit codes and a float32 absmax per 256, optimizer.state_bits 8)" : ")")});
   if (z.zero1) r.push_back({"ZeRO-1 gradient shard", 4 * z.shard, num(z.shard) + " x 4 B"});
 }
 
 // What a rank holds from the first update on, through every phase.
-std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
+std::vector<Term> resident_terms(const Sizes& z, double runtime_mb, std::vector<Term>& host) {
   const std::string n = num(z.N);
   std::vector<Term> r;
-  model_state_terms(z, r);
+  model_state_terms(z, r, host);
   if (z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 && z.cfg.distributed.rollout_ranks == 0 && !z.lora)
     r.push_back({"bf16 sampling copy", 2 * z.N, n + " x 2 B (rollout.dtype bfloat16)"});
   if (z.cfg.algorithm.kl_coef > 0 && !config::reference_is_base(z.cfg))  // else the frozen base is the reference
@@ -194,10 +210,13 @@ std::vector<Term> backward_terms(const Sizes& z) {
 // ZeRO-1's step (parallel/sharded_adamw.h) over `shard` elements a rank of a group of `ranks`: the shard's weights,
 // AdamW's 4 temporaries over it (8 bits: the 8-bit step's temporaries over one kStepChunk), and one chunk of every
 // rank's shard in flight (the collectives go a chunk at a time).
-Term zero1_step(double shard, int64_t ranks, const std::string& what, double mb) {
+Term zero1_step(double shard, int64_t ranks, const std::string& what, double mb, bool offload) {
   const double chunk = std::min(shard, static_cast<double>(parallel::ShardedAdamW::default_chunk(ranks)));
   const double step8 = std::min(shard, static_cast<double>(parallel::kStepChunk));
   const std::string flight = ", and a chunk of " + num(chunk) + " x " + std::to_string(ranks) + " ranks x 4 B";
+  if (offload)  // the step's temporaries are the host's (add_offload)
+    return {"ZeRO-1 step buffers", 4 * shard + 4 * chunk * ranks, what + ": the shard's weights, " + num(shard) +
+            " x 4 B (stepped on the host a chunk at a time: distributed.optimizer_offload)" + flight};
   if (mb < 8)
     return {"ZeRO-1 step buffers", 4 * shard + 40 * step8 + 4 * chunk * ranks, what + ": the shard's weights, " +
             num(shard) + " x 4 B, the 8-bit step's 10 x 4 B over " + num(step8) + " elements" + flight};
@@ -209,13 +228,17 @@ Term zero1_step(double shard, int64_t ranks, const std::string& what, double mb)
 std::vector<Term> step_terms(const Sizes& z) {
   std::vector<Term> t;
   if (z.lora && (z.zero1 || z.zero3)) {  // ZeRO-1 over the adapters (ZeRO-3 too: the base takes no step)
-    t.push_back(zero1_step(std::ceil(z.Na / static_cast<double>(z.W)), z.W, "the adapters", z.mb));
+    t.push_back(zero1_step(std::ceil(z.Na / static_cast<double>(z.W)), z.W, "the adapters", z.mb, z.offload));
     return t;
   }
   if (z.zero3) {
     const double unit = std::max(z.Nl, z.N0) / static_cast<double>(z.W);
     const double step8 = std::min(unit, static_cast<double>(parallel::kStepChunk));
-    if (z.mb < 8)
+    if (z.offload)
+      t.push_back({"ZeRO-3 step temporaries", 4 * unit + z.N0 * z.b, "the largest unit's shard (" + num(unit) +
+                   ") x 4 B (its scaled gradient; stepped on the host: distributed.optimizer_offload), and the whole "
+                   "embedding and head gathered anew"});
+    else if (z.mb < 8)
       t.push_back({"ZeRO-3 step temporaries", 4 * unit + 40 * step8 + z.N0 * z.b, "the largest unit's shard (" +
                    num(unit) + ") x 4 B (its scaled gradient), the 8-bit step's 10 x 4 B over " + num(step8) +
                    " elements, and the whole embedding and head gathered anew"});
@@ -225,13 +248,13 @@ std::vector<Term> step_terms(const Sizes& z) {
     return t;
   }
   if (z.E > 1) {  // the rest over the world, then the kept experts over their replicas: one after the other
-    const auto dense = zero1_step(std::ceil((z.N - z.Ne) / z.W), z.W, "outside the experts", z.mb);
-    const auto experts = zero1_step(std::ceil(z.Ne / z.E / z.R), z.R, "the kept experts", z.mb);
+    const auto dense = zero1_step(std::ceil((z.N - z.Ne) / z.W), z.W, "outside the experts", z.mb, z.offload);
+    const auto experts = zero1_step(std::ceil(z.Ne / z.E / z.R), z.R, "the kept experts", z.mb, z.offload);
     t.push_back(dense.bytes >= experts.bytes ? dense : experts);
     return t;
   }
   if (z.zero1) {
-    t.push_back(zero1_step(z.shard, z.W, "every parameter", z.mb));
+    t.push_back(zero1_step(z.shard, z.W, "every parameter", z.mb, z.offload));
     return t;
   }
   const double big = z.lora ? z.Na_largest : static_cast<double>(z.shape.largest_parameter());
@@ -242,6 +265,28 @@ std::vector<Term> step_terms(const Sizes& z) {
     t.push_back({"all-reduce buckets", 2 * z.cfg.distributed.bucket_mb * kMiB,
                  "2 x distributed.bucket_mb " + num(z.cfg.distributed.bucket_mb)});
   return t;
+}
+
+// distributed.optimizer_offload: the host step's staging and temporaries, and what a step moves each way.
+void add_offload(const Sizes& z, MemoryPlan& p) {
+  // elements this rank's optimizer steps: its shard (adapters: theirs; expert parallelism: z.shard counts both sets)
+  const double S = z.lora ? std::ceil(z.Na / static_cast<double>(z.W)) : z.shard;
+  const double c = std::min(S, static_cast<double>(parallel::kStepChunk));
+  const double temps = z.mb < 8 ? 40 : 20;  // the 8-bit step's, or AdamW's 5 float32 copies, over a chunk
+  p.host.push_back({"offloaded step", (9 + temps) * c, num(c) + " elements a chunk x (9 B staging: float32 "
+                    "parameter and gradient, bool mask; " + num(temps) + " B of the step's temporaries)"});
+  p.host_bytes = sum(p.host);
+  const bool masters = z.zero3 && !z.lora;  // ZeRO-3's masters on the host: no parameter crosses in the step
+  p.d2h_bytes = (masters ? 5 : 9) * S;      // per step: each shard element's gradient and mask (and parameter)
+  p.h2d_bytes = masters ? 0 : 4 * S;        // and its new parameter back
+  std::string more;
+  if (masters)
+    more = "; every layer gather copies its master shard to the device in model.dtype (" + z.bs + " B a shard "
+           "element a gather) instead";
+  p.notes.push_back("distributed.optimizer_offload: " + mib(p.host_bytes) + " of host memory a rank (x the ranks of "
+                    "a node, checked at start-up against MemAvailable); a step moves " + mib(p.d2h_bytes) +
+                    " device to host and " + mib(p.h2d_bytes) + " back (" + num(S) + " shard elements)" +
+                    more);
 }
 
 // What the layouts gspo does not have (expert parallelism with ZeRO-3) would save, by the same formulas.
@@ -384,7 +429,8 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   p.columns = z.T;
   p.micro_rows = z.m;
   p.micro_tokens = z.m * z.T;
-  p.resident = resident_terms(z, in.runtime_mb);
+  p.resident = resident_terms(z, in.runtime_mb, p.host);
+  if (z.offload) add_offload(z, p);
   for (auto& t : scoring_resident_terms(cfg, in)) p.resident.push_back(std::move(t));  // scoring, validation
   p.resident_bytes = sum(p.resident);
   if (z.lora)
@@ -402,6 +448,23 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   add_comparisons(shape, cfg, given, z, W, p);
   add_assumptions(cfg, z, W, async, p);
   return p;
+}
+
+void check_offload_host_memory(const MemoryPlan& p, int64_t ranks_on_node, double available_bytes) {
+  const double need = p.host_bytes * static_cast<double>(ranks_on_node);
+  if (need <= available_bytes) return;
+  throw ConfigError("distributed.optimizer_offload: the optimizer state of " + std::to_string(ranks_on_node) +
+                    " rank(s) on this node needs " + mib(need) + " of host memory (" + mib(p.host_bytes) +
+                    " a rank, gspo plan's host terms) but " + mib(available_bytes) + " is available (MemAvailable): "
+                    "use more nodes, zero_stage 3, optimizer.state_bits 8, or turn the offload off");
+}
+
+double host_available_bytes() {
+  if (const char* v = std::getenv("GSPO_HOST_AVAILABLE_MB"); v && *v) return std::atof(v) * kMiB;
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("MemAvailable:", 0) == 0) return std::atof(line.c_str() + 13) * 1024;  // "MemAvailable: N kB"
+  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace gspo::plan

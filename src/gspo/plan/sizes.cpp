@@ -41,6 +41,7 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
   z.mb = cfg.optimizer.state_bits == 8 ? 2 + 8.0 / parallel::kQuantBlock : 8;  // parallel/adamw8bit.h
   z.zero1 = cfg.distributed.zero_stage == 1;
   z.zero3 = cfg.distributed.zero_stage == 3;
+  z.offload = cfg.distributed.optimizer_offload && (z.zero1 || z.zero3);
   // the sharded engines' shard (parallel/shard_layout.h): 8 bits round it up to whole 256-element blocks
   const int64_t align = cfg.optimizer.state_bits == 8 ? parallel::kQuantBlock : 1;
   z.shard = z.zero1 || z.zero3 ? static_cast<double>(ceil_div(shape.num_parameters(), z.W * align) * align) : z.N;

@@ -25,6 +25,7 @@ struct Sizes {
   std::string bs = "4";       // b as text
   bool zero1 = false;         // distributed.zero_stage 1
   bool zero3 = false;         // distributed.zero_stage 3
+  bool offload = false;       // distributed.optimizer_offload: moments (ZeRO-3: and masters) in host memory
   double N0 = 0;              // ZeRO-3: parameters outside the decoder layers (kept whole)
   double Nl = 0;              // the largest decoder layer's parameters
   double shard = 0;           // parameters whose moments this rank holds

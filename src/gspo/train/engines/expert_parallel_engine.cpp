@@ -50,7 +50,7 @@ class ExpertParallelEngine : public UpdateEngine {
       offset += p.numel();
     }
     const auto& h = o.optimizer;
-    const parallel::AdamWHyper hyper{h.beta1, h.beta2, h.eps, h.weight_decay, h.state_bits};
+    const parallel::AdamWHyper hyper{h.beta1, h.beta2, h.eps, h.weight_decay, h.state_bits, o.offload};
     bits_ = h.state_bits;
     dense_ = std::make_unique<parallel::ShardedAdamW>(dense, hyper, world);
     experts_ = std::make_unique<parallel::ShardedAdamW>(kept, hyper, *o.expert_replicas);
