@@ -141,6 +141,13 @@ expect train-resume-done 0 "finished after step 3" -- "$GSPO" train "${TRAIN[@]}
 expect train-8bit 0 "finished after step 2" -- "$GSPO" train "${TRAIN[@]}" --set optimizer.state_bits=8 --set train.max_steps=2 --set train.output_dir="$TMP/r8"
 expect train-8bit-resume 0 "finished after step 3" -- "$GSPO" train "${TRAIN[@]}" --set optimizer.state_bits=8 --set train.max_steps=3 --set train.output_dir="$TMP/r8" --resume auto
 expect train-8bit-resume-32 2 "holds AdamW moments of optimizer.state_bits 8; resume it with state_bits 8" -- "$GSPO" train "${TRAIN[@]}" --set train.max_steps=4 --set train.output_dir="$TMP/r8" --resume auto
+# distributed.optimizer_offload (docs/optimizer.md "Offload"): a ZeRO-1 run with 8-bit moments in host memory and its
+# resume; a node without the host memory the plan counts is refused at start-up naming the key (exit 2, a config error)
+OFF=(--set distributed.zero_stage=1 --set distributed.optimizer_offload=true --set optimizer.state_bits=8)
+expect train-offload 0 "finished after step 2" -- "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/ro"
+expect train-offload-resume 0 "finished after step 3" -- "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=3 --set train.output_dir="$TMP/ro" --resume auto
+expect train-offload-host 2 "distributed.optimizer_offload: the optimizer state of 1 rank(s) on this node needs" -- env GSPO_HOST_AVAILABLE_MB=0.01 "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/ro2"
+expect train-offload-stage0 2 "distributed.optimizer_offload offloads the sharded optimizer state" -- "$GSPO" train "${TRAIN[@]}" --set distributed.optimizer_offload=true --set train.output_dir="$TMP/ro3"
 "$GSPO" train "${TRAIN[@]}" --set train.max_steps=100000 --set train.output_dir="$TMP/r2" >"$TMP/r2.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do [ -s "$TMP/r2/metrics.jsonl" ] && break; sleep 0.1; done
@@ -385,6 +392,7 @@ expect plan-30b-80gb 0 "fits 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-
 expect plan-30b-16-too-big 0 "in the update phase; does NOT fit 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 16 --set distributed.expert_parallel=16
 expect plan-30b-h200 0 "fits 141 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 32 --device-gb 141
 expect plan-30b-ep-ranks 2 "distributed.expert_parallel 32 must divide --world-size (8)" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 8
+expect plan-offload 0 "host memory per rank (distributed.optimizer_offload)" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" -n 2 --set distributed.zero_stage=1 --set distributed.optimizer_offload=true
 expect plan-world-size 2 "rollout.prompts_per_step (16) must be a multiple of --world-size (3)" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" -n 3
 expect plan-world-size-zero 2 "" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" -n 0
 expect plan-no-model 2 "model.path is empty: set it, or plan from a Hugging Face config.json with --hf-config" -- "$GSPO" plan

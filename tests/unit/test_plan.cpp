@@ -175,12 +175,22 @@ TEST_CASE("plan: optimizer.state_bits 8 counts 2 bytes a parameter and an absmax
   const auto l32 = with({"model.lora_rank=4"}), l8 = with({"model.lora_rank=4", "optimizer.state_bits=8"});
   CHECK(term(l32.resident, "LoRA adapters") - term(l8.resident, "LoRA adapters") ==
         Approx((8 - (2 + 8.0 / 256)) * (term(l32.resident, "LoRA adapters") / 16)));
-  // the ZeRO-3 comparison is planned with float32 moments, as it would run, and says so
+  // the ZeRO-3 comparison keeps the 8-bit moments (every engine takes them) and says so
   in.world_size = 2;
   const auto w2 = with({"optimizer.state_bits=8", "rollout.prompts_per_step=2"});
   CHECK(std::any_of(w2.notes.begin(), w2.notes.end(), [](const std::string& n) {
-    return n.find("with distributed.zero_stage 3 (and activation checkpointing, float32 moments): peak") == 0;
+    return n.find("with distributed.zero_stage 3 (and activation checkpointing, 8-bit moments): peak") == 0;
   }));
+  // the sharded engines: 2 + 8/256 bytes a parameter of the shard (whole 256-element blocks), beside the float32
+  // master and gradient shards under ZeRO-3
+  const double shard = std::ceil(N / 512) * 256;
+  const auto z1 = with({"optimizer.state_bits=8", "rollout.prompts_per_step=2", "distributed.zero_stage=1"});
+  CHECK(term(z1.resident, "AdamW moments") == (2 + 8.0 / 256) * shard);
+  const auto z3 = with({"optimizer.state_bits=8", "rollout.prompts_per_step=2", "distributed.zero_stage=3",
+                        "train.activation_checkpointing=true"});
+  const auto z3f = with({"rollout.prompts_per_step=2", "distributed.zero_stage=3", "train.activation_checkpointing=true"});
+  CHECK(term(z3.resident, "ZeRO-3 shards") == (8 + 2 + 8.0 / 256) * shard);
+  CHECK(term(z3f.resident, "ZeRO-3 shards") == 16 * std::ceil(N / 2));
 }
 
 TEST_CASE("plan: the micro-batches and the device follow the runtime's rules", "[plan]") {

@@ -51,6 +51,9 @@ nlohmann::json to_json(const plan::MemoryPlan& p, const PlanArgs& a, const confi
           {"peak_mb", p.peak_bytes / kMiB},
           {"device_gb", a.device_gb},
           {"fits", p.peak_bytes <= a.device_gb * 1024 * kMiB},
+          {"host", terms_json(p.host)},
+          {"host_mb", p.host_bytes / kMiB},
+          {"transfer_mb_per_step", {{"device_to_host", p.d2h_bytes / kMiB}, {"host_to_device", p.h2d_bytes / kMiB}}},
           {"not_available", terms_json(p.not_built)},
           {"notes", p.notes}};
 }
@@ -91,6 +94,12 @@ void print_table(const plan::MemoryPlan& p, const PlanArgs& a, const config::Con
     std::cout << "fits " << a.device_gb << " GiB (" << fmt_mb(device - p.peak_bytes) << " MiB to spare)\n";
   else
     std::cout << "does NOT fit " << a.device_gb << " GiB: " << fmt_mb(p.peak_bytes - device) << " MiB over\n";
+  if (!p.host.empty()) {
+    std::cout << "\nhost memory per rank (distributed.optimizer_offload)  " << fmt_mb(p.host_bytes) << " MiB\n";
+    print_terms(p.host);
+    std::cout << "transfer per optimizer step: " << fmt_mb(p.d2h_bytes) << " MiB device to host, " << fmt_mb(p.h2d_bytes)
+              << " MiB host to device\n";
+  }
   if (!p.not_built.empty()) {
     std::cout << "\nnot available in gspo yet (what it would save per rank):\n";
     print_terms(p.not_built);

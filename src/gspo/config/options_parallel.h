@@ -21,6 +21,7 @@ struct DistributedOptions {
   int64_t zero_stage = 0;
   bool zero3_keep_whole = false;
   bool zero3_overlap = true;
+  bool optimizer_offload = false;
   int64_t rollout_ranks = 0;
   int64_t expert_parallel = 1;
 
@@ -41,6 +42,12 @@ struct DistributedOptions {
       "all-gather starts while the current one runs, and a layer's gradient reduce-scatter completes during the "
       "next layer's backward (one more gathered layer and one more float32 layer gradient per rank); false = every "
       "collective blocks", any());
+    v("optimizer_offload", optimizer_offload, "zero_stage 1 or 3: keep each rank's shard of the AdamW moments "
+      "(optimizer.state_bits 32 or 8) and, with zero_stage 3, of the float32 masters in host memory (staging pinned "
+      "when CUDA is there) and run the update there, the shard's parameters and gradient copied to the host and back "
+      "a chunk at a time: device memory traded for host memory and 13 bytes a shard element of transfers a step "
+      "(docs/optimizer.md \"Offload\"; gspo plan shows both); refused at start-up when the node's ranks would need "
+      "more host memory than it has available", any());
     v("rollout_ranks", rollout_ranks, "ranks that only sample (asynchronous training, docs/async.md): the last K "
       "ranks of the world sample and score the batches and stream them to the first world size - K, which only train "
       "and send them new weights (async.*); 0 = every rank samples, then every rank trains (the synchronous schedule)",

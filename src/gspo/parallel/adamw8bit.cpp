@@ -86,12 +86,12 @@ int64_t Moments8bit::bytes() const {
 }
 
 void adamw8bit_step(at::Tensor& p, const at::Tensor& grad, Moments8bit& s, const Maps8bit& maps, double lr,
-                    int64_t step, const AdamWHyper& h, int64_t chunk) {
+                    int64_t step, const AdamWHyper& h, int64_t chunk, const at::Tensor& active) {
   torch::NoGradGuard no_grad;
   if (chunk <= 0 || chunk % kQuantBlock != 0)
     throw std::invalid_argument("adamw8bit_step: chunk " + std::to_string(chunk) + " is not a multiple of 256");
   const int64_t n = p.numel();
-  if (grad.numel() != n || s.m_codes.numel() != n)
+  if (grad.numel() != n || s.m_codes.numel() != n || (active.defined() && active.numel() != n))
     throw std::invalid_argument("adamw8bit_step: parameter, gradient and moments differ in size");
   // the kernel's scalars, float32
   const float b1 = static_cast<float>(h.beta1), b2 = static_cast<float>(h.beta2);
@@ -105,19 +105,35 @@ void adamw8bit_step(at::Tensor& p, const at::Tensor& grad, Moments8bit& s, const
   for (int64_t e0 = 0; e0 < n; e0 += chunk) {
     const int64_t len = std::min(chunk, n - e0), b0 = e0 / kQuantBlock, nb = blocks_of(len);
     auto g = gf.narrow(0, e0, len);
-    auto m = dequantize_blockwise(s.m_codes.narrow(0, e0, len), s.m_absmax.narrow(0, b0, nb), maps.m);
-    auto v = dequantize_blockwise(s.v_codes.narrow(0, e0, len), s.v_absmax.narrow(0, b0, nb), maps.v);
+    auto m_codes = s.m_codes.narrow(0, e0, len), v_codes = s.v_codes.narrow(0, e0, len);
+    auto m_absmax = s.m_absmax.narrow(0, b0, nb), v_absmax = s.v_absmax.narrow(0, b0, nb);
+    auto m = dequantize_blockwise(m_codes, m_absmax, maps.m);
+    auto v = dequantize_blockwise(v_codes, v_absmax, maps.v);
+    auto pc = pf.narrow(0, e0, len);
+    const auto a = active.defined() ? active.narrow(0, e0, len) : at::Tensor();
+    const auto m0 = a.defined() ? m.clone() : at::Tensor(), v0 = a.defined() ? v.clone() : at::Tensor();
+    const auto p0 = a.defined() ? pc.clone() : at::Tensor();
     m.mul_(b1).add_(g, 1.0f - b1);
     v.mul_(b2).addcmul_(g, g, 1.0f - b2);
-    auto pc = pf.narrow(0, e0, len);
     pc.addcdiv_(m, v.sqrt().add_(eps_c2), step_size);
     if (h.weight_decay > 0) pc.mul_(decay);
+    if (a.defined()) {  // inactive elements keep their parameter and moments
+      pc.copy_(torch::where(a, pc, p0));
+      m = torch::where(a, m, m0);
+      v = torch::where(a, v, v0);
+    }
     auto qm = quantize_blockwise(m, maps.m, /*keep_sign=*/true);
     auto qv = quantize_blockwise(v, maps.v);
-    s.m_codes.narrow(0, e0, len).copy_(qm.codes);
-    s.m_absmax.narrow(0, b0, nb).copy_(qm.absmax);
-    s.v_codes.narrow(0, e0, len).copy_(qv.codes);
-    s.v_absmax.narrow(0, b0, nb).copy_(qv.absmax);
+    if (a.defined()) {  // a block without an active element keeps its codes and absmax bit for bit
+      auto live = as_blocks(a.to(torch::kFloat)).amax(1) > 0;
+      auto each = live.repeat_interleave(kQuantBlock).narrow(0, 0, len);
+      qm = {torch::where(each, qm.codes, m_codes), torch::where(live, qm.absmax, m_absmax)};
+      qv = {torch::where(each, qv.codes, v_codes), torch::where(live, qv.absmax, v_absmax)};
+    }
+    m_codes.copy_(qm.codes);
+    m_absmax.copy_(qm.absmax);
+    v_codes.copy_(qv.codes);
+    v_absmax.copy_(qv.absmax);
   }
 }
 

@@ -65,7 +65,10 @@ struct Maps8bit {
 //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  c1 = 1 - b1^t;  c2 = sqrt(1 - b2^t)
 //   p = (p - lr c2 / c1 * m / (sqrt(v) + c2 eps)) * (1 - lr wd)      (decoupled decay after the update)
 // and the moments re-quantised per block. c1, c2 and the step size in float32, as the kernel computes them.
+// `active` (bool [n], optional; the sharded optimizers' mask of parameters no rank has a gradient for): an inactive
+// element keeps its parameter and its moment's value (re-quantised with its block), a block with no active element
+// keeps its codes and absmax bit for bit.
 void adamw8bit_step(at::Tensor& p, const at::Tensor& grad, Moments8bit& s, const Maps8bit& maps, double lr,
-                    int64_t step, const AdamWHyper& h, int64_t chunk = kStepChunk);
+                    int64_t step, const AdamWHyper& h, int64_t chunk = kStepChunk, const at::Tensor& active = {});
 
 }  // namespace gspo::parallel

@@ -10,6 +10,7 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/parallel/shard_layout.h"
+#include "gspo/parallel/shard_moments.h"
 
 namespace gspo::parallel {
 
@@ -24,15 +25,16 @@ ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Com
     numel_ += p.numel();
     offsets_.push_back(numel_);
   }
-  shard_ = shard_of(numel_, comm_.world_size());
+  shard_ = shard_of(numel_, comm_.world_size(), shard_align(h_.state_bits));
   chunk_ = std::max<int64_t>(1, std::min(shard_, chunk > 0 ? chunk : default_chunk(comm_.world_size())));
   auto opts = params_.empty() ? torch::TensorOptions(torch::kFloat) : params_[0].options();
   grad_shard_ = torch::zeros({shard_}, opts);
-  exp_avg_ = torch::zeros({shard_}, opts);
-  exp_avg_sq_ = torch::zeros({shard_}, opts);
+  moments_ = make_shard_moments(h_.state_bits, shard_, opts, h_.offload);
 }
 
-int64_t ShardedAdamW::state_bytes() const { return static_cast<int64_t>(exp_avg_.nbytes() + exp_avg_sq_.nbytes()); }
+ShardedAdamW::~ShardedAdamW() = default;
+
+int64_t ShardedAdamW::state_bytes() const { return moments_->bytes(); }
 int64_t ShardedAdamW::grad_shard_bytes() const { return static_cast<int64_t>(grad_shard_.nbytes()); }
 
 int64_t ShardedAdamW::default_chunk(int64_t world) { return std::max<int64_t>(int64_t{1} << 16, kChunkElements / world); }
@@ -76,7 +78,8 @@ double ShardedAdamW::reduce_gradients() {
     used_ = used;
     std::vector<int64_t> numels;
     for (const auto& p : params_) numels.push_back(p.numel());
-    active_ = active_mask(used, numels, comm_.world_size(), comm_.rank(), grad_shard_.device());
+    active_ = active_mask(used, numels, comm_.world_size(), comm_.rank(), grad_shard_.device(),
+                          shard_align(h_.state_bits));
   }
   // chunk by chunk: rank q's piece of a chunk is its shard's elements [c0, c0 + c), so no whole flat copy exists
   const int64_t W = comm_.world_size();
@@ -117,8 +120,7 @@ void ShardedAdamW::step(double lr, double grad_scale) {
   const int64_t W = comm_.world_size();
   auto p = torch::empty({shard_}, grad_shard_.options());
   read_flat(comm_.rank() * shard_, (comm_.rank() + 1) * shard_, [](const at::Tensor& t) { return t.detach(); }, p);
-  adamw_shard_step(p, exp_avg_, exp_avg_sq_, grad_scale == 1.0 ? grad_shard_ : grad_shard_ * grad_scale, active_, lr,
-                   step_, h_);
+  moments_->step(p, grad_scale == 1.0 ? grad_shard_ : grad_shard_ * grad_scale, active_, lr, step_, h_);
   for (int64_t c0 = 0; c0 < shard_; c0 += chunk_) {
     const int64_t c = std::min(chunk_, shard_ - c0);
     auto full = torch::empty({W * c}, p.options());
@@ -130,35 +132,47 @@ void ShardedAdamW::step(double lr, double grad_scale) {
 std::vector<at::Tensor> ShardedAdamW::gather_state() {
   constexpr int kTag = 41;
   const int64_t W = comm_.world_size();
+  const auto held = moments_->tensors();
+  const auto dev = grad_shard_.device();  // the collectives' device (offloaded moments are copied there to be sent)
   if (comm_.rank() != 0) {  // point to point to rank 0 alone: no rank but the writer holds the whole moments
-    comm_.send(exp_avg_, 0, kTag, "ZeRO-1 moments for a checkpoint");
-    comm_.send(exp_avg_sq_, 0, kTag, "ZeRO-1 moments for a checkpoint");
+    for (const auto& t : held) comm_.send(t.to(dev).contiguous(), 0, kTag, "ZeRO-1 moments for a checkpoint");
     return {};
   }
-  auto m = torch::empty({shard_ * W}, torch::kFloat), v = torch::empty({shard_ * W}, torch::kFloat);
-  m.narrow(0, 0, shard_).copy_(exp_avg_);
-  v.narrow(0, 0, shard_).copy_(exp_avg_sq_);
-  auto piece = torch::empty_like(exp_avg_);
-  for (int64_t q = 1; q < W; ++q) {
-    comm_.recv(piece, q, kTag, "ZeRO-1 moments for a checkpoint");
-    m.narrow(0, q * shard_, shard_).copy_(piece);
-    comm_.recv(piece, q, kTag, "ZeRO-1 moments for a checkpoint");
-    v.narrow(0, q * shard_, shard_).copy_(piece);
+  // Shards are whole blocks: rank q's piece of every tensor (an absmax too) is q x its length on.
+  std::vector<at::Tensor> full;
+  for (const auto& t : held) {
+    full.push_back(torch::empty({t.numel() * W}, t.options().device(torch::kCPU)));
+    full.back().narrow(0, 0, t.numel()).copy_(t);
   }
-  return {torch::tensor({step_}, torch::kLong), m.narrow(0, 0, numel_), v.narrow(0, 0, numel_)};
+  for (int64_t q = 1; q < W; ++q)
+    for (size_t k = 0; k < held.size(); ++k) {
+      auto piece = torch::empty(held[k].sizes(), torch::TensorOptions(dev).dtype(held[k].scalar_type()));
+      comm_.recv(piece, q, kTag, "ZeRO-1 moments for a checkpoint");
+      full[k].narrow(0, q * piece.numel(), piece.numel()).copy_(piece);
+    }
+  std::vector<at::Tensor> out{torch::tensor({step_}, torch::kLong)};
+  for (size_t k = 0; k < full.size(); ++k) {
+    const int64_t r = moments_->per(k);
+    out.push_back(full[k].narrow(0, 0, (numel_ + r - 1) / r));
+  }
+  return out;
 }
 
 void ShardedAdamW::load_state(const std::vector<at::Tensor>& full, const std::string& from) {
-  if (full.size() != 3 || full[1].numel() != numel_ || full[2].numel() != numel_)
+  const std::vector<at::Tensor> held(full.begin() + (full.empty() ? 0 : 1), full.end());
+  if (full.size() != 1 + moments_->tensors().size()) {
+    if (full.size() == 3 || full.size() == 5)  // the other state_bits' moments
+      throw IoError("'" + from + "' holds ZeRO-1 AdamW moments of optimizer.state_bits " +
+                    std::string(full.size() == 5 ? "8" : "32") + "; resume it with state_bits " +
+                    (full.size() == 5 ? "8" : "32"));
+  }
+  if (full.size() != 1 + moments_->tensors().size() || !moments_->fits(held, numel_))
     throw IoError("'" + from + "' does not hold ZeRO-1 optimizer state for this model (" + std::to_string(numel_) +
                   " parameters)");
   step_ = full[0].item<int64_t>();
-  const auto [lo, hi] = range_of(numel_, comm_.world_size(), comm_.rank());
-  const int64_t n = hi - lo;
-  exp_avg_.zero_();
-  exp_avg_sq_.zero_();
-  exp_avg_.narrow(0, 0, n).copy_(full[1].narrow(0, lo, n));
-  exp_avg_sq_.narrow(0, 0, n).copy_(full[2].narrow(0, lo, n));
+  const auto [lo, hi] = range_of(numel_, comm_.world_size(), comm_.rank(), shard_align(h_.state_bits));
+  moments_->zero();
+  moments_->copy_from(held, lo, 0, hi - lo);
 }
 
 }  // namespace gspo::parallel

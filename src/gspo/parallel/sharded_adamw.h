@@ -5,19 +5,27 @@
 // as torch::optim::AdamW does element by element, and the updated shards all-gathered into every rank's weights. The
 // collectives go a chunk of every shard at a time, read from and written to the parameters in place: no flat copy of
 // the whole model exists (transient: the shard's weights, AdamW's temporaries over it, and one chunk x world buffer).
+// With hyper.state_bits 8 the moments are bitsandbytes' 8-bit ones (shard_moments.h) and every shard is a whole number
+// of 256-element blocks (the flat vector padded to a multiple of 256 x world).
 #pragma once
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace gspo::parallel {
 
 class Comm;
+class ShardMoments;
 
 struct AdamWHyper {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
+  // The sharded optimizers' moments (ShardedAdamW, Zero3): optimizer.state_bits, 32 or 8 (shard_moments.h).
+  int64_t state_bits = 32;
+  // distributed.optimizer_offload: the moments (and Zero3's float32 masters) in host memory, stepped there.
+  bool offload = false;
 };
 
 // One AdamW step on a flat shard, element for element the sequence of torch::optim::AdamW::step: p, exp_avg and
@@ -31,6 +39,7 @@ class ShardedAdamW {
   // `chunk`: elements of a rank's shard each collective of a step moves (0: default_chunk); the transient buffers of a
   // step are chunk x world size elements, never a whole flat copy of the parameters.
   ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Comm& comm, int64_t chunk = 0);
+  ~ShardedAdamW();
   // 2^26 / world elements (a 256 MiB float32 buffer across the ranks), at least 2^16.
   static int64_t default_chunk(int64_t world);
   static constexpr int64_t kChunkElements = int64_t{1} << 26;
@@ -48,11 +57,14 @@ class ShardedAdamW {
   int64_t state_bytes() const;                       // bytes of moments held by this rank
   int64_t grad_shard_bytes() const;                  // bytes of this rank's reduced gradient shard
   int64_t steps() const { return step_; }
+  const ShardMoments& moments() const { return *moments_; }  // where they live, what the steps moved
 
-  // Collective: every rank's moments gathered at rank 0 into full-length [step, exp_avg, exp_avg_sq] (host tensors),
-  // sent to it point to point; the other ranks get an empty vector (only the writer of a checkpoint holds them all).
+  // Collective: every rank's moments gathered at rank 0 into full-length [step, then the moments as held: exp_avg,
+  // exp_avg_sq (float32); or 8 bits: exp_avg codes, their absmax, exp_avg_sq codes, their absmax] (host tensors), sent
+  // to it point to point; the other ranks get an empty vector (only the writer of a checkpoint holds them all).
   std::vector<at::Tensor> gather_state();
-  // Takes this rank's shard of full-length state from gather_state(), saved at any world size.
+  // Takes this rank's shard of full-length state from gather_state(), saved at any world size. IoError naming `from`
+  // when it does not fit, or holds the other state_bits' moments (then naming optimizer.state_bits).
   void load_state(const std::vector<at::Tensor>& full, const std::string& from);
 
  private:
@@ -64,7 +76,8 @@ class ShardedAdamW {
   Comm& comm_;
   std::vector<int64_t> offsets_;  // where each parameter starts in the flat order (and the total, last)
   int64_t numel_ = 0, shard_ = 0, step_ = 0, chunk_ = 1;
-  at::Tensor grad_shard_, exp_avg_, exp_avg_sq_;
+  at::Tensor grad_shard_;
+  std::unique_ptr<ShardMoments> moments_;
   std::vector<char> used_;  // per parameter: has a gradient on some rank (what active_ was built from)
   at::Tensor active_;       // [shard_] true where the parameter is used; the others are left untouched
 };

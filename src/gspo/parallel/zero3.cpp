@@ -14,7 +14,7 @@ namespace gspo::parallel {
 
 Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, bool keep_whole, bool overlap,
              c10::Device device, Comm& comm, bool frozen)
-    : policy_(policy), dtype_(dtype), h_(hyper), comm_(comm), keep_whole_(keep_whole), overlap_(overlap),
+    : policy_(policy), dtype_(dtype), device_(device), h_(hyper), comm_(comm), keep_whole_(keep_whole), overlap_(overlap),
       frozen_(frozen) {
   if (!policy.has_layers())
     throw ConfigError("distributed.zero_stage 3 shards by decoder layer and needs a model with the per-layer methods "
@@ -35,25 +35,23 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
       u.numel += p.numel();
     }
     u.params = ps;
-    u.shard = shard_of(u.numel, W);
-    // padding stays 0; frozen: the base's own values in the training dtype (no master to update)
-    u.master = torch::zeros({u.shard}, torch::TensorOptions(device).dtype(frozen_ ? dtype_ : torch::kFloat));
-    const auto [lo, hi] = range_of(u.numel, W, comm_.rank());
+    u.shard = shard_of(u.numel, W, shard_align(h_.state_bits));
+    // padding stays 0; frozen: the base's own values in the training dtype (no master to update); offload: host
+    const auto here = torch::TensorOptions(device).dtype(frozen_ ? dtype_ : torch::kFloat);
+    u.master = torch::zeros({u.shard}, !frozen_ && h_.offload ? host_options(torch::kFloat) : here);
+    const auto [lo, hi] = range_of(u.numel, W, comm_.rank(), shard_align(h_.state_bits));
     int64_t off = 0;
     for (auto& p : ps) {  // the part of each parameter in [lo, hi)
       const int64_t n = p.numel(), a = std::max(off, lo), b = std::min(off + n, hi);
       if (a < b) u.master.narrow(0, a - lo, b - a).copy_(p.detach().reshape(-1).narrow(0, a - off, b - a));
       off += n;
     }
-    auto state = [&] {  // float32 [shard]; frozen: none
-      return frozen_ ? torch::empty({0}, u.master.options().dtype(torch::kFloat)) : torch::zeros_like(u.master);
-    };
-    u.exp_avg = state();
-    u.exp_avg_sq = state();
-    u.grad = state();
+    // float32 [shard]; frozen: none
+    u.grad = torch::zeros({frozen_ ? 0 : u.shard}, here.dtype(torch::kFloat));
+    if (!frozen_) u.moments = make_shard_moments(h_.state_bits, u.shard, here, h_.offload);
     u.used.assign(ps.size(), 0);
     u.local.assign(ps.size(), 0);
-    u.active = torch::zeros({frozen_ ? 0 : u.shard}, u.master.options().dtype(torch::kBool));
+    u.active = torch::zeros({frozen_ ? 0 : u.shard}, here.dtype(torch::kBool));
     numel_ += u.numel;
     units_.push_back(std::move(u));
     auto& done = units_.back();
@@ -84,7 +82,7 @@ void Zero3::gather(Unit& u) { start_gather(u).wait(); }
 // The parameters view the flat buffer at once; its values are there once the returned collective is waited for.
 Comm::Pending Zero3::start_gather(Unit& u) {
   torch::NoGradGuard g;
-  auto shard = u.master.to(dtype_);
+  auto shard = u.master.to(device_, dtype_);  // (offloaded masters: the copy to the device)
   u.full = torch::empty({u.shard * comm_.world_size()}, shard.options());
   auto pending = comm_.all_gather_into_async(shard, u.full);
   int64_t off = 0;
@@ -99,7 +97,7 @@ Comm::Pending Zero3::start_gather(Unit& u) {
 
 void Zero3::empty(Unit& u) {
   torch::NoGradGuard g;
-  for (auto& p : u.params) p.set_data(torch::empty({0}, u.master.options().dtype(dtype_)));
+  for (auto& p : u.params) p.set_data(torch::empty({0}, torch::TensorOptions(device_).dtype(dtype_)));
   u.full = at::Tensor();
 }
 

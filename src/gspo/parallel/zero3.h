@@ -9,7 +9,10 @@
 // on every rank (the embedding and the head are used at both ends of every pass): its gradients are reduce-scattered
 // after each micro-batch (reduce_ends). hold_whole(true) gathers every layer for the rollout and the other
 // whole-model passes; with keep_whole the layers stay gathered between steps (refreshed after each optimizer step).
-// The optimizer is AdamW on the shards, element for element torch::optim::AdamW (adamw_shard_step).
+// The optimizer is AdamW on the shards, element for element torch::optim::AdamW (adamw_shard_step), or bitsandbytes'
+// 8-bit AdamW (hyper.state_bits 8: every shard whole 256-element blocks, shard_moments.h). With hyper.offload the
+// float32 master shards and the moments live in host memory (pinned with CUDA) and the step runs there; a gather
+// copies the master shard to the device in the training dtype.
 //
 // With `overlap`, the collectives run behind compute: prefetch() (the policy's hint of the next layer) starts that
 // layer's all-gather while the current one runs, and a layer's gradient reduce-scatter is waited for only when the
@@ -121,6 +124,7 @@ class Zero3 final : public model::ParamGate {
   void settle_grads();   // the reduce-scatter in flight (if any) waited for and added into its gradient shard
   model::Policy& policy_;
   c10::ScalarType dtype_;
+  c10::Device device_;  // where the layers run and the gradient shards live (masters too unless offloaded)
   AdamWHyper h_;
   Comm& comm_;
   std::vector<Unit> units_;

@@ -1,4 +1,4 @@
-// ZeRO-3's optimizer (zero3.h): AdamW on every unit's shards (adamw_shard_step), the moments' size, and the masters'
+// ZeRO-3's optimizer (zero3.h): AdamW on every unit's shards (its ShardMoments), the moments' size, and the masters'
 // finite check.
 #include "gspo/parallel/zero3.h"
 
@@ -16,15 +16,15 @@ void Zero3::step(double lr, double grad_scale) {
   drop_ahead();  // gathered from the masters this step changes
   ++step_;
   for (auto& u : units_) {
-    adamw_shard_step(u.master, u.exp_avg, u.exp_avg_sq, grad_scale == 1.0 ? u.grad : u.grad * grad_scale, u.active,
-                     lr, step_, h_);
+    u.moments->step(u.master, grad_scale == 1.0 ? u.grad : u.grad * grad_scale, u.active, lr, step_, h_);
     if (u.holds > 0) gather(u);  // unit 0, and the layers kept whole
   }
 }
 
 int64_t Zero3::state_bytes() const {
   int64_t n = 0;
-  for (const auto& u : units_) n += static_cast<int64_t>(u.exp_avg.nbytes() + u.exp_avg_sq.nbytes());
+  for (const auto& u : units_)
+    if (u.moments) n += u.moments->bytes();
   return n;
 }
 

@@ -21,7 +21,7 @@ void Zero3::reduce_unit(Unit& u) {
   }
   settle_grads();
   const int64_t W = comm_.world_size();
-  auto flat = torch::zeros({u.shard * W}, u.master.options());
+  auto flat = torch::zeros({u.shard * W}, u.grad.options());
   int64_t off = 0;
   for (size_t i = 0; i < u.params.size(); ++i) {
     auto& p = u.params[i];
@@ -35,7 +35,7 @@ void Zero3::reduce_unit(Unit& u) {
     }
     off += n;
   }
-  auto mine = torch::empty({u.shard}, u.master.options());
+  auto mine = torch::empty({u.shard}, u.grad.options());
   rs_ = {comm_.reduce_scatter_async(std::move(flat), mine), &u, mine};
   if (!overlap_) settle_grads();
 }
@@ -79,7 +79,9 @@ double Zero3::reduce_gradients() {
       u.local[i] = 0;
       if (f[k] > 0 && !u.used[i]) u.used[i] = changed = true;
     }
-    if (changed) u.active = active_mask(u.used, u.numels, comm_.world_size(), comm_.rank(), u.master.device());
+    if (changed)
+      u.active = active_mask(u.used, u.numels, comm_.world_size(), comm_.rank(), u.grad.device(),
+                             shard_align(h_.state_bits));
     sq.push_back(u.grad.to(torch::kDouble).pow(2).sum());
   }
   // One copy for every unit (a read per unit would stall a GPU once per decoder layer), summed on the host in unit

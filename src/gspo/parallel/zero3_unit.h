@@ -4,9 +4,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "gspo/parallel/shard_layout.h"
+#include "gspo/parallel/shard_moments.h"
 #include "gspo/parallel/zero3.h"
 
 namespace gspo::parallel {
@@ -16,7 +18,8 @@ struct Zero3::Unit {
   std::vector<std::vector<int64_t>> shapes;  // their whole shapes
   std::vector<int64_t> numels;               // their element counts
   int64_t numel = 0, shard = 0;
-  at::Tensor master, exp_avg, exp_avg_sq, grad;  // float32 [shard]
+  at::Tensor master, grad;                      // float32 [shard]
+  std::unique_ptr<ShardMoments> moments;        // AdamW's of the shard (hyper.state_bits); none when frozen
   at::Tensor full;                              // the gathered flat buffer (training dtype) while held
   int64_t holds = 0;                            // acquire()s not yet released, plus the whole-model holds
   std::vector<char> used;                       // per parameter: had a gradient on some rank (kept)

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "gspo/config/validate.h"
 #include "gspo/core/device.h"
@@ -12,6 +16,7 @@
 #include "gspo/parallel/expert_rollout.h"
 #include "gspo/parallel/sharded_adamw.h"
 #include "gspo/plan/plan_text.h"
+#include "gspo/plan/sizes.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
@@ -19,123 +24,9 @@
 namespace gspo::plan {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
-
-namespace {
-
-// The sizes every part is computed from.
-struct Sizes {
-  const ModelShape& shape;
-  const config::Config& cfg;
-  int64_t W = 1;              // ranks
-  double N = 0;               // parameters
-  bool bf16 = false;          // model.dtype bfloat16 (float32 masters)
-  double b = 4;               // training weights' bytes
-  std::string bs = "4";       // b as text
-  bool zero1 = false;         // distributed.zero_stage 1
-  bool zero3 = false;         // distributed.zero_stage 3
-  double N0 = 0;              // ZeRO-3: parameters outside the decoder layers (kept whole)
-  double Nl = 0;              // the largest decoder layer's parameters
-  double shard = 0;           // parameters whose moments this rank holds
-  double mb = 8;              // AdamW moments' bytes a parameter: 8, or 2 + 8 / 256 (optimizer.state_bits 8)
-  int64_t P = 0, S = 0, T = 0;  // prompt, response and all columns
-  int64_t m = 0;              // rows per micro-batch
-  double Tm = 0;              // tokens per micro-batch
-  bool lora = false;          // model.lora_rank > 0: a frozen base, float32 adapters
-  double Na = 0;              // lora: adapter parameters (A and B of every targeted weight)
-  double Nt = 0;              // lora: the targeted weights of the widest decoder layer (merged while it runs)
-  double Na_largest = 0;      // lora: the largest A or B
-  double Nta = 0;             // lora: every targeted weight's elements
-  int64_t E = 1;              // distributed.expert_parallel: ranks sharing each MoE layer's experts
-  int64_t R = 1;              // W / E: the ranks holding the same experts (their moments are sharded over these)
-  double Ne = 0;              // every expert's parameters (all MoE layers)
-  double Nk = 0;              // parameters this rank keeps: the rest whole, 1/E of the experts
-  double Nle = 0;             // one MoE layer's experts this rank keeps (n/E x 3 x H x I_moe)
-  bool chunked = false;       // the head runs chunk by chunk
-  double head_tokens = 0;     // positions the head holds at once
-  std::string head_what = "";  // head_tokens explained
-
-  // The widest layer by `f` (bytes per token).
-  template <class F>
-  double widest(F&& f, double bytes) const {
-    double w = 0;
-    for (int64_t l = 0; l < shape.num_layers; ++l) w = std::max(w, f(shape, l, bytes));
-    return w;
-  }
-};
-
-// The rows of the largest micro-batch: the trainer's own split (train/minibatch.h) of this rank's rows in its largest
-// mini-batch, every response max_new_tokens long. The trainer cuts the global rows into mini-batches and each rank
-// keeps its own; this rank's rows cut alike are its share on average.
-int64_t largest_micro(int64_t rows_per_rank, int64_t prompt_len, int64_t response_len,
-                      const config::AlgorithmOptions& al) {
-  std::vector<int64_t> rows(static_cast<size_t>(train::minibatch_sizes(rows_per_rank, al.num_minibatches).front()));
-  std::iota(rows.begin(), rows.end(), 0);
-  const std::vector<int64_t> lengths(rows.size(), response_len);
-  size_t m = 0;
-  for (const auto& part : train::plan_micro(rows, lengths, prompt_len, al.micro_batch_size, al.micro_batch_tokens))
-    m = std::max(m, part.size());
-  return static_cast<int64_t>(m);
-}
-
-Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in, int64_t rows_per_rank) {
-  const auto& al = cfg.algorithm;
-  const auto& tr = cfg.train;
-  Sizes z{shape, cfg};
-  z.W = in.world_size;
-  z.N = static_cast<double>(shape.num_parameters());
-  z.bf16 = cfg.model.dtype == config::Dtype::kBFloat16;
-  z.b = z.bf16 ? 2 : 4;
-  z.bs = z.bf16 ? "2" : "4";
-  z.mb = cfg.optimizer.state_bits == 8 ? 2 + 8.0 / parallel::kQuantBlock : 8;  // parallel/adamw8bit.h
-  z.zero1 = cfg.distributed.zero_stage == 1;
-  z.zero3 = cfg.distributed.zero_stage == 3;
-  z.shard = z.zero1 || z.zero3 ? static_cast<double>(ceil_div(shape.num_parameters(), z.W)) : z.N;
-  z.N0 = z.N;
-  for (int64_t l = 0; l < shape.num_layers; ++l) {
-    const auto n = static_cast<double>(shape.layer_parameters(l));
-    z.N0 -= n;
-    z.Nl = std::max(z.Nl, n);
-  }
-  const auto& sh = shape;
-  z.Ne = static_cast<double>(sh.moe_layers.size()) * sh.num_experts * 3 * sh.hidden_size * sh.moe_intermediate_size;
-  z.E = cfg.distributed.expert_parallel;
-  if (z.E > 1) {
-    if (sh.moe_layers.empty())
-      throw ConfigError("distributed.expert_parallel " + std::to_string(z.E) + ": the model is dense (no MoE layer)");
-    if (z.W % z.E != 0 || sh.num_experts % z.E != 0)
-      throw ConfigError("distributed.expert_parallel " + std::to_string(z.E) + " must divide --world-size (" +
-                        std::to_string(z.W) + ") and the experts of a layer (" + std::to_string(sh.num_experts) + ")");
-    z.R = z.W / z.E;
-    z.shard = std::ceil((z.N - z.Ne) / z.W) + std::ceil(z.Ne / z.E / z.R);
-  }
-  z.Nk = z.N - z.Ne + z.Ne / z.E;
-  z.Nle = static_cast<double>(sh.num_experts / z.E) * 3 * sh.hidden_size * sh.moe_intermediate_size;
-  z.lora = cfg.model.lora_rank > 0;
-  if (z.lora) {
-    const auto c = lora_count(shape, cfg.model);
-    z.Na = c.adapters;
-    z.Nt = c.widest_layer_targets;
-    z.Na_largest = c.largest_tensor;
-    z.Nta = c.targets;
-  }
-  z.P = in.prompt_tokens;
-  z.S = cfg.rollout.max_new_tokens;
-  z.T = z.P + z.S;
-  z.m = largest_micro(rows_per_rank, z.P, z.S, al);
-  z.Tm = static_cast<double>(z.m * z.T);
-  z.chunked = tr.chunked_head && tr.logprob_chunk_tokens > 0;
-  const double response = static_cast<double>(z.m * z.S);
-  z.head_tokens = z.chunked ? std::min<double>(tr.logprob_chunk_tokens, response) : response;
-  z.head_what = z.chunked ? "chunk of " + num(z.head_tokens) + " tokens (train.logprob_chunk_tokens)"
-                          : "whole head: " + std::to_string(z.m) + " rows x " + std::to_string(z.S) + " response tokens";
-  return z;
-}
-
 // The model state of ZeRO-0/1 (every weight and gradient on every rank) or ZeRO-3 (shards, and the part kept whole).
-void model_state_terms(const Sizes& z, std::vector<Term>& r) {
+// With distributed.optimizer_offload the moments (ZeRO-3: and the master shards) go to `host` instead.
+void model_state_terms(const Sizes& z, std::vector<Term>& r, std::vector<Term>& host) {
   const std::string n = num(z.N);
   if (z.lora) {  // model/lora.h: the base frozen (no gradients, masters, moments), the adapters float32 with AdamW
     if (z.zero3) {  // train/engines/zero3_engine.h make_zero3_lora_engine: the base's shards, unit 0 also whole
@@ -148,7 +39,10 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
                    "masters or moments)"});
     }
     const bool sharded = z.zero1 || z.zero3;  // ZeRO-3 steps the adapters with ZeRO-1
-    const double moments = sharded ? 8.0 / z.W + 4.0 / z.W : z.mb;
+    if (z.offload)
+      host.push_back({"LoRA adapters' AdamW moments", z.Na * z.mb / z.W, num(z.Na) + " x " + num(z.mb) + " B / " +
+                      std::to_string(z.W) + " (this rank's shard, distributed.optimizer_offload)"});
+    const double moments = sharded ? (z.offload ? 0 : z.mb / z.W) + 4.0 / z.W : z.mb;
     r.push_back({"LoRA adapters", z.Na * (8 + moments), num(z.Na) + " adapter params x (4 + 4 + " + num(moments) +
                  ") B (float32 A and B, their gradients, AdamW moments" + (sharded ? " and the gradient shard: "
                  "ZeRO-1" : "") + ")"});
@@ -162,9 +56,18 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
                    "from model.dtype: nothing shared)"});
     return;
   }
+  if (z.zero3 && z.offload) {
+    r.push_back({"ZeRO-3 gradient shards", 4 * z.shard, num(z.shard) + " x 4 B (float32: 1/" + std::to_string(z.W) +
+                 " of every parameter; masters and moments in host memory)"});
+    host.push_back({"ZeRO-3 masters and moments", (4 + z.mb) * z.shard, num(z.shard) + " x " + num(4 + z.mb) +
+                    " B (float32 master, exp_avg and exp_avg_sq" + std::string(z.mb < 8 ? " in 8 bits" : "") +
+                    ": this rank's shard, distributed.optimizer_offload)"});
+  }
   if (z.zero3) {
-    r.push_back({"ZeRO-3 shards", 16 * z.shard, num(z.shard) + " x 16 B (float32 master, gradient, exp_avg, "
-                 "exp_avg_sq: 1/" + std::to_string(z.W) + " of every parameter)"});
+    if (!z.offload)
+      r.push_back({"ZeRO-3 shards", (8 + z.mb) * z.shard, num(z.shard) + " x " + num(8 + z.mb) + " B (float32 master "
+                 "and gradient, exp_avg and exp_avg_sq" + std::string(z.mb < 8 ? " in 8 bits with an absmax per 256" :
+                 "") + ": 1/" + std::to_string(z.W) + " of every parameter)"});
     r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
     if (z.cfg.distributed.zero3_keep_whole)
       r.push_back({"decoder layers whole", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
@@ -178,8 +81,9 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
     r.push_back({"weights", z.Nk * z.b, what + " x " + z.bs + " B (model.dtype)"});
     r.push_back({"gradients", 4 * z.Nk, k + " x 4 B float32"});
     if (z.bf16) r.push_back({"master weights", 4 * z.Nk, k + " x 4 B float32"});
-    r.push_back({"AdamW moments", 8 * z.shard, num(z.shard) + " x 8 B (ZeRO-1: 1/" + std::to_string(z.W) + " of the "
-                 "rest, 1/" + std::to_string(z.R) + " of this rank's experts over the ranks holding them)"});
+    (z.offload ? host : r).push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (ZeRO-1: 1/" +
+                 std::to_string(z.W) + " of the rest, 1/" + std::to_string(z.R) + " of this rank's experts over the "
+                 "ranks holding them" + std::string(z.mb < 8 ? "; 8-bit codes and a float32 absmax per 256)" : ")")});
     r.push_back({"ZeRO-1 gradient shards", 4 * z.shard, num(z.shard) + " x 4 B"});
     return;
   }
@@ -187,17 +91,17 @@ void model_state_terms(const Sizes& z, std::vector<Term>& r) {
   r.push_back({"gradients", 4 * z.N, n + " x 4 B float32 (" + std::string(z.bf16 ? "the masters' gradients" :
                "the weights' gradients") + "; zeroed, not freed, between steps)"});
   if (z.bf16) r.push_back({"master weights", 4 * z.N, n + " x 4 B float32"});
-  r.push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (exp_avg, exp_avg_sq" +
+  (z.offload ? host : r).push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (exp_avg, exp_avg_sq" +
                std::string(z.zero1 ? ", ZeRO-1: 1/" + std::to_string(z.W) + " of them" : "") +
                (z.mb < 8 ? ": 8-bit codes and a float32 absmax per 256, optimizer.state_bits 8)" : ")")});
   if (z.zero1) r.push_back({"ZeRO-1 gradient shard", 4 * z.shard, num(z.shard) + " x 4 B"});
 }
 
 // What a rank holds from the first update on, through every phase.
-std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
+std::vector<Term> resident_terms(const Sizes& z, double runtime_mb, std::vector<Term>& host) {
   const std::string n = num(z.N);
   std::vector<Term> r;
-  model_state_terms(z, r);
+  model_state_terms(z, r, host);
   if (z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 && z.cfg.distributed.rollout_ranks == 0 && !z.lora)
     r.push_back({"bf16 sampling copy", 2 * z.N, n + " x 2 B (rollout.dtype bfloat16)"});
   if (z.cfg.algorithm.kl_coef > 0 && !config::reference_is_base(z.cfg))  // else the frozen base is the reference
@@ -205,56 +109,6 @@ std::vector<Term> resident_terms(const Sizes& z, double runtime_mb) {
   r.push_back({"runtime", runtime_mb * kMiB, num(runtime_mb) + " MiB: LibTorch and the binary before any model "
                "(measured, --runtime-mb)"});
   return r;
-}
-
-// The rollout: the KV cache (every row at full length, or the budget's rows), the static path's compaction copy,
-// the prompts' prefill and the decode step's float32 logits.
-std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& kv_rows) {
-  const auto& ro = z.cfg.rollout;
-  const auto& s = z.shape;
-  const double sb = ro.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
-  const double kv_tok = static_cast<double>(s.num_layers) * 2 * s.num_kv_heads * s.head_dim * sb;
-  const double row = kv_tok * z.T;
-  int64_t rows = rows_per_rank;
-  std::string why = std::to_string(rows) + " rows (no budget)";
-  if (ro.kv_cache_mb > 0) {
-    const auto budget = static_cast<int64_t>(static_cast<double>(ro.kv_cache_mb) * kMiB);
-    rows = rollout::rows_in_budget(budget, static_cast<int64_t>(std::ceil(row)), rows_per_rank);
-    if (rows < 1)  // as the run: Sampler::generate refuses it
-      throw ConfigError("rollout.kv_cache_mb: " + std::to_string(ro.kv_cache_mb) + " MiB holds no row of KV cache: one row " +
-                        "of " + std::to_string(z.T) + " columns needs " + num(row) + " B for this model");
-    why = std::to_string(rows) + " rows in rollout.kv_cache_mb " + std::to_string(ro.kv_cache_mb);
-  }
-  kv_rows = rows;
-  std::vector<Term> t;
-  t.push_back({"KV cache", rows * row, why + " x " + std::to_string(z.T) + " columns x " + num(kv_tok) +
-               " B (layers x 2 x KV heads x head_dim x " + num(sb) + " B)"});
-  // The exported models have the slot methods: a budget that holds fewer rows than a rank samples runs the slot pool,
-  // which compacts in place; every other schedule drops finished rows into a new, smaller cache.
-  const auto schedule = rollout::schedule_for(rows_per_rank, rows, ro.continuous_batching, true);
-  const double copy = 1.0 - 1.0 / static_cast<double>(rollout::kCompactEvery);
-  if (ro.min_new_tokens < ro.max_new_tokens && schedule != rollout::Schedule::kSlotPool)
-    t.push_back({"cache compaction copy", copy * rows * row, num(copy) + " x the cache: dropping finished rows copies "
-                 "the live rows while the old cache lives (static batches; docs/performance.md)"});
-  const double prefill_tokens = static_cast<double>(train::prompts_per_rank(z.cfg, z.W)) * z.P;
-  const double widest = z.widest(layer_nograd_bytes_per_token, sb);
-  t.push_back({"prefill", prefill_tokens * widest, num(prefill_tokens) + " prompt tokens x " + num(widest) +
-               " B (one layer's forward without autograd)"});
-  t.push_back({"decode logits", rows * static_cast<double>(s.vocab_size) * 4 * 3, std::to_string(rows) +
-               " rows x vocab x 4 B x 3 (float32 logits, probabilities, sampling scratch)"});
-  if (z.zero3 && !z.cfg.distributed.zero3_keep_whole)
-    t.push_back({"ZeRO-3 gathered layers", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
-                 " B (every decoder layer gathered for the sampler, freed after)"});
-  if (z.E > 1) {  // parallel/expert_rollout.h: a pass's rows of the whole group gathered, float32 sums back
-    const double chunk = static_cast<double>(
-        std::max<int64_t>(64, parallel::RolloutExperts::kDefaultGatherRows / z.E));
-    const double m = std::min(chunk, std::max(prefill_tokens, static_cast<double>(rows)));
-    const double per_row = static_cast<double>(z.shape.hidden_size) * (z.b + 4) + 4.0 * z.shape.num_experts;
-    t.push_back({"rollout expert exchange", z.E * m * per_row, std::to_string(z.E) + " ranks x " + num(m) +
-                 " rows (a pass's largest share, at most " + num(chunk) + " a chunk) x (hidden x (" + z.bs +
-                 " + 4) + experts x 4) B: the group's rows gathered, routed, float32 sums reduce-scattered back"});
-  }
-  return t;
 }
 
 // Expert parallelism in a pass over a micro-batch: the MoE layer running holds its local experts stacked (and their
@@ -354,35 +208,53 @@ std::vector<Term> backward_terms(const Sizes& z) {
 }
 
 // ZeRO-1's step (parallel/sharded_adamw.h) over `shard` elements a rank of a group of `ranks`: the shard's weights,
-// AdamW's 4 temporaries over it, and one chunk of every rank's shard in flight (the collectives go a chunk at a time).
-Term zero1_step(double shard, int64_t ranks, const std::string& what) {
+// AdamW's 4 temporaries over it (8 bits: the 8-bit step's temporaries over one kStepChunk), and one chunk of every
+// rank's shard in flight (the collectives go a chunk at a time).
+Term zero1_step(double shard, int64_t ranks, const std::string& what, double mb, bool offload) {
   const double chunk = std::min(shard, static_cast<double>(parallel::ShardedAdamW::default_chunk(ranks)));
+  const double step8 = std::min(shard, static_cast<double>(parallel::kStepChunk));
+  const std::string flight = ", and a chunk of " + num(chunk) + " x " + std::to_string(ranks) + " ranks x 4 B";
+  if (offload)  // the step's temporaries are the host's (add_offload)
+    return {"ZeRO-1 step buffers", 4 * shard + 4 * chunk * ranks, what + ": the shard's weights, " + num(shard) +
+            " x 4 B (stepped on the host a chunk at a time: distributed.optimizer_offload)" + flight};
+  if (mb < 8)
+    return {"ZeRO-1 step buffers", 4 * shard + 40 * step8 + 4 * chunk * ranks, what + ": the shard's weights, " +
+            num(shard) + " x 4 B, the 8-bit step's 10 x 4 B over " + num(step8) + " elements" + flight};
   return {"ZeRO-1 step buffers", 20 * shard + 4 * chunk * ranks, what + ": the shard's weights and 4 AdamW "
-          "temporaries, 5 x " + num(shard) + " x 4 B, and a chunk of " + num(chunk) + " x " + std::to_string(ranks) +
-          " ranks x 4 B"};
+          "temporaries, 5 x " + num(shard) + " x 4 B" + flight};
 }
 
 // The optimizer step's transients: ZeRO-1's shard buffers, or AdamW's per-tensor temporaries and the buckets.
 std::vector<Term> step_terms(const Sizes& z) {
   std::vector<Term> t;
   if (z.lora && (z.zero1 || z.zero3)) {  // ZeRO-1 over the adapters (ZeRO-3 too: the base takes no step)
-    t.push_back(zero1_step(std::ceil(z.Na / static_cast<double>(z.W)), z.W, "the adapters"));
+    t.push_back(zero1_step(std::ceil(z.Na / static_cast<double>(z.W)), z.W, "the adapters", z.mb, z.offload));
     return t;
   }
   if (z.zero3) {
     const double unit = std::max(z.Nl, z.N0) / static_cast<double>(z.W);
-    t.push_back({"ZeRO-3 step temporaries", 24 * unit + z.N0 * z.b, "6 x the largest unit's shard (" + num(unit) +
-                 ") x 4 B, and the whole embedding and head gathered anew"});
+    const double step8 = std::min(unit, static_cast<double>(parallel::kStepChunk));
+    if (z.offload)
+      t.push_back({"ZeRO-3 step temporaries", 4 * unit + z.N0 * z.b, "the largest unit's shard (" + num(unit) +
+                   ") x 4 B (its scaled gradient; stepped on the host: distributed.optimizer_offload), and the whole "
+                   "embedding and head gathered anew"});
+    else if (z.mb < 8)
+      t.push_back({"ZeRO-3 step temporaries", 4 * unit + 40 * step8 + z.N0 * z.b, "the largest unit's shard (" +
+                   num(unit) + ") x 4 B (its scaled gradient), the 8-bit step's 10 x 4 B over " + num(step8) +
+                   " elements, and the whole embedding and head gathered anew"});
+    else
+      t.push_back({"ZeRO-3 step temporaries", 24 * unit + z.N0 * z.b, "6 x the largest unit's shard (" + num(unit) +
+                   ") x 4 B, and the whole embedding and head gathered anew"});
     return t;
   }
   if (z.E > 1) {  // the rest over the world, then the kept experts over their replicas: one after the other
-    const auto dense = zero1_step(std::ceil((z.N - z.Ne) / z.W), z.W, "outside the experts");
-    const auto experts = zero1_step(std::ceil(z.Ne / z.E / z.R), z.R, "the kept experts");
+    const auto dense = zero1_step(std::ceil((z.N - z.Ne) / z.W), z.W, "outside the experts", z.mb, z.offload);
+    const auto experts = zero1_step(std::ceil(z.Ne / z.E / z.R), z.R, "the kept experts", z.mb, z.offload);
     t.push_back(dense.bytes >= experts.bytes ? dense : experts);
     return t;
   }
   if (z.zero1) {
-    t.push_back(zero1_step(z.shard, z.W, "every parameter"));
+    t.push_back(zero1_step(z.shard, z.W, "every parameter", z.mb, z.offload));
     return t;
   }
   const double big = z.lora ? z.Na_largest : static_cast<double>(z.shape.largest_parameter());
@@ -393,6 +265,28 @@ std::vector<Term> step_terms(const Sizes& z) {
     t.push_back({"all-reduce buckets", 2 * z.cfg.distributed.bucket_mb * kMiB,
                  "2 x distributed.bucket_mb " + num(z.cfg.distributed.bucket_mb)});
   return t;
+}
+
+// distributed.optimizer_offload: the host step's staging and temporaries, and what a step moves each way.
+void add_offload(const Sizes& z, MemoryPlan& p) {
+  // elements this rank's optimizer steps: its shard (adapters: theirs; expert parallelism: z.shard counts both sets)
+  const double S = z.lora ? std::ceil(z.Na / static_cast<double>(z.W)) : z.shard;
+  const double c = std::min(S, static_cast<double>(parallel::kStepChunk));
+  const double temps = z.mb < 8 ? 40 : 20;  // the 8-bit step's, or AdamW's 5 float32 copies, over a chunk
+  p.host.push_back({"offloaded step", (9 + temps) * c, num(c) + " elements a chunk x (9 B staging: float32 "
+                    "parameter and gradient, bool mask; " + num(temps) + " B of the step's temporaries)"});
+  p.host_bytes = sum(p.host);
+  const bool masters = z.zero3 && !z.lora;  // ZeRO-3's masters on the host: no parameter crosses in the step
+  p.d2h_bytes = (masters ? 5 : 9) * S;      // per step: each shard element's gradient and mask (and parameter)
+  p.h2d_bytes = masters ? 0 : 4 * S;        // and its new parameter back
+  std::string more;
+  if (masters)
+    more = "; every layer gather copies its master shard to the device in model.dtype (" + z.bs + " B a shard "
+           "element a gather) instead";
+  p.notes.push_back("distributed.optimizer_offload: " + mib(p.host_bytes) + " of host memory a rank (x the ranks of "
+                    "a node, checked at start-up against MemAvailable); a step moves " + mib(p.d2h_bytes) +
+                    " device to host and " + mib(p.h2d_bytes) + " back (" + num(S) + " shard elements)" +
+                    more);
 }
 
 // What the layouts gspo does not have (expert parallelism with ZeRO-3) would save, by the same formulas.
@@ -427,56 +321,6 @@ Term load_term(const Sizes& z) {
           std::to_string(z.W) + " a parameter of shards (the largest sum over the units)"};
 }
 
-PhasePlan phase(const std::string& name, std::vector<Term> terms, double resident) {
-  PhasePlan ph{name, std::move(terms), 0};
-  ph.peak_bytes = resident + sum(ph.terms);
-  return ph;
-}
-
-}  // namespace
-
-namespace {
-// The ranks that train: W, or W - K beside K rollout ranks (a layout check_world_size accepts).
-int64_t training_ranks(const config::Config& cfg, int64_t W) {
-  if (W < 1) throw ConfigError("--world-size must be >= 1 (got " + std::to_string(W) + ")");
-  if (cfg.distributed.rollout_ranks == 0) return W;
-  train::check_world_size(cfg, W);
-  return W - cfg.distributed.rollout_ranks;
-}
-}  // namespace
-
-MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in) {
-  const int64_t K = cfg.distributed.rollout_ranks;
-  if (K == 0) throw ConfigError("plan_rollout_rank: distributed.rollout_ranks is 0");
-  training_ranks(cfg, in.world_size);
-  if (in.prompt_tokens < 1) throw ConfigError("--prompt-tokens must be >= 1");
-  PlanInputs rin = in;
-  rin.world_size = K;  // the rollout ranks share each batch's prompts
-  MemoryPlan p;
-  p.shape = shape;
-  p.parameters = shape.num_parameters();
-  p.rows_per_rank = train::prompts_per_rank(cfg, K) * cfg.rollout.group_size;
-  Sizes z = sizes_of(shape, cfg, rin, p.rows_per_rank);
-  z.zero3 = false;  // a rollout rank holds the whole policy; ZeRO is the trainers'
-  p.columns = z.T;
-  const double sb = cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
-  p.resident = {{"weights (rollout dtype)", z.N * sb, num(z.N) + " params x " + num(sb) + " B: no gradients, masters "
-                 "or optimizer state"},
-                {"weight sync bucket", cfg.distributed.bucket_mb * kMiB, "distributed.bucket_mb " +
-                 num(cfg.distributed.bucket_mb) + ": new weights arrive one bucket at a time"},
-                {"runtime", in.runtime_mb * kMiB, num(in.runtime_mb) + " MiB: LibTorch and the binary (measured)"}};
-  for (auto& t : scoring_resident_terms(cfg, in)) p.resident.push_back(std::move(t));  // rollout ranks score
-  p.resident_bytes = sum(p.resident);
-  p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
-  for (auto& [name, t] : scoring_pass_terms(cfg, in)) p.phases.push_back(phase(name, {t}, p.resident_bytes));
-  for (const auto& ph : p.phases)  // the first phase with the largest peak
-    if (ph.peak_bytes > p.peak_bytes) p.peak_bytes = ph.peak_bytes, p.peak_phase = ph.name;
-  p.notes.push_back(std::to_string(K) + " rollout rank(s) share each batch: " + std::to_string(p.rows_per_rank) +
-                    " rows each; with async.max_staleness S they sample up to S batches ahead, one at a time");
-  return p;
-}
-
-namespace {
 // The phases of a training rank: rollout (weight sync beside rollout ranks), logprobs, the update and, with ZeRO-3,
 // the start-up's load on the host.
 void add_phases(const Sizes& z, const config::Config& cfg, const PlanInputs& in, bool async, MemoryPlan& p) {
@@ -531,14 +375,12 @@ void add_comparisons(const ModelShape& shape, const config::Config& cfg, const P
                      int64_t W, MemoryPlan& p) {
   const bool ep_fits = z.E == 1 && !z.zero3 && !z.lora && W > 1 && !shape.moe_layers.empty() &&
                        shape.num_experts % W == 0 && cfg.distributed.rollout_ranks == 0;
-  // the sharded engines keep float32 moments (optimizer.state_bits 8 is built for zero_stage 0)
-  const std::string f32 = z.mb < 8 ? ", float32 moments" : "";
+  const std::string f32 = z.mb < 8 ? ", 8-bit moments" : "";  // (every engine takes optimizer.state_bits)
   if (ep_fits) {
     config::Config ce = cfg;
     ce.distributed.expert_parallel = W;
     ce.distributed.zero_stage = 1;
     ce.train.chunked_head = true;
-    ce.optimizer.state_bits = 32;
     const auto pe = plan_memory(shape, ce, given);
     p.notes.push_back("with distributed.expert_parallel " + std::to_string(W) + " (and zero_stage 1" + f32 +
                       "): peak " + mib(pe.peak_bytes) + " per rank (" + pe.peak_phase + ")");
@@ -548,7 +390,6 @@ void add_comparisons(const ModelShape& shape, const config::Config& cfg, const P
     c3.distributed.zero_stage = 3;
     c3.train.activation_checkpointing = true;
     c3.distributed.zero3_keep_whole = false;
-    c3.optimizer.state_bits = 32;
     const auto p3 = plan_memory(shape, c3, given);
     p.notes.push_back("with distributed.zero_stage 3 (and activation checkpointing" + f32 + "): peak " +
                       mib(p3.peak_bytes) + " per rank (" + p3.peak_phase + ")");
@@ -588,7 +429,8 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   p.columns = z.T;
   p.micro_rows = z.m;
   p.micro_tokens = z.m * z.T;
-  p.resident = resident_terms(z, in.runtime_mb);
+  p.resident = resident_terms(z, in.runtime_mb, p.host);
+  if (z.offload) add_offload(z, p);
   for (auto& t : scoring_resident_terms(cfg, in)) p.resident.push_back(std::move(t));  // scoring, validation
   p.resident_bytes = sum(p.resident);
   if (z.lora)
@@ -606,6 +448,23 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   add_comparisons(shape, cfg, given, z, W, p);
   add_assumptions(cfg, z, W, async, p);
   return p;
+}
+
+void check_offload_host_memory(const MemoryPlan& p, int64_t ranks_on_node, double available_bytes) {
+  const double need = p.host_bytes * static_cast<double>(ranks_on_node);
+  if (need <= available_bytes) return;
+  throw ConfigError("distributed.optimizer_offload: the optimizer state of " + std::to_string(ranks_on_node) +
+                    " rank(s) on this node needs " + mib(need) + " of host memory (" + mib(p.host_bytes) +
+                    " a rank, gspo plan's host terms) but " + mib(available_bytes) + " is available (MemAvailable): "
+                    "use more nodes, zero_stage 3, optimizer.state_bits 8, or turn the offload off");
+}
+
+double host_available_bytes() {
+  if (const char* v = std::getenv("GSPO_HOST_AVAILABLE_MB"); v && *v) return std::atof(v) * kMiB;
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("MemAvailable:", 0) == 0) return std::atof(line.c_str() + 13) * 1024;  // "MemAvailable: N kB"
+  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace gspo::plan

@@ -56,8 +56,20 @@ struct MemoryPlan {
   std::string peak_phase;
   double peak_bytes = 0;
   std::vector<Term> not_built;     // what expert parallelism would save (not built yet; ZeRO-3 is, and is planned above)
+  // distributed.optimizer_offload: what a rank keeps in host memory instead (the moments, ZeRO-3's masters, the host
+  // step's staging), and the bytes its optimizer step moves each way (a ZeRO-3 layer gather's master copy besides).
+  std::vector<Term> host;
+  double host_bytes = 0;
+  double d2h_bytes = 0, h2d_bytes = 0;
   std::vector<std::string> notes;  // assumptions the figures rest on
 };
+
+// distributed.optimizer_offload at start-up: ConfigError naming the key and the numbers when `ranks_on_node` ranks of
+// plan `p` need more host memory than `available_bytes` (MemAvailable, host_available_bytes()); else nothing.
+void check_offload_host_memory(const MemoryPlan& p, int64_t ranks_on_node, double available_bytes);
+// The host memory available to new allocations: MemAvailable of /proc/meminfo (sysconf's free pages where it is
+// absent). GSPO_HOST_AVAILABLE_MB, when set, replaces it (tests; a way to leave room for other processes).
+double host_available_bytes();
 
 // ConfigError when the inputs cannot describe a run (world size not dividing prompts_per_step, ...). With
 // distributed.rollout_ranks K > 0, a training rank of the W - K (no KV cache: its rollout phase is the weight sync).

@@ -340,6 +340,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   eo.zero_stage = cfg.distributed.zero_stage;
   eo.keep_whole = cfg.distributed.zero3_keep_whole;
   eo.overlap = cfg.distributed.zero3_overlap;
+  eo.offload = cfg.distributed.optimizer_offload;
   eo.bucket_bytes = bucket_bytes;
   eo.device = where.device;
   eo.lora = s.lora.get();

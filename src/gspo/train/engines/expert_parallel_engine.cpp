@@ -50,7 +50,8 @@ class ExpertParallelEngine : public UpdateEngine {
       offset += p.numel();
     }
     const auto& h = o.optimizer;
-    const parallel::AdamWHyper hyper{h.beta1, h.beta2, h.eps, h.weight_decay};
+    const parallel::AdamWHyper hyper{h.beta1, h.beta2, h.eps, h.weight_decay, h.state_bits, o.offload};
+    bits_ = h.state_bits;
     dense_ = std::make_unique<parallel::ShardedAdamW>(dense, hyper, world);
     experts_ = std::make_unique<parallel::ShardedAdamW>(kept, hyper, *o.expert_replicas);
   }
@@ -104,10 +105,16 @@ class ExpertParallelEngine : public UpdateEngine {
     auto& group = shards_.group();
     if (world_.rank() < group.world_size()) {  // the first group: one copy of every expert
       core::ensure_dir(staging);
-      std::vector<at::Tensor> file{torch::tensor({group.world_size(), per_}, torch::kLong), kept[0]};
-      for (size_t i = 0; i < kept_.size(); ++i) {
-        file.push_back(kept[1].narrow(0, kept_offset_[i], kept_[i].numel()).view_as(kept_[i]));
-        file.push_back(kept[2].narrow(0, kept_offset_[i], kept_[i].numel()).view_as(kept_[i]));
+      std::vector<at::Tensor> file;
+      if (bits_ == 8) {  // the kept experts' flat codes and absmax as held: blocks straddle experts (same E to resume)
+        file = kept;
+        file.insert(file.begin(), torch::tensor({group.world_size(), per_, bits_}, torch::kLong));
+      } else {
+        file = {torch::tensor({group.world_size(), per_}, torch::kLong), kept[0]};
+        for (size_t i = 0; i < kept_.size(); ++i) {
+          file.push_back(kept[1].narrow(0, kept_offset_[i], kept_[i].numel()).view_as(kept_[i]));
+          file.push_back(kept[2].narrow(0, kept_offset_[i], kept_[i].numel()).view_as(kept_[i]));
+        }
       }
       io::save_tensors(staging + "/" + expert_file(group.rank()), file, "expert optimizer state");
       remote_ = shards_.gather_remote_at_root(kept_);  // masters or the float32 policy: float32 either way
@@ -134,8 +141,13 @@ class ExpertParallelEngine : public UpdateEngine {
     if (!core::exists(dir + "/" + expert_file(0))) return load_full(dir, io::load_tensors(file, "ZeRO-1 optimizer state"));
     const auto dense = io::load_tensors(file, "ZeRO-1 optimizer state (outside the experts)");
     dense_->load_state(dense, file);
+    if (bits_ == 8) return load_8bit(dir);
     std::map<int64_t, std::vector<at::Tensor>> files;  // by the writing rank's place in its group
-    const int64_t old_per = (files[0] = read_expert_file(dir, 0))[0][1].item<int64_t>();
+    files[0] = read_expert_file(dir, 0);
+    if (files[0][0].numel() != 2)
+      throw IoError("checkpoint '" + dir + "' holds the experts' AdamW moments of optimizer.state_bits 8; resume it "
+                    "with state_bits 8");
+    const int64_t old_per = files[0][0][1].item<int64_t>();
     std::vector<at::Tensor> km, kv;
     for (size_t i = 0; i < kept_.size(); ++i) {
       const auto* at = shards_.place(kept_model_[i]);
@@ -176,12 +188,30 @@ class ExpertParallelEngine : public UpdateEngine {
       throw IoError("checkpoint '" + dir + "' lacks " + expert_file(g) + " (written with expert parallelism: one file "
                     "per rank of the first group)");
     auto f = io::load_tensors(path, "expert optimizer state");
-    if (f.size() < 2 || f[0].numel() != 2) throw IoError("'" + path + "' is not an expert optimizer state file");
+    if (f.size() < 2 || (f[0].numel() != 2 && f[0].numel() != 3)) throw IoError("'" + path + "' is not an expert optimizer state file");
     return f;
+  }
+  // 8-bit moments: this rank's experts' flat codes and absmax, written by the rank of the same place in its group of
+  // the same distributed.expert_parallel (any number of replicas: the flat state re-cuts on block boundaries).
+  void load_8bit(const std::string& dir) {
+    const auto f = read_expert_file(dir, shards_.group().rank());
+    const std::string path = dir + "/" + expert_file(shards_.group().rank());
+    if (f[0].numel() != 3)
+      throw IoError("checkpoint '" + dir + "' holds the experts' AdamW moments of optimizer.state_bits 32; resume it "
+                    "with state_bits 32");
+    if (f[0][0].item<int64_t>() != shards_.group().world_size())
+      throw ConfigError("checkpoint '" + dir + "' holds 8-bit expert moments written with distributed.expert_parallel " +
+                        std::to_string(f[0][0].item<int64_t>()) + ": resume it with the same expert_parallel (an "
+                        "8-bit block spans neighbouring experts, so the experts cannot be dealt out anew)");
+    experts_->load_state(std::vector<at::Tensor>(f.begin() + 1, f.end()), path);
   }
   // A ZeRO-1 checkpoint written without expert parallelism: every parameter's moments in the policy's order.
   void load_full(const std::string& dir, const std::vector<at::Tensor>& full) {
     const std::string file = dir + "/" + kZero1File;
+    if (bits_ == 8)
+      throw ConfigError("checkpoint '" + dir + "' holds ZeRO-1 moments without expert parallelism; with "
+                        "optimizer.state_bits 8 they resume under distributed.expert_parallel 1 only (an 8-bit block "
+                        "spans neighbouring parameters, which expert parallelism deals out to other ranks)");
     const auto model = policy_.parameters();
     int64_t total = 0;
     for (const auto& p : model) total += shards_.full_numel(p);
@@ -216,6 +246,7 @@ class ExpertParallelEngine : public UpdateEngine {
   std::vector<at::Tensor> kept_model_;  // the policy's parameters they belong to
   std::vector<int64_t> kept_offset_;
   int64_t per_ = 1;                     // experts of a layer this rank keeps
+  int64_t bits_ = 32;                   // optimizer.state_bits (the checkpoint's layout of the experts' moments)
   std::unique_ptr<parallel::ShardedAdamW> dense_, experts_;
   std::unique_ptr<parallel::RolloutExperts> rollout_;  // the policy's expert runner while a sampling scope holds
   RolloutPasses passes_;                                // of the scopes since take_rollout_passes()

@@ -79,8 +79,8 @@ class Zero1Engine : public UpdateEngine {
   Zero1Engine(model::Policy& policy, const EngineOptions& o, parallel::Comm& comm)
       : w_(policy, o.dtype, o.lora), max_norm_(max_grad_norm(o.optimizer)) {
     const auto& h = o.optimizer;
-    zero_ = std::make_unique<parallel::ShardedAdamW>(w_.params(), parallel::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
-                                                 comm);
+    const parallel::AdamWHyper hyper{h.beta1, h.beta2, h.eps, h.weight_decay, h.state_bits, o.offload};
+    zero_ = std::make_unique<parallel::ShardedAdamW>(w_.params(), hyper, comm);
   }
   void zero_grad() override { w_.zero_grad(); }
   void after_backward() override { w_.after_backward(); }
@@ -120,9 +120,9 @@ class Zero1Engine : public UpdateEngine {
 }  // namespace
 
 std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm) {
-  if (opts.optimizer.state_bits == 8 && (opts.zero_stage != 0 || opts.experts))
-    throw ConfigError("optimizer.state_bits 8 is built for distributed.zero_stage 0 (got " +
-                      std::to_string(opts.zero_stage) + (opts.experts ? ", with expert parallelism" : "") + ")");
+  if (opts.offload && opts.zero_stage == 0)
+    throw ConfigError("distributed.optimizer_offload offloads the sharded optimizer state: set distributed.zero_stage "
+                      "1 or 3");
   if (opts.zero_stage == 3 && opts.lora) {
     opts.lora->move_to(opts.device);  // the policy came on the host, to be cut: its adapters with it
     // first: the adapters' engine casts the whole base (bf16) on the host, which Zero3 then cuts

@@ -100,6 +100,7 @@ struct EngineOptions {
   int64_t zero_stage = 0;                          // distributed.zero_stage
   bool keep_whole = false;                         // distributed.zero3_keep_whole
   bool overlap = true;                             // distributed.zero3_overlap
+  bool offload = false;                            // distributed.optimizer_offload (the sharded engines)
   c10::Device device = c10::kCPU;                  // ZeRO-3: where the shards go (the policy may arrive on the CPU)
   double bucket_bytes = 25.0 * 1024 * 1024;        // gradient all-reduce buckets (plain AdamW)
   // model.lora_rank > 0: the optimizer updates these adapters (float32, already gating the policy) and nothing else;

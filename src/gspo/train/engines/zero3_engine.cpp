@@ -38,8 +38,8 @@ class Zero3Engine : public UpdateEngine {
       : comm_(comm), max_norm_(max_grad_norm(o.optimizer)) {
     const auto& h = o.optimizer;
     const auto dtype = o.dtype == config::Dtype::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
-    z_ = std::make_unique<parallel::Zero3>(policy, dtype, parallel::AdamWHyper{h.beta1, h.beta2, h.eps, h.weight_decay},
-                                           o.keep_whole, o.overlap, o.device, comm);
+    const parallel::AdamWHyper hyper{h.beta1, h.beta2, h.eps, h.weight_decay, h.state_bits, o.offload};
+    z_ = std::make_unique<parallel::Zero3>(policy, dtype, hyper, o.keep_whole, o.overlap, o.device, comm);
   }
   void zero_grad() override { z_->zero_grad(); }
   void after_backward() override { z_->reduce_ends(); }

@@ -1,0 +1,102 @@
+// The sizes a memory plan is computed from (sizes.h).
+#include "gspo/plan/sizes.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "gspo/core/error.h"
+#include "gspo/parallel/adamw8bit.h"
+#include "gspo/plan/plan_text.h"
+#include "gspo/train/minibatch.h"
+#include "gspo/train/rank_share.h"
+
+namespace gspo::plan {
+namespace {
+
+// The rows of the largest micro-batch: the trainer's own split (train/minibatch.h) of this rank's rows in its largest
+// mini-batch, every response max_new_tokens long. The trainer cuts the global rows into mini-batches and each rank
+// keeps its own; this rank's rows cut alike are its share on average.
+int64_t largest_micro(int64_t rows_per_rank, int64_t prompt_len, int64_t response_len,
+                      const config::AlgorithmOptions& al) {
+  std::vector<int64_t> rows(static_cast<size_t>(train::minibatch_sizes(rows_per_rank, al.num_minibatches).front()));
+  std::iota(rows.begin(), rows.end(), 0);
+  const std::vector<int64_t> lengths(rows.size(), response_len);
+  size_t m = 0;
+  for (const auto& part : train::plan_micro(rows, lengths, prompt_len, al.micro_batch_size, al.micro_batch_tokens))
+    m = std::max(m, part.size());
+  return static_cast<int64_t>(m);
+}
+
+}  // namespace
+
+Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in, int64_t rows_per_rank) {
+  const auto& al = cfg.algorithm;
+  const auto& tr = cfg.train;
+  Sizes z{shape, cfg};
+  z.W = in.world_size;
+  z.N = static_cast<double>(shape.num_parameters());
+  z.bf16 = cfg.model.dtype == config::Dtype::kBFloat16;
+  z.b = z.bf16 ? 2 : 4;
+  z.bs = z.bf16 ? "2" : "4";
+  z.mb = cfg.optimizer.state_bits == 8 ? 2 + 8.0 / parallel::kQuantBlock : 8;  // parallel/adamw8bit.h
+  z.zero1 = cfg.distributed.zero_stage == 1;
+  z.zero3 = cfg.distributed.zero_stage == 3;
+  z.offload = cfg.distributed.optimizer_offload && (z.zero1 || z.zero3);
+  // the sharded engines' shard (parallel/shard_layout.h): 8 bits round it up to whole 256-element blocks
+  const int64_t align = cfg.optimizer.state_bits == 8 ? parallel::kQuantBlock : 1;
+  z.shard = z.zero1 || z.zero3 ? static_cast<double>(ceil_div(shape.num_parameters(), z.W * align) * align) : z.N;
+  z.N0 = z.N;
+  for (int64_t l = 0; l < shape.num_layers; ++l) {
+    const auto n = static_cast<double>(shape.layer_parameters(l));
+    z.N0 -= n;
+    z.Nl = std::max(z.Nl, n);
+  }
+  const auto& sh = shape;
+  z.Ne = static_cast<double>(sh.moe_layers.size()) * sh.num_experts * 3 * sh.hidden_size * sh.moe_intermediate_size;
+  z.E = cfg.distributed.expert_parallel;
+  if (z.E > 1) {
+    if (sh.moe_layers.empty())
+      throw ConfigError("distributed.expert_parallel " + std::to_string(z.E) + ": the model is dense (no MoE layer)");
+    if (z.W % z.E != 0 || sh.num_experts % z.E != 0)
+      throw ConfigError("distributed.expert_parallel " + std::to_string(z.E) + " must divide --world-size (" +
+                        std::to_string(z.W) + ") and the experts of a layer (" + std::to_string(sh.num_experts) + ")");
+    z.R = z.W / z.E;
+    z.shard = std::ceil((z.N - z.Ne) / z.W) + std::ceil(z.Ne / z.E / z.R);
+  }
+  z.Nk = z.N - z.Ne + z.Ne / z.E;
+  z.Nle = static_cast<double>(sh.num_experts / z.E) * 3 * sh.hidden_size * sh.moe_intermediate_size;
+  z.lora = cfg.model.lora_rank > 0;
+  if (z.lora) {
+    const auto c = lora_count(shape, cfg.model);
+    z.Na = c.adapters;
+    z.Nt = c.widest_layer_targets;
+    z.Na_largest = c.largest_tensor;
+    z.Nta = c.targets;
+  }
+  z.P = in.prompt_tokens;
+  z.S = cfg.rollout.max_new_tokens;
+  z.T = z.P + z.S;
+  z.m = largest_micro(rows_per_rank, z.P, z.S, al);
+  z.Tm = static_cast<double>(z.m * z.T);
+  z.chunked = tr.chunked_head && tr.logprob_chunk_tokens > 0;
+  const double response = static_cast<double>(z.m * z.S);
+  z.head_tokens = z.chunked ? std::min<double>(tr.logprob_chunk_tokens, response) : response;
+  z.head_what = z.chunked ? "chunk of " + num(z.head_tokens) + " tokens (train.logprob_chunk_tokens)"
+                          : "whole head: " + std::to_string(z.m) + " rows x " + std::to_string(z.S) + " response tokens";
+  return z;
+}
+
+int64_t training_ranks(const config::Config& cfg, int64_t W) {
+  if (W < 1) throw ConfigError("--world-size must be >= 1 (got " + std::to_string(W) + ")");
+  if (cfg.distributed.rollout_ranks == 0) return W;
+  train::check_world_size(cfg, W);
+  return W - cfg.distributed.rollout_ranks;
+}
+
+PhasePlan phase(const std::string& name, std::vector<Term> terms, double resident) {
+  PhasePlan ph{name, std::move(terms), 0};
+  ph.peak_bytes = resident + sum(ph.terms);
+  return ph;
+}
+
+}  // namespace gspo::plan
