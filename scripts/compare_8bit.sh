@@ -4,10 +4,13 @@
 # RMSNorm, grouped-query attention, tied embeddings; 4 layers, hidden 128), both with the digit prior of the demo.
 # Everything else is tiny.yaml's. Prints a markdown table per model: reward over the first 20 and the last 40 steps,
 # held-out greedy accuracy, the moments' MB, and the 8-bit runs' difference to float32 with the float32 seeds' spread.
-# usage: bash scripts/compare_8bit.sh [RUNS_DIR]   (about 15 minutes on 2 cores; build/gspo must exist)
+# ZERO_STAGE=1 runs every run through ZeRO-1's sharded optimizer (one process: one shard holding the whole flat
+# vector), whose 8-bit store quantises small tensors too, in blocks of the flat order (docs/optimizer.md).
+# usage: [ZERO_STAGE=1] bash scripts/compare_8bit.sh [RUNS_DIR]   (about 10 minutes on 2 cores; build/gspo must exist)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-runs/compare_8bit}"
+ZERO_STAGE="${ZERO_STAGE:-0}"
 source scripts/pyenv.sh; PY="$GSPO_PY"
 [ -f models/tiny_demo.pt ] || "$PY" scripts/make_tiny_model.py --out models/tiny_demo.pt --prior-text 0123456789 \
   --prior-logit 3.0
@@ -20,6 +23,7 @@ one() {  # one MODEL BITS SEED
   build/gspo train -c configs/tiny.yaml --set "model.path=models/$model.pt" --set optimizer.state_bits=$bits \
     --set "train.output_dir=$RUNS/${model}_${bits}_$seed" --set train.threads=1 --set rollout.seed=$seed \
     --set train.seed=$seed --set data.seed=$((1234 + seed)) --set logging.progress=false \
+    --set distributed.zero_stage=$ZERO_STAGE \
     >"$RUNS/${model}_${bits}_$seed.log" 2>&1
 }
 for model in tiny_demo tiny_qwen3_shaped; do

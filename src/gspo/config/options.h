@@ -291,8 +291,8 @@ struct OptimizerOptions {
     v("state_bits", state_bits,
       "bits of each stored AdamW moment: 32 (float32) or 8 (bitsandbytes' blockwise 8-bit AdamW: tensors of 4096+ "
       "elements keep both moments as 8-bit codes with a float32 absmax per 256, about 2 bytes a parameter instead of "
-      "8; smaller ones stay float32). 8 is built for distributed.zero_stage 0, low-rank adapters included "
-      "(docs/optimizer.md)",
+      "8; smaller ones stay float32). Every update engine takes 8: the plain and low-rank-adapter ones per tensor, "
+      "ZeRO-1, ZeRO-3 and expert parallelism per shard, on 256-element block boundaries (docs/optimizer.md)",
       between(8, 32));
   }
 };
