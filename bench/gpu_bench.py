@@ -169,6 +169,7 @@ algorithm:
   micro_batch_size: 1
 optimizer:
   lr: 1.0e-6
+  state_bits: {a.state_bits}
 train:
   max_steps: 1
   output_dir: {a.run}
@@ -177,6 +178,7 @@ checkpoint:
   at_end: false          # no 20 GB save of weights and AdamW state after the measured step
 distributed:
   zero_stage: {a.zero_stage}
+  optimizer_offload: {"true" if a.offload else "false"}
 """)
 
 
@@ -200,7 +202,8 @@ def cmd_long(a):
     if a.limits and os.path.exists(a.limits):
         lim = next((json.loads(x) for x in open(a.limits) if '"limits"' in x), None)
     out = {"bench": "long", "model": info["shape"], "rows": nrows, "response": a.length, "prompt": prompt,
-           "zero_stage": plan["zero_stage"], "peak_gpu_mb": m.get("peak_gpu_mb"),
+           "zero_stage": plan["zero_stage"], "state_bits": a.state_bits, "offload": a.offload,
+           "optimizer_state_mb": m.get("optimizer_state_mb_per_rank"), "peak_gpu_mb": m.get("peak_gpu_mb"),
            "peak_mb_update": m["peak_mb_update"], "peak_mb_rollout": m["peak_mb_rollout"],
            "peak_mb_logprobs": m["peak_mb_logprobs"], "plan_mb": plan["phases"]["update"]["peak_mb"],
            "plan_peak_mb": plan["peak_mb"], "plan_phases": {k: v["peak_mb"] for k, v in plan["phases"].items()},
@@ -299,12 +302,16 @@ def cmd_table(a):
     for c in cells:
         if c.get("bench") == "long":
             where = ", ZeRO-3 on one rank" if c.get("zero_stage") == 3 else ""
+            if c.get("state_bits", 32) != 32 or c.get("offload"):  # issue 56: 8-bit moments, offloaded state
+                where += f", {c.get('state_bits', 32)}-bit moments" + (", offloaded" if c.get("offload") else "")
             mfu = (f", MFU {c['mfu']:.0%} (6 x params x tokens + causal attention, over "
                    f"{limits['gemm_tflops']:.3g} TFLOP/s)") if limits and c.get("mfu") else ""
             gpu = f", peak_gpu_mb {c['peak_gpu_mb']:.0f}" if c.get("peak_gpu_mb") else ""
+            moments = (f"; AdamW moments {c['optimizer_state_mb']:.0f} MB"
+                       if c.get("optimizer_state_mb") is not None else "")
             print(f"long response: {c['rows']} rows x {c['response']} tokens, {c['model']}{where}: peak_mb_update "
                   f"{c['peak_mb_update']:.0f} against the plan's {c['plan_mb']:.0f} "
-                  f"({c['peak_mb_update'] / c['plan_mb'] - 1:+.0%}){gpu}; update {c['update_s']:.2f} s{mfu}")
+                  f"({c['peak_mb_update'] / c['plan_mb'] - 1:+.0%}){gpu}; update {c['update_s']:.2f} s{mfu}{moments}")
 
 
 def main():
@@ -331,6 +338,8 @@ def main():
     lc.add_argument("--run", required=True, help="train.output_dir")
     lc.add_argument("--out", required=True)
     lc.add_argument("--zero-stage", type=int, default=0)
+    lc.add_argument("--state-bits", type=int, default=32, help="optimizer.state_bits")
+    lc.add_argument("--offload", action="store_true", help="distributed.optimizer_offload")
     lg = sub.add_parser("long")
     lg.add_argument("--run", required=True)
     lg.add_argument("--config", required=True)
@@ -339,6 +348,8 @@ def main():
     lg.add_argument("--gspo", default=os.path.join(ROOT, "build", "gspo"))
     lg.add_argument("--limits", default="")
     lg.add_argument("--device-gb", type=float, default=80)
+    lg.add_argument("--state-bits", type=int, default=32, help="the run's optimizer.state_bits (for its label)")
+    lg.add_argument("--offload", action="store_true", help="the run had distributed.optimizer_offload")
     t = sub.add_parser("table")
     t.add_argument("--dir", required=True)
     a = p.parse_args()

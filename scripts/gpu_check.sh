@@ -4,7 +4,7 @@
 #
 #   here:  bash scripts/gpu_pack.sh                 # builds, packs binaries, libraries, models, tokenizer into .gpu/
 #   there: STAGES="bin sample profile eager cuda" bash scripts/gpu_check.sh  # call 1, carry [".gpu", ".deps"] (~8 min)
-#          BUDGET_S=<left - 60> STAGES="bin train long trl zero3" bash scripts/gpu_check.sh  # call 2 at once
+#          BUDGET_S=<left - 60> STAGES="bin train long trl zero3 optim" bash scripts/gpu_check.sh  # call 2 at once
 # (estimates from the 2026-11-27 H200 run: docs/gpu.md; a stage that does not fit what is left is skipped, saying so)
 #
 # Stages (each prints summary lines; logs and JSON cells go to /tmp/gpu_check/logs, and after every stage to $OUT as
@@ -23,6 +23,7 @@
 #   long    item 5: one GSPO step of a Qwen3-1.7B-shaped bf16 model on two 16k-token responses; peak_mb_update
 #           against `gspo plan` for the same config, and the update's MFU against the measured GEMM rate
 #   zero3   item 6: the same model exported in float32, one step at 4k tokens under ZeRO-3 on one rank, against its plan
+#   optim   issue 56: that ZeRO-3 step with 8-bit AdamW moments, and with them offloaded to host memory (~2 min)
 #   trl     item 4: bench/trl_side_by_side.py with TRL's wheels (.gpu/whl, WHEELS=1 bash scripts/gpu_pack.sh)
 #   suite   the whole ctest suite (build mode only; CI runs it on CPUs anyway)
 # BUDGET_S: this call's seconds (540; see fits below). GPU_CHECK_DEVICE=cpu runs the same stages on a CPU at toy
@@ -259,19 +260,19 @@ fi
 LONG_SHAPE=$([ "$DEV" = cuda ] && echo 1.7b || echo tiny)
 LEN=${LONG_LEN:-$([ "$DEV" = cuda ] && echo 16384 || echo 256)}
 LONG_SEQ=$((LEN + 1024))  # the long models' max_seq_len: the response, its prompt and room
-long_step() {  # name, model file, response length, ZeRO stage: one GSPO step, then its cell against gspo plan
-  local cfg="$WORK/$1.yaml"
+long_step() {  # name, model file, response length, ZeRO stage[, optimizer flags of gpu_bench.py]: one GSPO step,
+  local cfg="$WORK/$1.yaml"  # then its cell against gspo plan
   "$PY" bench/gpu_bench.py longcfg --model "$2" --length "$3" --device "$DEV" --zero-stage "$4" --run "$WORK/$1" \
-    --out "$cfg"
+    --out "$cfg" "${@:5}"
   rm -rf "${WORK:?}/$1"
-  say "$1: one step, 2 x $3 tokens, Qwen3-$LONG_SHAPE-shaped, zero_stage $4"
+  say "$1: one step, 2 x $3 tokens, Qwen3-$LONG_SHAPE-shaped, zero_stage $4 ${*:5}"
   timeout "${LONG_TIMEOUT_S:-400}" "$GSPO" train --config "$cfg" > "$LOGS/train_$1.log" 2>&1
   say "$1: gspo train rc=$?: $(grep -E 'step 1/1|error' "$LOGS/train_$1.log" | tail -1 | cut -c1-220)"
   "$PY" bench/gpu_bench.py long --run "$WORK/$1" --config "$cfg" --model-json "$WORK/model_$LONG_SHAPE/model.json" \
-    --length "$3" --gspo "$GSPO" --limits "$LOGS/limits.jsonl" >> "$LOGS/long.jsonl" 2> "$LOGS/$1.err" \
+    --length "$3" --gspo "$GSPO" --limits "$LOGS/limits.jsonl" "${@:5}" >> "$LOGS/long.jsonl" 2> "$LOGS/$1.err" \
     || say "$1: no result: $(tail -1 "$LOGS/$1.err")"
 }
-if has long || has zero3; then
+if has long || has zero3 || has optim; then
   [ -f "$LOGS/limits.jsonl" ] || timeout 120 "$PY" bench/gpu_bench.py limits --device "$DEV" > "$LOGS/limits.jsonl" 2>/dev/null
   : > "$LOGS/long.jsonl"
 fi
@@ -320,6 +321,20 @@ if has zero3 && fits zero3 90; then
     [ -f "$F32" ] || timeout 300 "$PY" scripts/export_hf.py --hf "$WORK/model_$LONG_SHAPE/hf" --out "$F32" \
       --dtype float32 --max-seq-len "$LONG_SEQ" > "$LOGS/export_f32.log" 2>&1 || say "zero3: export failed: $(tail -2 "$LOGS/export_f32.log")"
     [ -f "$F32" ] && long_step long_zero3 "$F32" "$Z3_LEN" 3
+  fi
+  bundle
+fi
+
+# Issue 56: the same ZeRO-3 step with 8-bit AdamW moments, then with them and the float32 masters offloaded to host
+# memory: peak memory and update time beside the float32 step above, each against its plan.
+if has optim && fits optim 150; then
+  Z3_LEN=${LONG_Z3_LEN:-$([ "$DEV" = cuda ] && echo 4096 || echo 128)}
+  F32="$WORK/model_$LONG_SHAPE/model_f32.pt"
+  if make_model "$LONG_SHAPE" "$LONG_SEQ"; then
+    [ -f "$F32" ] || timeout 300 "$PY" scripts/export_hf.py --hf "$WORK/model_$LONG_SHAPE/hf" --out "$F32" \
+      --dtype float32 --max-seq-len "$LONG_SEQ" > "$LOGS/export_f32.log" 2>&1 || say "optim: export failed: $(tail -2 "$LOGS/export_f32.log")"
+    [ -f "$F32" ] && long_step long_zero3_8bit "$F32" "$Z3_LEN" 3 --state-bits 8
+    [ -f "$F32" ] && long_step long_zero3_8bit_offload "$F32" "$Z3_LEN" 3 --state-bits 8 --offload
   fi
   bundle
 fi

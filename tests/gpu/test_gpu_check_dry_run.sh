@@ -41,11 +41,11 @@ run out_short BUDGET_S=30 STAGES="bin sample" > "$TMP/short.log" 2>&1 || { cat "
 grep -Eq "sample: SKIPPED \(estimated 180 s, [0-9]+ s left of BUDGET_S=30\)" "$TMP/short.log" \
   || { cat "$TMP/short.log"; fail "a short budget: the sample stage did not say it was skipped"; }
 
-run out STAGES="bin cuda train sample profile eager long trl zero3" > "$TMP/log" 2>&1 || fail "gpu_check.sh exited non-zero"
+run out STAGES="bin cuda train sample profile eager long trl zero3 optim" > "$TMP/log" 2>&1 || fail "gpu_check.sh exited non-zero"
 L="$TMP/log"; T="$TMP/out/tables.md"
 expect() { grep -Eq "$1" "$2" || fail "$3 (no line matching '$1' in $(basename "$2"))"; }
 expect "bin: gspo [0-9.]+ \(LibTorch [0-9.]+\), packed from [0-9a-f]{12}" "$L" "the bin stage"
-expect "cuda tests rc=0: test cases: 12 \| 12 passed, of which 12 only printed SKIPPED" "$L" "the CUDA cases (skipped on a CPU)"
+expect "cuda tests rc=0: test cases: 13 \| 13 passed, of which 13 only printed SKIPPED" "$L" "the CUDA cases (skipped on a CPU)"
 for run_name in tiny_eager tools lora; do
   expect "^$run_name: steps 5 +reward first10% [0-9.]+ last10% [0-9.]+ +step [0-9.]+s" "$L" "the train stage's $run_name run"
 done
@@ -61,6 +61,10 @@ expect "^long response: 2 rows x 256 tokens, tiny: peak_mb_update [0-9]+ against
   "$T" "the long-response step against gspo plan"
 expect "^long response: 2 rows x 128 tokens, tiny, ZeRO-3 on one rank: peak_mb_update [0-9]+ against the plan's [0-9]+" \
   "$T" "the ZeRO-3 step against gspo plan"
+expect "^long response: 2 rows x 128 tokens, tiny, ZeRO-3 on one rank, 8-bit moments: peak_mb_update [0-9]+ against the plan's [0-9]+" \
+  "$T" "the 8-bit ZeRO-3 step against gspo plan"
+expect "^long response: 2 rows x 128 tokens, tiny, ZeRO-3 on one rank, 8-bit moments, offloaded: peak_mb_update [0-9]+ against the plan's [0-9]+" \
+  "$T" "the offloaded 8-bit ZeRO-3 step against gspo plan"
 expect "^\| step s \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|" "$TMP/out/trl_table.md" "gspo against TRL"
 expect "gpu_check: done" "$L" "the end"
 if grep -Ei "failed|no result|rc=[1-9]|no metrics|SKIPPED \((no trl|estimated)" "$L"; then fail "a stage failed"; fi
@@ -71,7 +75,8 @@ tar tzf "$TMP/out/logs.tgz" | grep -q "logs/long.jsonl" || fail "logs.tgz lacks 
 "$PY" - "$TMP/work/logs/long.jsonl" <<'PY' || fail "the long-response cells"
 import json, sys
 cells = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-assert [(c["response"], c["zero_stage"]) for c in cells] == [(256, 0), (128, 3)], cells
+assert [(c["response"], c["zero_stage"], c["state_bits"], c["offload"]) for c in cells] == [
+    (256, 0, 32, False), (128, 3, 32, False), (128, 3, 8, False), (128, 3, 8, True)], cells
 for c in cells:
     ratio = c["peak_mb_update"] / c["plan_mb"]
     assert c["rows"] == 2 and c["tokens"] > 2 * c["response"], c
