@@ -314,27 +314,25 @@ fi
 
 # Item 6: ZeRO-3's per-layer gathers on one device, against its plan. ZeRO-3 shards a float32 policy: the same
 # weights exported in float32 (model.dtype bfloat16 casts them for the forward, as in the other runs).
+Z3_LEN=${LONG_Z3_LEN:-$([ "$DEV" = cuda ] && echo 4096 || echo 128)}
+F32="$WORK/model_$LONG_SHAPE/model_f32.pt"
+f32_model() {  # stage: the float32 export of the long model, made once; false (said) when it cannot be made
+  make_model "$LONG_SHAPE" "$LONG_SEQ" || return 1
+  [ -f "$F32" ] || timeout 300 "$PY" scripts/export_hf.py --hf "$WORK/model_$LONG_SHAPE/hf" --out "$F32" \
+    --dtype float32 --max-seq-len "$LONG_SEQ" > "$LOGS/export_f32.log" 2>&1 || say "$1: export failed: $(tail -2 "$LOGS/export_f32.log")"
+  [ -f "$F32" ]
+}
 if has zero3 && fits zero3 90; then
-  Z3_LEN=${LONG_Z3_LEN:-$([ "$DEV" = cuda ] && echo 4096 || echo 128)}
-  F32="$WORK/model_$LONG_SHAPE/model_f32.pt"
-  if make_model "$LONG_SHAPE" "$LONG_SEQ"; then
-    [ -f "$F32" ] || timeout 300 "$PY" scripts/export_hf.py --hf "$WORK/model_$LONG_SHAPE/hf" --out "$F32" \
-      --dtype float32 --max-seq-len "$LONG_SEQ" > "$LOGS/export_f32.log" 2>&1 || say "zero3: export failed: $(tail -2 "$LOGS/export_f32.log")"
-    [ -f "$F32" ] && long_step long_zero3 "$F32" "$Z3_LEN" 3
-  fi
+  f32_model zero3 && long_step long_zero3 "$F32" "$Z3_LEN" 3
   bundle
 fi
 
 # Issue 56: the same ZeRO-3 step with 8-bit AdamW moments, then with them and the float32 masters offloaded to host
 # memory: peak memory and update time beside the float32 step above, each against its plan.
 if has optim && fits optim 150; then
-  Z3_LEN=${LONG_Z3_LEN:-$([ "$DEV" = cuda ] && echo 4096 || echo 128)}
-  F32="$WORK/model_$LONG_SHAPE/model_f32.pt"
-  if make_model "$LONG_SHAPE" "$LONG_SEQ"; then
-    [ -f "$F32" ] || timeout 300 "$PY" scripts/export_hf.py --hf "$WORK/model_$LONG_SHAPE/hf" --out "$F32" \
-      --dtype float32 --max-seq-len "$LONG_SEQ" > "$LOGS/export_f32.log" 2>&1 || say "optim: export failed: $(tail -2 "$LOGS/export_f32.log")"
-    [ -f "$F32" ] && long_step long_zero3_8bit "$F32" "$Z3_LEN" 3 --state-bits 8
-    [ -f "$F32" ] && long_step long_zero3_8bit_offload "$F32" "$Z3_LEN" 3 --state-bits 8 --offload
+  if f32_model optim; then
+    long_step long_zero3_8bit "$F32" "$Z3_LEN" 3 --state-bits 8
+    long_step long_zero3_8bit_offload "$F32" "$Z3_LEN" 3 --state-bits 8 --offload
   fi
   bundle
 fi
