@@ -110,7 +110,10 @@ void adamw8bit_step(at::Tensor& p, const at::Tensor& grad, Moments8bit& s, const
     auto m = dequantize_blockwise(m_codes, m_absmax, maps.m);
     auto v = dequantize_blockwise(v_codes, v_absmax, maps.v);
     auto pc = pf.narrow(0, e0, len);
-    const auto a = active.defined() ? active.narrow(0, e0, len) : at::Tensor();
+    // A chunk whose elements are all active (every parameter with a gradient: the usual case) steps unmasked: the mask
+    // would change nothing, and costs three float32 copies of the chunk and three selects.
+    auto a = active.defined() ? active.narrow(0, e0, len) : at::Tensor();
+    if (a.defined() && a.all().item<bool>()) a = at::Tensor();
     const auto m0 = a.defined() ? m.clone() : at::Tensor(), v0 = a.defined() ? v.clone() : at::Tensor();
     const auto p0 = a.defined() ? pc.clone() : at::Tensor();
     m.mul_(b1).add_(g, 1.0f - b1);

@@ -189,10 +189,13 @@ int64_t role_id(const HfBpeTokenizer& t, const json& cfg, const char* key,
   if (cfg.is_object() && cfg.contains(key)) {
     const auto& v = cfg[key];
     std::string name = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", "") : "";
-    if (!name.empty() && t.token_id(name) < 0)
-      throw DataError(origin + ": tokenizer_config.json names " + key + " '" + name.substr(0, 60) +
-                      "', which is not a token of tokenizer.json");
-    if (!name.empty()) return t.token_id(name);
+    if (!name.empty()) {
+      const int64_t id = t.token_id(name);
+      if (id < 0)
+        throw DataError(origin + ": tokenizer_config.json names " + key + " '" + name.substr(0, 60) +
+                        "', which is not a token of tokenizer.json");
+      return id;
+    }
   }
   for (const char* f : fallbacks)
     if (t.token_id(f) >= 0) return t.token_id(f);
