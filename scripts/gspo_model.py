@@ -794,6 +794,8 @@ def manifest_for(cfg: dict, tokenizer: dict, dtype: str) -> dict:
         "max_seq_len": cfg["max_seq_len"],
         "bos_token_id": cfg["bos_token_id"],
         "eos_token_id": cfg["eos_token_id"],
+        # every id that ends a response (eos_token_id first); absent = [eos_token_id] (docs/model-contract.md)
+        **({"eos_token_ids": [int(x) for x in cfg["eos_token_ids"]]} if cfg.get("eos_token_ids") else {}),
         "pad_token_id": cfg["pad_token_id"],
         "num_layers": cfg["num_layers"],
         "hidden_size": cfg["hidden_size"],
