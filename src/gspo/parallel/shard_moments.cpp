@@ -29,8 +29,17 @@ class Float32Moments final : public ShardMoments {
 
 class Blockwise8bitMoments final : public ShardMoments {
  public:
-  Blockwise8bitMoments(int64_t n, const at::TensorOptions& like)
-      : s_(Moments8bit::zeros(n, like)), maps_(Maps8bit::make(like.device())) {}
+  Blockwise8bitMoments(int64_t n, const at::TensorOptions& like, int64_t real)
+      : s_(Moments8bit::zeros(n, like)), maps_(Maps8bit::make(like.device())), real_(real < 0 ? n : std::min(real, n)) {
+    zero();
+  }
+  void zero() override {
+    ShardMoments::zero();
+    if (real_ == s_.m_codes.numel()) return;
+    // the code quantising gives 0.0 (the unsigned map's code 0 is already 0.0 for exp_avg_sq)
+    const auto z = torch::bucketize(torch::zeros({1}, maps_.m.midpoints.options()), maps_.m.midpoints, true, false);
+    s_.m_codes.narrow(0, real_, s_.m_codes.numel() - real_).fill_(z.item<int>());
+  }
   void step_range(at::Tensor& p, const at::Tensor& grad, const at::Tensor& active, double lr, int64_t step,
                   const AdamWHyper& h, int64_t offset) override {
     if (offset % kQuantBlock != 0)
@@ -47,6 +56,7 @@ class Blockwise8bitMoments final : public ShardMoments {
  private:
   Moments8bit s_;
   Maps8bit maps_;
+  int64_t real_;  // elements before the padding
 };
 
 // Either kind in host memory; the step streams the shard through pinned staging buffers a chunk at a time.
@@ -78,6 +88,7 @@ class OffloadedMoments final : public ShardMoments {
     host_->step_range(p, grad, active, lr, step, h, offset);
   }
   std::vector<at::Tensor> tensors() const override { return host_->tensors(); }
+  void zero() override { host_->zero(); }
   int64_t bits() const override { return host_->bits(); }
   int64_t transferred_bytes() const override { return moved_; }
 
@@ -130,12 +141,12 @@ at::TensorOptions host_options(c10::ScalarType dtype) {
 }
 
 std::unique_ptr<ShardMoments> make_shard_moments(int64_t state_bits, int64_t n, const at::TensorOptions& like,
-                                                 bool offload, int64_t chunk) {
+                                                 bool offload, int64_t chunk, int64_t real) {
   if (state_bits != 8 && state_bits != 32)
     throw std::invalid_argument("make_shard_moments: state_bits " + std::to_string(state_bits) + " is not 8 or 32");
   const auto where = offload ? host_options(torch::kFloat) : like;
   std::unique_ptr<ShardMoments> m;
-  if (state_bits == 8) m = std::make_unique<Blockwise8bitMoments>(n, where);
+  if (state_bits == 8) m = std::make_unique<Blockwise8bitMoments>(n, where, real);
   else m = std::make_unique<Float32Moments>(n, where);
   if (!offload) return m;
   const int64_t c = chunk > 0 ? chunk : kStepChunk;

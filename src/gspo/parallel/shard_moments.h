@@ -43,7 +43,8 @@ class ShardMoments {
   // out, what crosses to and from a GPU when the shard's parameters live there (ZeRO-3's host masters: 5 of them).
   virtual int64_t transferred_bytes() const { return 0; }
   int64_t bytes() const;
-  void zero();
+  // All moments 0, as before the first step (what a load starts from; the padding's exp_avg codes stay the code of 0).
+  virtual void zero();
   // Elements per entry of tensors()[k]: 1 (a moment or codes) or 256 (an absmax).
   int64_t per(size_t k) const { return bits() == 8 && k % 2 == 1 ? 256 : 1; }
   // Flat elements [src, src + n) of `from` (tensors() of another shard, or of the whole flat vector: gather()) into this
@@ -54,9 +55,13 @@ class ShardMoments {
 };
 
 // Moments of a shard of n elements for optimizer.state_bits (8 or 32), zeros, on `like`'s device, or with `offload`
-// in host memory, stepped `chunk` elements (a multiple of 256) at a time.
+// in host memory, stepped `chunk` elements (a multiple of 256) at a time. Elements [real, n) of the shard are the flat
+// layout's padding (real < 0: none): with 8 bits their exp_avg codes hold the signed map's code of 0 from the start and
+// after every zero(), so a padded block's absmax is its parameters' alone, as in one process, and a checkpoint (which
+// holds the parameters' codes only) resumes exactly. (Code 0 is the map's -1: left there by a load, the padding read
+// as -absmax and kept the block's absmax up while the moments shrank, #65.)
 std::unique_ptr<ShardMoments> make_shard_moments(int64_t state_bits, int64_t n, const at::TensorOptions& like,
-                                                 bool offload = false, int64_t chunk = 0);
+                                                 bool offload = false, int64_t chunk = 0, int64_t real = -1);
 // What a shard's length must be a multiple of: 256 with 8 bits (kQuantBlock), else 1.
 int64_t shard_align(int64_t state_bits);
 // Host tensor options for offloaded state: pinned when CUDA is available (faster copies to and from a GPU).

@@ -29,7 +29,8 @@ ShardedAdamW::ShardedAdamW(std::vector<at::Tensor> params, AdamWHyper hyper, Com
   chunk_ = std::max<int64_t>(1, std::min(shard_, chunk > 0 ? chunk : default_chunk(comm_.world_size())));
   auto opts = params_.empty() ? torch::TensorOptions(torch::kFloat) : params_[0].options();
   grad_shard_ = torch::zeros({shard_}, opts);
-  moments_ = make_shard_moments(h_.state_bits, shard_, opts, h_.offload);
+  const auto [lo, hi] = range_of(numel_, comm_.world_size(), comm_.rank(), shard_align(h_.state_bits));
+  moments_ = make_shard_moments(h_.state_bits, shard_, opts, h_.offload, 0, hi - lo);  // [hi - lo, shard_): padding
 }
 
 ShardedAdamW::~ShardedAdamW() = default;

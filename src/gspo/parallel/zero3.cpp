@@ -48,7 +48,7 @@ Zero3::Zero3(model::Policy& policy, c10::ScalarType dtype, AdamWHyper hyper, boo
     }
     // float32 [shard]; frozen: none
     u.grad = torch::zeros({frozen_ ? 0 : u.shard}, here.dtype(torch::kFloat));
-    if (!frozen_) u.moments = make_shard_moments(h_.state_bits, u.shard, here, h_.offload);
+    if (!frozen_) u.moments = make_shard_moments(h_.state_bits, u.shard, here, h_.offload, 0, hi - lo);
     u.used.assign(ps.size(), 0);
     u.local.assign(ps.size(), 0);
     u.active = torch::zeros({frozen_ ? 0 : u.shard}, here.dtype(torch::kBool));
