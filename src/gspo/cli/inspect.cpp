@@ -16,6 +16,13 @@
 namespace gspo::cli {
 namespace {
 
+// "2" or "128001 128008 128009": every id that ends a response.
+std::string eos_list(const model::Manifest& m) {
+  std::string out;
+  for (const int64_t id : m.eos_token_ids) out += (out.empty() ? "" : " ") + std::to_string(id);
+  return out;
+}
+
 std::string routing_line(const model::Policy& policy) {
   if (!policy.has_routing()) return "none (no routing-change metric or algorithm.routing_replay; re-export for them)";
   if (policy.moe_layers().empty()) return "route_api 1, dense (no MoE layers)";
@@ -95,7 +102,8 @@ int inspect(const InspectArgs& a) {
                    {"layers", m.num_layers},   {"hidden_size", m.hidden_size},   {"heads", m.num_heads},
                    {"kv_heads", m.num_kv_heads}, {"head_dim", m.head_dim},       {"vocab_size", m.vocab_size},
                    {"max_seq_len", m.max_seq_len}, {"dtype", m.dtype},           {"bos_token_id", m.bos_token_id},
-                   {"eos_token_id", m.eos_token_id}, {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
+                   {"eos_token_id", m.eos_token_id}, {"eos_token_ids", m.eos_token_ids},
+                   {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
                    {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"},
                    {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.slot_api()},
                    {"route_api", policy.has_routing() ? 1 : 0}, {"moe_layers", policy.moe_layers()}};
@@ -112,7 +120,7 @@ int inspect(const InspectArgs& a) {
             << "layers       " << m.num_layers << "  hidden " << m.hidden_size << "  heads " << m.num_heads
             << " (kv " << m.num_kv_heads << ", head_dim " << m.head_dim << ")\n"
             << "vocab        " << m.vocab_size << "  max_seq_len " << m.max_seq_len << "  dtype " << m.dtype << "\n"
-            << "special ids  bos " << m.bos_token_id << "  eos " << m.eos_token_id << "  pad " << m.pad_token_id << "\n"
+            << "special ids  bos " << m.bos_token_id << "  eos " << eos_list(m) << "  pad " << m.pad_token_id << "\n"
             << "tokenizer    " << tok_type << "\n"
             << "methods      ";
   for (const auto& name : policy.methods()) std::cout << name << " ";

@@ -61,9 +61,21 @@ Manifest parse_manifest(const std::string& text, const std::string& file) {
   if (m.vocab_size <= 0) throw ModelContractError(file + ": manifest vocab_size must be > 0");
   if (m.max_seq_len <= 1) throw ModelContractError(file + ": manifest max_seq_len must be > 1");
   check_id(m.eos_token_id, "eos_token_id", true);
+  m.eos_token_ids = field<std::vector<int64_t>>(j, "eos_token_ids", file, false, {m.eos_token_id});
+  if (m.eos_token_ids.empty()) throw ModelContractError(file + ": manifest eos_token_ids is empty");
+  for (const int64_t id : m.eos_token_ids) check_id(id, "eos_token_ids entry", true);
+  if (m.eos_token_ids.front() != m.eos_token_id)
+    throw ModelContractError(file + ": manifest eos_token_ids must start with eos_token_id " +
+                             std::to_string(m.eos_token_id) + " (got " + j.at("eos_token_ids").dump() + ")");
   check_id(m.bos_token_id, "bos_token_id", false);
   check_id(m.pad_token_id, "pad_token_id", false);
   return m;
+}
+
+bool is_eos(const Manifest& m, int64_t id) {
+  for (const int64_t e : m.eos_token_ids)
+    if (e == id) return true;
+  return false;
 }
 
 }  // namespace gspo::model

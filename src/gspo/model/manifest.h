@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gspo::model {
 
@@ -17,6 +18,8 @@ struct Manifest {
   int64_t max_seq_len = 0;      // prompt + response columns the model supports
   int64_t bos_token_id = -1;    // -1 = none
   int64_t eos_token_id = -1;    // required: ends a response
+  std::vector<int64_t> eos_token_ids;  // every id that ends a response (eos_token_id first; optional field, e.g.
+                                       // Llama-3.x Instruct's <|end_of_text|>, <|eom_id|>, <|eot_id|>)
   int64_t pad_token_id = -1;    // id written in padded columns (masked out anyway)
   int64_t num_layers = 0;
   int64_t hidden_size = 0;
@@ -26,6 +29,9 @@ struct Manifest {
   std::string dtype;            // float32, bfloat16, float16
   std::string raw_json;         // the manifest text as stored
 };
+
+// Whether `id` ends a response (one of eos_token_ids).
+bool is_eos(const Manifest& m, int64_t id);
 
 // Parses and checks the manifest text; throws ModelContractError naming `file` and the missing/bad field.
 Manifest parse_manifest(const std::string& json_text, const std::string& file);

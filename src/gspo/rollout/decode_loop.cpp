@@ -46,7 +46,8 @@ DecodeLoop::DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey&
                        const CallPlan* plan, int64_t G)
     : ctx_(ctx), layout_(layout), noise_(noise), n_(n), first_(first), R_(ctx.params.max_new_tokens),
       span_(ctx.params.max_new_tokens + ctx.params.insert_capacity), pad_(ctx.policy.manifest().pad_token_id),
-      eos_(ctx.policy.manifest().eos_token_id), dev_(ctx.policy.device()), pool_(layout.pool()),
+      eos_(ctx.policy.manifest().eos_token_id), eos_ids_(ctx.policy.manifest().eos_token_ids),
+      dev_(ctx.policy.device()), pool_(layout.pool()),
       turn_tok_(ctx.hook ? ctx.hook->turn_token() : -1), plan_(plan), G_(G), hash_(n + 1), ended_(n, 0),
       group_left_((n + G - 1) / G, G), stops_(ctx.params.stop, ctx.tok), written_(n + 1, span_, pad_, dev_),
       text_(n) {
@@ -54,6 +55,7 @@ DecodeLoop::DecodeLoop(const LoopContext& ctx, KvLayout& layout, const NoiseKey&
     hash_[r] = plan_ && r < n_ ? plan_->rows.at(r).noise : row_hash(noise_, r);
   if (!dev_.is_cpu()) hash_dev_ = upload(std::vector<int64_t>(hash_.begin(), hash_.end()));  // (the bits, as int64)
   if (n_ % G_ != 0) group_left_.back() = n_ % G_;
+  if (eos_ids_.size() > 1) eos_dev_ = upload(eos_ids_);
   if (plan_)
     for (size_t g = 0; g < plan_->must_finish.size(); ++g) due_left_ += plan_->must_finish[g] != 0;
   start_rows();
@@ -115,7 +117,7 @@ void DecodeLoop::start_rows() {
     std::copy(p.logprobs.begin(), p.logprobs.end(), logprobs[i].data_ptr<float>());
     if (stops_.active())
       for (auto id : p.ids)
-        if (id != eos_) stops_.append(text_[rows[i]], id);
+        if (!model::is_eos(ctx_.policy.manifest(), id)) stops_.append(text_[rows[i]], id);
     if (p.finish != Finish::kCarried) row_ended(rows[i]), ++finished_;
   }
   auto u = upload(ints);
@@ -328,7 +330,8 @@ void DecodeLoop::sample() {
   } else {
     u = hash_uniforms(hash_dev_.index_select(0, s_.rows), steps_t);
   }
-  auto draw = sample_next(s_.logits, p, u, ban ? eos_ : -1, ban ? own_t < p.min_new_tokens : at::Tensor());
+  auto draw = sample_next(s_.logits, p, u, ban ? eos_ids_ : std::vector<int64_t>{},
+                          ban ? own_t < p.min_new_tokens : at::Tensor());
 
   auto active = s_.done.logical_not();
   if (any_held) active = active.logical_and(s_.paused.logical_not());
@@ -336,11 +339,12 @@ void DecodeLoop::sample() {
   written_.tokens.index_put_({row_w, steps_t}, torch::where(active, draw.tokens, pad_));
   written_.logprobs.index_put_({row_w, steps_t}, torch::where(active, draw.logprobs, 0.0));
   written_.length.index_add_(0, row_w, active.to(torch::kLong));
-  auto eos = active.logical_and(draw.tokens == eos_);
+  // any EOS id ends the row (one compare per id on the device: no host read, capturable)
+  auto eos = active.logical_and(eos_dev_.defined() ? (draw.tokens.unsqueeze(1) == eos_dev_).any(1) : draw.tokens == eos_);
   at::Tensor turn;  // rows whose token ends their turn: they pause below, unless the row ends here anyway
   if (turn_tok_ >= 0) {
     turn = active.logical_and(draw.tokens == turn_tok_);
-    if (turn_tok_ == eos_) eos = eos.logical_and(turn.logical_not());
+    if (model::is_eos(ctx_.policy.manifest(), turn_tok_)) eos = eos.logical_and(turn.logical_not());
   }
   auto special = eos;  // ends that are not the length cap
   if (stops_.active()) {
@@ -350,7 +354,7 @@ void DecodeLoop::sample() {
       if (s_.running(s)) texts[s] = &text_[s_.row[s]];
       check[s] = s_.step[s] - s_.ins[s] + 1 >= p.min_new_tokens;  // vLLM's rule: from the min_new_tokens-th token
     }
-    special = special.logical_or(stops_.advance(draw.tokens, active, eos_, texts, check).to(dev_));
+    special = special.logical_or(stops_.advance(draw.tokens, active, eos_ids_, texts, check).to(dev_));
     ctx_.stats.host_transfers += 2;  // the tokens (inactive rows marked) to the host, the stop flags back
   }
   auto finish = torch::where(eos, static_cast<int64_t>(Finish::kEos), static_cast<int64_t>(Finish::kStop));

@@ -158,6 +158,8 @@ class DecodeLoop final : public SlotControl {
   KvLayout& layout_;
   const NoiseKey noise_;
   const int64_t n_, first_, R_, span_, pad_, eos_;  // R_: the model's tokens; span_: response positions
+  const std::vector<int64_t> eos_ids_;             // every id that ends a row (eos_ first)
+  at::Tensor eos_dev_;                             // eos_ids_ on the device when there are several
   const c10::Device dev_;
   const int64_t pool_;  // slots at the start (the cache allocated; slot_steps counts it)
   const int64_t turn_tok_;  // the hook's turn token, -1 for none: rows may then pause on the device between syncs

@@ -260,7 +260,7 @@ RolloutBatch Sampler::run(const std::vector<std::vector<int64_t>>& prompts, int6
   batch.response_text.resize(N);
   for (int64_t r = 0; r < N; ++r) {
     const auto& t = batch.response_ids[r];
-    const bool eos_last = !t.empty() && t.back() == tok_.eos_id();
+    const bool eos_last = !t.empty() && (model::is_eos(policy_.manifest(), t.back()) || t.back() == tok_.eos_id());
     batch.response_text[r] = tok_.decode(std::vector<int64_t>(t.begin(), t.end() - (eos_last ? 1 : 0)));
   }
   auto [pids, pmask] = left_pad(prompts, P, pad);

@@ -47,6 +47,11 @@ at::Tensor invert_cdf(const at::Tensor& probs, const at::Tensor& uniforms) {
 
 Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms, int64_t banned,
                  const at::Tensor& ban_rows) {
+  return sample_next(logits, p, uniforms, banned >= 0 ? std::vector<int64_t>{banned} : std::vector<int64_t>{}, ban_rows);
+}
+
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms,
+                 const std::vector<int64_t>& banned_ids, const at::Tensor& ban_rows) {
   Draw d;
   const double t = logprob_temperature(p.temperature);
   auto scaled = t == 1.0 ? logits : logits / t;
@@ -54,13 +59,18 @@ Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Te
   // Padded vocabulary rows the tokenizer cannot decode are excluded from the choice (like a top-k exclusion).
   const bool limited = p.vocab_limit > 0 && p.vocab_limit < logits.size(-1);
   auto choosable = limited ? scaled.narrow(-1, 0, p.vocab_limit) : scaled;
-  const bool masked = banned >= 0 && banned < choosable.size(-1);
+  std::vector<int64_t> banned;
+  for (const int64_t id : banned_ids)
+    if (id >= 0 && id < choosable.size(-1)) banned.push_back(id);
+  const bool masked = !banned.empty();
   if (masked) {
     choosable = choosable.clone();
-    if (ban_rows.defined())
-      choosable.select(-1, banned).masked_fill_(ban_rows, -std::numeric_limits<float>::infinity());
-    else
-      choosable.select(-1, banned).fill_(-std::numeric_limits<float>::infinity());
+    for (const int64_t id : banned) {
+      if (ban_rows.defined())
+        choosable.select(-1, id).masked_fill_(ban_rows, -std::numeric_limits<float>::infinity());
+      else
+        choosable.select(-1, id).fill_(-std::numeric_limits<float>::infinity());
+    }
   }
   if (p.temperature <= 0) {
     d.tokens = choosable.argmax(-1);

@@ -56,5 +56,9 @@ struct Draw {
 // `ban_rows` (bool [N], optional) limits the ban to the rows where it is true (rows at different response lengths).
 Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms, int64_t banned = -1,
                  const at::Tensor& ban_rows = {});
+// The same with several banned ids (every EOS id of a model with more than one); ids outside the choosable vocabulary
+// are ignored. One [N, V] copy however many.
+Draw sample_next(const at::Tensor& logits, const SamplingParams& p, const at::Tensor& uniforms,
+                 const std::vector<int64_t>& banned, const at::Tensor& ban_rows);
 
 }  // namespace gspo::rollout

@@ -1,5 +1,7 @@
 #include "gspo/rollout/stop_matcher.h"
 
+#include <algorithm>
+
 #include <torch/torch.h>
 
 #include "gspo/tokenizer/tokenizer.h"
@@ -22,7 +24,7 @@ bool StopMatcher::append_and_match(std::string& text, int64_t id) const {
   return false;
 }
 
-at::Tensor StopMatcher::advance(const at::Tensor& tokens, const at::Tensor& active, int64_t eos_id,
+at::Tensor StopMatcher::advance(const at::Tensor& tokens, const at::Tensor& active, const std::vector<int64_t>& eos_ids,
                                 const std::vector<std::string*>& texts, const std::vector<bool>& check) const {
   // Tokens and flags in one read: an inactive row's token is -1 there.
   auto tok = torch::where(active, tokens, -1).to(torch::kCPU);
@@ -30,7 +32,7 @@ at::Tensor StopMatcher::advance(const at::Tensor& tokens, const at::Tensor& acti
   auto stopped = torch::zeros({n}, torch::kBool);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t id = tok.data_ptr<int64_t>()[i];
-    if (id < 0 || id == eos_id) continue;
+    if (id < 0 || std::find(eos_ids.begin(), eos_ids.end(), id) != eos_ids.end()) continue;
     if (check[i])
       stopped.data_ptr<bool>()[i] = append_and_match(*texts[i], id);
     else

@@ -21,9 +21,9 @@ class StopMatcher {
   // in these bytes is ignored for good, one that a later token completes is found then.
   void append(std::string& text, int64_t id) const;
   // One sampled column of n rows (tokens, active: [n] on any device): appends each active row's token, EOS excepted,
-  // to *texts[i], matching the stop strings where check[i] (else append() only). Returns bool [n] on the CPU: the
+  // (any of eos_ids) to *texts[i], matching the stop strings where check[i] (else append() only). Returns bool [n] on the CPU: the
   // rows a stop string ended.
-  at::Tensor advance(const at::Tensor& tokens, const at::Tensor& active, int64_t eos_id,
+  at::Tensor advance(const at::Tensor& tokens, const at::Tensor& active, const std::vector<int64_t>& eos_ids,
                      const std::vector<std::string*>& texts, const std::vector<bool>& check) const;
 
  private:

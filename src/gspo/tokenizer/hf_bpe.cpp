@@ -182,20 +182,58 @@ void read_pre_tokenizer(const json& j, const std::string& origin, AddSplit&& add
   }
 }
 
+// Where tokenizer_config.json is for a tokenizer read from `origin` (a tokenizer.json path, or a model's spec).
+std::string config_origin(const std::string& origin) {
+  const std::string tail = "tokenizer.json";
+  if (origin.size() >= tail.size() && origin.compare(origin.size() - tail.size(), tail.size(), tail) == 0)
+    return origin.substr(0, origin.size() - tail.size()) + "tokenizer_config.json";
+  return origin + " (its tokenizer config)";
+}
+
+// The special token a tokenizer.json post-processor puts before every single sequence (TemplateProcessing's `single`
+// starting with a SpecialToken, alone or inside a Sequence of processors: Llama 3's <|begin_of_text|>), or -1.
+int64_t leading_special(const HfBpeTokenizer& t, const json& j, const std::string& origin) {
+  const json* pp = j.contains("post_processor") ? &j["post_processor"] : nullptr;
+  if (!pp || !pp->is_object()) return -1;
+  std::vector<const json*> procs{pp};
+  if (pp->value("type", "") == "Sequence" && pp->contains("processors") && (*pp)["processors"].is_array()) {
+    procs.clear();
+    for (const auto& p : (*pp)["processors"]) procs.push_back(&p);
+  }
+  for (const json* p : procs) {
+    if (!p->is_object() || p->value("type", "") != "TemplateProcessing") continue;
+    const auto& single = p->value("single", json::array());
+    if (!single.is_array() || single.empty() || !single[0].is_object() || !single[0].contains("SpecialToken")) return -1;
+    const auto& st = single[0]["SpecialToken"];
+    const std::string name = st.is_object() && st.contains("id") && st["id"].is_string() ? st["id"].get<std::string>() : "";
+    const int64_t id = name.empty() ? -1 : t.token_id(name);
+    if (id < 0)
+      throw DataError(origin + ": post_processor adds the special token '" + name.substr(0, 60) +
+                      "', which is not a token of tokenizer.json");
+    return id;
+  }
+  return -1;
+}
+
 // The id of a role's token: named in tokenizer_config.json (`cfg`) when given, else the first fallback known; -1 if
 // none. A name the vocabulary lacks is a DataError (an eos of -1 would let every response run to the length cap).
+// A role given as null is "none" (transformers writes "bos_token": null); any other value must name a token: a string or
+// an AddedToken object {"content": "..."}. A number, an empty name or another type is a DataError naming the file and key
+// (it used to be ignored and the role guessed).
 int64_t role_id(const HfBpeTokenizer& t, const json& cfg, const char* key,
                 std::initializer_list<const char*> fallbacks, const std::string& origin) {
-  if (cfg.is_object() && cfg.contains(key)) {
+  if (cfg.is_object() && cfg.contains(key) && !cfg[key].is_null()) {
     const auto& v = cfg[key];
-    std::string name = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", "") : "";
-    if (!name.empty()) {
-      const int64_t id = t.token_id(name);
-      if (id < 0)
-        throw DataError(origin + ": tokenizer_config.json names " + key + " '" + name.substr(0, 60) +
-                        "', which is not a token of tokenizer.json");
-      return id;
-    }
+    const json* content = v.is_object() && v.contains("content") ? &v["content"] : &v;
+    if (!content->is_string() || content->get<std::string>().empty())
+      throw DataError(config_origin(origin) + ": " + key + " is " + v.dump().substr(0, 60) +
+                      ", not a token (a string, or an object with a \"content\" string)");
+    const std::string name = content->get<std::string>();
+    const int64_t id = t.token_id(name);
+    if (id < 0)
+      throw DataError(origin + ": tokenizer_config.json names " + key + " '" + name.substr(0, 60) +
+                      "', which is not a token of tokenizer.json");
+    return id;
   }
   for (const char* f : fallbacks)
     if (t.token_id(f) >= 0) return t.token_id(f);
@@ -243,7 +281,17 @@ HfBpeTokenizer::HfBpeTokenizer(const std::string& text, const std::string& confi
   bos_id_ = role_id(*this, cfg, "bos_token", {}, origin);
   pad_id_ = role_id(*this, cfg, "pad_token", {}, origin);
   if (pad_id_ < 0) pad_id_ = eos_id_;
-  add_bos_ = bos_id_ >= 0 && cfg.is_object() && cfg.value("add_bos_token", false);
+  if (cfg.contains("add_bos_token") && !cfg["add_bos_token"].is_boolean() && !cfg["add_bos_token"].is_null())
+    throw DataError(config_origin(origin) + ": add_bos_token is " + cfg["add_bos_token"].dump().substr(0, 40) +
+                    ", not true or false");
+  const bool asked = cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean();
+  add_bos_ = bos_id_ >= 0 && asked && cfg["add_bos_token"].get<bool>();
+  // The post-processor's leading special token is what transformers adds to a plain prompt (add_special_tokens=True):
+  // Llama 3 adds <|begin_of_text|> this way, without add_bos_token. An explicit add_bos_token false keeps it off.
+  if (const int64_t lead = leading_special(*this, j, origin); lead >= 0 && !(asked && !cfg["add_bos_token"].get<bool>())) {
+    if (bos_id_ < 0) bos_id_ = lead;
+    add_bos_ = add_bos_ || lead == bos_id_;
+  }
   for (const auto& a : added_)
     if (a.special) specials_[a.content] = a.id;
 }

@@ -95,12 +95,20 @@ std::unique_ptr<Tokenizer> from_file(const std::string& path_in) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     path = path_in + "/tokenizer.json";
-    std::ifstream cfg(path_in + "/tokenizer_config.json", std::ios::binary);
+    const std::string cfg_path = path_in + "/tokenizer_config.json";
+    std::stringstream a, b;
+    struct stat cs {};
+    if (::stat(cfg_path.c_str(), &cs) == 0) {  // present: it must be a readable, non-empty file (never guessed around)
+      if (S_ISDIR(cs.st_mode)) throw DataError(cfg_path + ": is a directory, not a tokenizer_config.json file");
+      std::ifstream cfg(cfg_path, std::ios::binary);
+      if (!cfg) throw IoError("cannot read '" + cfg_path + "': " + std::strerror(errno));
+      b << cfg.rdbuf();
+      if (b.str().find_first_not_of(" \t\r\n") == std::string::npos)
+        throw DataError(cfg_path + ": the file is empty (expected a JSON object with eos_token, bos_token, ...)");
+    }
     std::ifstream tj(path, std::ios::binary);
     if (!tj) throw IoError("cannot read '" + path + "': " + std::strerror(errno));
-    std::stringstream a, b;
     a << tj.rdbuf();
-    if (cfg) b << cfg.rdbuf();
     if (a.str().empty()) throw DataError(path + ": the file is empty (expected a Hugging Face tokenizer.json)");
     return make_hf(a.str(), b.str(), path);
   }
