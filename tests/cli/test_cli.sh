@@ -173,6 +173,22 @@ expect score-model-reward 0 "avg@2" -- "$GSPO" score -d "$TMP/rm_rows.jsonl" -r 
   --set 'reward.components=["model:1","exact:0"]' --set reward.model_path="$RM"
 expect score-model-reward-policy 4 "not a reward model" -- "$GSPO" score -d "$TMP/rm_rows.jsonl" -r "$TMP/rm_resp.jsonl" \
   --set reward.kind=model --set reward.model_path="$MODELS/tiny.pt"
+# #65 item 3: a reward model that can score no row is refused before any step (naming the key); rows it cannot score
+# during training are counted in metrics.jsonl (reward_model_failed of reward_model_rows) and a warning names the reason.
+RMT=("${TRAIN[@]}" --set 'reward.components=["model:1","leading_integer:0"]' --set reward.model_path="$RM"
+     --set reward.model_template=none --set train.max_steps=2 --set checkpoint.every=0)
+expect train-rm-nothing-fits 2 "reward.model_max_tokens: no row of the data can be scored by the reward model" -- \
+  "$GSPO" train "${RMT[@]}" --set reward.model_max_tokens=2 --set train.output_dir="$TMP/rm_none"
+expect train-rm-nan 4 "probe conversation as nan" -- "$GSPO" train "${TRAIN[@]}" --set reward.kind=model \
+  --set reward.model_path="$MODELS/reward/reward_nan.pt" --set train.output_dir="$TMP/rm_nan"
+expect train-rm-failures 0 "could not be scored by the reward model or judge" -- "$GSPO" train "${RMT[@]}" \
+  --set reward.model_max_tokens=6 --set rollout.max_new_tokens=8 --set rollout.min_new_tokens=8 \
+  --set train.output_dir="$TMP/rm_fail"
+if "$PYTHON" -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ok = all(r["reward_model_rows"] == 16 and 0 < r["reward_model_failed"] <= 16 for r in rows)
+sys.exit(0 if ok and len(rows) == 2 else 1)' "$TMP/rm_fail/metrics.jsonl"; then pass=$((pass+1)); else
+  echo "FAIL train-rm-failures-metrics: metrics.jsonl lacks the counts"; head -c 600 "$TMP/rm_fail/metrics.jsonl"; fail=$((fail+1)); fi
 # A judge (#55 item 3): gspo score grades with its verdicts (the reward P(Yes)/(P(Yes)+P(No)) in scored.jsonl's detail);
 # a verdict the judge's tokenizer splits is refused at start-up naming the key.
 JUDGE="$MODELS/judge/judge_qwen3.pt"
@@ -401,6 +417,23 @@ printf '{"model_type": "qwen3", "hidden_size": 64}' > "$TMP/partial.json"
 expect plan-hf-key 2 "partial.json: missing key 'vocab_size'" -- "$GSPO" plan --hf-config "$TMP/partial.json"
 expect plan-no-manifest 4 "gspo_manifest.json" -- "$GSPO" plan --set "model.path=$MODELS/broken_no_manifest.pt"
 expect plan-device-gb 2 "--device-gb must be positive" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" --device-gb 0
+# #65 item 6: numbers that overflow or cannot be: a clear error naming the key, never a negative parameter count that
+# "fits", a bad_alloc, or NaN accepted
+expect plan-device-gb-nan 2 "--device-gb must be positive" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" --device-gb nan
+expect plan-device-gb-huge 2 "--device-gb must be positive" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" --device-gb 1e300
+expect plan-runtime-nan 2 "--runtime-mb must be a finite number" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" --runtime-mb nan
+expect plan-prompt-tokens-huge 2 "--prompt-tokens must be at most" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" --prompt-tokens 1000000000000
+expect plan-prompts-huge 2 "rollout.prompts_per_step" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" --set rollout.prompts_per_step=1000000000000
+expect plan-max-new-huge 2 "rollout.max_new_tokens" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" --set rollout.max_new_tokens=1000000000000
+expect config-nan 2 "optimizer.lr must be a number (got '.nan')" -- "$GSPO" config --set optimizer.lr=.nan
+"$PYTHON" - "$SRC/configs/hf/qwen3-30b-a3b.json" "$TMP/huge_hidden.json" "$TMP/huge_heads.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+json.dump(dict(c, hidden_size=2**40), open(sys.argv[2], "w"))
+json.dump(dict(c, num_attention_heads=2**22, num_key_value_heads=2**22, head_dim=2**22), open(sys.argv[3], "w"))
+PY
+expect plan-hf-huge-hidden 2 "hidden_size 1099511627776 is larger than any model gspo plans" -- "$GSPO" plan --hf-config "$TMP/huge_hidden.json"
+expect plan-hf-huge-heads 2 "past what gspo plans" -- "$GSPO" plan --hf-config "$TMP/huge_heads.json"
 
 for s in ${skipped[@]+"${skipped[@]}"}; do
   if [ "$fail" -eq 0 ]; then echo "SKIPPED (no ../shared): $s"; else echo "not run (no ../shared): $s"; fi

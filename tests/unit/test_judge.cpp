@@ -242,3 +242,37 @@ TEST_CASE("a weighted sum's failure reason is its grading part's, else a model p
   CHECK_THAT(s[0].failure, Catch::StartsWith("longer than the judge's context"));
   CHECK(s[1].failure.empty());
 }
+
+// #65 items 3 and 9: a judge that could judge no row (a template asking for {answer} of rows without one, questions
+// longer than reward.model_max_tokens) is refused at start-up naming the key; a misspelt placeholder is refused by the
+// config check instead of reaching the judge as literal text; a weight that is not finite is refused.
+TEST_CASE("a judge that can judge no row, or a template with a misspelt placeholder, is refused before any step",
+          "[judge]") {
+  auto cfg = judge_config();
+  const std::vector<data::Example> none{example("Say hi.", ""), example("Say bye.", "")};
+  CHECK_THROWS_WITH(reward::Judge(cfg, c10::Device(c10::kCPU), none),
+                    Catch::Contains("no row of the data can be scored by the judge") &&
+                        Catch::Contains("asks for {answer}, and the row has none"));
+  CHECK_THROWS_AS(reward::Judge(cfg, c10::Device(c10::kCPU), none), ConfigError);
+  std::vector<data::Example> some = none;
+  some.push_back(example("What is 2+3?", "5"));
+  CHECK_NOTHROW(reward::Judge(cfg, c10::Device(c10::kCPU), some));
+  cfg.reward.model_max_tokens = 60;
+  CHECK_THROWS_WITH(reward::Judge(cfg, c10::Device(c10::kCPU), {example(std::string(300, 'x'), "5")}),
+                    Catch::StartsWith("reward.model_max_tokens: no row of the data can be scored by the judge") &&
+                        Catch::Contains("over the limit of 60"));
+  auto refused = [](const std::string& tmpl) {
+    return config_error_of("reward:\n  kind: judge\n  judge_path: j.pt\n  judge_template: \"" + tmpl + "\"\n");
+  };
+  CHECK_THAT(refused("Q: {prompt} A: {answr} R: {response}"),
+             Catch::Contains("reward.judge_template") && Catch::Contains("'{answr}'") &&
+                 Catch::Contains("did you mean {answer}?"));
+  CHECK_THAT(refused("Q: {Prompt} R: {response}"), Catch::Contains("did you mean {prompt}?"));
+  CHECK_THAT(refused("Q: {prompt} R: {respone}"), Catch::Contains("did you mean {response}?"));
+  // other braces are text: an empty pair, a word far from every placeholder (\boxed{score})
+  CHECK_THAT(refused("Q: {prompt} R: {response} Write {score} or {}"), !Catch::Contains("reward.judge_template"));
+  CHECK_THAT(config_error_of("reward:\n  components: [\"judge:inf\"]\n  judge_path: j.pt\n"),
+             Catch::Contains("reward.components") && Catch::Contains("finite number"));
+  CHECK_THAT(config_error_of("reward:\n  components: [\"model:nan\"]\n  model_path: m.pt\n"),
+             Catch::Contains("finite number"));
+}

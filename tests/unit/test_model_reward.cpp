@@ -148,12 +148,26 @@ TEST_CASE("a row the reward model cannot score gets reward 0 and a named failure
   CHECK(s[0].reward != 0.0);
   CHECK(v.totals().failed == 1);
 
-  reward::ModelReward bad(rm_config("reward_nan.pt"), c10::Device(c10::kCPU));
-  const auto b = bad.score_batch({"hi", "hello"}, {&ex, &ex}, nullptr, 1);
-  for (const auto& one : b) {
-    CHECK(one.reward == 0.0);
-    CHECK(one.failure == "returned nan");
-  }
+  CHECK(v.totals().last_failure == s[1].failure);
+}
+
+// #65 item 3: a model reward that can score nothing trained on zeros, each row a failure no one saw. What can be checked
+// before any step is refused then: a model whose score of a probe conversation is not finite, and data none of whose
+// rows fits the model's token limit even with an empty response.
+TEST_CASE("a reward model that can score nothing is refused at start-up, naming the file or the key", "[reward_model]") {
+  CHECK_THROWS_AS(reward::ModelReward(rm_config("reward_nan.pt"), c10::Device(c10::kCPU)), ModelContractError);
+  CHECK_THROWS_WITH(reward::ModelReward(rm_config("reward_nan.pt"), c10::Device(c10::kCPU)),
+                    Catch::Contains("reward_nan.pt") && Catch::Contains("probe conversation as nan"));
+  auto cfg = rm_config("reward_byte.pt");
+  cfg.reward.model_max_tokens = 120;
+  std::vector<data::Example> rows{example(std::string(150, 'q')), example(std::string(200, 'q'))};
+  rows[1].id = "data.jsonl:2";
+  CHECK_THROWS_WITH(reward::ModelReward(cfg, c10::Device(c10::kCPU), rows),
+                    Catch::StartsWith("reward.model_max_tokens: no row of the data can be scored by the reward model") &&
+                        Catch::Contains("the limit of 120"));
+  CHECK_THROWS_AS(reward::ModelReward(cfg, c10::Device(c10::kCPU), rows), ConfigError);
+  rows.push_back(example("Say hi."));  // one row that fits is enough: the others fail row by row, counted
+  CHECK_NOTHROW(reward::ModelReward(cfg, c10::Device(c10::kCPU), rows));
 }
 
 TEST_CASE("a model reward in a weighted sum: accuracy follows the rule that grades, the score is a component",

@@ -1,5 +1,6 @@
 #include "gspo/cli/plan_cmd.h"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -110,7 +111,15 @@ void print_table(const plan::MemoryPlan& p, const PlanArgs& a, const config::Con
 }  // namespace
 
 int plan(const PlanArgs& a) {
-  if (a.device_gb <= 0) throw ConfigError("--device-gb must be positive (got " + std::to_string(a.device_gb) + ")");
+  // Numbers no machine has: NaN, inf, or past what the plan's byte arithmetic holds exactly.
+  if (!(a.device_gb > 0 && a.device_gb <= 1e6))
+    throw ConfigError("--device-gb must be positive, a number of GiB up to 1e6 (got " + std::to_string(a.device_gb) + ")");
+  if (!std::isfinite(a.runtime_mb) || a.runtime_mb > 1e9)
+    throw ConfigError("--runtime-mb must be a finite number of MiB, at most 1e9 (got " + std::to_string(a.runtime_mb) + ")");
+  if (a.prompt_tokens > (int64_t{1} << 22))
+    throw ConfigError("--prompt-tokens must be at most 4194304 (got " + std::to_string(a.prompt_tokens) + ")");
+  if (a.world_size > (int64_t{1} << 20))
+    throw ConfigError("--world-size must be at most 1048576 (got " + std::to_string(a.world_size) + ")");
   const auto cfg = config::load(a.config, a.overrides);
   if (a.hf_config.empty() && cfg.model.path.empty())
     throw ConfigError("model.path is empty: set it, or plan from a Hugging Face config.json with --hf-config");

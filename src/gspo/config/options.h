@@ -131,9 +131,9 @@ struct RolloutOptions {
 
   template <class V>
   void visit(V&& v) {
-    v("prompts_per_step", prompts_per_step, "prompts per rollout batch (B)", at_least(1));
-    v("group_size", group_size, "responses sampled per prompt (G); group advantages need >= 2", at_least(2));
-    v("max_new_tokens", max_new_tokens, "maximum response length in tokens", at_least(1));
+    v("prompts_per_step", prompts_per_step, "prompts per rollout batch (B)", between(1, 1 << 20));
+    v("group_size", group_size, "responses sampled per prompt (G); group advantages need >= 2", between(2, 1 << 16));
+    v("max_new_tokens", max_new_tokens, "maximum response length in tokens", between(1, 1 << 22));
     v("min_new_tokens", min_new_tokens, "minimum response length in tokens (transformers' min_new_tokens, vLLM's "
       "min_tokens): EOS cannot be drawn as one of the first min_new_tokens tokens (it is masked before top-k/top-p; "
       "the recorded log-probs stay the unmasked policy's, as with top-k/top-p), and stop strings are not checked "

@@ -1,5 +1,6 @@
 #include "gspo/config/rule.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace gspo::config {
@@ -26,6 +27,7 @@ std::string describe(const Rule& r) {
 }
 
 std::string check_number(const Rule& r, double v) {
+  if (!std::isfinite(v)) return describe(r).empty() ? "a finite number" : describe(r) + ", a finite number";
   bool ok = true;
   if (r.min) ok = ok && (r.min_exclusive ? v > *r.min : v >= *r.min);
   if (r.max) ok = ok && (r.max_exclusive ? v < *r.max : v <= *r.max);

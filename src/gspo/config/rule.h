@@ -26,7 +26,8 @@ inline Rule any() { return Rule{}; }
 
 // Describes the rule for messages and docs: ">= 2", "one of gspo, grpo", "in [0, 1]", "in [0, 1)".
 std::string describe(const Rule& r);
-// Returns an empty string when `v` satisfies the numeric part of `r`, else the rule's description.
+// Returns an empty string when `v` satisfies the numeric part of `r`, else the rule's description (a value that is
+// not finite never does: NaN or inf in any numeric option is refused).
 std::string check_number(const Rule& r, double v);
 
 }  // namespace gspo::config

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "gspo/config/suggest.h"
 #include "gspo/config/value_text.h"
 
 namespace gspo::config {
@@ -23,6 +26,26 @@ std::string at(const Config& c, const std::string& key) {
     if (auto item = c.origin.find(key.substr(0, dot)); item != c.origin.end()) return item->second;
   return "<default>";
 }
+// A `{word}` in judge_template that is not a placeholder but within two edits of one ({answr}, {Answer}, {respone})
+// would reach the judge as literal text: the placeholder it resembles, else "". Other braces ({}, \boxed{score}, JSON)
+// are text.
+std::string misspelt_placeholder(const std::string& tmpl, std::string& word) {
+  static const std::vector<std::string> kNames{"prompt", "response", "answer"};
+  for (size_t open = tmpl.find('{'); open != std::string::npos; open = tmpl.find('{', open + 1)) {
+    const size_t close = tmpl.find('}', open + 1);
+    if (close == std::string::npos) break;
+    word = tmpl.substr(open + 1, close - open - 1);
+    if (word.empty() || word.size() > 16 || std::find(kNames.begin(), kNames.end(), word) != kNames.end()) continue;
+    if (!std::all_of(word.begin(), word.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_'; }))
+      continue;
+    std::string lower = word;
+    for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (const auto& name : kNames)
+      if (edit_distance(lower, name) <= 2) return name;
+  }
+  return "";
+}
+
 void validate_reward(const Config& c, std::vector<std::string>& e) {
   const auto& r = c.reward;
   std::vector<std::string> used = {name_of(r.kind)};
@@ -34,14 +57,14 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
     if (colon != std::string::npos) {
       try {
         size_t pos = 0;
-        std::stod(comp.substr(colon + 1), &pos);
-        ok_weight = pos == comp.size() - colon - 1;
+        const double w = std::stod(comp.substr(colon + 1), &pos);
+        ok_weight = pos == comp.size() - colon - 1 && std::isfinite(w);  // model:inf, model:nan: no learning
       } catch (const std::exception&) {
       }
     }
     if (colon == std::string::npos || !ok_weight || !parse_choice<RewardKind>(name)) {
       e.push_back(at(c, "reward.components") + ": reward.components entries must be \"name:weight\" with a name among " +
-                  names_of<RewardKind>() + " (got " + value_preview(comp) + ")");
+                  names_of<RewardKind>() + " and a finite number as the weight (got " + value_preview(comp) + ")");
       continue;
     }
     used.push_back(name);
@@ -68,6 +91,11 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
     if (r.judge_template.find("{response}") == std::string::npos)
       e.push_back(at(c, "reward.judge_template") + ": reward.judge_template must show the judge the response "
                   "({response})");
+    std::string word;
+    if (const auto meant = misspelt_placeholder(r.judge_template, word); !meant.empty())
+      e.push_back(at(c, "reward.judge_template") + ": '{" + word + "}' in reward.judge_template is not a placeholder "
+                  "(did you mean {" + meant + "}?); it takes {prompt}, {response} and {answer}, other text goes to the "
+                  "judge as written");
     if (r.judge_mode == JudgeMode::kVerdict && (r.judge_yes.empty() || r.judge_no.empty() || r.judge_yes == r.judge_no))
       e.push_back(at(c, "reward.judge_yes") + ": the verdicts reward.judge_yes ('" + r.judge_yes +
                   "') and reward.judge_no ('" + r.judge_no + "') must be two different, non-empty texts");

@@ -52,6 +52,22 @@ void check_positive(const ModelShape& s, const std::string& where) {
   if (s.num_heads % s.num_kv_heads != 0)
     throw ConfigError(where + ": num_heads (" + std::to_string(s.num_heads) + ") must be a multiple of num_kv_heads (" +
                       std::to_string(s.num_kv_heads) + ")");
+  // Sizes past these overflow the exact int64 parameter count (a negative count "fits" any device): no model has them.
+  const std::pair<const char*, int64_t> bounded[] = {
+      {"vocab_size", s.vocab_size}, {"hidden_size", s.hidden_size}, {"num_layers", s.num_layers},
+      {"num_heads", s.num_heads}, {"num_kv_heads", s.num_kv_heads}, {"head_dim", s.head_dim},
+      {"intermediate_size", s.intermediate_size}, {"num_experts", s.num_experts},
+      {"moe_intermediate_size", s.moe_intermediate_size}};
+  for (const auto& [name, v] : bounded)
+    if (v > (int64_t{1} << 24))
+      throw ConfigError(where + ": " + name + " " + std::to_string(v) + " is larger than any model gspo plans (at most " +
+                        std::to_string(int64_t{1} << 24) + ")");
+  const long double H = s.hidden_size, per_layer = H * s.num_heads * s.head_dim * 2 + H * s.num_kv_heads * s.head_dim * 2 +
+                        3 * H * s.intermediate_size + 3 * H * s.moe_intermediate_size * s.num_experts;
+  const long double estimate = per_layer * s.num_layers + 2 * H * s.vocab_size;
+  if (estimate > 1e15L)
+    throw ConfigError(where + ": these sizes make a model of about " + std::to_string(static_cast<double>(estimate)) +
+                      " parameters, past what gspo plans (1e15)");
   for (int64_t l : s.moe_layers)
     if (l < 0 || l >= s.num_layers)
       throw ConfigError(where + ": MoE layer " + std::to_string(l) + " is outside 0.." + std::to_string(s.num_layers - 1));

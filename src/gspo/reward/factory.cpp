@@ -74,6 +74,7 @@ class Weighted : public Verifier {
     for (const auto& part : parts_) {
       const auto p = part.first->scoring_totals();
       t.rows += p.rows, t.failed += p.failed, t.tokens += p.tokens, t.seconds += p.seconds;
+      if (!p.last_failure.empty()) t.last_failure = p.last_failure;
     }
     return t;
   }
@@ -120,7 +121,7 @@ class PerRow : public Verifier {
 };
 
 std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config& cfg, const data::TestCoverage& rows,
-                                   c10::Device device) {
+                                   c10::Device device, const std::vector<data::Example>& examples) {
   using config::RewardKind;
   const auto& r = cfg.reward;
   const bool arithmetic = cfg.data.task == config::Task::kArithmetic;
@@ -129,8 +130,8 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
     code_rows.without_tests = 0;
     data::TestCoverage math_rows = rows;  // ... and the math verifier the rows without (each has an answer)
     math_rows.without_answer = 0;
-    return std::make_unique<PerRow>(make_one(RewardKind::kMath, cfg, math_rows, device),
-                                    make_one(RewardKind::kCode, cfg, code_rows, device));
+    return std::make_unique<PerRow>(make_one(RewardKind::kMath, cfg, math_rows, device, examples),
+                                    make_one(RewardKind::kCode, cfg, code_rows, device, examples));
   }
   if (kind == RewardKind::kAuto)
     kind = arithmetic ? RewardKind::kLeadingInteger : rows.with_tests > 0 ? RewardKind::kCode : RewardKind::kMath;
@@ -162,8 +163,8 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
       o.lcb_timeout_s = r.lcb_timeout_s;
       return std::make_unique<CodeVerifier>(o);
     }
-    case RewardKind::kModel: return std::make_unique<ModelReward>(cfg, device);
-    case RewardKind::kJudge: return std::make_unique<Judge>(cfg, device);
+    case RewardKind::kModel: return std::make_unique<ModelReward>(cfg, device, examples);
+    case RewardKind::kJudge: return std::make_unique<Judge>(cfg, device, examples);
     case RewardKind::kAuto: break;
   }
   throw ConfigError(std::string("reward: no verifier for '") + config::name_of(kind) + "'");
@@ -193,14 +194,14 @@ std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::ve
   const auto rows = data::code_test_coverage(examples);
   std::unique_ptr<Verifier> v;
   if (cfg.reward.components.empty()) {
-    v = make_one(cfg.reward.kind, cfg, rows, device);
+    v = make_one(cfg.reward.kind, cfg, rows, device, examples);
   } else {
     auto w = std::make_unique<Weighted>();
     for (const auto& c : cfg.reward.components) {
       const auto colon = c.rfind(':');
       const auto kind = config::parse_choice<config::RewardKind>(c.substr(0, colon));
       if (!kind) throw ConfigError("reward.components: unknown verifier in '" + c + "'");  // validate() refuses it first
-      w->add(make_one(*kind, cfg, rows, device), std::stod(c.substr(colon + 1)));
+      w->add(make_one(*kind, cfg, rows, device, examples), std::stod(c.substr(colon + 1)));
     }
     v = std::move(w);
   }

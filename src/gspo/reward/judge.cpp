@@ -93,7 +93,8 @@ JudgementScore parse_judgement(const std::string& judgement, double max_score) {
   return {v / max_score, ""};
 }
 
-Judge::Judge(const config::Config& cfg, c10::Device device) : opts_(cfg.reward) {
+Judge::Judge(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows)
+    : opts_(cfg.reward) {
   judge_ = std::make_unique<model::Policy>(
       model::load_frozen(opts_.judge_path, device, score_dtype(opts_.model_dtype, device)));
   model::check_contract(*judge_);
@@ -116,6 +117,9 @@ Judge::Judge(const config::Config& cfg, c10::Device device) : opts_(cfg.reward) 
     max_tokens_ = std::min(max_tokens_, context - opts_.judge_max_new_tokens);
     sampler_ = std::make_unique<rollout::Sampler>(*judge_, *tok_, judgement_params(cfg));
   }
+  check_some_row_fits(rows, max_tokens_, "the judge " + opts_.judge_path,
+                      opts_.model_max_tokens > 0 ? "reward.model_max_tokens" : "reward.judge_template",
+                      [&](const data::Example& ex) { return question_ids("", ex); });
   log::info("judge {}: {} ({} parameters, {} layers) on {}, {}; questions up to {} tokens, passes of {} tokens",
             opts_.judge_path, m.architecture, judge_->num_parameters(), m.num_layers, judge_->device().str(),
             verdict ? "verdict " + opts_.judge_yes + "/" + opts_.judge_no
@@ -175,7 +179,8 @@ std::vector<Score> Judge::score_batch(const std::vector<std::string>& responses,
     judgements(rows, out, tokens);
   }
   totals_.rows += static_cast<int64_t>(responses.size());
-  totals_.failed += std::count_if(out.begin(), out.end(), [](const Score& s) { return !s.failure.empty(); });
+  for (const auto& s : out)
+    if (!s.failure.empty()) note_failure(totals_, s.failure);
   totals_.tokens += tokens;
   totals_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

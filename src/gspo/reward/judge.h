@@ -30,7 +30,10 @@ class Judge : public Verifier {
  public:
   // Loads reward.judge_path onto `device`, frozen (ModelContractError / IoError / DataError naming the file; a verdict
   // that is not one token: ConfigError naming reward.judge_yes or judge_no).
-  Judge(const config::Config& cfg, c10::Device device);
+  // `rows`: the data it will judge; when not
+  // one row's question fits in reward.model_max_tokens or can be asked (a template asking for {answer} of rows
+  // without one), ConfigError.
+  Judge(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows = {});
   ~Judge() override;
 
   Score score(const std::string& response, const data::Example& ex) const override;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/data/example.h"
 #include "gspo/tokenizer/chat_template.h"
@@ -34,19 +35,38 @@ void normalise(std::vector<Score>& out, const std::vector<bool>& scored, bool st
 
 }  // namespace
 
-ModelReward::ModelReward(const config::Config& cfg, c10::Device device)
+ModelReward::ModelReward(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows)
     : opts_(cfg.reward),
       data_(cfg.data),
       rm_(model::RewardModel::load(cfg.reward.model_path, device, score_dtype(cfg.reward.model_dtype, device))) {
   tok_ = tokenizer::from_path_or_spec("", rm_.tokenizer_json(), cfg.reward.model_path);
   const int64_t context = rm_.manifest().max_seq_len;
   max_tokens_ = opts_.model_max_tokens > 0 ? std::min(opts_.model_max_tokens, context) : context;
+  probe();
+  check_some_row_fits(rows, max_tokens_, "the reward model " + cfg.reward.model_path,
+                      opts_.model_max_tokens > 0 ? "reward.model_max_tokens" : "reward.model_path",
+                      [&](const data::Example& ex) { return tok_->encode(render("", ex)); });
   log::info("reward model {}: {} ({} parameters, {} layers) on {} in {}, conversations up to {} tokens, passes of {} "
             "tokens", cfg.reward.model_path, rm_.manifest().architecture, rm_.num_parameters(), rm_.manifest().num_layers,
             rm_.device().str(), c10::toString(rm_.dtype()), max_tokens_, opts_.model_batch_tokens);
 }
 
 ModelReward::~ModelReward() = default;
+
+// One short conversation through the model at start-up: a model whose scores are not finite (NaN weights, a broken
+// score head; `gspo inspect` refuses it too) would fail every row and train on zeros.
+void ModelReward::probe() {
+  auto ids = tok_->encode("Hello");
+  if (ids.empty()) ids.push_back(std::max<int64_t>(0, rm_.manifest().pad_token_id));
+  const auto n = static_cast<int64_t>(ids.size());
+  const auto s = rm_.score(torch::tensor(ids, torch::kLong).view({1, n}).to(rm_.device()),
+                           torch::ones({1, n}, torch::kLong).to(rm_.device())).to(torch::kFloat).cpu();
+  const float v = s.reshape({-1})[0].item<float>();
+  if (!std::isfinite(v))
+    throw ModelContractError(opts_.model_path + ": the reward model scores a probe conversation as " +
+                             (std::isnan(v) ? "nan" : "inf") + " (its weights or score head are broken; gspo inspect "
+                             "checks this too): every row would fail and the policy would train on zeros");
+}
 
 std::string ModelReward::render(const std::string& response, const data::Example& ex) const {
   if (opts_.model_template == config::ChatTemplate::kNone) return data::apply_template(data_.prompt_template, ex.prompt) + response;
@@ -99,6 +119,8 @@ std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& resp
   normalise(out, scored, opts_.model_normalize, opts_.model_clip);
   totals_.rows += static_cast<int64_t>(responses.size());
   totals_.failed += static_cast<int64_t>(std::count(scored.begin(), scored.end(), false));
+  const auto first_failed = std::find(scored.begin(), scored.end(), false);
+  if (first_failed != scored.end()) totals_.last_failure = out[first_failed - scored.begin()].failure;
   totals_.tokens += tokens;
   totals_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

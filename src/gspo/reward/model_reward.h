@@ -23,8 +23,10 @@ namespace gspo::reward {
 
 class ModelReward : public Verifier {
  public:
-  // Loads reward.model_path onto `device` (ModelContractError / IoError / DataError naming the file).
-  ModelReward(const config::Config& cfg, c10::Device device);
+  // Loads reward.model_path onto `device` (ModelContractError / IoError / DataError naming the file; a model scoring a
+  // probe conversation as nan or inf: ModelContractError). `rows`: the data it will score; when not one row's
+  // conversation fits in reward.model_max_tokens (the model's context), ConfigError.
+  ModelReward(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows = {});
   ~ModelReward() override;
 
   Score score(const std::string& response, const data::Example& ex) const override;
@@ -42,6 +44,8 @@ class ModelReward : public Verifier {
   ScoringTotals scoring_totals() const override { return totals(); }
 
  private:
+  void probe();
+
   config::RewardOptions opts_;
   config::DataOptions data_;
   int64_t max_tokens_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gspo/core/error.h"
+
 namespace gspo::reward {
 
 c10::ScalarType score_dtype(config::ScoreDtype d, c10::Device device) {
@@ -48,6 +50,33 @@ std::vector<std::vector<const Pending*>> passes_of(std::vector<Pending>& rows, i
     passes.back().push_back(&r);
   }
   return passes;
+}
+
+void check_some_row_fits(const std::vector<data::Example>& rows, int64_t max_tokens, const std::string& who,
+                         const std::string& key, const std::function<std::vector<int64_t>(const data::Example&)>& ids_of) {
+  if (rows.empty()) return;
+  size_t shortest = SIZE_MAX;
+  std::string why;
+  for (const auto& ex : rows) {
+    try {
+      const auto n = ids_of(ex).size();
+      if (n > 0 && static_cast<int64_t>(n) <= max_tokens) return;
+      shortest = std::min(shortest, n);
+    } catch (const std::exception& e) {
+      if (why.empty()) why = ex.id + ": " + std::string(e.what()).substr(0, 160);
+    }
+  }
+  throw ConfigError(key + ": no row of the data can be scored by " + who + ": " +
+                    (shortest != SIZE_MAX ? "the shortest conversation, with an empty response, is " +
+                                                std::to_string(shortest) + " tokens, over the limit of " +
+                                                std::to_string(max_tokens)
+                                          : "no row can be put to it (" + why + ")") +
+                    "; every sample would get reward 0");
+}
+
+void note_failure(ScoringTotals& totals, const std::string& why) {
+  ++totals.failed;
+  totals.last_failure = why;
 }
 
 }  // namespace gspo::reward

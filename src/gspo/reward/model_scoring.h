@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gspo/config/choices.h"
+#include "gspo/data/example.h"
 #include "gspo/reward/verifier.h"
 
 namespace gspo::reward {
@@ -39,5 +40,15 @@ std::vector<Pending> rows_to_score(size_t n, int64_t max_tokens, const ScoringNa
 // Sorts `rows` longest first and packs them into passes of rows x (longest row + extra) <= budget tokens, each pass
 // at least one row (`extra`: columns a pass adds to every row, e.g. the tokens a judge may write).
 std::vector<std::vector<const Pending*>> passes_of(std::vector<Pending>& rows, int64_t budget, int64_t extra = 0);
+
+// Start-up: a scorer that could score none of `rows` would train on zeros (every row a failure, reward 0). Throws
+// ConfigError naming `key` when not one row's conversation with an empty response (`ids_of`) fits in `max_tokens`
+// (rows that cannot be encoded count as not fitting). Stops at the first row that fits: cheap on any real data set.
+// No rows (a scorer built before its data): nothing to check.
+void check_some_row_fits(const std::vector<data::Example>& rows, int64_t max_tokens, const std::string& who,
+                         const std::string& key, const std::function<std::vector<int64_t>(const data::Example&)>& ids_of);
+
+// The step's tally of a scorer's failures for the warning and the metrics: the latest failure's reason.
+void note_failure(ScoringTotals& totals, const std::string& why);
 
 }  // namespace gspo::reward

@@ -29,6 +29,7 @@ struct Score {
 struct ScoringTotals {
   int64_t rows = 0, failed = 0, tokens = 0;
   double seconds = 0;
+  std::string last_failure;  // the reason of the latest row that could not be scored ("" = none yet)
 };
 
 // An episode's tool use (multi-turn tools, docs/tools.md), for rewards on it.

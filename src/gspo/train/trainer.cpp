@@ -382,6 +382,17 @@ void warn_tool_errors(const StepMetrics& m, bool main, int64_t& in_a_row) {
             "writes (gspo eval writes each episode with its observations to samples.jsonl)",
             m.step, m.tool_errors, std::llround(calls), m.tool_timeouts, in_a_row);
 }
+
+// A step at least half of whose rows the reward model or the judge could not score (every rank's rows): said on the
+// first such step and every 20th in a row, with this rank's latest reason; those rows got reward 0 from the scorer.
+void warn_scoring_failures(const StepMetrics& m, bool main, int64_t& in_a_row) {
+  in_a_row = m.reward_model_rows > 0 && 2 * m.reward_model_failed >= m.reward_model_rows ? in_a_row + 1 : 0;
+  if (!main || !say_in_a_row(in_a_row)) return;
+  log::warn("step {}: {} of {} rows could not be scored by the reward model or judge ({} step(s) in a row; latest: "
+            "{}): they get reward 0 from it; metrics.jsonl counts them in reward_model_failed",
+            m.step, m.reward_model_failed, m.reward_model_rows, in_a_row,
+            m.reward_model_failure.empty() ? "on another rank" : m.reward_model_failure);
+}
 }  // namespace
 
 // What the loop keeps across steps: the summary's windows and the warnings that count steps in a row.
@@ -389,6 +400,7 @@ struct Trainer::Impl::RunTally {
   std::vector<double> rewards, accs;
   int64_t flat_steps = 0;  // consecutive steps whose rewards were all equal
   int64_t tool_steps = 0;  // consecutive steps at least half of whose tool calls failed
+  int64_t unscored_steps = 0;  // consecutive steps at least half of whose rows the reward model or judge failed
   AsyncTally async;        // distributed.rollout_ranks > 0 or async.partial_rollout
 };
 
@@ -426,6 +438,7 @@ void Trainer::Impl::record_step(StepMetrics& m, RunTally& t, TrainSummary& sum) 
               progress->step, r, t.flat_steps,
               r <= 0 ? "; if it persists, check the answers and the verifier (gspo generate shows responses)" : "");
   }
+  if (m.shown(Shown::kScoring)) warn_scoring_failures(m, comm.is_main(), t.unscored_steps);
   if (m.shown(Shown::kTools)) {
     sum.tools = true;
     sum.tool_calls += std::llround(m.tool_calls.sum);

@@ -159,6 +159,8 @@ struct StepMetrics {
   Mean rollout_slot_util;             // busy slot-steps over all slot-steps
   int64_t prefill_tokens = 0;         // prompt columns through prefill, every rank
   int64_t reward_model_tokens = 0;    // tokens through reward models and judges (padding included), every rank
+  int64_t reward_model_rows = 0, reward_model_failed = 0;  // rows put to them, rows they could not score, every rank
+  std::string reward_model_failure;   // this rank's latest reason a row could not be scored (the warning's; not a field)
   double train_host_reads = 0;        // device-to-host reads per update micro-batch (rank 0)
   int64_t sample_host_transfers = 0;  // host<->device transfers of the decode loops (rank 0)
   int64_t sample_decode_steps = 0;    // decode steps of the sampler (rank 0)
@@ -315,6 +317,12 @@ struct StepMetrics {
     v("reward_model_tokens", reward_model_tokens, Reduce::kSum, Match::kNone, Shown::kScoring,
       "tokens through the reward model and the judge this step, padding and a judge's own tokens included, every "
       "rank (scoring is a prefill: time_reward_s / these tokens is its cost)");
+    v("reward_model_rows", reward_model_rows, Reduce::kSum, Match::kExact, Shown::kScoring,
+      "rows put to the reward model and the judge this step (a row twice with both), every rank");
+    v("reward_model_failed", reward_model_failed, Reduce::kSum, Match::kExact, Shown::kScoring,
+      "of those, rows they could not score (longer than reward.model_max_tokens, a judge's {answer} on a row without "
+      "one, a non-finite score, a judgement without a score): each got reward 0 from that scorer; a warning names the "
+      "reason when it is half of the rows or more");
     v("time_old_logprobs_s", time_old_logprobs_s, Reduce::kLocal, Match::kNone, A,
       "wall seconds recomputing old (and reference) log-probs");
     v("time_update_s", time_update_s, Reduce::kLocal, Match::kNone, A, "wall seconds of the mini-batch updates");

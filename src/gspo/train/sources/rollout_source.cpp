@@ -53,7 +53,7 @@ Scored score_batch(const config::Config& c, const reward::Verifier& verifier, ro
                    const std::vector<std::string>& graded, const std::vector<const data::Example*>& per_row,
                    const std::vector<reward::ToolUse>* uses, int64_t version, StepMetrics& m) {
   const auto t = Clock::now();
-  const int64_t tokens_before = verifier.scoring_totals().tokens;
+  const auto before = verifier.scoring_totals();
   Scored s;
   for (auto& sc : reward::score_all(verifier, graded, per_row, c.reward.workers, uses)) {
     s.rewards.push_back(sc.reward);
@@ -72,7 +72,11 @@ Scored score_batch(const config::Config& c, const reward::Verifier& verifier, ro
     s.rewards[r] += pen;
   }
   m.time_reward_s += core::seconds_since(t);
-  m.reward_model_tokens += verifier.scoring_totals().tokens - tokens_before;
+  const auto after = verifier.scoring_totals();
+  m.reward_model_tokens += after.tokens - before.tokens;
+  m.reward_model_rows += after.rows - before.rows;
+  m.reward_model_failed += after.failed - before.failed;
+  if (after.failed > before.failed) m.reward_model_failure = after.last_failure;
   s.versions.assign(s.rewards.size(), version);
   s.batch = std::move(batch);
   return s;
