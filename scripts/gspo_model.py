@@ -138,6 +138,10 @@ class Attention(nn.Module):
         v = v.transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        # norms kept in float32 beside bf16 projections (RMSNorm's weight * y promotes) would send float32 queries and
+        # keys beside bf16 values and cache: attention computes in the projections' dtype (a no-op when they agree)
+        q = q.to(v.dtype)
+        k = k.to(v.dtype)
         varlen = mask is not None and mask.dtype == torch.int32
         if kv is not None and columns is not None and slots is not None:
             rows = slots.view(b, 1).expand(b, t)
@@ -342,6 +346,9 @@ class CausalLM(nn.Module):
         self.register_buffer("cos_table", emb.cos().float(), persistent=True)
         self.register_buffer("sin_table", emb.sin().float(), persistent=True)
         self.varlen_anywhere = False  # tests: the flash path's index arithmetic on the CPU against a reference kernel
+        # FlashAttention-2 needs sm80+: gspo (model/policy.cpp gate_flash) sets this False on an older GPU, where the
+        # slot passes then attend through SDPA under a mask (TorchScript cannot ask the device itself)
+        self.flash_ok = True
 
     def _rope(self, attention_mask: Tensor, start: int, total: int, dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
         """cos/sin [B, 1, total - start, D] of columns [start, total) at positions cumsum(mask) - 1."""
@@ -659,8 +666,8 @@ class CausalLM(nn.Module):
         multiple of 8 up to 256) rather than SDPA under a mask. varlen_anywhere (tests only) takes it on any device."""
         if self.varlen_anywhere:
             return True
-        return x.is_cuda and (x.dtype == torch.bfloat16 or x.dtype == torch.float16) and self.head_dim % 8 == 0 \
-            and self.head_dim <= 256
+        return self.flash_ok and x.is_cuda and (x.dtype == torch.bfloat16 or x.dtype == torch.float16) \
+            and self.head_dim % 8 == 0 and self.head_dim <= 256
 
     def _varlen_meta(self, rows: int, t: int, used: Optional[Tensor]) -> Tensor:
         """The slot passes' varlen metadata (int32 [2, rows + 1], in the `mask` place): the queries' row offsets

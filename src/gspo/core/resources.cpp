@@ -108,6 +108,18 @@ int64_t phase_peak_bytes(c10::Device device) {
   return vm_hwm_bytes();
 }
 
+int cuda_capability_major(c10::Device device) {
+#ifdef GSPO_WITH_CUDA
+  if (device.is_cuda()) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, cuda_index(device)) != cudaSuccess) return 0;
+    return prop.major;
+  }
+#endif
+  (void)device;
+  return 0;
+}
+
 int64_t available_device_bytes(c10::Device device) {
 #ifdef GSPO_WITH_CUDA
   if (device.is_cuda()) {

@@ -43,4 +43,8 @@ void release_free_host_memory();
 // holds reserved but unused (it hands those out first). 0 for a CPU device or a build without CUDA.
 int64_t available_device_bytes(c10::Device device);
 
+// The compute capability's major version of a CUDA device (8 for Ampere, 9 for Hopper), or 0 for any other device
+// or a build without CUDA. FlashAttention-2 needs 8 or more.
+int cuda_capability_major(c10::Device device);
+
 }  // namespace gspo::core

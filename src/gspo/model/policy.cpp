@@ -10,6 +10,8 @@
 
 #include "gspo/core/error.h"
 #include "gspo/core/file_sink.h"
+#include "gspo/core/log.h"
+#include "gspo/core/resources.h"
 #include "gspo/model/policy_impl.h"
 
 namespace gspo::model {
@@ -22,6 +24,30 @@ Policy::Policy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Policy::Policy(Policy&&) noexcept = default;
 Policy& Policy::operator=(Policy&&) noexcept = default;
 Policy::~Policy() = default;
+
+namespace {
+// The exported attention takes FlashAttention-2 (varlen_attention) for bf16/fp16 on CUDA, a kernel that exists from
+// sm80 (Ampere) on: below that its first call throws. TorchScript cannot ask the device, so the export carries a bool
+// attribute `flash_ok` (scripts/gspo_model.py) that is switched off here on an older GPU, and the masked SDPA path
+// runs instead. An export from before the attribute cannot be switched: refused on such a GPU, naming the fix.
+void gate_flash(Policy::Impl& impl) {
+  const int major = core::cuda_capability_major(impl.device);
+  if (!impl.device.is_cuda() || major >= 8) return;
+  if (impl.module.hasattr("flash_ok")) {
+    impl.module.setattr("flash_ok", false);
+    return;
+  }
+  if (impl.manifest.dtype == "float32") {  // (the flash path is for bf16/fp16 only: a bf16 run of it would fail)
+    log::warn("{}: this export predates the flash_ok switch; on this GPU (compute capability {}.x) run it in float32 "
+              "only, or export it again with scripts/export_hf.py", impl.path, major);
+    return;
+  }
+  throw ModelContractError("'" + impl.path + "' is a " + impl.manifest.dtype + " export whose attention uses "
+                           "FlashAttention-2, which needs a GPU of compute capability 8.0 or newer (this one is " +
+                           std::to_string(major) + ".x); export it again with scripts/export_hf.py (its models fall "
+                           "back to masked attention on such a GPU) or run it in float32");
+}
+}  // namespace
 
 Policy Policy::load(const std::string& path, c10::Device device) {
   {
@@ -56,6 +82,7 @@ Policy Policy::load(const std::string& path, c10::Device device) {
   probe_slots(*impl);
   probe_routing(*impl);
   probe_expert_parallel(*impl);
+  gate_flash(*impl);
   impl->module.eval();
   return Policy(std::move(impl));
 }

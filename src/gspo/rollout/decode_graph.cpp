@@ -7,6 +7,7 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 #endif
 
 #include "gspo/model/policy.h"
@@ -37,6 +38,7 @@ bool DecodeGraph::available_slots(const model::Policy& policy) {
 // Warm-up calls then the capture of `step` (which reads and writes impl's buffers) on a side stream.
 template <class Step>
 bool DecodeGraph::capture_with(model::Policy& policy, std::unique_ptr<Impl> impl, Step&& step) {
+  bool capturing = false;
   try {
     // Capture must run on a side stream; warm-up runs there too so the allocator's pools match.
     const auto index = policy.device().index();
@@ -50,7 +52,9 @@ bool DecodeGraph::capture_with(model::Policy& policy, std::unique_ptr<Impl> impl
       torch::NoGradGuard no_grad;
       for (int i = 0; i < kWarmupCalls; ++i) step(*impl);
       impl->graph.capture_begin();
+      capturing = true;
       impl->logits = step(*impl);
+      capturing = false;
       impl->graph.capture_end();
     }
     at::cuda::CUDAEvent captured;
@@ -58,6 +62,16 @@ bool DecodeGraph::capture_with(model::Policy& policy, std::unique_ptr<Impl> impl
     captured.block(main);
   } catch (const std::exception& e) {
     error_ = e.what();
+    // A step that threw inside the capture (a host sync, an unsupported kernel) left its stream capturing, and a
+    // global-mode capture makes every later allocation or sync of the process fail: the eager fallback too. End it
+    // (the invalidated graph is dropped) and clear the error it leaves.
+    if (capturing) {
+      try {
+        impl->graph.capture_end();
+      } catch (const std::exception&) {  // "invalid capture": expected, the capture was invalidated
+      }
+      (void)cudaGetLastError();
+    }
     return false;
   }
   impl_ = std::move(impl);
