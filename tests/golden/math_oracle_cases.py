@@ -560,6 +560,17 @@ CASES = [
     ("labelled", r"So $\boxed{a = 3, b = 2}$.", "(2,3)"),
     ("tuple_set", r"The point is $\boxed{2, 3}$.", "(2,3)"),
     ("tuple_set", r"The point is $\boxed{3, 2}$.", "(2,3)"),
+    # --- issue #65: a wrong time graded right (x:00 read as x/0, two infinities), then right answers graded wrong ----
+    ("time", r"The clock shows $\boxed{1:00}$.", "12:00"),
+    ("time", r"The clock shows $\boxed{12:00}$.", "1:00"),
+    ("time", r"The clock shows $\boxed{2:00}$.", "12:00"),
+    ("time", r"The clock shows $\boxed{14:00}$.", "2:00"),
+    ("time", r"The clock shows $\boxed{12:00}$.", "12:00"),
+    ("time", "The bus leaves at $3:00$.", "3:00"),
+    ("time", "The bus leaves at $3:00$.", "4:00"),
+    ("time", r"So $\boxed{\frac{3}{0}}$.", r"\frac{1}{0}"),
+    ("time", r"So $\boxed{2^{1025}}$.", "2^{1024}"),
+    ("time", r"So $\boxed{10^{400}}$.", "10^{400}"),
 ]
 
 

@@ -85,20 +85,20 @@ class Parser {
     return is_digit(c) || c == '.' || c == '(' || c == '{' || c == '\\' || (with_vars() && is_alpha(c));
   }
   bool at_frac() const { return s_.compare(i_, 5, "\\frac") == 0; }
+  // r = f(a, b); a non-finite r from finite a and b is no number (x/0, 2^{1025}, 10^{400}, \ln 0): "12:00" and
+  // "1:00" are not both infinite. Collecting variables (seen_: every variable 1) ignores it: 1/(x-1) has variables.
+  std::optional<double> finite(double r, double a, double b) const {
+    if (!seen_ && !std::isfinite(r) && std::isfinite(a) && std::isfinite(b)) return std::nullopt;
+    return r;
+  }
   std::optional<double> expr() {
     auto v = term();
     while (v) {
-      if (eat("+")) {
-        auto r = term();
-        if (!r) return std::nullopt;
-        *v += *r;
-      } else if (eat("-")) {
-        auto r = term();
-        if (!r) return std::nullopt;
-        *v -= *r;
-      } else {
-        break;
-      }
+      const bool plus = eat("+");
+      if (!plus && !eat("-")) break;
+      auto r = term();
+      if (!r) return std::nullopt;
+      v = finite(plus ? *v + *r : *v - *r, *v, *r);
     }
     return v;
   }
@@ -117,13 +117,13 @@ class Parser {
     while (v) {
       std::optional<double> r;
       if (eat("*") || eat("\\cdot") || eat("\\times")) {
-        if ((r = unary())) *v *= *r;
+        if ((r = unary())) v = finite(*v * *r, *v, *r);
       } else if (eat("/") || eat("\\div") || eat(":")) {  // a ratio a:b is a / b, as Math-Verify reads it
-        if ((r = unary())) *v /= *r;
+        if ((r = unary())) v = finite(*v / *r, *v, *r);
       } else if (at_atom_start() && mixed && at_frac()) {
-        if ((r = power())) *v += *r;  // mixed number: 2\frac{1}{2} = 2.5
+        if ((r = power())) v = finite(*v + *r, *v, *r);  // mixed number: 2\frac{1}{2} = 2.5
       } else if (at_atom_start() && !is_digit(s_[i_])) {
-        if ((r = power())) *v *= *r;  // implicit multiplication: 2\sqrt{3}, 3\pi, 2(5), 2x, xy
+        if ((r = power())) v = finite(*v * *r, *v, *r);  // implicit multiplication: 2\sqrt{3}, 3\pi, 2(5), 2x, xy
       } else {
         break;
       }
@@ -142,7 +142,7 @@ class Parser {
     if (base && eat("^")) {
       auto e = unary();  // right-associative: 2^3^2 = 2^9; 2^-1 = 0.5
       if (!e) return std::nullopt;
-      return std::pow(*base, *e);
+      return finite(std::pow(*base, *e), *base, *e);
     }
     return base;
   }
@@ -239,13 +239,13 @@ class Parser {
       auto a = braced();
       auto b = a ? braced() : std::nullopt;
       if (!a || !b) return std::nullopt;
-      return *a / *b;
+      return finite(*a / *b, *a, *b);
     }
     if (eat("\\binom")) {
       auto n = braced();
       auto k = n ? braced() : std::nullopt;
       if (!n || !k) return std::nullopt;
-      return binomial(*n, *k);
+      return finite(binomial(*n, *k), *n, *k);
     }
     if (eat("\\sqrt")) {
       double n = 2;
@@ -310,7 +310,7 @@ class Parser {
     double v = def->f(*arg);
     if (base) v = std::log(*arg) / std::log(*base);
     if (exponent) v = std::pow(v, *exponent);
-    return v;
+    return finite(v, *arg, exponent.value_or(1));
   }
   bool at_function() const {
     for (const auto& f : kFunctions)
