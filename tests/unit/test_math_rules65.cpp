@@ -56,3 +56,74 @@ TEST_CASE("math: a wrong time is wrong (x:00 is no infinity)", "[reward][math]")
   CHECK(reward::math_variables("\\frac{1}{x-1}").has_value());  // 1/0 while collecting names is no failure
   CHECK(*reward::evaluate_math("2\\infty") == INFINITY);
 }
+// Math-Verify reads a box holding "0,ddd" (0, one group of three digits) as a decimal comma and any other comma as a
+// list: \boxed{3,5} is the list 3, 5, not 3.5. "0,125" was read as thousands, 125: a wrong answer graded right.
+TEST_CASE("math: a decimal comma inside \\boxed{} reads as Math-Verify reads it", "[reward][math]") {
+  check_cases({
+      {"So $\\boxed{0,125}$.", "0.125", true},
+      {"So $\\boxed{0,125}$.", "\\frac{1}{8}", true},
+      {"So $\\boxed{0{,}125}$.", "0.125", true},
+      {"So $\\boxed{0,111}$.", "0,111", true},
+      {"So $\\boxed{0,125}$.", "125", false},
+      {"So $\\boxed{0,111}$.", "111", false},
+      {"So $\\boxed{0,125}$.", "0.25", false},
+      {"So $\\boxed{0, 125}$.", "0.125", false},  // a space after the comma: a list
+      {"So $\\boxed{0,5}$.", "0.5", false},       // not three digits: the list 0, 5
+      {"So $\\boxed{3,5}$.", "3.5", false},
+      {"So $\\boxed{3,5}$.", "3,5", true},
+      {"So $\\boxed{3,5}$.", "5,3", true},
+      {"So $\\boxed{3,5}$.", "(3,5)", true},
+      {"So $\\boxed{3,5}$.", "35", false},
+      {"So $\\boxed{1,500}$.", "1500", true},
+      {"So $\\boxed{1,500}$.", "1.5", false},
+      {"The answer is 0,125", "\\frac{1}{8}", true},  // prose: a decimal comma, as before
+  });
+}
+// Several boxes joined by \quad, "and" or "or" (in one math span or bare) are one list of equations; "\quadx_2" (no
+// space after \quad) loses the \quad too.
+TEST_CASE("math: several boxed equations joined by \\quad, and, or", "[reward][math]") {
+  check_cases({
+      {"$$\\boxed{k = 45} \\quad \\text{and} \\quad \\boxed{n = 2}$$", "k = 45, n = 2", true},
+      {"$$\\boxed{k = 45} \\quad \\text{and} \\quad \\boxed{n = 3}$$", "k = 45, n = 2", false},
+      {"\\boxed{k = 45} \\quad \\text{and} \\quad \\boxed{n = 2}", "k = 45, n = 2", true},
+      {"\\boxed{k = 45} \\quad \\text{and} \\quad \\boxed{n = 3}", "k = 45, n = 2", false},
+      {"$$\\boxed{k = 45}$$", "k = 45, n = 2", false},
+      {"$\\boxed{x = 1}$ or $\\boxed{x = -2}$", "x = 1, x = -2", true},
+      {"$\\boxed{x = 1}$ or $\\boxed{x = 2}$", "x = 1, x = -2", false},
+      {"$$\\boxed{a_{37} = 19, \\quad a_3 = 2}$$", "a_3 = 2, a_{37} = 19", true},
+      {"$$\\boxed{a_{37} = 19, \\quad a_3 = 3}$$", "a_3 = 2, a_{37} = 19", false},
+      {"$$\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}$$", "(2, 2), (6, 2)", true},
+      {"$$\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(2, 6)}$$", "(2, 2), (6, 2)", false},
+      {"$$\\boxed{(x, y) = (5, 8) \\quad \\text{and} \\quad (8, 5)}$$", "(5, 8), (8, 5)", true},
+      {"$$\\boxed{x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}}$$",  // a \pm inside a \frac reads as math
+       "$$x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}$$", true},
+      {"$$\\boxed{x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{11}}{4}}$$",
+       "$$x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}$$", false},
+      {"$\\boxed{10^{\\frac{\\sqrt{13} - 5}{6}}} \\quad \\text{and} \\quad \\boxed{10^{-\\frac{5 + \\sqrt{13}}{6}}}$",
+       "$x_{1}=10^{\\frac{-5+\\sqrt{13}}{6}},\\quadx_{2}=10^{\\frac{-5-\\sqrt{13}}{6}}$", true},
+      {"$\\boxed{10^{\\frac{\\sqrt{13} - 5}{6}}} \\quad \\text{and} \\quad \\boxed{10^{\\frac{5 + \\sqrt{13}}{6}}}$",
+       "$x_{1}=10^{\\frac{-5+\\sqrt{13}}{6}},\\quadx_{2}=10^{\\frac{-5-\\sqrt{13}}{6}}$", false},
+  });
+}
+// A reference whose backslash escapes a JSON or Python string took ("\f" is a form feed: \frac became form feed +
+// "rac") is restored. Math-Verify reads such a \frac as the product r*a*c and grades a correct \frac answer wrong;
+// we grade it right (docs/verifiers.md, kept differences).
+TEST_CASE("math: a matrix whose \\frac came through a form-feed escape", "[reward][math]") {
+  // "-\\" then a form feed then "rac": the JSON text "-\\\frac" read with "\f" as an escape
+  const char* broken = "$\\begin{pmatrix}-\\\frac{7}{4}&-2\\\\4&\\frac{1}{4}\\\\\\end{pmatrix}$";
+  check_cases({
+      {broken, broken, true},
+      {"$\\begin{pmatrix}-\\frac{7}{4}&-2\\\\4&\\frac{1}{4}\\end{pmatrix}$", broken, true},
+      {"$\\begin{pmatrix}-\\frac{7}{5}&-2\\\\4&\\frac{1}{4}\\end{pmatrix}$", broken, false},
+      {"$\\begin{pmatrix}-rac{7}{4}&-2\\\\4&\\frac{1}{4}\\end{pmatrix}$", broken, false},
+      {"So $\\boxed{\\frac{1}{2}}$.", "\frac{1}{2}", true},  // form feed + "rac"
+      {"So $\\boxed{\\frac{1}{3}}$.", "\frac{1}{2}", false},
+      {"So $\\boxed{12}$.", "3\times 4", true},  // tab + "imes"
+      {"So $\\boxed{13}$.", "3\times 4", false},
+  });
+  CHECK(reward::restore_control_escapes("\frac{1}{2}") == "\\frac{1}{2}");
+  CHECK(reward::restore_control_escapes("\\\frac{1}{2}") == "\\frac{1}{2}");
+  CHECK(reward::restore_control_escapes("\boxed{5}") == "\\boxed{5}");
+  CHECK(reward::restore_control_escapes("a\tb\r\n") == "a\tb\r\n");  // a tab or return before no command stays
+  CHECK(reward::restore_control_escapes("x\tand y\tangle") == "x\tand y\tangle");  // not a whole command name
+}

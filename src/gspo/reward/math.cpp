@@ -175,7 +175,8 @@ bool needs_extraction(const std::string& field) {
 
 }  // namespace
 
-std::optional<std::string> reference_answer(const std::string& field, GoldMode mode) {
+std::optional<std::string> reference_answer(const std::string& raw, GoldMode mode) {
+  const std::string field = restore_control_escapes(raw);
   if (mode != GoldMode::kExtract) {
     if (auto pos = field.rfind("####"); pos != std::string::npos) return trim(field.substr(pos + 4));  // GSM8K
     if (mode == GoldMode::kAnswer || !needs_extraction(field)) return field;
