@@ -127,3 +127,58 @@ TEST_CASE("math: a matrix whose \\frac came through a form-feed escape", "[rewar
   CHECK(reward::restore_control_escapes("a\tb\r\n") == "a\tb\r\n");  // a tab or return before no command stays
   CHECK(reward::restore_control_escapes("x\tand y\tangle") == "x\tand y\tangle");  // not a whole command name
 }
+// A set {a, b} against a tuple (a, b), as Math-Verify compares them: a set reference takes the tuple in any order, a
+// tuple reference takes the set's elements in written order; a closed interval is neither.
+TEST_CASE("math: a set in braces against a tuple", "[reward][math]") {
+  check_cases({
+      {"The solutions are $\\boxed{\\{1,2\\}}$.", "(1,2)", true},
+      {"The solutions are $\\boxed{(2,1)}$.", "\\{1,2\\}", true},
+      {"The solutions are $\\boxed{(1,2)}$.", "\\{1,2\\}", true},
+      {"The solutions are $\\boxed{\\{1,2,3\\}}$.", "(1,2,3)", true},
+      {"The solutions are $\\boxed{(3,1,2)}$.", "\\{1,2,3\\}", true},
+      {"The solutions are $\\boxed{\\{2,1\\}}$.", "(1,2)", false},
+      {"The solutions are $\\boxed{\\{3,2,1\\}}$.", "(1,2,3)", false},
+      {"The solutions are $\\boxed{\\{1,3\\}}$.", "(1,2)", false},
+      {"The solutions are $\\boxed{(1,3)}$.", "\\{1,2\\}", false},
+      {"The solutions are $\\boxed{(1,2,2)}$.", "\\{1,2\\}", false},
+      {"The solutions are $\\boxed{\\{1,2\\}}$.", "[1,2]", false},
+      {"The solutions are $\\boxed{[1,2]}$.", "\\{1,2\\}", false},
+      {"The solutions are $\\boxed{(1,2]}$.", "\\{1,2\\}", false},
+  });
+}
+// A list of tuples is a set: any order, and a tuple written twice counts once (Math-Verify's FiniteSet).
+TEST_CASE("math: an unordered list of tuples", "[reward][math]") {
+  check_cases({
+      {"$\\boxed{(3, 37, 3, 13), (3, 17, 3, 7), (3, 3, 2, 3), (3,17,3,7), (17,3,3,7), (37,3,3,13)}$",
+       "(37,3,3,13),(17,3,3,7),(3,37,3,13),(3,17,3,7),(3,3,2,3)", true},
+      {"$\\boxed{(3, 37, 3, 13), (3, 17, 3, 7), (3, 3, 2, 3), (3,17,3,7), (17,3,3,7), (37,3,3,13)}$",
+       "(37,3,3),(17,3,3,7),(3,37,3,13),(3,17,3,7),(3,3,2,3)", false},
+      {"The pairs are $\\boxed{(1,2),(3,4),(1,2)}$.", "(3,4),(1,2)", true},
+      {"The pairs are $\\boxed{(1,2),(3,5),(1,2)}$.", "(3,4),(1,2)", false},
+      {"The pairs are $\\boxed{(1,2),(1,2)}$.", "(3,4),(1,2)", false},
+      {"The pairs are $\\boxed{(2,1),(4,3)}$.", "(1,2),(3,4)", false},
+      {"The pairs are $\\boxed{\\{(3,4),(1,2)\\}}$.", "(1,2),(3,4)", true},
+      {"solutions are:\n\n\\[\n\\boxed{(1, 2)}, \\boxed{(2, 1)}, \\boxed{(-1, -20)}, \\boxed{(-20, -1)}\n\\]",
+       "(2,1),(1,2),(-1,-20),(-20,-1)", true},
+      {"solutions are:\n\n\\[\n\\boxed{(1, 2)}, \\boxed{(2, 1)}, \\boxed{(-1, -20)}, \\boxed{(-20, 1)}\n\\]",
+       "(2,1),(1,2),(-1,-20),(-20,-1)", false},
+      {"$\\boxed{(7,11),\\ (11,7)}$", "$(11,7)or(7,11)$", true},  // "or" with no spaces joins the list
+      {"$\\boxed{(7,11),\\ (11,8)}$", "$(11,7)or(7,11)$", false},
+      {"$\\boxed{(7,11)}$", "$(11,7)or(7,11)$", false},
+  });
+}
+// A labelled ratio reference: the label's subscript is a name, not a word (S_{MBCN} made the reference no answer).
+TEST_CASE("math: a labelled ratio", "[reward][math]") {
+  check_cases({
+      {"$\\boxed{7:32}$", "S_{MBCN}:S=7:32", true},
+      {"$\\boxed{7:32}$", "$S_{MBCN}:S=7:32$", true},
+      {"$\\boxed{14:64}$", "S_{MBCN}:S=7:32", true},  // the same ratio (Math-Verify's reading)
+      {"$\\boxed{7:23}$", "S_{MBCN}:S=7:32", false},
+      {"$\\boxed{32:7}$", "$S_{MBCN}:S=7:32$", false},
+      {"$\\boxed{7:32}$", "S_1:S=7:32", true},
+      {"$\\boxed{S_{MBCN}:S=7:32}$", "7:32", true},
+      {"$\\boxed{S_{MBCN}:S=7:23}$", "7:32", false},
+      {"$11:21$", "V_{1}:V_{2}=11:21", true},
+      {"$21:11$", "V_{1}:V_{2}=11:21", false},
+  });
+}
