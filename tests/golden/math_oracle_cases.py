@@ -10,6 +10,10 @@ They were written from how models answer, not from what gspo's verifier accepts.
 math-verify grades right and gspo graded wrong (identical answers of any form, decimal commas, labelled answers,
 sets of tuples and lists, inequalities against intervals, several equations, approximations, subscripted factors,
 answers mid-sentence, references that are whole solutions), each with the near misses a looser rule would pass.
+Issue #65 added a wrong time graded right (`1:00` against `12:00`: both read x/0) and the kinds of Math-Verify's own
+suite gspo graded wrong (a decimal comma in a box, boxed equations joined by \\quad/and/or, a \\frac through a JSON
+"\\f" escape, a set against a tuple, a list of tuples with a repeat, a labelled ratio, commuted factors and sums),
+each with adversarial wrong answers next to it.
 
 The label is math-verify's verdict (`verify(parse(reference), parse(response))`, math-verify 0.9.0, default
 extraction: LaTeX then plain expressions). The reference is parsed as `\\boxed{REF}`, the way MATH references
@@ -630,6 +634,16 @@ CASES = [
     ("ratio_label", r"So $\boxed{S_{ABCD}:S=7:23}$.", "7:32"),
     ("ratio_label", r"The ratio is $\boxed{11:21}$.", "$V_{cone}:V_{cyl}=11:21$", EXTRACT),
     ("ratio_label", r"The ratio is $\boxed{21:11}$.", "$V_{cone}:V_{cyl}=11:21$", EXTRACT),
+    ("commuted", r"So $\boxed{2x + z y 3}$.", r"2x+3y\cdot z"),
+    ("commuted", r"So $\boxed{2x + z y 4}$.", r"2x+3y\cdot z"),
+    ("commuted", r"So $\boxed{3 + y x 2}$.", "2xy+3"),
+    ("commuted", r"So $\boxed{3 + y x 2}$.", "2x+3"),
+    ("commuted", r"$F_n = \sum_{k=0}^{n-1} F_{n-k-1} F_k$", r"F_n = \sum_{k=0}^{n-1} F_k F_{n-k-1}"),
+    ("commuted", r"$F_n = \sum_{k=0}^{n-2} F_k F_{n-k-2}$", r"F_n = \sum_{k=0}^{n-1} F_k F_{n-k-1}"),
+    ("commuted", r"So $\boxed{\sum_{j=1}^{n} j^2 x}$.", r"\sum_{k=1}^{n} x k^2"),
+    ("commuted", r"So $\boxed{\sum_{k=1}^{n} k x}$.", r"\sum_{k=1}^{n} x k^2"),
+    ("commuted", r"So $\boxed{\sum_{k=1}^{3} k^2}$.", "14"),
+    ("commuted", r"So $\boxed{\sum_{k=1}^{3} k^2}$.", "13"),
 ]
 
 

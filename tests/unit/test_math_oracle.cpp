@@ -30,8 +30,8 @@ TEST_CASE("math verifier agrees with math-verify on >= 98% of the oracle cases",
   size_t agree58 = 0, cases58 = 0;
   // Issue #65's kinds: a wrong time, a decimal comma in a box, a set against a tuple, a list of tuples, a labelled
   // ratio, boxed equations joined by \quad/and/or, a \frac through a form-feed escape, commuted factors and sums.
-  const std::set<std::string> issue65 = {"time",      "decimal_box", "boxed_equations", "escape",
-                                         "set_tuple", "tuple_list",  "ratio_label"};
+  const std::set<std::string> issue65 = {"time",        "decimal_box",     "set_tuple", "tuple_list",
+                                         "ratio_label", "boxed_equations", "escape",    "commuted"};
   size_t agree65 = 0, cases65 = 0;
   for (const auto& c : cases) {
     const std::string response = c["response"], reference = c["reference"], category = c["category"];
@@ -61,7 +61,7 @@ TEST_CASE("math verifier agrees with math-verify on >= 98% of the oracle cases",
   CHECK(rate58 >= 0.97);
   const double rate65 = cases65 ? static_cast<double>(agree65) / static_cast<double>(cases65) : 0.0;
   WARN("issue #65's kinds: " << agree65 << "/" << cases65 << " = " << rate65);
-  CHECK(cases65 >= 50);
+  CHECK(cases65 >= 60);
   CHECK(rate65 >= 0.95);  // the differences kept are argued in docs/verifiers.md (a \frac through a form feed)
   // The categories of issue #12 are all present, each with equal and not-equal cases.
   for (const char* cat : {"number", "answer_is", "minerva", "frac", "sqrt", "binom", "degrees", "thousands",

@@ -56,6 +56,7 @@ TEST_CASE("math: a wrong time is wrong (x:00 is no infinity)", "[reward][math]")
   CHECK(reward::math_variables("\\frac{1}{x-1}").has_value());  // 1/0 while collecting names is no failure
   CHECK(*reward::evaluate_math("2\\infty") == INFINITY);
 }
+
 // Math-Verify reads a box holding "0,ddd" (0, one group of three digits) as a decimal comma and any other comma as a
 // list: \boxed{3,5} is the list 3, 5, not 3.5. "0,125" was read as thousands, 125: a wrong answer graded right.
 TEST_CASE("math: a decimal comma inside \\boxed{} reads as Math-Verify reads it", "[reward][math]") {
@@ -79,6 +80,7 @@ TEST_CASE("math: a decimal comma inside \\boxed{} reads as Math-Verify reads it"
       {"The answer is 0,125", "\\frac{1}{8}", true},  // prose: a decimal comma, as before
   });
 }
+
 // Several boxes joined by \quad, "and" or "or" (in one math span or bare) are one list of equations; "\quadx_2" (no
 // space after \quad) loses the \quad too.
 TEST_CASE("math: several boxed equations joined by \\quad, and, or", "[reward][math]") {
@@ -105,6 +107,7 @@ TEST_CASE("math: several boxed equations joined by \\quad, and, or", "[reward][m
        "$x_{1}=10^{\\frac{-5+\\sqrt{13}}{6}},\\quadx_{2}=10^{\\frac{-5-\\sqrt{13}}{6}}$", false},
   });
 }
+
 // A reference whose backslash escapes a JSON or Python string took ("\f" is a form feed: \frac became form feed +
 // "rac") is restored. Math-Verify reads such a \frac as the product r*a*c and grades a correct \frac answer wrong;
 // we grade it right (docs/verifiers.md, kept differences).
@@ -127,6 +130,7 @@ TEST_CASE("math: a matrix whose \\frac came through a form-feed escape", "[rewar
   CHECK(reward::restore_control_escapes("a\tb\r\n") == "a\tb\r\n");  // a tab or return before no command stays
   CHECK(reward::restore_control_escapes("x\tand y\tangle") == "x\tand y\tangle");  // not a whole command name
 }
+
 // A set {a, b} against a tuple (a, b), as Math-Verify compares them: a set reference takes the tuple in any order, a
 // tuple reference takes the set's elements in written order; a closed interval is neither.
 TEST_CASE("math: a set in braces against a tuple", "[reward][math]") {
@@ -146,6 +150,7 @@ TEST_CASE("math: a set in braces against a tuple", "[reward][math]") {
       {"The solutions are $\\boxed{(1,2]}$.", "\\{1,2\\}", false},
   });
 }
+
 // A list of tuples is a set: any order, and a tuple written twice counts once (Math-Verify's FiniteSet).
 TEST_CASE("math: an unordered list of tuples", "[reward][math]") {
   check_cases({
@@ -167,6 +172,7 @@ TEST_CASE("math: an unordered list of tuples", "[reward][math]") {
       {"$\\boxed{(7,11)}$", "$(11,7)or(7,11)$", false},
   });
 }
+
 // A labelled ratio reference: the label's subscript is a name, not a word (S_{MBCN} made the reference no answer).
 TEST_CASE("math: a labelled ratio", "[reward][math]") {
   check_cases({
@@ -181,4 +187,32 @@ TEST_CASE("math: a labelled ratio", "[reward][math]") {
       {"$11:21$", "V_{1}:V_{2}=11:21", true},
       {"$21:11$", "V_{1}:V_{2}=11:21", false},
   });
+}
+
+// Products compared up to the order of their factors inside a sum: a digit after a letter or bracket is a factor
+// ("z y 3" = 3yz), and \sum_{k=lo}^{hi} body is evaluated (integer bounds) or compared by bounds and body.
+TEST_CASE("math: commuted factors inside a sum", "[reward][math]") {
+  check_cases({
+      {"So $\\boxed{2x + z y 3}$.", "2x+3y\\cdot z", true},
+      {"So $\\boxed{2x + z y 4}$.", "2x+3y\\cdot z", false},
+      {"So $\\boxed{2x + z x 3}$.", "2x+3y\\cdot z", false},
+      {"So $\\boxed{x2}$.", "2x", true},
+      {"So $\\boxed{x2}$.", "x^2", false},
+      {"So $\\boxed{(x+1)2}$.", "2(x+1)", true},
+      {"So $\\boxed{(x+1)2}$.", "2(x+2)", false},
+      {"$F_n = \\sum_{k=0}^{n-1} F_{n-k-1} F_k$", "F_n = \\sum_{k=0}^{n-1} F_k F_{n-k-1}", true},
+      {"$F_n = \\sum_{k=0}^{n-2} F_k F_{n-k-2}$", "F_n = \\sum_{k=0}^{n-1} F_k F_{n-k-1}", false},
+      {"$F_n = \\sum_{k=1}^{n-1} F_{n-k-1} F_k$", "F_n = \\sum_{k=0}^{n-1} F_k F_{n-k-1}", false},
+      {"$F_n = \\sum_{k=0}^{n-1} F_{n-k} F_k$", "F_n = \\sum_{k=0}^{n-1} F_k F_{n-k-1}", false},
+      {"So $\\boxed{\\sum_{k=1}^{n} k^2 x}$.", "\\sum_{k=1}^{n} x k^2", true},
+      {"So $\\boxed{\\sum_{k=1}^{n} k^3 x}$.", "\\sum_{k=1}^{n} x k^2", false},
+      {"So $\\boxed{\\sum_{k=1}^{3} k^2}$.", "14", true},
+      {"So $\\boxed{\\sum_{k=1}^{3} k^2}$.", "13", false},
+      {"So $\\boxed{\\sum_{k=1}^{4} k^2}$.", "\\sum_{k=1}^{3} k^2", false},
+  });
+  CHECK(*reward::evaluate_math("\\sum_{k=1}^{4} k") == Approx(10));
+  CHECK_FALSE(reward::evaluate_math("\\sum_{k=1}^{n} k").has_value());  // n is free
+  CHECK(*reward::math_variables("\\sum_{k=0}^{n-1} F_k F_{n-k-1}") == std::set<std::string>{"F_{k}", "F_{n-k-1}", "n"});
+  // a sum inside a sum's body is no number: the work stays bounded
+  CHECK_FALSE(reward::evaluate_math("\\sum_{k=1}^{2}\\sum_{j=1}^{2} j").has_value());
 }
