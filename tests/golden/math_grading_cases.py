@@ -922,6 +922,9 @@ def gen_regression(rng):
         ("\\text{(A)}", "\\text{(B)}"), ("45 \\text{ cm}", "54"), ("12 \\text{ hours}", "720"),
         ("\\frac{x+1}{x-1}", "\\frac{x-1}{x+1}"), ("(-\\infty, 2)", "(-\\infty, 2]"), ("\\log 2", "\\ln 2"),
         ("1000", "1024"), ("0", "\\infty"),
+        # issue #65: times that read x/0, ratios, a set against a tuple, "0,ddd" in a box, overflow, digit factors
+        ("1:00", "12:00"), ("12:00", "1:00"), ("2:00", "12:00"), ("7:23", "7:32"), ("2^{1025}", "2^{1024}"),
+        ("0,125", "125"), ("3,5", "3.5"), ("\\{2,1\\}", "(1,2)"), ("\\{1,3\\}", "(1,2)"), ("x2", "x^2"),
     ]
     leads = ["Carefully simplifying everything, we find", "After checking all the cases, the result is",
              "Putting the pieces together, the answer is", "We combine the results from the previous steps."]
@@ -929,7 +932,8 @@ def gen_regression(rng):
         add(boxed(rng, pred, choice(rng, leads)), gold)
     # a few true controls
     controls = [("x \\geq 5", "x\\ge5"), ("\\{2, 1\\}", "\\{1,2\\}"), ("0.5", "\\frac12"), ("12345678", "12,345,678"),
-                ("2x", "x+x"), ("(1, 2)", "\\left(1,2\\right)")]
+                ("2x", "x+x"), ("(1, 2)", "\\left(1,2\\right)"), ("12:00", "12:00"), ("0,125", "0.125"),
+                ("\\{1,2\\}", "(1,2)"), ("x2", "2x")]
     for pred, gold in controls:
         add(boxed(rng, pred, choice(rng, leads)), gold)
     return out

@@ -52,14 +52,25 @@ bool same_word(const std::string& a, const std::string& b) {
   return true;
 }
 
-// Element lists: ordered for tuples/intervals, unordered for sets and bare comma lists.
-bool lists_equal(const std::vector<std::string>& x, const std::vector<std::string>& y, bool ordered, double tol) {
-  if (x.size() != y.size()) return false;
+// The elements of `v` with repeats (the same text) dropped, in order.
+std::vector<std::string> distinct(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  for (const auto& e : v)
+    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+  return out;
+}
+
+// Element lists: ordered for tuples/intervals, unordered for sets and bare comma lists (sets, as in Math-Verify: an
+// element written twice counts once, "(1,2),(3,4),(1,2)" = "(3,4),(1,2)").
+bool lists_equal(const std::vector<std::string>& xs, const std::vector<std::string>& ys, bool ordered, double tol) {
   if (ordered) {
-    for (size_t i = 0; i < x.size(); ++i)
-      if (!equivalent_norm(x[i], y[i], tol)) return false;
+    if (xs.size() != ys.size()) return false;
+    for (size_t i = 0; i < xs.size(); ++i)
+      if (!equivalent_norm(xs[i], ys[i], tol)) return false;
     return true;
   }
+  const auto x = distinct(xs), y = distinct(ys);
+  if (x.size() != y.size()) return false;
   std::vector<char> used(y.size(), 0);
   for (const auto& e : x) {
     bool found = false;
@@ -156,9 +167,15 @@ bool equivalent_norm(const std::string& gold_in, const std::string& pred_in, dou
   const bool p_list = po && inner(p).size() > 1;
   if (g_list || p_list) {
     if (!(g_list && p_list)) return false;
-    const bool set = go == '{' && po == '{';
-    if (!set && (go != po || gc != pc)) return false;  // (1,2] is not [1,2]
-    return lists_equal(inner(g), inner(p), !set, tol);
+    // A set and a tuple (as Math-Verify compares them): a set reference takes a tuple in any order, a tuple reference
+    // a set's elements in written order ({2,1} does not answer (1,2)); neither is an interval with a bracket.
+    const bool g_set = go == '{', p_set = po == '{', g_tuple = go == '(' && gc == ')', p_tuple = po == '(' && pc == ')';
+    if (g_set && p_set) return lists_equal(inner(g), inner(p), false, tol);
+    if (g_set && p_tuple)  // a tuple keeps its repeats: (1,2,2) is not {1,2}
+      return inner(p).size() == distinct(inner(g)).size() && lists_equal(inner(g), inner(p), false, tol);
+    if (g_tuple && p_set) return lists_equal(inner(g), inner(p), true, tol);
+    if (g_set || p_set || go != po || gc != pc) return false;  // (1,2] is not [1,2]
+    return lists_equal(inner(g), inner(p), true, tol);
   }
   return scalar_equal(g, p, tol);
 }
@@ -175,7 +192,8 @@ bool needs_extraction(const std::string& field) {
 
 }  // namespace
 
-std::optional<std::string> reference_answer(const std::string& field, GoldMode mode) {
+std::optional<std::string> reference_answer(const std::string& raw, GoldMode mode) {
+  const std::string field = restore_control_escapes(raw);
   if (mode != GoldMode::kExtract) {
     if (auto pos = field.rfind("####"); pos != std::string::npos) return trim(field.substr(pos + 4));  // GSM8K
     if (mode == GoldMode::kAnswer || !needs_extraction(field)) return field;

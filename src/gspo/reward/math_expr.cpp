@@ -8,6 +8,7 @@ namespace gspo::reward {
 namespace {
 
 constexpr int kMaxDepth = 200;  // recursion depth (nesting, signs, exponents) beyond which text is not an answer
+constexpr double kMaxSumTerms = 200;  // a \sum with more terms is evaluated by its fingerprint (bounded work)
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
@@ -57,7 +58,9 @@ double binomial(double n, double k) {
 // Variables: none when vars_ and seen_ are null; looked up in vars_; or recorded in seen_ (value 1).
 class Parser {
  public:
-  Parser(const std::string& s, const MathVars* vars, std::set<std::string>* seen) : s_(s), vars_(vars), seen_(seen) {}
+  // `in_sum`: the body of a \sum, where another \sum is no number (nested sums would multiply the work).
+  Parser(const std::string& s, const MathVars* vars, std::set<std::string>* seen, bool in_sum = false)
+      : s_(s), vars_(vars), seen_(seen), in_sum_(in_sum) {}
   std::optional<double> parse() {
     auto v = expr();
     skip();
@@ -85,20 +88,20 @@ class Parser {
     return is_digit(c) || c == '.' || c == '(' || c == '{' || c == '\\' || (with_vars() && is_alpha(c));
   }
   bool at_frac() const { return s_.compare(i_, 5, "\\frac") == 0; }
+  // r = f(a, b); a non-finite r from finite a and b is no number (x/0, 2^{1025}, 10^{400}, \ln 0): "12:00" and
+  // "1:00" are not both infinite. Collecting variables (seen_: every variable 1) ignores it: 1/(x-1) has variables.
+  std::optional<double> finite(double r, double a, double b) const {
+    if (!seen_ && !std::isfinite(r) && std::isfinite(a) && std::isfinite(b)) return std::nullopt;
+    return r;
+  }
   std::optional<double> expr() {
     auto v = term();
     while (v) {
-      if (eat("+")) {
-        auto r = term();
-        if (!r) return std::nullopt;
-        *v += *r;
-      } else if (eat("-")) {
-        auto r = term();
-        if (!r) return std::nullopt;
-        *v -= *r;
-      } else {
-        break;
-      }
+      const bool plus = eat("+");
+      if (!plus && !eat("-")) break;
+      auto r = term();
+      if (!r) return std::nullopt;
+      v = finite(plus ? *v + *r : *v - *r, *v, *r);
     }
     return v;
   }
@@ -109,6 +112,13 @@ class Parser {
       if (!is_digit(s_[k]) && !std::isspace(static_cast<unsigned char>(s_[k]))) return false;
     return true;
   }
+  // Whether a digit at i_ starts a factor of its own: after a letter, a command or a bracket ("x2", "\pi 2",
+  // "(x+1)2", "zy3" are products, as Math-Verify reads them), not after a number.
+  bool digit_factor() const {
+    size_t k = i_;
+    while (k > 0 && std::isspace(static_cast<unsigned char>(s_[k - 1]))) --k;
+    return k > 0 && !is_digit(s_[k - 1]) && s_[k - 1] != '.';
+  }
   std::optional<double> term() {
     skip();
     const size_t start = i_;
@@ -117,13 +127,13 @@ class Parser {
     while (v) {
       std::optional<double> r;
       if (eat("*") || eat("\\cdot") || eat("\\times")) {
-        if ((r = unary())) *v *= *r;
+        if ((r = unary())) v = finite(*v * *r, *v, *r);
       } else if (eat("/") || eat("\\div") || eat(":")) {  // a ratio a:b is a / b, as Math-Verify reads it
-        if ((r = unary())) *v /= *r;
+        if ((r = unary())) v = finite(*v / *r, *v, *r);
       } else if (at_atom_start() && mixed && at_frac()) {
-        if ((r = power())) *v += *r;  // mixed number: 2\frac{1}{2} = 2.5
-      } else if (at_atom_start() && !is_digit(s_[i_])) {
-        if ((r = power())) *v *= *r;  // implicit multiplication: 2\sqrt{3}, 3\pi, 2(5), 2x, xy
+        if ((r = power())) v = finite(*v + *r, *v, *r);  // mixed number: 2\frac{1}{2} = 2.5
+      } else if (at_atom_start() && (!is_digit(s_[i_]) || digit_factor())) {
+        if ((r = power())) v = finite(*v * *r, *v, *r);  // implicit multiplication: 2\sqrt{3}, 3\pi, 2x, xy, y3
       } else {
         break;
       }
@@ -142,7 +152,7 @@ class Parser {
     if (base && eat("^")) {
       auto e = unary();  // right-associative: 2^3^2 = 2^9; 2^-1 = 0.5
       if (!e) return std::nullopt;
-      return std::pow(*base, *e);
+      return finite(std::pow(*base, *e), *base, *e);
     }
     return base;
   }
@@ -239,13 +249,13 @@ class Parser {
       auto a = braced();
       auto b = a ? braced() : std::nullopt;
       if (!a || !b) return std::nullopt;
-      return *a / *b;
+      return finite(*a / *b, *a, *b);
     }
     if (eat("\\binom")) {
       auto n = braced();
       auto k = n ? braced() : std::nullopt;
       if (!n || !k) return std::nullopt;
-      return binomial(*n, *k);
+      return finite(binomial(*n, *k), *n, *k);
     }
     if (eat("\\sqrt")) {
       double n = 2;
@@ -261,6 +271,7 @@ class Parser {
     bool named = false;
     if (auto f = function(named)) return f;
     if (named) return std::nullopt;  // a function whose argument did not parse
+    if (eat("\\sum")) return sum();
     if (eat("\\pi")) return M_PI;
     if (eat("\\infty")) return INFINITY;
     if (with_vars())
@@ -310,7 +321,54 @@ class Parser {
     double v = def->f(*arg);
     if (base) v = std::log(*arg) / std::log(*base);
     if (exponent) v = std::pow(v, *exponent);
-    return v;
+    return finite(v, *arg, exponent.value_or(1));
+  }
+  // \sum_{k=lo}^{hi} body (also \sum\limits), the body a product up to the next + or - (as Math-Verify parses it).
+  // Integer bounds, at most kMaxSumTerms terms: the sum. Other bounds (a free n): a fingerprint, exp(0.31 lo + 0.57 hi)
+  // * sum_j w_j body(k = t_j), equal for the same bounds and the same body as a function of k (F_k F_{n-k-1} and
+  // F_{n-k-1} F_k), different otherwise; a sum and its closed form are not equal then (sympy may find them so).
+  std::optional<double> sum() {
+    eat("\\limits");
+    if (in_sum_ || !eat("_") || !eat("{")) return std::nullopt;
+    skip();
+    if (i_ >= s_.size() || !is_alpha(s_[i_])) return std::nullopt;
+    const std::string index(1, s_[i_++]);
+    std::optional<double> lo, hi;
+    if (!eat("=") || !(lo = expr()) || !eat("}") || !eat("^") || !(hi = braced())) return std::nullopt;
+    skip();
+    std::set<std::string> names;  // the body's extent and names, every name a variable
+    Parser probe(s_, nullptr, &names, true);
+    probe.i_ = i_;
+    if (!probe.term()) return std::nullopt;
+    const std::string body = s_.substr(i_, probe.i_ - i_);
+    i_ = probe.i_;
+    if (seen_) {
+      names.erase(index);
+      seen_->insert(names.begin(), names.end());
+      return 1.0;
+    }
+    MathVars vars = vars_ ? *vars_ : MathVars{};
+    auto at = [&](double k) -> std::optional<double> {
+      vars[index] = k;
+      return Parser(body, &vars, nullptr, true).parse();
+    };
+    double total = 0;
+    const bool integers = *lo == std::round(*lo) && *hi == std::round(*hi);
+    if (integers && *hi - *lo < kMaxSumTerms) {
+      for (double k = *lo; k <= *hi; ++k) {
+        auto v = at(k);
+        if (!v) return std::nullopt;
+        total += *v;
+      }
+      return finite(total, 0, 0);
+    }
+    const double t[] = {1.3, 2.7, 4.1, 5.9}, w[] = {1.0, 0.61, 0.37, 0.23};
+    for (int j = 0; j < 4; ++j) {
+      auto v = at(t[j]);
+      if (!v) return std::nullopt;
+      total += w[j] * *v;
+    }
+    return finite(std::exp(0.31 * *lo + 0.57 * *hi) * total, 0, 0);
   }
   bool at_function() const {
     for (const auto& f : kFunctions)
@@ -343,6 +401,7 @@ class Parser {
   const std::string& s_;
   const MathVars* vars_;
   std::set<std::string>* seen_;
+  bool in_sum_ = false;
   size_t i_ = 0;
   int depth_ = 0;  // active unary() calls
 };

@@ -9,6 +9,7 @@
 // Without variables (evaluate_math) a letter other than e makes the text non-numeric. With variables
 // (evaluate_with_vars), each single letter a-z/A-Z but e and each Greek-letter command (\alpha, \theta, ...) is a
 // variable, its subscript part of its name (G_j and G_{m-j} are two variables, x_1 and x_{1} one): "xy" is x*y.
+// A value that overflows or divides by zero (x/0, 12:00, 2^{1025}, \ln 0) is no number: only \infty is infinite.
 // Non-goals: complex numbers, relations (math_structure.h splits those first).
 #pragma once
 #include <map>

@@ -470,7 +470,7 @@ std::optional<std::string> choose(const std::string& r, const ExtractOptions& op
 }  // namespace
 
 std::optional<std::string> extract_final_answer(const std::string& r, const ExtractOptions& opts) {
-  auto text = choose(r, opts);
+  auto text = choose(restore_control_escapes(r), opts);  // before boxes are found and trimmed: "\boxed{<FF>rac...}"
   if (text && text->size() > kMaxAnswerChars) return std::nullopt;  // not an answer (and would exhaust std::regex)
   return text;
 }

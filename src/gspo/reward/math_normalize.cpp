@@ -1,6 +1,8 @@
 #include "gspo/reward/math_normalize.h"
 
+#include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <regex>
 #include <utility>
 
@@ -191,7 +193,53 @@ std::string drop_spaces(const std::string& s) {
   return out;
 }
 
+// A whole answer that is one number with separators: thousands "1,234,567" (a first group of 1-3 digits, not
+// starting with 0) or "1 234 567" -> "1234567"; "0,ddd" (one group of three after a 0: no thousands) is a decimal
+// comma, as Math-Verify reads it: "0,125" -> "0.125". Any other comma is a list ("0,5" is 0 and 5, "1,22" 1 and 22).
+void whole_number_separators(std::string& s) {
+  static const std::regex kThousands(R"(^-?[1-9]\d{0,2}(,\d{3})+(\.\d+)?$)");
+  static const std::regex kSpaceThousands(R"(^-?\d{1,3}( \d{3})+(\.\d+)?$)");
+  static const std::regex kZeroComma(R"(^(-?0),(\d{3})$)");
+  if (std::regex_match(s, kThousands)) replace_all(s, ",", "");
+  if (std::regex_match(s, kSpaceThousands)) replace_all(s, " ", "");
+  if (std::regex_match(s, kZeroComma)) s[s.find(',')] = '.';
+}
+
 }  // namespace
+
+std::string restore_control_escapes(const std::string& s) {
+  // What follows the character, the command's first letter consumed ("\times" -> tab + "imes"), then no letter.
+  static const char* const kTab[] = {"imes", "extbf", "extit", "extrm", "ext", "frac", "an", "heta", "au"};
+  static const char* const kReturn[] = {"ight", "ho"};
+  if (std::none_of(s.begin(), s.end(), [](char c) { return c == '\a' || c == '\b' || c == '\t' || c == '\v' ||
+                                                           c == '\f' || c == '\r'; }))
+    return s;
+  const auto before = [&](size_t i, const char* const* names, size_t n) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t len = std::char_traits<char>::length(names[k]), end = i + 1 + len;
+      if (s.compare(i + 1, len, names[k]) == 0 && (end >= s.size() || !is_alpha(s[end]))) return true;
+    }
+    return false;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    char letter = 0;
+    if (c == '\a') letter = 'a';
+    if (c == '\b') letter = 'b';
+    if (c == '\v') letter = 'v';
+    if (c == '\f') letter = 'f';
+    if (c == '\t' && before(i, kTab, std::size(kTab))) letter = 't';
+    if (c == '\r' && before(i, kReturn, std::size(kReturn))) letter = 'r';
+    if (!letter) {
+      out += c;
+      continue;
+    }
+    if (out.empty() || out.back() != '\\') out += '\\';
+    out += letter;
+  }
+  return out;
+}
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   if (from.empty()) return;
@@ -203,14 +251,14 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
 }
 
 std::string normalize_answer(const std::string& in) {
-  std::string s = trim(in);
+  std::string s = trim(restore_control_escapes(in));
   undouble_backslashes(s);
   replace_all(s, "\\\\", "\x01");  // a row break \\ is not "\ " followed by a space
   thin_space_thousands(s);
   for (const char* drop : {"\\$", "\\displaystyle", "\\!", "\\,", "\\;", "\\:", "\\ ", "$", "~"}) replace_all(s, drop, "");
-  for (const char* drop : {"\\left", "\\right", "\\bigl", "\\bigr", "\\Bigl", "\\Bigr", "\\big", "\\Big",
-                           "\\qquad", "\\quad"})
+  for (const char* drop : {"\\left", "\\right", "\\bigl", "\\bigr", "\\Bigl", "\\Bigr", "\\big", "\\Big"})
     replace_command(s, drop, "");
+  for (const char* space : {"\\qquad", "\\quad"}) replace_all(s, space, "");  // also "\quadx_2": no command starts so
   replace_all(s, "\x01", "\\\\");
   replace_all(s, "{,}", ",");
   for (const char* reals : {"\\mathbb{R}", "\\mathbbR", "\\mathbb R", "ℝ"}) replace_all(s, reals, "(-\\infty,\\infty)");
@@ -232,11 +280,10 @@ std::string normalize_answer(const std::string& in) {
   drop_units(s);
   static const std::regex kJoin(R"(,?\s+(?:or|and)\s+)");  // "4, 7, and 9" is "4, 7, 9"
   s = std::regex_replace(s, kJoin, ",");
+  static const std::regex kBracketJoin(R"(([)\]}])\s*(?:or|and)\s*([(\[{]))");  // "(11,7)or(7,11)" is a list
+  s = std::regex_replace(s, kBracketJoin, "$1,$2");
   while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
-  static const std::regex kThousands(R"(^-?\d{1,3}(,\d{3})+(\.\d+)?$)");
-  static const std::regex kSpaceThousands(R"(^-?\d{1,3}( \d{3})+(\.\d+)?$)");
-  if (std::regex_match(s, kThousands)) replace_all(s, ",", "");
-  if (std::regex_match(s, kSpaceThousands)) replace_all(s, " ", "");
+  whole_number_separators(s);
   bare_functions(s);
   std::string out = semicolon_lists(drop_spaces(s));
   canonical_matrices(out);

@@ -18,6 +18,13 @@ inline constexpr size_t kMaxAnswerChars = 1000;
 
 std::string normalize_answer(const std::string& answer);
 
+// LaTeX whose backslash escape a JSON or Python string read as a control character, restored: form feed + "rac" ->
+// "\frac", backspace + "oxed" -> "\boxed" (also \a, \v: never in math text, restored wherever they stand); a tab or
+// carriage return only before the rest of a whole command name (tab + "imes" -> \times; \text, \tan, \theta, \tau,
+// \tfrac; \right, \rho), since both also stand as themselves (tab + "and" stays). A backslash already before the character is kept once ("\\f" in JSON: "\<FF>rac").
+// O(length); text without such characters is returned unchanged.
+std::string restore_control_escapes(const std::string& text);
+
 // Every occurrence of `from` in `s` replaced by `to`, left to right.
 void replace_all(std::string& s, const std::string& from, const std::string& to);
 

@@ -163,7 +163,8 @@ bool reads_as_math(const std::string& in) {
     return true;
   }
   std::string s = in;
-  for (const char* drop : {"\\cup", "\\pm", "\\mp"}) replace_all(s, drop, ",");
+  replace_all(s, "\\cup", ",");
+  for (const char* sign : {"\\pm", "\\mp"}) replace_all(s, sign, "+");  // also inside a group: \frac{-1\pm\sqrt{13}}{4}
   if (auto parts = split_top(s); parts.size() > 1) {
     return std::all_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty() || reads_as_math(p); });
   }

@@ -24,6 +24,12 @@ bool has_word(const std::string& s) {
     if (s[i] == '\\') {  // skip the command name
       while (i + 1 < s.size() && std::isalpha(static_cast<unsigned char>(s[i + 1]))) ++i;
       run = 0;
+    } else if (s[i] == '_' && i + 1 < s.size() && s[i + 1] == '{') {  // a subscript is part of a name: S_{MBCN}
+      for (int depth = 0; ++i < s.size();) {
+        if (s[i] == '{') ++depth;
+        if (s[i] == '}' && --depth == 0) break;
+      }
+      run = 0;
     } else if (std::isalpha(static_cast<unsigned char>(s[i]))) {
       if (++run > kMaxRun) return true;
     } else {

@@ -20,7 +20,8 @@ bool symbolic_equal(const std::string& a, const std::string& b, double rel_tol);
 // The test of relations and equations: "2x + 4y - 3" and "y - (-x/2 + 3/4)" (c = 4); "x(2x+4y-3)" is no multiple.
 bool proportional(const std::string& a, const std::string& b, int sign, bool exact_unit, double rel_tol);
 
-// Whether some run of letters outside a \command is longer than 3 (a word such as "yes", not a product y*e*s).
+// Whether some run of letters outside a \command and a braced subscript is longer than 3 (a word such as "yes", not
+// a product y*e*s; S_{MBCN} is a name).
 bool has_word(const std::string& s);
 
 }  // namespace gspo::reward
