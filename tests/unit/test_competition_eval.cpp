@@ -287,3 +287,49 @@ TEST_CASE("106 real Codeforces problems convert and grade end to end", "[competi
   CHECK(s["difficulty_rating"]["rating"].get<double>() == Approx(eval::difficulty_rating(rated).rating).margin(1e-9));
   CHECK(s["failures"].dump() == R"({"wrong answer":106})");
 }
+
+TEST_CASE("standings packs: repeated contests or problems, impossible numbers and unsorted rows are refused",
+          "[competition][eval]") {
+  // Before #65 each of these was read and gave a wrong rating silently.
+  json rows = json::array();
+  for (int i = 0; i < 300; ++i) rows.push_back({2000 - 5 * i, 10 * i, 1000 + 3 * i});
+  const json problems = {{{"index", "A"}, {"points", 500}}, {{"index", "B"}, {"points", 1000}}};
+  auto contest = [&](const json& id, const json& ps, const json& rs) {
+    return json{{"id", id}, {"problems", ps}, {"rows", rs}};
+  };
+  auto refused = [&](const json& contests, const std::vector<std::string>& words) {
+    const std::string path = write_pack(json{{"contests", contests}});
+    INFO(contests.dump().substr(0, 300));
+    CHECK_THROWS_AS(eval::load_standings(path), DataError);
+    try {
+      eval::load_standings(path);
+    } catch (const DataError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(path));
+      for (const auto& w : words) CHECK_THAT(e.what(), Catch::Contains(w));
+    }
+  };
+  CHECK_NOTHROW(eval::load_standings(write_pack(json{{"contests", json::array({contest(7, problems, rows)})}})));
+  refused(json::array({contest(7, problems, rows), contest("8", problems, rows), contest("7", problems, rows)}),
+          {"contest 7 is listed twice", "contests 1 and 3"});
+  refused(json::array({contest(7, {{{"index", "A"}}, {{"index", "A"}}}, rows)}),
+          {"contest 7: problem A is listed twice"});
+  refused(json::array({contest(7, {{{"index", "A"}, {"points", -500}}}, rows)}),
+          {"contest 7: problem A", "'points'", "-500"});
+  refused(json::array({contest(7, {{{"index", "A"}, {"points", 0}}}, rows)}), {"problem A", "positive"});
+  json r = rows;
+  r[4] = {1980, 40, 0};
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 5", "old_rating", "oldRating"});
+  r = rows;
+  r[9] = {-3, 90, 1027};
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 10", "negative"});
+  r = rows;
+  r[0] = {2000, -10, 1000};
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 1", "negative"});
+  r = rows;
+  std::swap(r[41], r[42]);  // points out of order: row 43 has more than row 42
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 43", "ranks above row 42", "standings order"});
+  r = json::array({{1000, 50, 1500}, {1000, 20, 1500}});  // equal points, penalty out of order
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 2", "standings order"});
+  r = json::array({{1000, 20, 1500}, {1000, 20, 1500}, {1000, 50, 1500}, {900, 0, 1500}});  // ties and order hold
+  CHECK_NOTHROW(eval::load_standings(write_pack(json{{"contests", json::array({contest(7, problems, r)})}})));
+}
