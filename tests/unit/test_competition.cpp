@@ -147,3 +147,63 @@ TEST_CASE("competition rows: bad rows are refused naming the key", "[competition
   CHECK(reward::extract_competition_program("```Python3 \nprint(1)\n```").language == "python");
   CHECK(reward::extract_competition_program("```CPP\nint main(){}\n```").source == "int main(){}\n");
 }
+
+TEST_CASE("competition rows: limits that overflow, cannot be or cannot start python3 are refused naming the row",
+          "[competition]") {
+  // Before #65 a 1e30 s limit overflowed the wall clock into "time limit" and a 1e30 or 0.5 MB limit the address
+  // space into "runtime error", for a right solution.
+  auto refused = [](double time_limit, double memory, const std::string& key) {
+    auto row = json::parse(sum_problem().row);
+    row["time_limit_s"] = time_limit;
+    row["memory_limit_mb"] = memory;
+    INFO(row.dump());
+    CHECK_THROWS_AS(reward::parse_code_tests(row.dump(), "cf.jsonl:7"), DataError);
+    CHECK_THROWS_WITH(reward::parse_code_tests(row.dump(), "cf.jsonl:7"),
+                      Catch::Contains("cf.jsonl:7") && Catch::Contains("'" + key + "'"));
+  };
+  refused(1e30, 256, "time_limit_s");
+  refused(61, 256, "time_limit_s");
+  refused(-1, 256, "time_limit_s");
+  refused(0, 256, "time_limit_s");
+  refused(1, 1e30, "memory_limit_mb");
+  refused(1, 65537, "memory_limit_mb");
+  refused(1, 0.5, "memory_limit_mb");
+  refused(1, -256, "memory_limit_mb");
+  auto row = json::parse(sum_problem().row);
+  row["memory_limit_mb"] = 0.5;
+  CHECK_THROWS_WITH(reward::parse_code_tests(row.dump(), "cf.jsonl:7"), Catch::Contains("python3 does not start"));
+  row["memory_limit_mb"] = "256";
+  CHECK_THROWS_WITH(reward::parse_code_tests(row.dump(), "cf.jsonl:7"), Catch::Contains("(got \"256\")"));
+  // The bounds themselves hold, and a right solution is accepted at each.
+  const auto v = verifier();
+  const std::string right = py("a, b = map(int, input().split())\nprint(a + b)");
+  CHECK(v.score(right, sum_problem("", "python", 60, 256)).correct);
+  CHECK(v.score(right, sum_problem("", "python", 1, 65536)).correct);
+  CHECK(v.score(right, sum_problem("", "python", 1, 16)).correct);
+  CHECK(v.score(cpp(kCppSum), sum_problem("", "python", 1, 16)).correct);
+  CHECK(reward::parse_code_tests(sum_problem("", "python", 0.5, 255.9).row, "cf.jsonl:1").memory_mb == 255);
+}
+
+TEST_CASE("competition rows: a checker_language that is not a string is refused naming the field and the row",
+          "[competition]") {
+  auto row = json::parse(sum_problem(kPyChecker).row);
+  row["tests"]["checker_language"] = 5;  // before #65: the JSON library's type_error, no row, no field
+  CHECK_THROWS_AS(reward::parse_code_tests(row.dump(), "cf.jsonl:9"), DataError);
+  CHECK_THROWS_WITH(reward::parse_code_tests(row.dump(), "cf.jsonl:9"),
+                    Catch::Contains("cf.jsonl:9") && Catch::Contains("tests.checker_language") &&
+                        Catch::Contains("(got 5)"));
+}
+
+TEST_CASE("competition rows: every competition row is read before any sampling", "[competition]") {
+  data::Example bad = sum_problem();
+  auto row = json::parse(bad.row);
+  row["time_limit_s"] = 1e30;
+  bad.row = row.dump();
+  bad.id = "cf.jsonl:2";
+  data::Example math;
+  math.id = "cf.jsonl:3";
+  math.row = R"({"problem": "1+1", "answer": "2", "tests": {"type": 5}})";  // not a competition row: left alone
+  CHECK_NOTHROW(reward::check_competition_rows({sum_problem(), math}));
+  CHECK_THROWS_WITH(reward::check_competition_rows({sum_problem(), bad, math}),
+                    Catch::Contains("cf.jsonl:2") && Catch::Contains("'time_limit_s'"));
+}

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <iostream>
@@ -332,4 +333,28 @@ TEST_CASE("standings packs: repeated contests or problems, impossible numbers an
   refused(json::array({contest(7, problems, r)}), {"contest 7: row 2", "standings order"});
   r = json::array({{1000, 20, 1500}, {1000, 20, 1500}, {1000, 50, 1500}, {900, 0, 1500}});  // ties and order hold
   CHECK_NOTHROW(eval::load_standings(write_pack(json{{"contests", json::array({contest(7, problems, r)})}})));
+}
+
+TEST_CASE("competition sets: a contest problem twice is refused naming both rows, before any grading",
+          "[competition][eval]") {
+  auto row = [](const json& contest, const json& index, int line) {
+    data::Example ex;
+    ex.id = "cf.jsonl:" + std::to_string(line);
+    ex.row = json{{"problem", "p"}, {"contest_id", contest}, {"index", index}, {"time_limit_s", 1},
+                  {"memory_limit_mb", 256},
+                  {"tests", {{"type", "competition"}, {"cases", {{{"input", "1"}, {"output", "1"}}}}}}}.dump();
+    return ex;
+  };
+  CHECK_NOTHROW(eval::check_competition_set({row(7, "A", 1), row(7, "B", 2), row(8, "A", 3)}));
+  CHECK_THROWS_AS(eval::check_competition_set({row(7, "A", 1), row(7, "B", 2), row("7", "A", 3)}), DataError);
+  CHECK_THROWS_WITH(eval::check_competition_set({row(7, "A", 1), row(7, "B", 2), row("7", "A", 3)}),
+                    Catch::Contains("cf.jsonl:3") && Catch::Contains("contest 7 problem A") &&
+                        Catch::Contains("cf.jsonl:1"));
+  // gspo score reads the set first: the repeated problem is refused before any response is read or graded.
+  const std::string dir = std::string(GSPO_TEST_MODELS) + "/competition_twice";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/problems.jsonl") << row(7, "A", 1).row << "\n" << row(7, "A", 2).row << "\n";
+  auto cfg = config::load_text("reward: {kind: auto}\n", "t.yaml");
+  CHECK_THROWS_WITH(eval::run_score(cfg, {dir + "/problems.jsonl", dir + "/no_responses.jsonl", dir + "/out", ""}),
+                    Catch::Contains("problems.jsonl:2") && Catch::Contains("problems.jsonl:1"));
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <csignal>
 #include <optional>
 #include <vector>
@@ -106,6 +108,22 @@ std::optional<bool> check(const Prepared& checker, const CodeTests::Case& c, con
   return std::nullopt;
 }
 
+// A row's limit `key`: a finite number v > 0 with lo <= v <= hi; else a DataError naming the row, the key, the value
+// and `rule` (docs/evaluation.md "CodeForces": bounds that keep the rlimits and the wall clock representable).
+double limit(const json& row, const char* key, double lo, double hi, const std::string& rule, const std::string& where) {
+  const bool number = row.contains(key) && row[key].is_number();
+  const double v = number ? row[key].get<double>() : 0;
+  if (number && std::isfinite(v) && v > 0 && v >= lo && v <= hi) return v;
+  const std::string got = row.contains(key) ? row[key].dump().substr(0, 40) : "nothing";
+  throw DataError(where + ": competition rows need '" + key + "' " + rule + " (got " + got + ")");
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace
 
 CompetitionProgram extract_competition_program(const std::string& response) {
@@ -136,21 +154,37 @@ void parse_competition_tests(CodeTests& t, const json& row, const std::string& w
       throw DataError(where + ": each of tests.cases needs string 'input' and 'output'");
     t.cases.push_back({c["input"].get<std::string>(), {c["output"].get<std::string>()}});
   }
-  auto positive = [&](const char* key) {
-    if (!row.contains(key) || !row[key].is_number() || row[key].get<double>() <= 0)
-      throw DataError(where + ": competition rows need a positive number '" + key + "'");
-    return row[key].get<double>();
-  };
-  t.time_limit_s = positive("time_limit_s");
-  t.memory_mb = static_cast<int64_t>(positive("memory_limit_mb"));
+  t.time_limit_s = limit(row, "time_limit_s", 0, kMaxTimeLimitS,
+                         "in CPU seconds, in (0, " + number_text(kMaxTimeLimitS) + "]: a longer limit is no judge's",
+                         where);
+  t.memory_mb = static_cast<int64_t>(
+      limit(row, "memory_limit_mb", kMinMemoryLimitMb, kMaxMemoryLimitMb,
+            "in megabytes, in [" + number_text(kMinMemoryLimitMb) + ", " + number_text(kMaxMemoryLimitMb) +
+                "]: python3 does not start under a smaller address-space limit, and a larger one is no judge's",
+            where));
   if (ts.contains("checker") && !ts["checker"].is_null()) {
     if (!ts["checker"].is_string() || ts["checker"].get<std::string>().empty())
       throw DataError(where + ": tests.checker must be the checker's source text");
     t.checker = ts["checker"];
-    t.checker_language = language_of(ts.value("checker_language", std::string("python")));
+    const json language = ts.contains("checker_language") && !ts["checker_language"].is_null()
+                              ? ts["checker_language"] : json("python");
+    if (!language.is_string())
+      throw DataError(where + ": tests.checker_language must be the string python or cpp (got " +
+                      language.dump().substr(0, 40) + ")");
+    t.checker_language = language_of(language.get<std::string>());
     if (t.checker_language != "python" && t.checker_language != "cpp")
       throw DataError(where + ": tests.checker_language must be python or cpp (got '" + t.checker_language + "')");
   }
+}
+
+bool is_competition_row(const json& row) {
+  return row.is_object() && row.contains("tests") && row["tests"].is_object() && row["tests"].contains("type") &&
+         row["tests"]["type"] == "competition";
+}
+
+void check_competition_rows(const std::vector<data::Example>& rows) {
+  for (const auto& ex : rows)
+    if (is_competition_row(json::parse(ex.row, nullptr, false))) parse_code_tests(ex.row, ex.id);
 }
 
 CodeResult run_competition(const std::string& response, const CodeTests& t, const CodeOptions& o) {
