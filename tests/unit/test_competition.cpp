@@ -207,3 +207,38 @@ TEST_CASE("competition rows: every competition row is read before any sampling",
   CHECK_THROWS_WITH(reward::check_competition_rows({sum_problem(), bad, math}),
                     Catch::Contains("cf.jsonl:2") && Catch::Contains("'time_limit_s'"));
 }
+
+TEST_CASE("competition: a Python checker that raises or does not compile is a checker failure, not a wrong answer",
+          "[competition]") {
+  const std::string doubled = py("a, b = map(int, input().split())\nprint(2 * (a + b))");
+  // A fresh verifier each time: its cache keys a row's tests by id and row length, the same for two checkers here.
+  auto judge = [&](const std::string& checker) { return verifier().score(doubled, sum_problem(checker)); };
+  for (const char* checker : {"raise ValueError('the checker is broken')", "def check(:\n    pass",
+                              "import sys\nint(open(sys.argv[9]).read())", "x = bytearray(1 << 40)"}) {
+    INFO(checker);
+    const auto s = judge(checker);
+    CHECK(s.failure == "checker failure");  // before #65: "wrong answer" (Python exits 1 on an uncaught exception)
+    CHECK_FALSE(s.correct);
+    CHECK_THAT(s.detail, Catch::Contains("exit 70"));
+  }
+  // A checker's own decisions stand: sys.exit(1) and sys.exit(2) reject, SystemExit(None) accepts.
+  CHECK(judge("import sys\nsys.exit(1)").failure == "wrong answer");
+  CHECK(judge("raise SystemExit(2)").failure == "wrong answer");
+  CHECK(judge("import sys\nsys.exit()").correct);
+  CHECK(judge("pass").correct);
+}
+
+TEST_CASE("competition: the output cap follows the expected output", "[competition]") {
+  const auto v = verifier();  // its sandbox caps output at 64 KiB
+  std::string big;
+  for (int i = 0; i < 100000; ++i) big += "1\n";  // 200 kB expected
+  json tests{{"type", "competition"}, {"cases", json::array({{{"input", "100000\n"}, {"output", big}}})}};
+  data::Example ex;
+  ex.id = "big.jsonl:1";
+  ex.row = json{{"problem", "Print n ones."}, {"time_limit_s", 2}, {"memory_limit_mb", 256}, {"tests", tests}}.dump();
+  // Before #65 a right answer longer than the sandbox's cap was always "output limit".
+  CHECK(v.score(py("print('1\\n' * int(input()), end='')"), ex).correct);
+  CHECK(v.score(py("print('1 \\n' * int(input()), end='')"), ex).correct);  // 1.5 x: whitespace differs
+  CHECK(v.score(py("print('1\\n' * (3 * int(input())), end='')"), ex).failure == "output limit");  // 3 x
+  CHECK(v.score(py("while True:\n    print('x' * 1000)"), ex).failure == "output limit");
+}

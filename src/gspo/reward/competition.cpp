@@ -88,10 +88,33 @@ Prepared prepare(const std::string& language, const std::string& source, const C
   return p;
 }
 
+// Runs checker.py as __main__ with testlib's arguments. Python exits 1 on an uncaught exception or a syntax error,
+// which would read as a rejection: those exit kCheckerCrashExit instead; SystemExit (sys.exit) passes through.
+constexpr const char* kPythonCheckerWrapper = R"(import runpy, sys, traceback
+sys.argv[0] = 'checker.py'
+try:
+    runpy.run_path('checker.py', run_name='__main__')
+except SystemExit:
+    raise
+except BaseException:
+    traceback.print_exc()
+    sys.exit(%d)
+)";
+
+Runnable checker_runnable(const Prepared& checker, const std::string& python) {
+  const std::vector<std::string> args = {"input.txt", "output.txt", "answer.txt"};
+  if (checker.language != "python") return runnable(checker.language, checker.payload, python, args);
+  char wrapper[512];
+  std::snprintf(wrapper, sizeof wrapper, kPythonCheckerWrapper, kCheckerCrashExit);
+  Runnable r{{python, "-I", "-c", wrapper}, {{"checker.py", checker.payload}}};
+  r.argv.insert(r.argv.end(), args.begin(), args.end());
+  return r;
+}
+
 // The checker's judgement of one output: true/false, or nullopt when the checker itself failed.
 std::optional<bool> check(const Prepared& checker, const CodeTests::Case& c, const std::string& produced,
                           const CodeOptions& o, std::string& note) {
-  auto run = runnable(checker.language, checker.payload, o.python, {"input.txt", "output.txt", "answer.txt"});
+  auto run = checker_runnable(checker, o.python);
   run.files.push_back({"input.txt", c.input});
   run.files.push_back({"output.txt", produced});
   run.files.push_back({"answer.txt", c.outputs.at(0)});
@@ -210,6 +233,8 @@ CodeResult run_competition(const std::string& response, const CodeTests& t, cons
   const auto run = runnable(solution.language, solution.payload, o.python);
   for (size_t i = 0; i < t.cases.size(); ++i) {
     const std::string where = "test " + std::to_string(i + 1) + ": ";
+    l.output_bytes = std::max(o.limits.output_bytes,
+                              kOutputCapFactor * static_cast<int64_t>(t.cases[i].outputs.at(0).size()));
     const auto r = run_sandboxed(run.argv, run.files, t.cases[i].input, l);
     if (!r.ok()) {
       res.category = run_verdict(r, solution.language);
