@@ -147,3 +147,98 @@ TEST_CASE("competition rows: bad rows are refused naming the key", "[competition
   CHECK(reward::extract_competition_program("```Python3 \nprint(1)\n```").language == "python");
   CHECK(reward::extract_competition_program("```CPP\nint main(){}\n```").source == "int main(){}\n");
 }
+
+TEST_CASE("competition rows: limits that overflow, cannot be or cannot start python3 are refused naming the row",
+          "[competition]") {
+  // Before #65 a 1e30 s limit overflowed the wall clock into "time limit" and a 1e30 or 0.5 MB limit the address
+  // space into "runtime error", for a right solution.
+  auto refused = [](double time_limit, double memory, const std::string& key) {
+    auto row = json::parse(sum_problem().row);
+    row["time_limit_s"] = time_limit;
+    row["memory_limit_mb"] = memory;
+    INFO(row.dump());
+    CHECK_THROWS_AS(reward::parse_code_tests(row.dump(), "cf.jsonl:7"), DataError);
+    CHECK_THROWS_WITH(reward::parse_code_tests(row.dump(), "cf.jsonl:7"),
+                      Catch::Contains("cf.jsonl:7") && Catch::Contains("'" + key + "'"));
+  };
+  refused(1e30, 256, "time_limit_s");
+  refused(61, 256, "time_limit_s");
+  refused(-1, 256, "time_limit_s");
+  refused(0, 256, "time_limit_s");
+  refused(1, 1e30, "memory_limit_mb");
+  refused(1, 65537, "memory_limit_mb");
+  refused(1, 0.5, "memory_limit_mb");
+  refused(1, -256, "memory_limit_mb");
+  auto row = json::parse(sum_problem().row);
+  row["memory_limit_mb"] = 0.5;
+  CHECK_THROWS_WITH(reward::parse_code_tests(row.dump(), "cf.jsonl:7"), Catch::Contains("python3 does not start"));
+  row["memory_limit_mb"] = "256";
+  CHECK_THROWS_WITH(reward::parse_code_tests(row.dump(), "cf.jsonl:7"), Catch::Contains("(got \"256\")"));
+  // The bounds themselves hold, and a right solution is accepted at each.
+  const auto v = verifier();
+  const std::string right = py("a, b = map(int, input().split())\nprint(a + b)");
+  CHECK(v.score(right, sum_problem("", "python", 60, 256)).correct);
+  CHECK(v.score(right, sum_problem("", "python", 1, 65536)).correct);
+  CHECK(v.score(right, sum_problem("", "python", 1, 16)).correct);
+  CHECK(v.score(cpp(kCppSum), sum_problem("", "python", 1, 16)).correct);
+  CHECK(reward::parse_code_tests(sum_problem("", "python", 0.5, 255.9).row, "cf.jsonl:1").memory_mb == 255);
+}
+
+TEST_CASE("competition rows: a checker_language that is not a string is refused naming the field and the row",
+          "[competition]") {
+  auto row = json::parse(sum_problem(kPyChecker).row);
+  row["tests"]["checker_language"] = 5;  // before #65: the JSON library's type_error, no row, no field
+  CHECK_THROWS_AS(reward::parse_code_tests(row.dump(), "cf.jsonl:9"), DataError);
+  CHECK_THROWS_WITH(reward::parse_code_tests(row.dump(), "cf.jsonl:9"),
+                    Catch::Contains("cf.jsonl:9") && Catch::Contains("tests.checker_language") &&
+                        Catch::Contains("(got 5)"));
+}
+
+TEST_CASE("competition rows: every competition row is read before any sampling", "[competition]") {
+  data::Example bad = sum_problem();
+  auto row = json::parse(bad.row);
+  row["time_limit_s"] = 1e30;
+  bad.row = row.dump();
+  bad.id = "cf.jsonl:2";
+  data::Example math;
+  math.id = "cf.jsonl:3";
+  math.row = R"({"problem": "1+1", "answer": "2", "tests": {"type": 5}})";  // not a competition row: left alone
+  CHECK_NOTHROW(reward::check_competition_rows({sum_problem(), math}));
+  CHECK_THROWS_WITH(reward::check_competition_rows({sum_problem(), bad, math}),
+                    Catch::Contains("cf.jsonl:2") && Catch::Contains("'time_limit_s'"));
+}
+
+TEST_CASE("competition: a Python checker that raises or does not compile is a checker failure, not a wrong answer",
+          "[competition]") {
+  const std::string doubled = py("a, b = map(int, input().split())\nprint(2 * (a + b))");
+  // A fresh verifier each time: its cache keys a row's tests by id and row length, the same for two checkers here.
+  auto judge = [&](const std::string& checker) { return verifier().score(doubled, sum_problem(checker)); };
+  for (const char* checker : {"raise ValueError('the checker is broken')", "def check(:\n    pass",
+                              "import sys\nint(open(sys.argv[9]).read())", "x = bytearray(1 << 40)"}) {
+    INFO(checker);
+    const auto s = judge(checker);
+    CHECK(s.failure == "checker failure");  // before #65: "wrong answer" (Python exits 1 on an uncaught exception)
+    CHECK_FALSE(s.correct);
+    CHECK_THAT(s.detail, Catch::Contains("exit 70"));
+  }
+  // A checker's own decisions stand: sys.exit(1) and sys.exit(2) reject, SystemExit(None) accepts.
+  CHECK(judge("import sys\nsys.exit(1)").failure == "wrong answer");
+  CHECK(judge("raise SystemExit(2)").failure == "wrong answer");
+  CHECK(judge("import sys\nsys.exit()").correct);
+  CHECK(judge("pass").correct);
+}
+
+TEST_CASE("competition: the output cap follows the expected output", "[competition]") {
+  const auto v = verifier();  // its sandbox caps output at 64 KiB
+  std::string big;
+  for (int i = 0; i < 100000; ++i) big += "1\n";  // 200 kB expected
+  json tests{{"type", "competition"}, {"cases", json::array({{{"input", "100000\n"}, {"output", big}}})}};
+  data::Example ex;
+  ex.id = "big.jsonl:1";
+  ex.row = json{{"problem", "Print n ones."}, {"time_limit_s", 2}, {"memory_limit_mb", 256}, {"tests", tests}}.dump();
+  // Before #65 a right answer longer than the sandbox's cap was always "output limit".
+  CHECK(v.score(py("print('1\\n' * int(input()), end='')"), ex).correct);
+  CHECK(v.score(py("print('1 \\n' * int(input()), end='')"), ex).correct);  // 1.5 x: whitespace differs
+  CHECK(v.score(py("print('1\\n' * (3 * int(input())), end='')"), ex).failure == "output limit");  // 3 x
+  CHECK(v.score(py("while True:\n    print('x' * 1000)"), ex).failure == "output limit");
+}

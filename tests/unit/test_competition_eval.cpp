@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <iostream>
@@ -286,4 +287,74 @@ TEST_CASE("106 real Codeforces problems convert and grade end to end", "[competi
   CHECK(s["difficulty_rating"]["unrated_problems"] == 106 - rated.size());
   CHECK(s["difficulty_rating"]["rating"].get<double>() == Approx(eval::difficulty_rating(rated).rating).margin(1e-9));
   CHECK(s["failures"].dump() == R"({"wrong answer":106})");
+}
+
+TEST_CASE("standings packs: repeated contests or problems, impossible numbers and unsorted rows are refused",
+          "[competition][eval]") {
+  // Before #65 each of these was read and gave a wrong rating silently.
+  json rows = json::array();
+  for (int i = 0; i < 300; ++i) rows.push_back({2000 - 5 * i, 10 * i, 1000 + 3 * i});
+  const json problems = {{{"index", "A"}, {"points", 500}}, {{"index", "B"}, {"points", 1000}}};
+  auto contest = [&](const json& id, const json& ps, const json& rs) {
+    return json{{"id", id}, {"problems", ps}, {"rows", rs}};
+  };
+  auto refused = [&](const json& contests, const std::vector<std::string>& words) {
+    const std::string path = write_pack(json{{"contests", contests}});
+    INFO(contests.dump().substr(0, 300));
+    CHECK_THROWS_AS(eval::load_standings(path), DataError);
+    try {
+      eval::load_standings(path);
+    } catch (const DataError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(path));
+      for (const auto& w : words) CHECK_THAT(e.what(), Catch::Contains(w));
+    }
+  };
+  CHECK_NOTHROW(eval::load_standings(write_pack(json{{"contests", json::array({contest(7, problems, rows)})}})));
+  refused(json::array({contest(7, problems, rows), contest("8", problems, rows), contest("7", problems, rows)}),
+          {"contest 7 is listed twice", "contests 1 and 3"});
+  refused(json::array({contest(7, {{{"index", "A"}}, {{"index", "A"}}}, rows)}),
+          {"contest 7: problem A is listed twice"});
+  refused(json::array({contest(7, {{{"index", "A"}, {"points", -500}}}, rows)}),
+          {"contest 7: problem A", "'points'", "-500"});
+  refused(json::array({contest(7, {{{"index", "A"}, {"points", 0}}}, rows)}), {"problem A", "positive"});
+  json r = rows;
+  r[4] = {1980, 40, 0};
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 5", "old_rating", "oldRating"});
+  r = rows;
+  r[9] = {-3, 90, 1027};
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 10", "negative"});
+  r = rows;
+  r[0] = {2000, -10, 1000};
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 1", "negative"});
+  r = rows;
+  std::swap(r[41], r[42]);  // points out of order: row 43 has more than row 42
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 43", "ranks above row 42", "standings order"});
+  r = json::array({{1000, 50, 1500}, {1000, 20, 1500}});  // equal points, penalty out of order
+  refused(json::array({contest(7, problems, r)}), {"contest 7: row 2", "standings order"});
+  r = json::array({{1000, 20, 1500}, {1000, 20, 1500}, {1000, 50, 1500}, {900, 0, 1500}});  // ties and order hold
+  CHECK_NOTHROW(eval::load_standings(write_pack(json{{"contests", json::array({contest(7, problems, r)})}})));
+}
+
+TEST_CASE("competition sets: a contest problem twice is refused naming both rows, before any grading",
+          "[competition][eval]") {
+  auto row = [](const json& contest, const json& index, int line) {
+    data::Example ex;
+    ex.id = "cf.jsonl:" + std::to_string(line);
+    ex.row = json{{"problem", "p"}, {"contest_id", contest}, {"index", index}, {"time_limit_s", 1},
+                  {"memory_limit_mb", 256},
+                  {"tests", {{"type", "competition"}, {"cases", {{{"input", "1"}, {"output", "1"}}}}}}}.dump();
+    return ex;
+  };
+  CHECK_NOTHROW(eval::check_competition_set({row(7, "A", 1), row(7, "B", 2), row(8, "A", 3)}));
+  CHECK_THROWS_AS(eval::check_competition_set({row(7, "A", 1), row(7, "B", 2), row("7", "A", 3)}), DataError);
+  CHECK_THROWS_WITH(eval::check_competition_set({row(7, "A", 1), row(7, "B", 2), row("7", "A", 3)}),
+                    Catch::Contains("cf.jsonl:3") && Catch::Contains("contest 7 problem A") &&
+                        Catch::Contains("cf.jsonl:1"));
+  // gspo score reads the set first: the repeated problem is refused before any response is read or graded.
+  const std::string dir = std::string(GSPO_TEST_MODELS) + "/competition_twice";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/problems.jsonl") << row(7, "A", 1).row << "\n" << row(7, "A", 2).row << "\n";
+  auto cfg = config::load_text("reward: {kind: auto}\n", "t.yaml");
+  CHECK_THROWS_WITH(eval::run_score(cfg, {dir + "/problems.jsonl", dir + "/no_responses.jsonl", dir + "/out", ""}),
+                    Catch::Contains("problems.jsonl:2") && Catch::Contains("problems.jsonl:1"));
 }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "gspo/core/error.h"
 #include "gspo/eval/rating.h"
 #include "gspo/reward/competition.h"
 
@@ -24,13 +25,26 @@ std::optional<double> numeric_difficulty(const std::string& d) {
 
 bool is_competition_set(const std::vector<data::Example>& rows) {
   if (rows.empty()) return false;
+  for (const auto& ex : rows)
+    if (!reward::is_competition_row(nlohmann::json::parse(ex.row, nullptr, false))) return false;
+  return true;
+}
+
+std::string id_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+void check_competition_set(const std::vector<data::Example>& rows) {
+  reward::check_competition_rows(rows);
+  std::map<std::pair<std::string, std::string>, std::string> seen;  // (contest, index) -> the row that has it
   for (const auto& ex : rows) {
     const auto row = nlohmann::json::parse(ex.row, nullptr, false);
-    if (!row.is_object() || !row.contains("tests") || !row["tests"].is_object() ||
-        row["tests"].value("type", std::string()) != "competition")
-      return false;
+    if (!reward::is_competition_row(row) || !row.contains("contest_id") || !row.contains("index")) continue;
+    const std::string contest = id_text(row["contest_id"]), index = id_text(row["index"]);
+    const auto [it, fresh] = seen.emplace(std::make_pair(contest, index), ex.id);
+    if (!fresh)
+      throw DataError(ex.id + ": contest " + contest + " problem " + index + " is also the row " + it->second +
+                      "; a competition set holds each problem once (twice, its attempts would count twice in pass@k "
+                      "and the ratings, and one row's result would stand for both in CodeElo's)");
   }
-  return true;
 }
 
 std::optional<int64_t> first_accepted(const std::vector<char>& correct) {

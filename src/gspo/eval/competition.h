@@ -17,6 +17,15 @@ namespace gspo::eval {
 // True when every row holds competition tests ("tests": {"type": "competition", ...}).
 bool is_competition_set(const std::vector<data::Example>& rows);
 
+// A contest id or problem index as text: "2024" whether the file holds 2024 or "2024".
+std::string id_text(const nlohmann::json& v);
+
+// Checks an eval set's competition rows before any sampling: each row's tests and limits as grading reads them
+// (reward::check_competition_rows), and no contest problem (contest_id and index) twice, which would count its
+// attempts twice in pass@k and the ratings and let one row's result stand for both in CodeElo's. Throws DataError
+// naming both rows.
+void check_competition_set(const std::vector<data::Example>& rows);
+
 // The index of the first correct sample (the first accepted attempt); nullopt when none is.
 std::optional<int64_t> first_accepted(const std::vector<char>& correct);
 

@@ -4,6 +4,7 @@
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
 #include "gspo/data/prompt_fit.h"
+#include "gspo/eval/competition.h"
 #include "gspo/rollout/sampling_config.h"
 #include "gspo/tokenizer/chat_tools.h"
 
@@ -65,6 +66,7 @@ EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const 
   }
   if (cfg.eval.max_problems > 0 && static_cast<int64_t>(rows.size()) > cfg.eval.max_problems)
     rows.resize(static_cast<size_t>(cfg.eval.max_problems));
+  check_competition_set(rows);  // limits, checkers and repeated problems: refused before any sampling
   const int64_t total = static_cast<int64_t>(rows.size());
   set.selected_rows = total;
   auto fit = data::fit_prompts(std::move(rows), cfg.data, tok, max_prompt_tokens,

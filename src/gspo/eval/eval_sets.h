@@ -36,7 +36,8 @@ rollout::SamplingParams eval_sampling(const config::Config& cfg);
 int64_t eval_prompt_budget(const config::Config& cfg, int64_t max_seq_len, const std::string& model);
 
 // Loads `path` for an eval whose prompts may be `max_prompt_tokens` long (eval_prompt_budget). Throws DataError
-// naming the file (empty set, a bad row, every row outside the date window).
+// naming the file (empty set, a bad row, every row outside the date window) or the row (a competition row that
+// check_competition_set refuses).
 EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const tokenizer::Tokenizer& tok,
                       int64_t max_prompt_tokens, bool loud);
 

@@ -107,6 +107,7 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
   if (!req.standings.empty()) pack = load_standings(req.standings);
   auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key, /*need_prompt=*/false);
   if (rows.empty()) throw DataError("dataset '" + req.dataset + "' has no examples");
+  check_competition_set(rows);
   auto responses = read_responses(req.responses, req.dataset, rows);
   // avg@K, pass@k and maj@K compare problems at one K: uneven counts are refused, never cut to the smallest.
   const auto& [first_index, first] = *responses.begin();

@@ -1,6 +1,7 @@
 #include "gspo/eval/standings.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -14,12 +15,70 @@ namespace gspo::eval {
 namespace {
 using nlohmann::json;
 
-// A contest id or problem index as text: "2024" whether the file holds 2024 or "2024".
-std::string id_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
 double number_at(const json& v, const std::string& where) {
-  if (!v.is_number()) throw DataError(where + " must be a number (got " + v.dump().substr(0, 40) + ")");
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    throw DataError(where + " must be a number (got " + v.dump().substr(0, 40) + ")");
   return v.get<double>();
+}
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// The contest's problems: each index once; points, where given, positive.
+std::vector<ContestProblem> parse_problems(const json& c, const std::string& at) {
+  if (!c["problems"].is_array() || c["problems"].empty()) throw DataError(at + ": 'problems' must be a non-empty list");
+  std::vector<ContestProblem> out;
+  for (const auto& p : c["problems"]) {
+    if (!p.is_object() || !p.contains("index")) throw DataError(at + ": each problem needs an 'index'");
+    ContestProblem cp{id_text(p["index"]), std::nullopt};
+    const std::string problem = at + ": problem " + cp.index;
+    for (const auto& seen : out)
+      if (seen.index == cp.index) throw DataError(problem + " is listed twice");
+    if (p.contains("points") && !p["points"].is_null()) {
+      cp.points = number_at(p["points"], problem + ": 'points'");
+      if (*cp.points <= 0)
+        throw DataError(problem + ": 'points' must be positive (got " + num(*cp.points) + "); leave it out for an "
+                        "ICPC-style problem");
+    }
+    out.push_back(cp);
+  }
+  return out;
+}
+
+// One rated row: points and penalty not negative, a positive pre-contest rating.
+StandingRow parse_row(const json& r, const std::string& row) {
+  if (!r.is_array() || r.size() != 3) throw DataError(row + " must be [points, penalty, old_rating]");
+  const StandingRow out{number_at(r[0], row + ": points"), number_at(r[1], row + ": penalty"),
+                        number_at(r[2], row + ": old_rating")};
+  if (out.points < 0 || out.penalty < 0)
+    throw DataError(row + ": points and penalty must not be negative (got " + r.dump() + ")");
+  if (out.old_rating <= 0)
+    throw DataError(row + ": old_rating must be a positive rating (got " + num(out.old_rating) + "); Codeforces' "
+                    "contest.ratingChanges gives a newcomer's oldRating as 0, which is not the rating the contest "
+                    "rated them from");
+  return out;
+}
+
+// The rated rows, in standings order: points not increasing, and on equal points penalty not decreasing (CodeElo's
+// rank is the index of the first row strictly worse than the model, right only on sorted rows).
+std::vector<StandingRow> parse_rows(const json& c, const std::string& at) {
+  if (!c["rows"].is_array()) throw DataError(at + ": 'rows' must be a list of [points, penalty, old_rating]");
+  std::vector<StandingRow> out;
+  for (const auto& r : c["rows"]) {
+    const std::string row = at + ": row " + std::to_string(out.size() + 1);
+    out.push_back(parse_row(r, row));
+    if (out.size() < 2) continue;
+    const auto& a = out[out.size() - 2];
+    const auto& b = out.back();
+    if (b.points > a.points || (b.points == a.points && b.penalty < a.penalty))
+      throw DataError(row + " (points " + num(b.points) + ", penalty " + num(b.penalty) + ") ranks above row " +
+                      std::to_string(out.size() - 1) + " (points " + num(a.points) + ", penalty " + num(a.penalty) +
+                      "): rows must be in standings order (points descending, then penalty ascending)");
+  }
+  return out;
 }
 
 Contest parse_contest(const json& c, const std::string& where) {
@@ -28,19 +87,8 @@ Contest parse_contest(const json& c, const std::string& where) {
   Contest out;
   out.id = id_text(c["id"]);
   const std::string at = where + ": contest " + out.id;
-  if (!c["problems"].is_array() || c["problems"].empty()) throw DataError(at + ": 'problems' must be a non-empty list");
-  for (const auto& p : c["problems"]) {
-    if (!p.is_object() || !p.contains("index")) throw DataError(at + ": each problem needs an 'index'");
-    ContestProblem cp{id_text(p["index"]), std::nullopt};
-    if (p.contains("points") && !p["points"].is_null()) cp.points = number_at(p["points"], at + ": problems.points");
-    out.problems.push_back(cp);
-  }
-  if (!c["rows"].is_array()) throw DataError(at + ": 'rows' must be a list of [points, penalty, old_rating]");
-  for (const auto& r : c["rows"]) {
-    if (!r.is_array() || r.size() != 3) throw DataError(at + ": each of 'rows' must be [points, penalty, old_rating]");
-    out.rows.push_back({number_at(r[0], at + ": rows points"), number_at(r[1], at + ": rows penalty"),
-                        number_at(r[2], at + ": rows old_rating")});
-  }
+  out.problems = parse_problems(c, at);
+  out.rows = parse_rows(c, at);
   return out;
 }
 
@@ -57,7 +105,13 @@ StandingsPack load_standings(const std::string& path) {
     throw DataError(path + ": 'contests' must be a non-empty list");
   StandingsPack pack;
   pack.path = path;
-  for (const auto& c : j["contests"]) pack.contests.push_back(parse_contest(c, path));
+  for (const auto& c : j["contests"]) {
+    pack.contests.push_back(parse_contest(c, path));
+    for (size_t k = 0; k + 1 < pack.contests.size(); ++k)
+      if (pack.contests[k].id == pack.contests.back().id)
+        throw DataError(path + ": contest " + pack.contests.back().id + " is listed twice (contests " +
+                        std::to_string(k + 1) + " and " + std::to_string(pack.contests.size()) + ")");
+  }
   if (j.contains("human_ratings")) {
     if (!j["human_ratings"].is_array()) throw DataError(path + ": 'human_ratings' must be a list of numbers");
     for (const auto& r : j["human_ratings"]) pack.human_ratings.push_back(number_at(r, path + ": human_ratings"));

@@ -33,8 +33,10 @@ struct StandingsPack {
   std::vector<double> human_ratings;  // sorted; empty = no percentile
 };
 
-// Reads a pack; throws DataError naming the file and the key (and the contest) that is wrong, IoError when it
-// cannot be read.
+// Reads a pack; throws DataError naming the file and the key (and the contest, problem or row) that is wrong, IoError
+// when it cannot be read. Refused: a contest or a contest's problem listed twice, points that are not positive, a
+// row's negative points or penalty, an old rating that is not positive, rows not in standings order (points
+// descending, then penalty ascending): each would give a wrong rating silently.
 StandingsPack load_standings(const std::string& path);
 
 // CodeElo's contests with 200 or fewer rated rows give no rating (its calc_rating returns none for them).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <csignal>
 #include <optional>
 #include <vector>
@@ -86,10 +88,33 @@ Prepared prepare(const std::string& language, const std::string& source, const C
   return p;
 }
 
+// Runs checker.py as __main__ with testlib's arguments. Python exits 1 on an uncaught exception or a syntax error,
+// which would read as a rejection: those exit kCheckerCrashExit instead; SystemExit (sys.exit) passes through.
+constexpr const char* kPythonCheckerWrapper = R"(import runpy, sys, traceback
+sys.argv[0] = 'checker.py'
+try:
+    runpy.run_path('checker.py', run_name='__main__')
+except SystemExit:
+    raise
+except BaseException:
+    traceback.print_exc()
+    sys.exit(%d)
+)";
+
+Runnable checker_runnable(const Prepared& checker, const std::string& python) {
+  const std::vector<std::string> args = {"input.txt", "output.txt", "answer.txt"};
+  if (checker.language != "python") return runnable(checker.language, checker.payload, python, args);
+  char wrapper[512];
+  std::snprintf(wrapper, sizeof wrapper, kPythonCheckerWrapper, kCheckerCrashExit);
+  Runnable r{{python, "-I", "-c", wrapper}, {{"checker.py", checker.payload}}};
+  r.argv.insert(r.argv.end(), args.begin(), args.end());
+  return r;
+}
+
 // The checker's judgement of one output: true/false, or nullopt when the checker itself failed.
 std::optional<bool> check(const Prepared& checker, const CodeTests::Case& c, const std::string& produced,
                           const CodeOptions& o, std::string& note) {
-  auto run = runnable(checker.language, checker.payload, o.python, {"input.txt", "output.txt", "answer.txt"});
+  auto run = checker_runnable(checker, o.python);
   run.files.push_back({"input.txt", c.input});
   run.files.push_back({"output.txt", produced});
   run.files.push_back({"answer.txt", c.outputs.at(0)});
@@ -104,6 +129,22 @@ std::optional<bool> check(const Prepared& checker, const CodeTests::Case& c, con
   }
   note = "checker " + describe_failure(r);
   return std::nullopt;
+}
+
+// A row's limit `key`: a finite number v > 0 with lo <= v <= hi; else a DataError naming the row, the key, the value
+// and `rule` (docs/evaluation.md "CodeForces": bounds that keep the rlimits and the wall clock representable).
+double limit(const json& row, const char* key, double lo, double hi, const std::string& rule, const std::string& where) {
+  const bool number = row.contains(key) && row[key].is_number();
+  const double v = number ? row[key].get<double>() : 0;
+  if (number && std::isfinite(v) && v > 0 && v >= lo && v <= hi) return v;
+  const std::string got = row.contains(key) ? row[key].dump().substr(0, 40) : "nothing";
+  throw DataError(where + ": competition rows need '" + key + "' " + rule + " (got " + got + ")");
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 }  // namespace
@@ -136,21 +177,37 @@ void parse_competition_tests(CodeTests& t, const json& row, const std::string& w
       throw DataError(where + ": each of tests.cases needs string 'input' and 'output'");
     t.cases.push_back({c["input"].get<std::string>(), {c["output"].get<std::string>()}});
   }
-  auto positive = [&](const char* key) {
-    if (!row.contains(key) || !row[key].is_number() || row[key].get<double>() <= 0)
-      throw DataError(where + ": competition rows need a positive number '" + key + "'");
-    return row[key].get<double>();
-  };
-  t.time_limit_s = positive("time_limit_s");
-  t.memory_mb = static_cast<int64_t>(positive("memory_limit_mb"));
+  t.time_limit_s = limit(row, "time_limit_s", 0, kMaxTimeLimitS,
+                         "in CPU seconds, in (0, " + number_text(kMaxTimeLimitS) + "]: a longer limit is no judge's",
+                         where);
+  t.memory_mb = static_cast<int64_t>(
+      limit(row, "memory_limit_mb", kMinMemoryLimitMb, kMaxMemoryLimitMb,
+            "in megabytes, in [" + number_text(kMinMemoryLimitMb) + ", " + number_text(kMaxMemoryLimitMb) +
+                "]: python3 does not start under a smaller address-space limit, and a larger one is no judge's",
+            where));
   if (ts.contains("checker") && !ts["checker"].is_null()) {
     if (!ts["checker"].is_string() || ts["checker"].get<std::string>().empty())
       throw DataError(where + ": tests.checker must be the checker's source text");
     t.checker = ts["checker"];
-    t.checker_language = language_of(ts.value("checker_language", std::string("python")));
+    const json language = ts.contains("checker_language") && !ts["checker_language"].is_null()
+                              ? ts["checker_language"] : json("python");
+    if (!language.is_string())
+      throw DataError(where + ": tests.checker_language must be the string python or cpp (got " +
+                      language.dump().substr(0, 40) + ")");
+    t.checker_language = language_of(language.get<std::string>());
     if (t.checker_language != "python" && t.checker_language != "cpp")
       throw DataError(where + ": tests.checker_language must be python or cpp (got '" + t.checker_language + "')");
   }
+}
+
+bool is_competition_row(const json& row) {
+  return row.is_object() && row.contains("tests") && row["tests"].is_object() && row["tests"].contains("type") &&
+         row["tests"]["type"] == "competition";
+}
+
+void check_competition_rows(const std::vector<data::Example>& rows) {
+  for (const auto& ex : rows)
+    if (is_competition_row(json::parse(ex.row, nullptr, false))) parse_code_tests(ex.row, ex.id);
 }
 
 CodeResult run_competition(const std::string& response, const CodeTests& t, const CodeOptions& o) {
@@ -176,6 +233,8 @@ CodeResult run_competition(const std::string& response, const CodeTests& t, cons
   const auto run = runnable(solution.language, solution.payload, o.python);
   for (size_t i = 0; i < t.cases.size(); ++i) {
     const std::string where = "test " + std::to_string(i + 1) + ": ";
+    l.output_bytes = std::max(o.limits.output_bytes,
+                              kOutputCapFactor * static_cast<int64_t>(t.cases[i].outputs.at(0).size()));
     const auto r = run_sandboxed(run.argv, run.files, t.cases[i].input, l);
     if (!r.ok()) {
       res.category = run_verdict(r, solution.language);

@@ -4,6 +4,7 @@
 
 #include "gspo/env/episode.h"
 #include "gspo/model/lora.h"
+#include "gspo/reward/competition.h"
 #include "gspo/reward/verifier.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/rollout/sampling_config.h"
@@ -19,6 +20,7 @@ Assembly::~Assembly() = default;
 std::vector<data::Example> Assembly::load_rows(const config::Config& cfg, c10::Device device) {
   if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
   auto rows = data::load_dataset(cfg.data);
+  reward::check_competition_rows(rows);  // a competition row's limits and checker: refused before any sampling
   verifier = reward::make_verifier(cfg, rows, device);
   torch::manual_seed(static_cast<uint64_t>(cfg.train.seed));
   return rows;
