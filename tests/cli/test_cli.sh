@@ -147,6 +147,7 @@ OFF=(--set distributed.zero_stage=1 --set distributed.optimizer_offload=true --s
 expect train-offload 0 "finished after step 2" -- "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/ro"
 expect train-offload-resume 0 "finished after step 3" -- "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=3 --set train.output_dir="$TMP/ro" --resume auto
 expect train-offload-host 2 "distributed.optimizer_offload: the optimizer state of 1 rank(s) on this node needs" -- env GSPO_HOST_AVAILABLE_MB=0.01 "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/ro2"
+expect train-offload-host-env 2 "GSPO_HOST_AVAILABLE_MB must be a positive number of MiB" -- env GSPO_HOST_AVAILABLE_MB=lots "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/ro4"
 expect train-offload-stage0 2 "distributed.optimizer_offload offloads the sharded optimizer state" -- "$GSPO" train "${TRAIN[@]}" --set distributed.optimizer_offload=true --set train.output_dir="$TMP/ro3"
 "$GSPO" train "${TRAIN[@]}" --set train.max_steps=100000 --set train.output_dir="$TMP/r2" >"$TMP/r2.log" 2>&1 &
 pid=$!
