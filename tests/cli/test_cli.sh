@@ -240,8 +240,15 @@ printf '%s\n' '{"index": 0, "id": "x/code_sample.jsonl:1", "response": "4"}' > "
 expect score-other-id 3 "other_id.jsonl:1: id 'x/code_sample.jsonl:1' is a problem of 'code_sample.jsonl'" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/other_id.jsonl"
 printf '%s\n' '{"index": 0, "id": "math_sample.jsonl:99", "response": "4"}' > "$TMP/far_id.jsonl"
 expect score-id-past-end 3 "far_id.jsonl:1: id 'math_sample.jsonl:99': line 99 of" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/far_id.jsonl"
-printf '%s\n' '{"index": 0, "id": 17, "response": "4"}' > "$TMP/bad_id.jsonl"
-expect score-id-not-text 3 "bad_id.jsonl:1: 'id' must be the problem's" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/bad_id.jsonl"
+# Another generator's ids (vLLM's "cmpl-...", a number) are ignored with one warning counting them, and the index places
+# each line (they used to be refused, line by line); a gspo id naming another row than the index is refused.
+printf '%s\n' '{"index": 0, "id": 17, "response": "\\boxed{4}"}' '{"index": 1, "id": "cmpl-9b1", "response": "8"}' > "$TMP/foreign_id.jsonl"
+expect score-foreign-id 0 "the 'id' of 2 line(s) (the first 17) is not gspo's" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/foreign_id.jsonl"
+out="$("$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/foreign_id.jsonl" 2>&1)"
+if [ "$(grep -c "is not gspo's" <<<"$out")" -eq 1 ] && grep -q "avg@1 0.500" <<<"$out"; then pass=$((pass+1)); else
+  echo "FAIL score-foreign-id-once: $out"; fail=$((fail+1)); fi
+printf '%s\n' '{"index": 0, "id": "answers_only.jsonl:2", "response": "4"}' > "$TMP/id_not_index.jsonl"
+expect score-id-not-index 3 "id_not_index.jsonl:1: id 'answers_only.jsonl:2' names row 1 of" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/id_not_index.jsonl"
 # index 0 with the id of line 3 (answer 12): graded against line 3, right; by index it would be row 0 (33), wrong.
 printf '%s\n' '{"dataset": "math_sample", "index": 0, "id": "/elsewhere/math_sample.jsonl:3", "response": "\\boxed{12}"}' > "$TMP/by_id.jsonl"
 expect score-placed-by-id 0 "avg@1 1.000" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/by_id.jsonl"
