@@ -249,6 +249,11 @@ if [ "$(grep -c "is not gspo's" <<<"$out")" -eq 1 ] && grep -q "avg@1 0.500" <<<
   echo "FAIL score-foreign-id-once: $out"; fail=$((fail+1)); fi
 printf '%s\n' '{"index": 0, "id": "answers_only.jsonl:2", "response": "4"}' > "$TMP/id_not_index.jsonl"
 expect score-id-not-index 3 "id_not_index.jsonl:1: id 'answers_only.jsonl:2' names row 1 of" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/id_not_index.jsonl"
+# A reference answer in a list of one is its element (it used to be refused as an array); several are refused by row.
+printf '{"answer": ["4"]}\n{"answer": [9]}\n' > "$TMP/list_answers.jsonl"
+expect score-list-answer 0 "avg@1 0.500" -- "$GSPO" score -d "$TMP/list_answers.jsonl" -r "$TMP/answers_resp.jsonl"
+printf '{"answer": ["4", "four"]}\n' > "$TMP/list_answers2.jsonl"
+expect score-list-answers 3 "list_answers2.jsonl:1: field 'answer' holds 2 answers" -- "$GSPO" score -d "$TMP/list_answers2.jsonl" -r "$TMP/answers_resp1.jsonl"
 # index 0 with the id of line 3 (answer 12): graded against line 3, right; by index it would be row 0 (33), wrong.
 printf '%s\n' '{"dataset": "math_sample", "index": 0, "id": "/elsewhere/math_sample.jsonl:3", "response": "\\boxed{12}"}' > "$TMP/by_id.jsonl"
 expect score-placed-by-id 0 "avg@1 1.000" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/by_id.jsonl"

@@ -1,6 +1,7 @@
-// gspo score's response lines as other tools write them (#65 item 10): a line whose "id" is another generator's
-// (vLLM's "cmpl-...") is placed by its "index" and the id ignored (it used to be refused), while a gspo id of another
-// set, or of another row than the index, is refused.
+// gspo score's response lines and reference answers as other tools write them (#65 item 10): a line whose "id" is
+// another generator's (vLLM's "cmpl-...") is placed by its "index" and the id ignored (it used to be refused), while
+// a gspo id of another set, or of another row than the index, is refused; a reference answer that is a list of one
+// (["4"]) is graded as its element (it used to be refused as "got array"), a list of several is refused naming the row.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
+#include "gspo/data/dataset.h"
 #include "gspo/eval/eval.h"
 #include "helpers.h"
 
@@ -55,4 +57,29 @@ TEST_CASE("score: another generator's ids are ignored and the index places the l
   resp = write(dir, "no_index.jsonl", "{\"id\": \"cmpl-1\", \"response\": \"4\"}\n");
   CHECK_THROWS_WITH(score(rows, resp), Catch::Contains("no_index.jsonl:1: needs an integer 'index'") &&
                                            Catch::Contains("its 'id' \"cmpl-1\" is not gspo's"));
+}
+
+TEST_CASE("a reference answer in a list of one is read as its element, several are refused naming the row",
+          "[score][data]") {
+  const auto dir = test::fresh_dir("score_list_answers");
+  const auto rows = write(dir, "rows.jsonl", "{\"problem\": \"2+2\", \"answer\": [\"4\"]}\n"
+                                             "{\"problem\": \"3*3\", \"answer\": [9]}\n");
+  const auto ex = data::load_jsonl(rows, "auto", "answer");
+  REQUIRE(ex.size() == 2);
+  CHECK(ex[0].answer == "4");
+  CHECK(ex[1].answer == "9");
+  const auto resp = write(dir, "resp.jsonl", "{\"index\": 0, \"response\": \"\\\\boxed{4}\"}\n"
+                                             "{\"index\": 1, \"response\": \"\\\\boxed{9}\"}\n");
+  CHECK(score(rows, resp)["avg@1"].get<double>() == Approx(1.0));
+  const auto several = write(dir, "several.jsonl", "{\"problem\": \"x\", \"answer\": \"1\"}\n"
+                                                   "{\"problem\": \"x^2=1\", \"answer\": [\"1\", \"-1\"]}\n");
+  CHECK_THROWS_AS(data::load_jsonl(several, "auto", "answer"), DataError);
+  CHECK_THROWS_WITH(data::load_jsonl(several, "auto", "answer"),
+                    Catch::Contains("several.jsonl:2: field 'answer' holds 2 answers"));
+  const auto empty = write(dir, "empty.jsonl", "{\"problem\": \"x\", \"answer\": []}\n");
+  CHECK_THROWS_WITH(data::load_jsonl(empty, "auto", "answer"), Catch::Contains("empty.jsonl:1: field 'answer' is an "
+                                                                               "empty list"));
+  const auto nested = write(dir, "nested.jsonl", "{\"problem\": \"x\", \"answer\": [[1]]}\n");
+  CHECK_THROWS_WITH(data::load_jsonl(nested, "auto", "answer"),
+                    Catch::Contains("is a list whose element ([1]) is not a string"));
 }
