@@ -26,6 +26,7 @@ expect bad-log-level 2 "log level must be one of" -- "$GSPO" --log-level loud in
 
 # config
 expect config-defaults 0 "group_size: 8" -- "$GSPO" config
+expect config-set-list-on-scalar 2 "--set data.path=[a,b]: data.path must be a string (got a list)" -- "$GSPO" config --set 'data.path=[a,b]'
 expect config-set 0 "group_size: 5" -- "$GSPO" config --set rollout.group_size=5 --set rollout.prompts_per_step=4
 printf 'rollout:\n  grup_size: 4\n' > "$TMP/typo.yaml"
 expect config-unknown 2 "typo.yaml:2: unknown key 'rollout.grup_size'; did you mean 'rollout.group_size'?" -- "$GSPO" config -c "$TMP/typo.yaml"
