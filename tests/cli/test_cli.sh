@@ -26,6 +26,7 @@ expect bad-log-level 2 "log level must be one of" -- "$GSPO" --log-level loud in
 
 # config
 expect config-defaults 0 "group_size: 8" -- "$GSPO" config
+expect config-set-list-on-scalar 2 "--set data.path=[a,b]: data.path must be a string (got a list)" -- "$GSPO" config --set 'data.path=[a,b]'
 expect config-set 0 "group_size: 5" -- "$GSPO" config --set rollout.group_size=5 --set rollout.prompts_per_step=4
 printf 'rollout:\n  grup_size: 4\n' > "$TMP/typo.yaml"
 expect config-unknown 2 "typo.yaml:2: unknown key 'rollout.grup_size'; did you mean 'rollout.group_size'?" -- "$GSPO" config -c "$TMP/typo.yaml"
@@ -147,6 +148,7 @@ OFF=(--set distributed.zero_stage=1 --set distributed.optimizer_offload=true --s
 expect train-offload 0 "finished after step 2" -- "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/ro"
 expect train-offload-resume 0 "finished after step 3" -- "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=3 --set train.output_dir="$TMP/ro" --resume auto
 expect train-offload-host 2 "distributed.optimizer_offload: the optimizer state of 1 rank(s) on this node needs" -- env GSPO_HOST_AVAILABLE_MB=0.01 "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/ro2"
+expect train-offload-host-env 2 "GSPO_HOST_AVAILABLE_MB must be a positive number of MiB" -- env GSPO_HOST_AVAILABLE_MB=lots "$GSPO" train "${TRAIN[@]}" "${OFF[@]}" --set train.max_steps=2 --set train.output_dir="$TMP/ro4"
 expect train-offload-stage0 2 "distributed.optimizer_offload offloads the sharded optimizer state" -- "$GSPO" train "${TRAIN[@]}" --set distributed.optimizer_offload=true --set train.output_dir="$TMP/ro3"
 "$GSPO" train "${TRAIN[@]}" --set train.max_steps=100000 --set train.output_dir="$TMP/r2" >"$TMP/r2.log" 2>&1 &
 pid=$!
@@ -255,8 +257,20 @@ printf '%s\n' '{"index": 0, "id": "x/code_sample.jsonl:1", "response": "4"}' > "
 expect score-other-id 3 "other_id.jsonl:1: id 'x/code_sample.jsonl:1' is a problem of 'code_sample.jsonl'" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/other_id.jsonl"
 printf '%s\n' '{"index": 0, "id": "math_sample.jsonl:99", "response": "4"}' > "$TMP/far_id.jsonl"
 expect score-id-past-end 3 "far_id.jsonl:1: id 'math_sample.jsonl:99': line 99 of" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/far_id.jsonl"
-printf '%s\n' '{"index": 0, "id": 17, "response": "4"}' > "$TMP/bad_id.jsonl"
-expect score-id-not-text 3 "bad_id.jsonl:1: 'id' must be the problem's" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/bad_id.jsonl"
+# Another generator's ids (vLLM's "cmpl-...", a number) are ignored with one warning counting them, and the index places
+# each line (they used to be refused, line by line); a gspo id naming another row than the index is refused.
+printf '%s\n' '{"index": 0, "id": 17, "response": "\\boxed{4}"}' '{"index": 1, "id": "cmpl-9b1", "response": "8"}' > "$TMP/foreign_id.jsonl"
+expect score-foreign-id 0 "the 'id' of 2 line(s) (the first 17) is not gspo's" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/foreign_id.jsonl"
+out="$("$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/foreign_id.jsonl" 2>&1)"
+if [ "$(grep -c "is not gspo's" <<<"$out")" -eq 1 ] && grep -q "avg@1 0.500" <<<"$out"; then pass=$((pass+1)); else
+  echo "FAIL score-foreign-id-once: $out"; fail=$((fail+1)); fi
+printf '%s\n' '{"index": 0, "id": "answers_only.jsonl:2", "response": "4"}' > "$TMP/id_not_index.jsonl"
+expect score-id-not-index 3 "id_not_index.jsonl:1: id 'answers_only.jsonl:2' names row 1 of" -- "$GSPO" score -d "$TMP/answers_only.jsonl" -r "$TMP/id_not_index.jsonl"
+# A reference answer in a list of one is its element (it used to be refused as an array); several are refused by row.
+printf '{"answer": ["4"]}\n{"answer": [9]}\n' > "$TMP/list_answers.jsonl"
+expect score-list-answer 0 "avg@1 0.500" -- "$GSPO" score -d "$TMP/list_answers.jsonl" -r "$TMP/answers_resp.jsonl"
+printf '{"answer": ["4", "four"]}\n' > "$TMP/list_answers2.jsonl"
+expect score-list-answers 3 "list_answers2.jsonl:1: field 'answer' holds 2 answers" -- "$GSPO" score -d "$TMP/list_answers2.jsonl" -r "$TMP/answers_resp1.jsonl"
 # index 0 with the id of line 3 (answer 12): graded against line 3, right; by index it would be row 0 (33), wrong.
 printf '%s\n' '{"dataset": "math_sample", "index": 0, "id": "/elsewhere/math_sample.jsonl:3", "response": "\\boxed{12}"}' > "$TMP/by_id.jsonl"
 expect score-placed-by-id 0 "avg@1 1.000" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/by_id.jsonl"

@@ -187,6 +187,26 @@ TEST_CASE("plan: optimizer offload moves the moments (ZeRO-3: and the masters) t
   CHECK(plan::host_available_bytes() > 0);  // MemAvailable
 }
 
+TEST_CASE("GSPO_HOST_AVAILABLE_MB must be a finite positive number, and the offload check then names it",
+          "[config][offload]") {
+  // It used to be read with atof: "lots" was 0 MiB and "-5" negative, then reported as MemAvailable.
+  for (const char* bad : {"lots", "-5", "0", "nan", "inf", "1e999", "12abc", " "}) {
+    INFO("GSPO_HOST_AVAILABLE_MB='" << bad << "'");
+    setenv("GSPO_HOST_AVAILABLE_MB", bad, 1);
+    CHECK_THROWS_AS(plan::host_available_bytes(), ConfigError);
+    CHECK_THROWS_WITH(plan::host_available_bytes(), Catch::Contains("GSPO_HOST_AVAILABLE_MB must be a positive number "
+                                                                    "of MiB"));
+  }
+  setenv("GSPO_HOST_AVAILABLE_MB", "0.5", 1);
+  CHECK(plan::host_available_bytes() == 0.5 * 1024 * 1024);
+  plan::MemoryPlan p;
+  p.host_bytes = 1024.0 * 1024 * 1024;
+  CHECK_THROWS_WITH(plan::check_offload_host_memory(p, 1, plan::host_available_bytes()),
+                    Catch::Contains("is available (GSPO_HOST_AVAILABLE_MB)"));
+  unsetenv("GSPO_HOST_AVAILABLE_MB");
+  CHECK_THROWS_WITH(plan::check_offload_host_memory(p, 1, 1.0), Catch::Contains("is available (MemAvailable)"));
+}
+
 TEST_CASE("distributed.optimizer_offload needs a sharded engine", "[config][offload]") {
   CHECK_THROWS_WITH(config::load("", {"distributed.optimizer_offload=true"}),
                     Catch::Contains("distributed.optimizer_offload offloads the sharded optimizer state: set "

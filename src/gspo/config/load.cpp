@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <type_traits>
@@ -353,6 +354,24 @@ void apply_document(const YAML::Node& root, const std::string& origin, bool from
   });
 }
 
+// `raw` as a YAML flow sequence when the whole of it is one ("[a, b]"); nothing for any other text ("[INST] {prompt}
+// [/INST]", which yaml-cpp would read as its first bracket's list: the bracket opening it must close at its end).
+std::optional<YAML::Node> flow_sequence(const std::string& raw) {
+  const auto first = raw.find_first_not_of(" \t"), last = raw.find_last_not_of(" \t");
+  if (first == std::string::npos || raw[first] != '[' || raw[last] != ']') return std::nullopt;
+  int depth = 0;
+  for (size_t i = first; i < last; ++i) {
+    depth += raw[i] == '[' ? 1 : raw[i] == ']' ? -1 : 0;
+    if (depth == 0) return std::nullopt;  // closed before the end
+  }
+  try {
+    YAML::Node n = YAML::Load(raw);
+    if (n.IsSequence()) return n;
+  } catch (const YAML::Exception&) {
+  }
+  return std::nullopt;
+}
+
 void apply_override(const std::string& text, Config& cfg, std::vector<std::string>& errors) {
   const auto eq = text.find('=');
   const std::string origin = "--set " + clip_for_message(text);
@@ -366,10 +385,13 @@ void apply_override(const std::string& text, Config& cfg, std::vector<std::strin
     errors.push_back(origin + ": expected section.key=value (got key '" + path + "')");
     return;
   }
-  // Scalars are taken literally ("Q: {prompt} A=", "You are #1"); only lists are YAML flow sequences.
+  // Scalars are taken literally ("Q: {prompt} A=", "You are #1"); only lists are YAML flow sequences. A whole value
+  // that is one (data.path=[a,b]) on a key that takes no list is passed on as the list: refused as a YAML file's is.
   const std::string raw = text.substr(eq + 1);
   YAML::Node value(raw);
-  if (is_list_field(path.substr(0, dot), path.substr(dot + 1))) {
+  if (!is_list_field(path.substr(0, dot), path.substr(dot + 1))) {
+    if (auto list = flow_sequence(raw)) value = *list;
+  } else {
     try {
       value = YAML::Load(raw);
     } catch (const YAML::Exception& e) {

@@ -57,6 +57,24 @@ std::string field_text(const nlohmann::json& row, const std::string& key, const 
   if (v.is_number() || v.is_boolean()) return v.dump();
   throw DataError(where + ": field '" + key + "' must be a string or a number (got " + v.type_name() + ")");
 }
+
+// The reference answer: field_text's string or number, or a list of one (["4"], [4]: how some exports store a single
+// answer) read as its element, never as the list's JSON text. A list of several is refused naming the row: gspo
+// grades against one reference a row (docs/verifiers.md, "Datasets").
+std::string answer_text(const nlohmann::json& row, const std::string& key, const std::string& where, bool required) {
+  if (!row.contains(key) || !row.at(key).is_array()) return field_text(row, key, where, required);
+  const auto& list = row.at(key);
+  if (list.empty()) throw DataError(where + ": field '" + key + "' is an empty list: the row has no reference answer");
+  if (list.size() > 1)
+    throw DataError(where + ": field '" + key + "' holds " + std::to_string(list.size()) + " answers (" +
+                    list.dump().substr(0, 80) + "); gspo grades against one reference answer a row: keep the one to "
+                    "grade against (a list of one is read as its element)");
+  const auto& v = list[0];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number() || v.is_boolean()) return v.dump();
+  throw DataError(where + ": field '" + key + "' is a list whose element (" + v.dump().substr(0, 40) +
+                  ") is not a string or a number");
+}
 }  // namespace
 
 namespace {
@@ -112,7 +130,7 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
       ex.prompt = field_text(row, key, where, true);
       if (ex.prompt.empty() && need_prompt) throw DataError(where + ": field '" + key + "' is empty");
     }
-    ex.answer = field_text(row, answer_key, where, !has_code_tests(row));
+    ex.answer = answer_text(row, answer_key, where, !has_code_tests(row));
     ex.row = line;
     out.push_back(std::move(ex));
   }

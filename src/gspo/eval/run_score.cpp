@@ -5,6 +5,7 @@
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/core/json_line.h"
+#include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
 #include "gspo/eval/eval.h"
 #include "gspo/eval/eval_sets.h"
@@ -28,12 +29,49 @@ int64_t id_line(const std::string& id, std::string* file) {
   return std::stoll(n);
 }
 
+// A response line's "id": gspo's own "file.jsonl:LINE" (data::Example::id; `gspo` true when it names -d's file or
+// another .jsonl set), or another generator's (vLLM's "cmpl-...", a number), which places nothing.
+struct IdRef {
+  bool gspo = false;
+  std::string file;  // the path's last component
+  int64_t line = -1;
+};
+IdRef read_id(const nlohmann::json& id, const std::string& base) {
+  IdRef r;
+  if (!id.is_string()) return r;
+  r.line = id_line(id.get<std::string>(), &r.file);
+  const bool jsonl = r.file.size() > 6 && r.file.compare(r.file.size() - 6, 6, ".jsonl") == 0;
+  r.gspo = r.line >= 0 && (r.file == base || jsonl);
+  return r;
+}
+
+// The row a gspo id names; DataError for another set's id, a line that holds no row, or (a line without "dataset",
+// so not gspo eval's, whose index counts kept problems) an "index" naming another row.
+int64_t row_of_id(const nlohmann::json& j, const IdRef& ref, const std::string& where, const std::string& dataset,
+                  size_t rows, const std::map<int64_t, int64_t>& row_at_line) {
+  const std::string id = j["id"].get<std::string>(), base = dataset.substr(dataset.find_last_of('/') + 1);
+  if (ref.file != base)
+    throw DataError(where + ": id '" + id + "' is a problem of '" + ref.file + "', but -d is '" + dataset +
+                    "': these responses answer other problems");
+  const auto it = row_at_line.find(ref.line);
+  if (it == row_at_line.end())
+    throw DataError(where + ": id '" + id + "': line " + std::to_string(ref.line) + " of '" + dataset +
+                    "' holds no problem (the file has " + std::to_string(rows) + " rows)");
+  if (!j.contains("dataset") && j.contains("index") && j["index"].is_number_integer() &&
+      j["index"].get<int64_t>() != it->second)
+    throw DataError(where + ": id '" + id + "' names row " + std::to_string(it->second) + " of '" + dataset +
+                    "' (line " + std::to_string(ref.line) + "), but 'index' is " + j["index"].dump() +
+                    ": the two disagree (index is the 0-based row)");
+  return it->second;
+}
+
 // The dataset row a response line is for. A samples.jsonl of `gspo eval` names its set ("dataset") and the problem's
 // file line ("id"), and its "index" counts the problems the eval kept (after eval.since/until, eval.max_problems and
-// prompts too long), not the file's rows: the id decides when present, and a line of another set is refused.
-// Without them, "index" is the 0-based row of the dataset.
+// prompts too long), not the file's rows: a gspo id decides when present, and a line of another set is refused.
+// Otherwise "index" is the 0-based row of the dataset; an id that is not gspo's is counted in `foreign` and ignored.
 int64_t row_of(const nlohmann::json& j, const std::string& where, const std::string& dataset,
-               const std::vector<data::Example>& rows, const std::map<int64_t, int64_t>& row_at_line) {
+               const std::vector<data::Example>& rows, const std::map<int64_t, int64_t>& row_at_line,
+               int64_t& foreign) {
   const std::string name = set_name(dataset), base = dataset.substr(dataset.find_last_of('/') + 1);
   if (j.contains("dataset")) {
     if (!j["dataset"].is_string())
@@ -42,23 +80,14 @@ int64_t row_of(const nlohmann::json& j, const std::string& where, const std::str
       throw DataError(where + ": a sample of dataset '" + j["dataset"].get<std::string>() + "', but -d is '" +
                       dataset + "' ('" + name + "'): these responses answer other problems");
   }
-  if (j.contains("id")) {
-    std::string file;
-    const int64_t line = j["id"].is_string() ? id_line(j["id"].get<std::string>(), &file) : -1;
-    if (line < 0)
-      throw DataError(where + ": 'id' must be the problem's \"file.jsonl:LINE\" as gspo eval writes it, got " +
-                      config::clip_for_message(j["id"].dump()));
-    if (file != base)
-      throw DataError(where + ": id '" + j["id"].get<std::string>() + "' is a problem of '" + file + "', but -d is '" +
-                      dataset + "': these responses answer other problems");
-    const auto it = row_at_line.find(line);
-    if (it == row_at_line.end())
-      throw DataError(where + ": id '" + j["id"].get<std::string>() + "': line " + std::to_string(line) + " of '" +
-                      dataset + "' holds no problem (the file has " + std::to_string(rows.size()) + " rows)");
-    return it->second;
-  }
+  const IdRef ref = j.contains("id") ? read_id(j["id"], base) : IdRef{};
+  if (ref.gspo) return row_of_id(j, ref, where, dataset, rows.size(), row_at_line);
+  if (j.contains("id")) ++foreign;
   if (!j.contains("index") || !j["index"].is_number_integer())
-    throw DataError(where + ": needs an integer 'index' (the problem's 0-based row in the dataset)");
+    throw DataError(where + ": needs an integer 'index' (the problem's 0-based row in the dataset)" +
+                    (j.contains("id") ? "; its 'id' " + config::clip_for_message(j["id"].dump()) +
+                                            " is not gspo's \"file.jsonl:LINE\" and places nothing"
+                                      : std::string()));
   const int64_t idx = j["index"];
   if (idx < 0 || static_cast<size_t>(idx) >= rows.size())
     throw DataError(where + ": index " + std::to_string(idx) + " is outside the dataset (" +
@@ -79,12 +108,14 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
     if (line >= 0) row_at_line[line] = static_cast<int64_t>(r);
   }
   std::map<int64_t, std::vector<std::string>> out;
-  std::string line;
+  std::string line, first_foreign;
+  int64_t foreign = 0;
   for (int64_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
     auto j = core::parse_json_object(line, where);
-    const int64_t idx = row_of(j, where, dataset, rows, row_at_line);
+    const int64_t idx = row_of(j, where, dataset, rows, row_at_line, foreign);
+    if (foreign == 1 && first_foreign.empty()) first_foreign = config::clip_for_message(j["id"].dump());
     if (j.contains("response") && j["response"].is_string()) {
       out[idx].push_back(j["response"]);
     } else if (j.contains("responses") && j["responses"].is_array()) {
@@ -97,6 +128,10 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
     }
   }
   if (out.empty()) throw DataError("responses '" + path + "' holds no responses");
+  if (foreign > 0)  // (vLLM and other generators write their own ids)
+    log::warn("responses '{}': the 'id' of {} line(s) (the first {}) is not gspo's \"file.jsonl:LINE\" and is "
+              "ignored; those lines are placed by their 'index', the 0-based row of '{}'", path, foreign,
+              first_foreign, dataset);
   return out;
 }
 

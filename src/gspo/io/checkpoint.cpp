@@ -12,6 +12,7 @@
 #include "gspo/core/resources.h"
 #include "gspo/core/file_sink.h"
 #include "gspo/core/fs.h"
+#include "gspo/io/checkpoint_check.h"
 
 namespace gspo::io {
 using core::atomic_write;
@@ -163,7 +164,23 @@ std::vector<at::Tensor> load_tensors(const std::string& path, const std::string&
 }
 
 void load_optimizer(const std::string& dir, torch::optim::Optimizer& optimizer) {
-  torch_io("cannot read optimizer state from '" + dir + "'", [&] { torch::load(optimizer, dir + "/optimizer.pt"); });
+  const std::string file = dir + "/optimizer.pt";
+  if (!exists(file)) throw IoError("checkpoint '" + dir + "' lacks optimizer.pt (the AdamW moments)");
+  torch_io("cannot read optimizer state from '" + dir + "'", [&] { torch::load(optimizer, file); });
+  // Every parameter's AdamW state, in the order of the parameter groups (what "parameter i" counts).
+  size_t i = 0;
+  for (const auto& group : optimizer.param_groups())
+    for (const auto& p : group.params()) {
+      const std::string what = "parameter " + std::to_string(i++) + "'s ";
+      const auto it = optimizer.state().find(p.unsafeGetTensorImpl());
+      if (it == optimizer.state().end()) continue;
+      const auto* st = dynamic_cast<const torch::optim::AdamWParamState*>(it->second.get());
+      if (!st) continue;
+      require_step_count(st->step(), file, what + "step");
+      require_finite(st->exp_avg(), file, what + "exp_avg");
+      require_finite(st->exp_avg_sq(), file, what + "exp_avg_sq");
+      require_finite(st->max_exp_avg_sq(), file, what + "max_exp_avg_sq");
+    }
 }
 
 std::vector<at::Tensor> load_rng(const std::string& dir) { return load_tensors(dir + "/rng.pt", "RNG state"); }

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "gspo/core/error.h"
+#include "gspo/io/checkpoint_check.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/parallel/shard_layout.h"
@@ -170,7 +171,10 @@ void ShardedAdamW::load_state(const std::vector<at::Tensor>& full, const std::st
   if (full.size() != 1 + moments_->tensors().size() || !moments_->fits(held, numel_))
     throw IoError("'" + from + "' does not hold ZeRO-1 optimizer state for this model (" + std::to_string(numel_) +
                   " parameters)");
+  io::require_finite(full[0], from, "the step count");
   step_ = full[0].item<int64_t>();
+  io::require_step_count(step_, from, "the step count");
+  for (size_t k = 0; k < held.size(); ++k) io::require_finite(held[k], from, io::moment_name(k, held.size()));
   const auto [lo, hi] = range_of(numel_, comm_.world_size(), comm_.rank(), shard_align(h_.state_bits));
   moments_->zero();
   moments_->copy_from(held, lo, 0, hi - lo);

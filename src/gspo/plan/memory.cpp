@@ -1,8 +1,10 @@
 #include "gspo/plan/memory.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -450,17 +452,38 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   return p;
 }
 
+namespace {
+constexpr const char* kHostEnv = "GSPO_HOST_AVAILABLE_MB";
+
+// GSPO_HOST_AVAILABLE_MB's MiB when set: a finite positive number, the whole value (ConfigError naming it otherwise).
+std::optional<double> host_env_mib() {
+  const char* v = std::getenv(kHostEnv);
+  if (!v || !*v) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double mb = std::strtod(v, &end);
+  while (end && (*end == ' ' || *end == '\t')) ++end;
+  if (end == v || *end != '\0' || errno == ERANGE || !std::isfinite(mb) || mb <= 0)
+    throw ConfigError(std::string(kHostEnv) + " must be a positive number of MiB, the host memory to count as "
+                      "available (got '" + std::string(v).substr(0, 40) + "'); unset it to use MemAvailable");
+  return mb;
+}
+
+const char* host_available_source() { return host_env_mib() ? kHostEnv : "MemAvailable"; }
+}  // namespace
+
 void check_offload_host_memory(const MemoryPlan& p, int64_t ranks_on_node, double available_bytes) {
   const double need = p.host_bytes * static_cast<double>(ranks_on_node);
   if (need <= available_bytes) return;
   throw ConfigError("distributed.optimizer_offload: the optimizer state of " + std::to_string(ranks_on_node) +
                     " rank(s) on this node needs " + mib(need) + " of host memory (" + mib(p.host_bytes) +
-                    " a rank, gspo plan's host terms) but " + mib(available_bytes) + " is available (MemAvailable): "
+                    " a rank, gspo plan's host terms) but " + mib(available_bytes) + " is available (" +
+                    host_available_source() + "): "
                     "use more nodes, zero_stage 3, optimizer.state_bits 8, or turn the offload off");
 }
 
 double host_available_bytes() {
-  if (const char* v = std::getenv("GSPO_HOST_AVAILABLE_MB"); v && *v) return std::atof(v) * kMiB;
+  if (const auto mb = host_env_mib()) return *mb * kMiB;
   std::ifstream in("/proc/meminfo");
   for (std::string line; std::getline(in, line);)
     if (line.rfind("MemAvailable:", 0) == 0) return std::atof(line.c_str() + 13) * 1024;  // "MemAvailable: N kB"

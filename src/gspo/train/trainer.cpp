@@ -25,6 +25,7 @@
 #include "gspo/eval/validation.h"
 #include "gspo/io/adapter_file.h"
 #include "gspo/io/checkpoint.h"
+#include "gspo/io/checkpoint_check.h"
 #include "gspo/io/metrics_log.h"
 #include "gspo/io/tensorboard.h"
 #include "gspo/model/sampling_phase.h"
@@ -226,6 +227,8 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   // parallelism frees the other ranks' experts on the host, then moves the rest (Trainer's constructor).
   const bool cut_on_host = c.distributed.zero_stage == 3 || c.distributed.expert_parallel > 1;
   policy.emplace(model::Policy::load(file, cut_on_host ? c10::Device(c10::kCPU) : device));
+  if (ckpt && !adapters)  // (a damaged policy.pt would train on NaN; adapters are checked as they are read)
+    for (const auto& [name, p] : policy->named_parameters()) io::require_finite(p, file, "parameter '" + name + "'");
   model::check_contract(*policy);
   check_routing_replay(c, *policy);
   const std::string& start = c.model.adapter;  // adapters to start from (a checkpoint carries its own)

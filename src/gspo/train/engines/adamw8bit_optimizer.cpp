@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "gspo/core/error.h"
+#include "gspo/io/checkpoint_check.h"
 
 namespace gspo::train {
 
@@ -78,7 +79,12 @@ void AdamW8bit::load_state(const std::vector<at::Tensor>& st, const std::string&
         : t[1].scalar_type() == torch::kFloat && t[1].sizes() == s.m.sizes() && t[3].sizes() == s.v.sizes();
     if (!same || t[0].numel() != 1)
       throw IoError("'" + from + "': tensor " + std::to_string(i) + "'s 8-bit AdamW state does not fit this model");
+    const std::string what = "tensor " + std::to_string(i) + "'s ";
+    io::require_finite(t[0], from, what + "step");
     s.step = t[0].item<int64_t>();
+    io::require_step_count(s.step, from, what + "step");
+    for (size_t k = 0; k < 4; ++k)  // (float32 moments: an empty tensor in each absmax's place)
+      io::require_finite(t[1 + k], from, what + (s.quantized ? io::moment_name(k, 4) : io::moment_name(k / 2, 2)));
     if (s.quantized) {
       s.q.m_codes.copy_(t[1]);
       s.q.m_absmax.copy_(t[2]);

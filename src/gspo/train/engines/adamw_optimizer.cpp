@@ -60,7 +60,11 @@ class Bits8AdamW : public AdamWOptimizer {
   }
   void load(const std::string& dir) override {
     const std::string file = dir + "/" + kAdamW8bitFile;
-    if (!core::exists(file)) wrong_state_bits(dir, 32);
+    if (!core::exists(file)) {
+      if (core::exists(dir + "/optimizer.pt")) wrong_state_bits(dir, 32);
+      throw IoError("checkpoint '" + dir + "' lacks " + kAdamW8bitFile + " (the AdamW moments of optimizer.state_bits "
+                    "8)");
+    }
     opt_.load_state(io::load_tensors(file, "8-bit AdamW state"), file);
   }
 

@@ -9,6 +9,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/io/checkpoint.h"
+#include "gspo/io/checkpoint_check.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/expert_rollout.h"
@@ -137,7 +138,7 @@ class ExpertParallelEngine : public UpdateEngine {
   // the ZeRO-1 engine, no expert files) its shares of ZeRO-1's full-length state.
   void load(const std::string& dir) override {
     const std::string file = dir + "/" + kZero1File;
-    if (!core::exists(file)) wrong_engine(dir, written_by_zero3(dir) ? 3 : 0);
+    if (!core::exists(file)) missing_state(dir, kZero1File);
     if (!core::exists(dir + "/" + expert_file(0))) return load_full(dir, io::load_tensors(file, "ZeRO-1 optimizer state"));
     const auto dense = io::load_tensors(file, "ZeRO-1 optimizer state (outside the experts)");
     dense_->load_state(dense, file);
@@ -189,6 +190,10 @@ class ExpertParallelEngine : public UpdateEngine {
                     "per rank of the first group)");
     auto f = io::load_tensors(path, "expert optimizer state");
     if (f.size() < 2 || (f[0].numel() != 2 && f[0].numel() != 3)) throw IoError("'" + path + "' is not an expert optimizer state file");
+    const bool eight = f[0].numel() == 3;  // [header, step, then the moments: 8 bits' 4, or float32 pairs an expert]
+    for (size_t j = 1; j < f.size(); ++j)
+      io::require_finite(f[j], path, j == 1 ? std::string("the step count") : "tensor " + std::to_string(j) + " (" +
+                         (eight ? io::moment_name(j - 2, 4) : io::moment_name((j - 2) % 2, 2)) + ")");
     return f;
   }
   // 8-bit moments: this rank's experts' flat codes and absmax, written by the rank of the same place in its group of

@@ -34,6 +34,14 @@ namespace {
                     (written == 0 ? " (the sharded optimizers cannot take torch AdamW state)" : " (any world size)"));
 }
 
+[[noreturn]] void missing_state(const std::string& dir, const std::string& file) {
+  if (written_by_zero3(dir)) wrong_engine(dir, 3);
+  if (core::exists(dir + "/" + kZero1File)) wrong_engine(dir, 1);
+  if (core::exists(dir + "/optimizer.pt") || core::exists(dir + "/" + kAdamW8bitFile)) wrong_engine(dir, 0);
+  throw IoError("checkpoint '" + dir + "' lacks " + file + " (this run's optimizer state) and holds no other "
+                "engine's optimizer file: it is incomplete; resume from an earlier checkpoint");
+}
+
 namespace {
 
 // Replicated AdamW: gradients all-reduced bucket by bucket, clip_grad_norm_'s clip and the step of optimizer.state_bits'
@@ -100,7 +108,7 @@ class Zero1Engine : public UpdateEngine {
   }
   void load(const std::string& dir) override {
     const std::string file = dir + "/" + kZero1File;
-    if (!core::exists(file)) wrong_engine(dir, written_by_zero3(dir) ? 3 : 0);
+    if (!core::exists(file)) missing_state(dir, kZero1File);
     if (core::exists(dir + "/optimizer_experts_0.pt"))
       throw ConfigError("checkpoint '" + dir + "' was written with distributed.expert_parallel (its experts' moments "
                         "are in one file per rank of a group): resume it with distributed.expert_parallel > 1, any E "

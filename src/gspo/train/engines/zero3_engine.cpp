@@ -3,12 +3,14 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <regex>
 
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/io/checkpoint.h"
+#include "gspo/io/checkpoint_check.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/zero3.h"
@@ -30,6 +32,28 @@ std::vector<int64_t> shard_ranks(const std::string& dir) {
   }
   std::sort(ranks.begin(), ranks.end());
   return ranks;
+}
+
+// Rank r's shard file of the `n` in checkpoint `dir`, its values checked (Zero3::load_shards checks the layout):
+// IoError naming the file of a rank the header counts that is not there (the last ones: the ranks before it are
+// checked by name), or the file and tensor holding NaN or Inf or a negative step count.
+// File: [header {format, world size, rank, step, units U, each unit's numel}, then T moment tensors a unit].
+std::vector<at::Tensor> read_shard(const std::string& dir, int64_t r, int64_t n) {
+  const std::string file = dir + "/" + shard_file(r);
+  auto state = io::load_tensors(file, "ZeRO-3 optimizer shard");
+  if (state.empty() || state[0].scalar_type() != torch::kLong || state[0].dim() != 1 || state[0].numel() < 5)
+    return state;  // (load_shards names the mismatch)
+  const auto h = state[0].accessor<int64_t, 1>();
+  if (h[1] > n)
+    throw IoError("checkpoint '" + dir + "' lacks " + shard_file(n) + ": its " + shard_file(r) + " was written by " +
+                  std::to_string(h[1]) + " ranks, and only " + std::to_string(n) + " shard files are there");
+  io::require_step_count(h[3], file, "the step count");
+  const int64_t units = h[4];
+  const size_t T = units > 0 ? (state.size() - 1) / static_cast<size_t>(units) : 0;  // tensors a unit
+  for (size_t j = 1; j < state.size(); ++j)
+    io::require_finite(state[j], file, "unit " + std::to_string((j - 1) / std::max<size_t>(T, 1)) + "'s " +
+                                           io::moment_name((j - 1) % std::max<size_t>(T, 1), T));
+  return state;
 }
 
 class Zero3Engine : public UpdateEngine {
@@ -69,14 +93,13 @@ class Zero3Engine : public UpdateEngine {
   }
   void load(const std::string& dir) override {
     const auto ranks = shard_ranks(dir);
-    if (ranks.empty()) wrong_engine(dir, core::exists(dir + "/" + kZero1File) ? 1 : 0);
+    if (ranks.empty()) missing_state(dir, shard_file(0));
     const auto n = static_cast<int64_t>(ranks.size());
     for (int64_t r = 0; r < n; ++r)
       if (ranks[r] != r)
         throw IoError("checkpoint '" + dir + "' lacks " + shard_file(r) + " (it has " + std::to_string(n) +
                       " ZeRO-3 shard files)");
-    z_->load_shards(n, [&](int64_t r) { return io::load_tensors(dir + "/" + shard_file(r), "ZeRO-3 optimizer shard"); },
-                    dir);
+    z_->load_shards(n, [&](int64_t r) { return read_shard(dir, r, n); }, dir);
   }
   // Rank 0, after gather_for_save(): the policy's parameters hold the float32 values (host memory) while `f` runs.
   void with_float32_policy(const std::function<void()>& f) override {

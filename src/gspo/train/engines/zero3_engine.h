@@ -33,5 +33,8 @@ std::unique_ptr<UpdateEngine> make_expert_parallel_engine(model::Policy& policy,
 bool written_by_zero3(const std::string& dir);
 // ConfigError: checkpoint `dir` was written by the engine of distributed.zero_stage `written`.
 [[noreturn]] void wrong_engine(const std::string& dir, int64_t written);
+// The engine's own optimizer file `file` is not in checkpoint `dir`: wrong_engine naming the stage whose files it
+// holds, or, holding no engine's, IoError naming `file` (never a guessed stage).
+[[noreturn]] void missing_state(const std::string& dir, const std::string& file);
 
 }  // namespace gspo::train
