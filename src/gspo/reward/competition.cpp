@@ -88,8 +88,9 @@ Prepared prepare(const std::string& language, const std::string& source, const C
   return p;
 }
 
-// Runs checker.py as __main__ with testlib's arguments. Python exits 1 on an uncaught exception or a syntax error,
-// which would read as a rejection: those exit kCheckerCrashExit instead; SystemExit (sys.exit) passes through.
+// Runs the checker's Python source as __main__ with testlib's arguments. Python exits 1 on an uncaught exception or
+// a syntax error, which would read as a rejection: those exit kCheckerCrashExit instead; SystemExit (sys.exit) passes
+// through.
 constexpr const char* kPythonCheckerWrapper = R"(import runpy, sys, traceback
 sys.argv[0] = 'checker.py'
 try:
