@@ -36,7 +36,7 @@ TEST_CASE("unknown keys name the line and suggest the nearest key", "[config]") 
 TEST_CASE("wrong types and out-of-range values name key, rule, value and line", "[config]") {
   CHECK(config_error_of("\nrollout:\n  group_size: many\n") ==
         "invalid config:\n  run.yaml:3: rollout.group_size must be an integer (got 'many')");
-  CHECK(config_error_of("rollout:\n  group_size: 1\n") == "invalid config:\n  run.yaml:2: rollout.group_size must be >= 2 (got 1)");
+  CHECK(config_error_of("rollout:\n  group_size: 1\n") == "invalid config:\n  run.yaml:2: rollout.group_size must be in [2, 65536] (got 1)");
   // A key with an empty value is named at its own line (yaml-cpp marks the empty value where the next token begins).
   CHECK_THAT(config_error_of("rollout:\n  group_size:\n  top_p: 0.5\n"), Catch::Contains("run.yaml:2: rollout.group_size must be"));
   CHECK_THAT(config_error_of("rollout:\n  temperature: 1.0\n\n\n  group_size:\n"),
