@@ -55,6 +55,14 @@ ok = len(lines) == 6 and [l['attempt'] for l in lines] == [0, 1] * 3 and all(
     l['verdict'] == 'no code found' and l['first_accepted'] is None for l in lines)
 sys.exit(0 if ok else 1)" "$TMP/cf/samples.jsonl"
 expect cf-standings-not-competition 2 "none of the sets is made of competition rows" -- "$GSPO" "${EVAL[@]}" -d "$SRC/data/math_sample.jsonl" -k 1 --max-problems 1 --standings "$TMP/pack.json" -o "$TMP/cf2"
+# gspo score checks the pack against the set before grading, as gspo eval does (it graded first, then failed)
+"$PYTHON" -c "
+import json, sys
+p = json.load(open(sys.argv[1])); p['contests'][0]['id'] = '777'; json.dump(p, open(sys.argv[2], 'w'))" \
+  "$TMP/pack.json" "$TMP/pack_other.json"
+printf '{"index": 0, "response": "x"}\n{"index": 0, "response": "y"}\n{"index": 1, "response": "x"}\n{"index": 1, "response": "y"}\n{"index": 2, "response": "x"}\n{"index": 2, "response": "y"}\n' > "$TMP/cf_resp.jsonl"
+expect score-standings-unrated 2 "does not rate the set 'problems'" -- "$GSPO" score -d "$SRC/tests/data/competition/problems.jsonl" -r "$TMP/cf_resp.jsonl" --standings "$TMP/pack_other.json"
+expect score-standings-not-competition 2 "none of the sets is made of competition rows" -- "$GSPO" score -d "$SRC/data/math_sample.jsonl" -r "$TMP/cf_resp.jsonl" --standings "$TMP/pack.json"
 expect lcb-bad-date 2 "eval.since must be a day written YYYY-MM-DD" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-8-1 -o "$TMP/lcb2"
 # Impossible days are refused, not compared as text (2024-02-30 would keep rows of March 1st).
 expect lcb-no-month-13 2 "eval.since" -- "$GSPO" "${LEVAL[@]}" -d "$LCB" --since 2024-13-45 -o "$TMP/lcb2"

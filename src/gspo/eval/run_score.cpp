@@ -143,6 +143,13 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
   auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key, /*need_prompt=*/false);
   if (rows.empty()) throw DataError("dataset '" + req.dataset + "' has no examples");
   check_competition_set(rows);
+  if (pack) {  // a pack that rates none of these rows fails before any grading, as in gspo eval
+    EvalSet set;
+    set.name = set_name(req.dataset);
+    set.path = req.dataset;
+    set.rows = rows;
+    check_standings(*pack, {set});
+  }
   auto responses = read_responses(req.responses, req.dataset, rows);
   // avg@K, pass@k and maj@K compare problems at one K: uneven counts are refused, never cut to the smallest.
   const auto& [first_index, first] = *responses.begin();
