@@ -32,8 +32,9 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
 
 struct ScoreRequest {
   std::string dataset;    // JSONL problems
-  std::string responses;  // JSONL: {"index": row, "response": text}, {"index": row, "responses": [texts]}, or gspo
-                          // eval's samples.jsonl (placed by "id"; "dataset" must be -d's set)
+  std::string responses;  // JSONL: {"index": row, "response": text}, {"index": row, "responses": [texts]} (placed by
+                          // "index"; another generator's "id" is ignored, a gspo "file.jsonl:LINE" id must agree), or
+                          // gspo eval's samples.jsonl (placed by "id"; "dataset" must be -d's set)
   std::string out_dir;    // "" = do not write files
   std::string standings;  // CodeElo standings pack (eval/standings.h); "" = none
 };
