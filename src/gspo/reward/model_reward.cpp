@@ -118,9 +118,8 @@ std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& resp
   }
   normalise(out, scored, opts_.model_normalize, opts_.model_clip);
   totals_.rows += static_cast<int64_t>(responses.size());
-  totals_.failed += static_cast<int64_t>(std::count(scored.begin(), scored.end(), false));
-  const auto first_failed = std::find(scored.begin(), scored.end(), false);
-  if (first_failed != scored.end()) totals_.last_failure = out[first_failed - scored.begin()].failure;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!scored[i]) note_failure(totals_, out[i].failure);
   totals_.tokens += tokens;
   totals_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

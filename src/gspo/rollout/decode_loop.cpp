@@ -117,7 +117,7 @@ void DecodeLoop::start_rows() {
     std::copy(p.logprobs.begin(), p.logprobs.end(), logprobs[i].data_ptr<float>());
     if (stops_.active())
       for (auto id : p.ids)
-        if (!model::is_eos(ctx_.policy.manifest(), id)) stops_.append(text_[rows[i]], id);
+        if (std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end()) stops_.append(text_[rows[i]], id);
     if (p.finish != Finish::kCarried) row_ended(rows[i]), ++finished_;
   }
   auto u = upload(ints);
@@ -344,7 +344,7 @@ void DecodeLoop::sample() {
   at::Tensor turn;  // rows whose token ends their turn: they pause below, unless the row ends here anyway
   if (turn_tok_ >= 0) {
     turn = active.logical_and(draw.tokens == turn_tok_);
-    if (model::is_eos(ctx_.policy.manifest(), turn_tok_)) eos = eos.logical_and(turn.logical_not());
+    if (std::find(eos_ids_.begin(), eos_ids_.end(), turn_tok_) != eos_ids_.end()) eos = eos.logical_and(turn.logical_not());
   }
   auto special = eos;  // ends that are not the length cap
   if (stops_.active()) {
