@@ -96,8 +96,10 @@ void one_step(model::Policy& policy, train::UpdateEngine& engine, int k, double 
 }
 
 // The engine's float32 weights (the checkpoint path); `save_to`: the policy written there too.
-std::vector<torch::Tensor> weights(train::UpdateEngine& engine, model::Policy& policy, const std::string& save_to = "") {
-  engine.gather_for_save(test::fresh_dir("offload_staging"));
+// `staging`: a folder of the caller's own (ctest runs each case in its own process, side by side).
+std::vector<torch::Tensor> weights(train::UpdateEngine& engine, model::Policy& policy, const std::string& save_to = "",
+                                   const std::string& staging = "offload_staging") {
+  engine.gather_for_save(test::fresh_dir(staging));
   std::vector<torch::Tensor> out;
   engine.with_float32_policy([&] {
     for (const auto& p : policy.parameters()) out.push_back(p.detach().to(torch::kFloat).clone());
@@ -156,15 +158,15 @@ TEST_CASE("ZeRO-1 and ZeRO-3 with 8-bit moments resume bit for bit while the mom
       for (int k = 0; k < 3; ++k) one_step(pa, *a, k);
       const std::string dir = test::fresh_dir("shrink_ckpt");
       core::ensure_dir(dir);
-      weights(*a, pa, dir + "/policy.pt");
+      weights(*a, pa, dir + "/policy.pt", "shrink_staging");
       a->save(dir);
       for (int k = 3; k < 8; ++k) one_step(pa, *a, k, 1e-3);
-      const auto wa = weights(*a, pa);
+      const auto wa = weights(*a, pa, "", "shrink_staging");
       auto pc = model::Policy::load(dir + "/policy.pt");
       auto c = train::make_update_engine(pc, engine_options(stage, 8, offload), comm);
       c->load(dir);
       for (int k = 3; k < 8; ++k) one_step(pc, *c, k, 1e-3);
-      const auto wc = weights(*c, pc);
+      const auto wc = weights(*c, pc, "", "shrink_staging");
       REQUIRE(wa.size() == wc.size());
       int64_t differ = 0;
       for (size_t i = 0; i < wa.size(); ++i) differ += !torch::equal(wa[i], wc[i]);
