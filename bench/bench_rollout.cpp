@@ -117,7 +117,7 @@ int run(int argc, char** argv) {
      << ", \"prefill_tokens\": " << st.prefill_tokens << ", \"decode_steps\": " << st.decode_steps
      << ", \"threads\": " << at::get_num_threads() << ", \"device\": \"" << device.str() << "\", \"dtype\": \""
      << dtype << "\", \"cuda_graphs\": " << (graphs ? "true" : "false") << ", \"graph_captures\": "
-     << st.graph_captures << ", \"host_syncs\": " << st.host_syncs << ", \"kv_fraction\": " << kv_fraction
+     << st.graph_captures << ", \"capture_s\": " << st.capture_seconds << ", \"host_syncs\": " << st.host_syncs << ", \"kv_fraction\": " << kv_fraction
      << ", \"peak_gpu_mb\": " << (cuda ? core::peak_device_bytes(device) / 1048576.0 : 0.0) << "}";
   if (profile_steps > 0) {
     // Two calls of N and 2N tokens (every response exactly that long): their difference is N steady decode steps.
@@ -134,12 +134,13 @@ int run(int argc, char** argv) {
     const auto step = bench::difference(a, b);
     const double n = static_cast<double>(profile_steps);
     std::string attention;
-    for (const auto& [name, v] : step.kernels)
-      if (bench::attention_kernel(name)) attention += (attention.empty() ? "" : "|") + bench::cell_name(name, 60);
+    for (const auto& [name, v] : step.kernels)  // more than once a step: the sampler's softmax runs once
+      if (bench::attention_kernel(name) && v.calls > profile_steps) attention += (attention.empty() ? "" : "|") + bench::cell_name(name, 60);
     os.seekp(-1, std::ios_base::end);  // reopen the JSON object
     os << ", \"profile_steps\": " << profile_steps << ", \"profile_ops_per_step\": " << step.op_calls() / n
        << ", \"profile_kernels_per_step\": " << step.kernel_calls() / n << ", \"profile_device_ms_per_step\": "
-       << step.device_us() / 1000.0 / n << ", \"profile_attention\": \"" << attention << "\"}";
+       << step.device_us() / 1000.0 / n << ", \"profile_wall_ms_per_step\": " << step.wall_ms / n
+       << ", \"profile_attention\": \"" << attention << "\"}";
     if (!profile_out.empty()) {
       std::ofstream md(profile_out, std::ios::app);
       md << bench::profile_markdown(step, profile_steps,

@@ -249,7 +249,7 @@ def cmd_table(a):
         return rows * limits["copy_gb_s"] * 1e9 / per_step
     if gspo:
         print("| rows | new tokens | gspo decode | KV budget | gspo tok/s | generate tok/s | gspo / generate | "
-              "graph captures | peak GPU MB (gspo / generate) | ms a step | bound over live keys tok/s | share |")
+              "graph captures (s) | peak GPU MB (gspo / generate) | ms a step (whole call) | bound over live keys tok/s | share |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c in gspo:
             new = c["max_len"]
@@ -262,7 +262,7 @@ def cmd_table(a):
             bound = live_bound(c["rows"], new)
             bound_cells = f"{bound:.0f} | {c['tokens_per_s'] / bound:.0%}" if bound else "- | -"
             print(f"| {c['rows']} | {new} | {decode} | {budget} | {c['tokens_per_s']:.0f} | {theirs} | {ratio} | "
-                  f"{c.get('graph_captures', 0)} | {c.get('peak_gpu_mb', 0):.0f} / {h['peak_gpu_mb'] if h else '-'} | "
+                  f"{c.get('graph_captures', 0)}{' (%.1f)' % c['capture_s'] if c.get('capture_s') else ''} | {c.get('peak_gpu_mb', 0):.0f} / {h['peak_gpu_mb'] if h else '-'} | "
                   f"{1000 * c['rows'] / c['tokens_per_s']:.1f} | {bound_cells} |")
         for c in cells:
             if c.get("bench") == "generate" and "oom" in c:
@@ -285,8 +285,8 @@ def cmd_table(a):
     prof = [c for c in cells if c.get("file", "").startswith("profile") and "profile_ops_per_step" in c]
     if prof:
         print("| profiled decode step | rows | operators a step | device kernels a step | device ms a step | "
-              "bytes a step (weights + live KV) | achieved GB/s on the device | attention kernels |")
-        print("|---|---|---|---|---|---|---|---|")
+              "wall ms a step | bytes a step (weights + live KV) | achieved GB/s on the device | attention kernels |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for c in prof:
             per = None
             if model:
@@ -297,7 +297,7 @@ def cmd_table(a):
             rate = f"{per / ms / 1e6:.0f}" if per and ms > 0 else "-"
             decode = "CUDA graphs" if c.get("cuda_graphs") else "eager"
             print(f"| {decode} | {c['rows']} | {c['profile_ops_per_step']:.1f} | {c['profile_kernels_per_step']:.1f} | "
-                  f"{ms:.3f} | {size} | {rate} | {c.get('profile_attention') or '-'} |")
+                  f"{ms:.3f} | {c.get('profile_wall_ms_per_step', float('nan')):.3f} | {size} | {rate} | {c.get('profile_attention') or '-'} |")
         print()
     for c in cells:
         if c.get("bench") == "long":

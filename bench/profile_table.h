@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -29,6 +30,7 @@ struct ProfiledName {
 struct Profile {
   std::map<std::string, ProfiledName> ops;      // CPU operators ("aten::mm")
   std::map<std::string, ProfiledName> kernels;  // device kernels, memcpy and memset
+  double wall_ms = 0;                            // the region's wall time (profiler overhead included)
   int64_t op_calls() const {
     int64_t n = 0;
     for (const auto& [k, v] : ops) n += v.calls;
@@ -57,14 +59,17 @@ inline Profile profile(const std::function<void()>& region, bool cuda) {
   else setenv("KINETO_LOG_LEVEL", "5", 0);  // a CUDA build on a machine without a GPU: Kineto's "gpuGetDeviceCount failed"
   prof::prepareProfiler(cfg, acts);
   prof::enableProfiler(cfg, acts);
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     region();
   } catch (...) {
     prof::disableProfiler();
     throw;
   }
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const auto result = prof::disableProfiler();
   Profile p;
+  p.wall_ms = wall_ms;
   for (const auto& e : result->events()) {
     const std::string name = e.name();
     if (e.deviceType() == c10::DeviceType::CPU) {
@@ -93,6 +98,7 @@ inline Profile difference(const Profile& a, const Profile& b) {
   };
   diff(a.ops, b.ops, d.ops);
   diff(a.kernels, b.kernels, d.kernels);
+  d.wall_ms = b.wall_ms - a.wall_ms;
   return d;
 }
 

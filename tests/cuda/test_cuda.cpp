@@ -318,7 +318,7 @@ TEST_CASE("CUDA: the 8-bit AdamW step on the device equals the CPU's", "[cuda][a
   const parallel::AdamWHyper h{0.9, 0.999, 1e-8, 0.01};
   auto run = [&](c10::Device dev) {
     const auto maps = parallel::Maps8bit::make(dev);
-    auto p = p0.to(dev);
+    auto p = p0.to(dev, /*non_blocking=*/false, /*copy=*/true);  // on the CPU a plain to() aliases p0
     auto s = parallel::Moments8bit::zeros(n, p.options());
     for (int t = 1; t <= 10; ++t) parallel::adamw8bit_step(p, grads[t - 1].to(dev), s, maps, 1e-3, t, h, 4096);
     return std::make_pair(p.cpu(), std::vector<torch::Tensor>{s.m_codes.cpu(), s.m_absmax.cpu(), s.v_codes.cpu(),

@@ -5,6 +5,7 @@
 #ifdef GSPO_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
@@ -36,14 +37,37 @@ bool DecodeGraph::available_slots(const model::Policy& policy) {
 }
 
 // Warm-up calls then the capture of `step` (which reads and writes impl's buffers) on a side stream.
+namespace {
+// A capture that threw part-way (a host sync inside the step, an unsupported kernel) leaves its stream capturing, and
+// CUDA refuses every later allocation or sync of the process while it does: the eager fallback too (the 2026-11-28
+// H200 check). at::cuda::CUDAGraph::capture_end cannot end it: it checks the current stream first (the guard that
+// made the side stream current is gone by the catch) and throws on an invalidated capture before it releases the
+// allocator's capture pool. So: end the capture on its stream here, drop whatever graph it made, hand the pool back,
+// and clear the sticky error the invalid capture left. The default CUDA generator stays in its capture mode (its
+// capture_epilogue is CUDAGraph's to call): gspo draws no random numbers on the device (sampling's noise is hashed on
+// the host, rollout/noise.h), so nothing reads it.
+void abandon_capture(at::cuda::CUDAGraph& graph, const c10::cuda::CUDAStream& stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(stream.stream(), &partial);  // cudaErrorStreamCaptureInvalidated: expected
+    if (partial != nullptr) (void)cudaGraphDestroy(partial);
+  }
+  c10::cuda::CUDACachingAllocator::endAllocateToPool(stream.device_index(), graph.pool());
+  c10::cuda::CUDACachingAllocator::releasePool(stream.device_index(), graph.pool());
+  (void)cudaGetLastError();
+}
+}  // namespace
+
+// Warm-up calls then the capture of `step` (which reads and writes impl's buffers) on a side stream.
 template <class Step>
 bool DecodeGraph::capture_with(model::Policy& policy, std::unique_ptr<Impl> impl, Step&& step) {
+  const auto index = policy.device().index();
+  auto main = c10::cuda::getCurrentCUDAStream(index);
+  auto stream = c10::cuda::getStreamFromPool(false, index);
   bool capturing = false;
   try {
     // Capture must run on a side stream; warm-up runs there too so the allocator's pools match.
-    const auto index = policy.device().index();
-    auto main = c10::cuda::getCurrentCUDAStream(index);
-    auto stream = c10::cuda::getStreamFromPool(false, index);
     at::cuda::CUDAEvent inputs_ready;
     inputs_ready.record(main);
     inputs_ready.block(stream);
@@ -62,15 +86,9 @@ bool DecodeGraph::capture_with(model::Policy& policy, std::unique_ptr<Impl> impl
     captured.block(main);
   } catch (const std::exception& e) {
     error_ = e.what();
-    // A step that threw inside the capture (a host sync, an unsupported kernel) left its stream capturing, and a
-    // global-mode capture makes every later allocation or sync of the process fail: the eager fallback too. End it
-    // (the invalidated graph is dropped) and clear the error it leaves.
     if (capturing) {
-      try {
-        impl->graph.capture_end();
-      } catch (const std::exception&) {  // "invalid capture": expected, the capture was invalidated
-      }
-      (void)cudaGetLastError();
+      impl->logits = at::Tensor();  // allocated in the capture's pool: released with it below
+      abandon_capture(impl->graph, stream);
     }
     return false;
   }

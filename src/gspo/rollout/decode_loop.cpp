@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "gspo/core/log.h"
@@ -482,7 +483,10 @@ void DecodeLoop::decode() {
   layout_.stage(s_, ids, wrote);
   auto& graph = ctx_.graph;
   if (graph && !graph->ready()) {
-    if (layout_.capture(*graph)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool captured = layout_.capture(*graph);
+    ctx_.stats.capture_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (captured) {
       ctx_.stats.graph_captures++;
     } else {
       log::warn("rollout.cuda_graphs: capture failed ({}); decoding eagerly", graph->last_error().substr(0, 300));

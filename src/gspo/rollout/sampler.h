@@ -77,6 +77,7 @@ struct SamplerStats {
                                  // what a GPU would wait for
   int64_t refill_transfers = 0;  // of those, the ones of refills and compactions (new rows' prompts, slots, state)
   int64_t graph_captures = 0;  // CUDA graphs captured for decode (rollout.cuda_graphs; one per cache layout)
+  double capture_seconds = 0;  // host time spent capturing them (each capture's warm-up calls included)
   int64_t kv_bytes = 0;        // KV cache allocated (the largest at once)
   int64_t slots = 0;           // rows of KV cache: the pool under a budget, else every row of the call
   int64_t slot_steps = 0;      // sum over sampling steps of the rows of cache allocated (slots; rows dropped count)
