@@ -21,12 +21,13 @@ run misc --set train.max_steps=10 --set algorithm.old_logprobs=sampler --set opt
   --set algorithm.micro_batch_size=3 --set algorithm.filter_truncated=true --set algorithm.loss=gspo_token \
   --set algorithm.advantage=leave_one_out
 run zero1 --set train.max_steps=10 --set distributed.zero_stage=1 --set model.dtype=bfloat16
+run lora --set train.max_steps=8 --set model.lora_rank=4 --set model.lora_alpha=8 --set algorithm.kl_coef=0.05
 run resume --set train.max_steps=6
 run resume --set train.max_steps=12 --resume auto
 PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 scripts/launch_local.sh -n 2 --port "$PORT" "$G" "${base[@]}" --set "train.output_dir=$OUT/dist2" \
   --set train.max_steps=6 --set distributed.zero_stage=1 --set rollout.prompts_per_step=8 >"$OUT/dist2.log" 2>&1
-for d in tiny bf16 kl misc zero1 resume dist2; do
+for d in tiny bf16 kl misc zero1 lora resume dist2; do
   "$PY" - "$OUT/$d/metrics.jsonl" "$@" <<'PY' | md5sum | sed "s/-\$/$d/"
 import json, sys
 for line in open(sys.argv[1]):

@@ -9,6 +9,10 @@
 #include <fstream>
 
 #include "gspo/config/options.h"
+#include "gspo/data/dataset.h"
+#include "gspo/eval/validation.h"
+#include "gspo/model/policy.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/core/error.h"
 #include "gspo/model/reward_model.h"
 #include "gspo/reward/model_reward.h"
@@ -195,4 +199,37 @@ TEST_CASE("a model reward in a weighted sum: accuracy follows the rule that grad
 
 TEST_CASE("a config that asks for a model reward without a model is refused, naming the key", "[reward_model]") {
   CHECK_THAT(config_error_of("reward:\n  kind: model\n"), Catch::Contains("reward.model_path"));
+}
+
+// #68: validation during training grades with training's reward model, so a run holds one scorer on the training
+// device. Before, every validation set made its own verifier without a device: one more copy of the reward model per
+// set, on the CPU, whose figures never reached training's scorer.
+TEST_CASE("validation grades every set with training's reward model: one scorer, no copy per set",
+          "[reward_model][eval]") {
+  auto cfg = rm_config("reward_byte.pt");
+  const std::string set_path = std::string(GSPO_SOURCE_DIR) + "/data/math_sample.jsonl";
+  cfg.data.task = config::Task::kJsonl;
+  cfg.eval.datasets = {set_path, set_path};
+  cfg.eval.samples = 2;
+  cfg.eval.max_problems = 3;
+  cfg.eval.max_new_tokens = 4;
+  auto policy = model::Policy::load(model_path("tiny.pt"), c10::kCPU);
+  auto tok = tokenizer::from_spec(policy.tokenizer_json(), policy.path());
+  const auto rows = data::load_jsonl(set_path, "auto", "answer");
+  const auto scorer = reward::make_verifier(cfg, rows, c10::Device(c10::kCPU));
+  REQUIRE(reward::scores_with_models(cfg));
+  parallel::LaunchEnv solo;
+  parallel::Comm one(solo, config::DistributedOptions{}, c10::kCPU);
+  eval::Validation validation(cfg, policy, *tok, policy.manifest().max_seq_len, one, *scorer);
+  const int64_t before = scorer->scoring_totals().rows;
+  const auto summaries = validation.run();
+  REQUIRE(summaries.size() == 2);
+  int64_t graded = 0;
+  for (const auto& s : summaries) graded += s["problems"].get<int64_t>() * s["samples_per_problem"].get<int64_t>();
+  CHECK(graded == 2 * 3 * 2);
+  CHECK(scorer->scoring_totals().rows - before == graded);  // every validation row went through training's scorer
+  // A rule verifier stays per set (reward.kind auto picks by a set's rows): nothing is shared.
+  auto rules = cfg;
+  rules.reward.kind = config::RewardKind::kMath;
+  CHECK_FALSE(reward::scores_with_models(rules));
 }

@@ -8,7 +8,7 @@
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
 #include "gspo/core/parse.h"
-#include "gspo/io/adapter_file.h"
+#include "gspo/io/model_load.h"
 #include "gspo/io/model_ref.h"
 #include "gspo/model/policy.h"
 #include "gspo/rollout/sampler.h"
@@ -50,9 +50,15 @@ void check_args(const GenerateArgs& a) {
 int generate(const GenerateArgs& a) {
   check_args(a);
   const auto ref = io::resolve_model_ref(a.model, a.adapter);
-  auto policy = model::Policy::load(ref.model, core::resolve_device(a.device, "--device"));
-  if (!ref.adapter.empty()) io::merge_adapter_dir(policy, ref.adapter);
-  auto tok = tokenizer::from_path_or_spec(a.tokenizer, policy.tokenizer_json(), ref.model);
+  io::ModelLoad what;
+  what.file = ref.model;
+  what.device = core::resolve_device(a.device, "--device");
+  what.merge = ref.adapter;
+  what.check_contract = false;  // (gspo inspect checks it)
+  what.tokenizer_path = a.tokenizer;
+  auto loaded = io::load_model(what);
+  auto& policy = *loaded.policy;
+  const auto& tok = loaded.tok;
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& p : a.prompts) prompts.push_back(tok->encode_prompt(p));
   for (const auto& p : a.prompt_ids) {

@@ -8,7 +8,7 @@
 #include "gspo/cli/commands.h"
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
-#include "gspo/io/adapter_file.h"
+#include "gspo/io/model_load.h"
 #include "gspo/model/policy.h"
 #include "gspo/model/reward_model.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -88,10 +88,15 @@ int inspect_reward_model(const InspectArgs& a) {
 
 int inspect(const InspectArgs& a) {
   if (model::is_reward_model(a.model)) return inspect_reward_model(a);
-  auto policy = model::Policy::load(a.model, core::resolve_device(a.device, "--device"));
-  std::optional<io::AdapterMeta> adapter;
-  if (!a.adapter.empty()) adapter = io::merge_adapter_dir(policy, a.adapter);
-  const double diff = model::check_contract(policy);
+  io::ModelLoad what;
+  what.file = a.model;
+  what.device = core::resolve_device(a.device, "--device");
+  what.merge = a.adapter;
+  what.tokenizer = false;  // (its type is read from the export below)
+  auto loaded = io::load_model(what);
+  auto& policy = *loaded.policy;
+  const auto& adapter = loaded.merged;
+  const double diff = loaded.contract_diff;
   const auto& m = policy.manifest();
   std::string tok_type = "none";
   if (!policy.tokenizer_json().empty()) {

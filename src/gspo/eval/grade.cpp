@@ -7,12 +7,25 @@
 
 namespace gspo::eval {
 
-Grader::Grader(const config::Config& cfg_in, const std::vector<data::Example>& rows, c10::Device device) {
+namespace {
+config::Config eval_config(const config::Config& cfg_in) {
   config::Config cfg = cfg_in;
   cfg.data.task = config::Task::kJsonl;
-  verifier = reward::make_verifier(cfg, rows, device);
+  return cfg;
+}
+}  // namespace
+
+Grader::Grader(const config::Config& cfg, const std::vector<data::Example>& rows, c10::Device device)
+    : Grader(cfg, rows, std::shared_ptr<const reward::Verifier>(reward::make_verifier(eval_config(cfg), rows, device))) {}
+
+Grader::Grader(const config::Config& cfg, const std::vector<data::Example>& rows, const reward::Verifier& shared)
+    : Grader(cfg, rows, std::shared_ptr<const reward::Verifier>(std::shared_ptr<const reward::Verifier>(), &shared)) {}
+
+Grader::Grader(const config::Config& cfg, const std::vector<data::Example>& rows,
+               std::shared_ptr<const reward::Verifier> v)
+    : verifier(std::move(v)) {
   math = verifier->name() == "math" || verifier->name().rfind("math:", 0) == 0;
-  if (math) math_options = reward::math_options(cfg);
+  if (math) math_options = reward::math_options(eval_config(cfg));
   workers = cfg.reward.workers;
   competition = is_competition_set(rows);
 }

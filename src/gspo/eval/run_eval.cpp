@@ -18,7 +18,7 @@
 #include "gspo/eval/evaluator.h"
 #include "gspo/eval/resume.h"
 #include "gspo/eval/standings.h"
-#include "gspo/io/adapter_file.h"
+#include "gspo/io/model_load.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/policy.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -147,10 +147,16 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   std::optional<StandingsPack> pack;  // read before the model: a bad pack fails at once
   if (!req.standings.empty()) pack = load_standings(req.standings);
 
-  auto policy = model::Policy::load(model_path, core::resolve_device(cfg.model.device, "model.device"));
-  if (!cfg.model.adapter.empty()) io::merge_adapter_dir(policy, cfg.model.adapter);
+  io::ModelLoad what;
+  what.file = model_path;
+  what.device = core::resolve_device(cfg.model.device, "model.device");
+  what.merge = cfg.model.adapter;
+  what.check_contract = false;  // (gspo inspect checks it)
+  what.tokenizer_path = cfg.tokenizer.path;
+  auto loaded = io::load_model(what);
+  auto& policy = *loaded.policy;
+  const auto& tok = loaded.tok;
   const int64_t max_prompt_tokens = eval_prompt_budget(cfg, policy.manifest().max_seq_len, model_path);
-  auto tok = tokenizer::from_path_or_spec(cfg.tokenizer.path, policy.tokenizer_json(), model_path);
   std::vector<EvalSet> sets;
   for (const auto& path : paths) sets.push_back(load_eval_set(cfg, path, *tok, max_prompt_tokens, true));
   if (pack) check_standings(*pack, sets);

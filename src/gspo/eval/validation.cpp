@@ -23,12 +23,14 @@ std::vector<std::optional<int64_t>> accepted_at(const std::vector<ProblemStats>&
 }  // namespace
 
 Validation::Validation(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok,
-                       int64_t max_seq_len, parallel::Comm& comm)
+                       int64_t max_seq_len, parallel::Comm& comm, const reward::Verifier& scorer)
     : cfg_(cfg), comm_(comm), evaluator_(cfg, policy, tok) {
   const int64_t max_prompt_tokens = eval_prompt_budget(cfg, max_seq_len, cfg.model.path);
+  const bool share = reward::scores_with_models(cfg);
   for (const auto& path : cfg.eval.datasets) {
     sets_.push_back(load_eval_set(cfg, path, tok, max_prompt_tokens, comm.is_main()));
-    graders_.push_back(std::make_unique<Grader>(cfg, sets_.back().rows));
+    graders_.push_back(share ? std::make_unique<Grader>(cfg, sets_.back().rows, scorer)
+                             : std::make_unique<Grader>(cfg, sets_.back().rows));
   }
   if (cfg.eval.standings.empty()) return;
   standings_ = std::make_unique<StandingsPack>(load_standings(cfg.eval.standings));

@@ -23,8 +23,11 @@ class Validation {
   // ConfigError when the eval's max_new_tokens leaves no room for a prompt in `max_seq_len`, or when eval.standings
   // is set and no set is a competition set, or a competition set's rows rate in none of the pack's contests). Rank 0
   // logs the warnings.
+  // `scorer`: training's verifier. Where config.reward scores with models (reward::scores_with_models) every set
+  // grades with it, so the run holds one reward model or judge, on the training device; rule verifiers are made per
+  // set (reward.kind auto picks by a set's rows). It must outlive this.
   Validation(const config::Config& cfg, model::Policy& policy, const tokenizer::Tokenizer& tok, int64_t max_seq_len,
-             parallel::Comm& comm);
+             parallel::Comm& comm, const reward::Verifier& scorer);
   ~Validation();
 
   // After step `step` (every eval.every steps, and after the last step of the run).

@@ -26,69 +26,81 @@
 namespace gspo::plan {
 namespace {
 
-// The model state of ZeRO-0/1 (every weight and gradient on every rank) or ZeRO-3 (shards, and the part kept whole).
-// With distributed.optimizer_offload the moments (ZeRO-3: and the master shards) go to `host` instead.
-void model_state_terms(const Sizes& z, std::vector<Term>& r, std::vector<Term>& host) {
+// The model state by the engine training makes (z.engine, train/engines/engine_choice.h): ZeRO-0/1 (every weight and
+// gradient on every rank), ZeRO-3 (shards, and the part kept whole), expert parallelism, or low-rank adapters on a
+// frozen base. With distributed.optimizer_offload the moments (ZeRO-3: and the master shards) go to `host` instead.
+void adapter_terms(const Sizes& z, std::vector<Term>& r, std::vector<Term>& host) {
+  // model/lora.h: the base frozen (no gradients, masters, moments), the adapters float32 with AdamW
   const std::string n = num(z.N);
-  if (z.lora) {  // model/lora.h: the base frozen (no gradients, masters, moments), the adapters float32 with AdamW
-    if (z.zero3) {  // train/engines/zero3_engine.h make_zero3_lora_engine: the base's shards, unit 0 also whole
-      const double shard = std::ceil((z.N - z.N0) / static_cast<double>(z.W));  // unit 0 keeps no shard (whole)
-      r.push_back({"frozen base shards", shard * z.b, num(shard) + " x " + z.bs + " B (1/" + std::to_string(z.W) +
-                   " of the decoder layers in model.dtype: no gradients, masters or moments)"});
-      r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
-    } else {
-      r.push_back({"frozen base weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype; no gradients, "
-                   "masters or moments)"});
-    }
-    const bool sharded = z.zero1 || z.zero3;  // ZeRO-3 steps the adapters with ZeRO-1
-    if (z.offload)
-      host.push_back({"LoRA adapters' AdamW moments", z.Na * z.mb / z.W, num(z.Na) + " x " + num(z.mb) + " B / " +
-                      std::to_string(z.W) + " (this rank's shard, distributed.optimizer_offload)"});
-    const double moments = sharded ? (z.offload ? 0 : z.mb / z.W) + 4.0 / z.W : z.mb;
-    r.push_back({"LoRA adapters", z.Na * (8 + moments), num(z.Na) + " adapter params x (4 + 4 + " + num(moments) +
-                 ") B (float32 A and B, their gradients, AdamW moments" + (sharded ? " and the gradient shard: "
-                 "ZeRO-1" : "") + ")"});
-    if (z.zero3) return;  // sampling reads the gathered base with the adapters merged in place: no copy
-    const double sb = z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
-    if (sb == z.b)  // model/lora.h share_untargeted: the copy's other weights are the policy's own tensors
-      r.push_back({"sampling copy (adapters merged)", z.Nta * sb, num(z.Nta) + " adapted weights x " + num(sb) +
-                   " B: W + (alpha / r) B A, merged after each step; the rest is shared with the base"});
-    else
-      r.push_back({"sampling copy (adapters merged)", z.N * sb, n + " x " + num(sb) + " B (rollout.dtype differs "
-                   "from model.dtype: nothing shared)"});
-    return;
+  const bool z3 = z.engine.kind == train::EngineKind::kZero3Adapters;
+  if (z3) {  // train/engines/zero3_engine.h make_zero3_lora_engine: the base's shards, unit 0 also whole
+    const double shard = std::ceil((z.N - z.N0) / static_cast<double>(z.W));  // unit 0 keeps no shard (whole)
+    r.push_back({"frozen base shards", shard * z.b, num(shard) + " x " + z.bs + " B (1/" + std::to_string(z.W) +
+                 " of the decoder layers in model.dtype: no gradients, masters or moments)"});
+    r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
+  } else {
+    r.push_back({"frozen base weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype; no gradients, "
+                 "masters or moments)"});
   }
-  if (z.zero3 && z.offload) {
+  const bool sharded = z.engine.sharded();  // ZeRO-3 steps the adapters with ZeRO-1
+  if (z.offload)
+    host.push_back({"LoRA adapters' AdamW moments", z.Na * z.mb / z.W, num(z.Na) + " x " + num(z.mb) + " B / " +
+                    std::to_string(z.W) + " (this rank's shard, distributed.optimizer_offload)"});
+  const double moments = sharded ? (z.offload ? 0 : z.mb / z.W) + 4.0 / z.W : z.mb;
+  r.push_back({"LoRA adapters", z.Na * (8 + moments), num(z.Na) + " adapter params x (4 + 4 + " + num(moments) +
+               ") B (float32 A and B, their gradients, AdamW moments" + (sharded ? " and the gradient shard: "
+               "ZeRO-1" : "") + ")"});
+  if (z3) return;  // sampling reads the gathered base with the adapters merged in place: no copy
+  const double sb = z.cfg.rollout.dtype == config::RolloutDtype::kBFloat16 ? 2 : z.b;
+  if (sb == z.b)  // model/lora.h share_untargeted: the copy's other weights are the policy's own tensors
+    r.push_back({"sampling copy (adapters merged)", z.Nta * sb, num(z.Nta) + " adapted weights x " + num(sb) +
+                 " B: W + (alpha / r) B A, merged after each step; the rest is shared with the base"});
+  else
+    r.push_back({"sampling copy (adapters merged)", z.N * sb, n + " x " + num(sb) + " B (rollout.dtype differs "
+                 "from model.dtype: nothing shared)"});
+}
+
+void zero3_terms(const Sizes& z, std::vector<Term>& r, std::vector<Term>& host) {
+  if (z.offload) {
     r.push_back({"ZeRO-3 gradient shards", 4 * z.shard, num(z.shard) + " x 4 B (float32: 1/" + std::to_string(z.W) +
                  " of every parameter; masters and moments in host memory)"});
     host.push_back({"ZeRO-3 masters and moments", (4 + z.mb) * z.shard, num(z.shard) + " x " + num(4 + z.mb) +
                     " B (float32 master, exp_avg and exp_avg_sq" + std::string(z.mb < 8 ? " in 8 bits" : "") +
                     ": this rank's shard, distributed.optimizer_offload)"});
+  } else {
+    r.push_back({"ZeRO-3 shards", (8 + z.mb) * z.shard, num(z.shard) + " x " + num(8 + z.mb) + " B (float32 master "
+               "and gradient, exp_avg and exp_avg_sq" + std::string(z.mb < 8 ? " in 8 bits with an absmax per 256" :
+               "") + ": 1/" + std::to_string(z.W) + " of every parameter)"});
   }
-  if (z.zero3) {
-    if (!z.offload)
-      r.push_back({"ZeRO-3 shards", (8 + z.mb) * z.shard, num(z.shard) + " x " + num(8 + z.mb) + " B (float32 master "
-                 "and gradient, exp_avg and exp_avg_sq" + std::string(z.mb < 8 ? " in 8 bits with an absmax per 256" :
-                 "") + ": 1/" + std::to_string(z.W) + " of every parameter)"});
-    r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
-    if (z.cfg.distributed.zero3_keep_whole)
-      r.push_back({"decoder layers whole", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
-                   " B (distributed.zero3_keep_whole)"});
-    return;
+  r.push_back({"embedding, norm and head whole", z.N0 * z.b, num(z.N0) + " params x " + z.bs + " B (model.dtype)"});
+  if (z.cfg.distributed.zero3_keep_whole)
+    r.push_back({"decoder layers whole", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
+                 " B (distributed.zero3_keep_whole)"});
+}
+
+// train/engines/expert_parallel_engine.cpp: ZeRO-1 over the world for the rest, over the replicas for experts
+void expert_terms(const Sizes& z, std::vector<Term>& r, std::vector<Term>& host) {
+  const std::string k = num(z.Nk), e = std::to_string(z.E);
+  const std::string what = k + " params (the " + num(z.N - z.Ne) + " outside the experts whole, 1/" + e + " of the " +
+                           num(z.Ne) + " experts' parameters: distributed.expert_parallel " + e + ")";
+  r.push_back({"weights", z.Nk * z.b, what + " x " + z.bs + " B (model.dtype)"});
+  r.push_back({"gradients", 4 * z.Nk, k + " x 4 B float32"});
+  if (z.bf16) r.push_back({"master weights", 4 * z.Nk, k + " x 4 B float32"});
+  (z.offload ? host : r).push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (ZeRO-1: 1/" +
+               std::to_string(z.W) + " of the rest, 1/" + std::to_string(z.R) + " of this rank's experts over the "
+               "ranks holding them" + std::string(z.mb < 8 ? "; 8-bit codes and a float32 absmax per 256)" : ")")});
+  r.push_back({"ZeRO-1 gradient shards", 4 * z.shard, num(z.shard) + " x 4 B"});
+}
+
+void model_state_terms(const Sizes& z, std::vector<Term>& r, std::vector<Term>& host) {
+  if (z.engine.adapters) return adapter_terms(z, r, host);
+  switch (z.engine.kind) {
+    case train::EngineKind::kZero3: return zero3_terms(z, r, host);
+    case train::EngineKind::kExpertParallel: return expert_terms(z, r, host);
+    case train::EngineKind::kZero3Adapters: return adapter_terms(z, r, host);
+    case train::EngineKind::kReplicated: case train::EngineKind::kZero1: break;
   }
-  if (z.E > 1) {  // train/engines/expert_parallel_engine.cpp: ZeRO-1 over the world for the rest, over the replicas for experts
-    const std::string k = num(z.Nk), e = std::to_string(z.E);
-    const std::string what = k + " params (the " + num(z.N - z.Ne) + " outside the experts whole, 1/" + e + " of the " +
-                             num(z.Ne) + " experts' parameters: distributed.expert_parallel " + e + ")";
-    r.push_back({"weights", z.Nk * z.b, what + " x " + z.bs + " B (model.dtype)"});
-    r.push_back({"gradients", 4 * z.Nk, k + " x 4 B float32"});
-    if (z.bf16) r.push_back({"master weights", 4 * z.Nk, k + " x 4 B float32"});
-    (z.offload ? host : r).push_back({"AdamW moments", z.mb * z.shard, num(z.shard) + " x " + num(z.mb) + " B (ZeRO-1: 1/" +
-                 std::to_string(z.W) + " of the rest, 1/" + std::to_string(z.R) + " of this rank's experts over the "
-                 "ranks holding them" + std::string(z.mb < 8 ? "; 8-bit codes and a float32 absmax per 256)" : ")")});
-    r.push_back({"ZeRO-1 gradient shards", 4 * z.shard, num(z.shard) + " x 4 B"});
-    return;
-  }
+  const std::string n = num(z.N);
   r.push_back({"weights", z.N * z.b, n + " params x " + z.bs + " B (model.dtype)"});
   r.push_back({"gradients", 4 * z.N, n + " x 4 B float32 (" + std::string(z.bf16 ? "the masters' gradients" :
                "the weights' gradients") + "; zeroed, not freed, between steps)"});

@@ -55,7 +55,7 @@ struct MemoryPlan {
   std::vector<PhasePlan> phases;   // rollout, logprobs, update
   std::string peak_phase;
   double peak_bytes = 0;
-  std::vector<Term> not_built;     // what expert parallelism would save (not built yet; ZeRO-3 is, and is planned above)
+  std::vector<Term> not_built;     // what a combination gspo does not offer would save (expert parallelism with ZeRO-3)
   // distributed.optimizer_offload: what a rank keeps in host memory instead (the moments, ZeRO-3's masters, the host
   // step's staging), and the bytes its optimizer step moves each way (a ZeRO-3 layer gather's master copy besides).
   std::vector<Term> host;

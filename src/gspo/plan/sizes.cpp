@@ -5,7 +5,6 @@
 #include <numeric>
 
 #include "gspo/core/error.h"
-#include "gspo/parallel/adamw8bit.h"
 #include "gspo/plan/plan_text.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
@@ -38,12 +37,13 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
   z.bf16 = cfg.model.dtype == config::Dtype::kBFloat16;
   z.b = z.bf16 ? 2 : 4;
   z.bs = z.bf16 ? "2" : "4";
-  z.mb = cfg.optimizer.state_bits == 8 ? 2 + 8.0 / parallel::kQuantBlock : 8;  // parallel/adamw8bit.h
+  z.engine = train::choose_engine(cfg);
+  z.mb = z.engine.moment_bytes();
   z.zero1 = cfg.distributed.zero_stage == 1;
   z.zero3 = cfg.distributed.zero_stage == 3;
-  z.offload = cfg.distributed.optimizer_offload && (z.zero1 || z.zero3);
+  z.offload = z.engine.offload;
   // the sharded engines' shard (parallel/shard_layout.h): 8 bits round it up to whole 256-element blocks
-  const int64_t align = cfg.optimizer.state_bits == 8 ? parallel::kQuantBlock : 1;
+  const int64_t align = z.engine.shard_align();
   z.shard = z.zero1 || z.zero3 ? static_cast<double>(ceil_div(shape.num_parameters(), z.W * align) * align) : z.N;
   z.N0 = z.N;
   for (int64_t l = 0; l < shape.num_layers; ++l) {

@@ -9,6 +9,7 @@
 #include "gspo/config/options.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
+#include "gspo/train/engines/engine_choice.h"
 
 namespace gspo::plan {
 
@@ -23,6 +24,7 @@ struct Sizes {
   bool bf16 = false;          // model.dtype bfloat16 (float32 masters)
   double b = 4;               // training weights' bytes
   std::string bs = "4";       // b as text
+  train::EngineChoice engine;  // the update engine training makes (train/engines/engine_choice.h)
   bool zero1 = false;         // distributed.zero_stage 1
   bool zero3 = false;         // distributed.zero_stage 3
   bool offload = false;       // distributed.optimizer_offload: moments (ZeRO-3: and masters) in host memory

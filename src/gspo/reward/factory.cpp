@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "gspo/config/options.h"
+#include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
@@ -188,6 +189,10 @@ void warn_missing_references(const config::Config& cfg, const std::vector<data::
 }
 
 }  // namespace
+
+bool scores_with_models(const config::Config& cfg) {
+  return config::uses_reward(cfg, config::RewardKind::kModel) || config::uses_reward(cfg, config::RewardKind::kJudge);
+}
 
 std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& examples,
                                         c10::Device device) {

@@ -1,5 +1,6 @@
-// Verifiers turn a response into a scalar reward. The built-in ones here check answers exactly; the math and
-// code verifiers implement the same interface.
+// Verifiers turn a response into a scalar reward. The built-in ones here check answers exactly; the math, code,
+// external and tool-format verifiers, and the scorers that run models on the device (a reward model, an LLM judge),
+// implement the same interface; reward.components sums several.
 #pragma once
 #include <c10/core/Device.h>
 
@@ -101,6 +102,9 @@ std::string leading_integer(const std::string& text);
 // row by what it carries: the code verifier where the row has tests, the math verifier elsewhere (a dataset may
 // mix both). An explicit "code" on rows without tests is refused here, naming the first such row.
 // `device`: where a model reward runs (reward.kind or a component "model"); the training or eval device.
+// Whether config.reward scores with models on a device (the reward model or the judge, alone or as a component): one
+// such scorer is loaded per run, and evaluation inside training shares it (eval/validation.h).
+bool scores_with_models(const config::Config& cfg);
 std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& rows = {},
                                         c10::Device device = c10::Device(c10::kCPU));
 

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "gspo/config/validate.h"
 #include "gspo/env/episode.h"
 #include "gspo/model/lora.h"
 #include "gspo/reward/competition.h"
@@ -26,12 +27,26 @@ std::vector<data::Example> Assembly::load_rows(const config::Config& cfg, c10::D
   return rows;
 }
 
-void Assembly::add_adapters(const config::Config& cfg) {
-  lora = std::make_unique<model::LoraAdapters>(*policy, model::lora_spec(cfg.model, static_cast<uint64_t>(cfg.train.seed)));
+void Assembly::take(io::LoadedModel loaded) {
+  policy = std::move(loaded.policy);
+  lora = std::move(loaded.lora);
+  tok = std::move(loaded.tok);
 }
 
-void Assembly::make_tokenizer(const config::Config& cfg) {
-  tok = tokenizer::from_path_or_spec(cfg.tokenizer.path, policy->tokenizer_json(), cfg.model.path);
+io::ModelLoad Assembly::model_load(const config::Config& cfg, c10::Device device, bool start) {
+  io::ModelLoad what;
+  what.file = cfg.model.path;
+  what.device = device;
+  what.tokenizer_path = cfg.tokenizer.path;
+  const std::string from = start ? cfg.model.adapter : "";
+  if (cfg.model.lora_rank > 0) {
+    what.lora = model::lora_spec(cfg.model, static_cast<uint64_t>(cfg.train.seed));
+    what.lora_start = from;
+    what.alpha_key = config::set_at(cfg, "model.lora_alpha") + "model.lora_alpha";
+  } else {
+    what.merge = from;
+  }
+  return what;
 }
 
 void Assembly::fit_rows(std::vector<data::Example> rows, const config::Config& cfg, bool loud, int64_t& dropped) {
@@ -39,7 +54,12 @@ void Assembly::fit_rows(std::vector<data::Example> rows, const config::Config& c
 }
 
 int64_t Assembly::merged_copy(const config::Config& cfg, c10::Device device) {
-  sampling_copy.emplace(*policy, model::load_frozen(cfg.model.path, c10::kCPU, rollout::sampling_dtype(cfg)), lora.get());
+  io::ModelLoad what;  // a copy of the checked base, on the host in the sampling dtype
+  what.file = cfg.model.path;
+  what.frozen = true;
+  what.dtype = rollout::sampling_dtype(cfg);
+  what.check_contract = what.tokenizer = false;
+  sampling_copy.emplace(*policy, std::move(*io::load_model(what).policy), lora.get());
   auto& copy = sampling_copy->model();
   const int64_t shared = lora->share_untargeted(copy);
   copy.move_to(device);

@@ -43,13 +43,6 @@ struct RolloutWorker::Impl : Assembly {
   Impl(const config::Config& c, const Placement& where)
       : cfg(c), group(*where.comm), link(*where.link), layout(c, where.link->world_size()) {}
   void send_shares(int64_t batch, const Scored& s, std::vector<double> metrics);
-  // model.lora_rank > 0: adapters on the base (as the trainers make them; model.adapter's when it starts from some)
-  // and a copy that shares the base's untargeted tensors, the adapters merged into it before each batch they changed.
-  void make_adapters(c10::Device device) {
-    add_adapters(cfg);
-    if (!cfg.model.adapter.empty()) io::load_adapters(cfg.model.adapter, *lora);  // (the trainers check the base)
-    merged_copy(cfg, device);
-  }
 };
 
 RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) {
@@ -57,18 +50,14 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
   impl_ = std::make_unique<Impl>(cfg, where);
   auto& s = *impl_;
   auto rows = s.load_rows(cfg, where.device);
-  if (cfg.model.lora_rank > 0) {
-    s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout::sampling_dtype(cfg)));
-    s.make_adapters(where.device);
-  } else if (cfg.model.adapter.empty()) {
-    s.policy.emplace(model::load_frozen(cfg.model.path, where.device, rollout::sampling_dtype(cfg)));
-  } else {  // the trainers' start: the adapters merged into the base as its file holds it, then cast
-    s.policy.emplace(model::load_frozen(cfg.model.path, where.device));
-    io::merge_adapter_dir(*s.policy, cfg.model.adapter);
-    s.policy->set_param_dtype(rollout::sampling_dtype(cfg));
-  }
-  model::check_contract(*s.policy);
-  s.make_tokenizer(cfg);
+  // Frozen in the sampling dtype, started where the trainers start (model.adapter merged, or the adapters' start);
+  // with model.lora_rank > 0 a copy shares the base's untargeted tensors, the adapters merged into it before each
+  // batch they changed.
+  auto what = Assembly::model_load(cfg, where.device, true);
+  what.frozen = true;
+  what.dtype = rollout::sampling_dtype(cfg);
+  s.take(io::load_model(what));
+  if (s.lora) s.merged_copy(cfg, where.device);
   int64_t dropped = 0;
   s.fit_rows(std::move(rows), cfg, false, dropped);
   s.make_sampler(cfg, cfg.logging.progress && s.group.is_main());  // the live rollout line, on the first rollout rank

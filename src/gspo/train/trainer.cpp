@@ -202,19 +202,6 @@ void check_routing_replay(const config::Config& c, const model::Policy& policy) 
                       "none");
 }
 
-// model.adapter with model.lora_rank > 0: the adapters training starts from, trained on this base with this alpha.
-void load_start_adapters(const config::Config& c, model::LoraAdapters& lora, const std::array<double, 2>& base) {
-  const std::string& dir = c.model.adapter;
-  const auto meta = io::read_adapter_meta(dir);
-  io::check_adapter_base(dir, meta, c.model.path, base);
-  if (meta.alpha != c.model.lora_alpha)
-    throw ConfigError(config::set_at(c, "model.lora_alpha") + "model.lora_alpha (" + std::to_string(c.model.lora_alpha) +
-                      ") differs from the alpha the adapters in '" + dir + "' were trained with (" +
-                      std::to_string(meta.alpha) + "): their update would be scaled differently");
-  io::load_adapters(dir, lora);
-  log::info("adapters start from {} (rank {}, alpha {})", dir, meta.rank, meta.alpha);
-}
-
 }  // namespace
 
 void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Device device) {
@@ -222,35 +209,41 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
   if (c.model.path.empty())
     throw ConfigError("model.path is empty: set it to a TorchScript policy (make one with scripts/make_tiny_model.py)");
   const bool adapters = c.model.lora_rank > 0;  // the base is always model.path; a checkpoint holds the adapters
-  const std::string file = ckpt && !adapters ? io::policy_file(*ckpt) : c.model.path;
   // ZeRO-3 cuts the weights on the host and moves only this rank's shards to the device (Zero3's constructor); expert
   // parallelism frees the other ranks' experts on the host, then moves the rest (Trainer's constructor).
   const bool cut_on_host = c.distributed.zero_stage == 3 || c.distributed.expert_parallel > 1;
-  policy.emplace(model::Policy::load(file, cut_on_host ? c10::Device(c10::kCPU) : device));
-  if (ckpt && !adapters)  // (a damaged policy.pt would train on NaN; adapters are checked as they are read)
-    for (const auto& [name, p] : policy->named_parameters()) io::require_finite(p, file, "parameter '" + name + "'");
-  model::check_contract(*policy);
+  auto what = model_load(c, cut_on_host ? c10::Device(c10::kCPU) : device, !ckpt);  // a checkpoint: where it stood
+  if (ckpt && !adapters) {
+    what.file = io::policy_file(*ckpt);
+    what.saved_by_run = true;
+  }
+  auto loaded = io::load_model(what);
+  base_fingerprint = loaded.base_fingerprint;
+  take(std::move(loaded));
   check_routing_replay(c, *policy);
-  const std::string& start = c.model.adapter;  // adapters to start from (a checkpoint carries its own)
-  if (!adapters && !ckpt && !start.empty()) io::merge_adapter_dir(*policy, start);  // fine-tuned whole from there
   if (adapters) {
-    base_fingerprint = model::weights_fingerprint(*policy);
-    add_adapters(c);
-    if (!ckpt && !start.empty()) load_start_adapters(c, *lora, base_fingerprint);
     policy->add_gate(lora.get());  // (what samples with them: make_lora_sampling_copy, once the engine is made)
   } else if (c.rollout.dtype == config::RolloutDtype::kBFloat16 && c.distributed.rollout_ranks == 0) {
     // config validation: only with a float32 policy; beside rollout ranks the trainers sample nothing (they send bf16)
-    sampling_copy.emplace(*policy, model::load_frozen(file, device, torch::kBFloat16), nullptr);
+    io::ModelLoad copy;
+    copy.file = what.file;
+    copy.device = device;
+    copy.frozen = true;
+    copy.dtype = torch::kBFloat16;
+    copy.check_contract = copy.tokenizer = false;
+    sampling_copy.emplace(*policy, std::move(*io::load_model(copy).policy), nullptr);
   }
   if (config::reference_is_base(c)) {
     log::info("KL reference: the policy's frozen base, run with the adapters off (no second copy of the model)");
   } else if (c.algorithm.kl_coef > 0) {
-    const std::string ref = c.algorithm.reference_model.empty() ? c.model.path : c.algorithm.reference_model;
-    reference.emplace(model::load_frozen(ref, device));
-    // the model training starts from: the base with model.adapter merged
-    if (c.algorithm.reference_model.empty() && !start.empty()) io::merge_adapter_dir(*reference, start);
+    io::ModelLoad ref;  // algorithm.reference_model, or the model training starts from: model.path with model.adapter
+    ref.file = c.algorithm.reference_model.empty() ? c.model.path : c.algorithm.reference_model;
+    if (c.algorithm.reference_model.empty()) ref.merge = c.model.adapter;
+    ref.device = device;
+    ref.frozen = true;
+    ref.check_contract = ref.tokenizer = false;
+    reference.emplace(std::move(*io::load_model(ref).policy));
   }
-  make_tokenizer(c);
 }
 
 // Sampling reads the whole-model methods, which cannot see gated adapters. ZeRO-3 merges them into its whole hold, which
@@ -362,7 +355,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
                         s.lora->num_parameters(), s.policy->num_parameters());
   if (cfg.eval.every > 0)
     s.validation = std::make_unique<eval::Validation>(cfg, s.lora ? s.sampling_copy->model() : *s.policy, *s.tok,
-                                                      s.policy->manifest().max_seq_len, s.comm);
+                                                      s.policy->manifest().max_seq_len, s.comm, *s.verifier);
   if (s.comm.is_main()) s.open_metrics();  // only rank 0 writes the run directory
   s.comm.barrier("start-up");
 }

@@ -19,7 +19,6 @@
 #include "gspo/model/policy.h"
 #include "gspo/train/engines/grad_clip.h"
 #include "gspo/train/engines/engine_weights.h"
-#include "gspo/train/engines/zero3_engine.h"
 
 namespace gspo::train {
 namespace {
@@ -127,20 +126,13 @@ class Zero1Engine : public UpdateEngine {
 
 }  // namespace
 
-std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm) {
-  if (opts.offload && opts.zero_stage == 0)
-    throw ConfigError("distributed.optimizer_offload offloads the sharded optimizer state: set distributed.zero_stage "
-                      "1 or 3");
-  if (opts.zero_stage == 3 && opts.lora) {
-    opts.lora->move_to(opts.device);  // the policy came on the host, to be cut: its adapters with it
-    // first: the adapters' engine casts the whole base (bf16) on the host, which Zero3 then cuts
-    auto adapters = std::make_unique<Zero1Engine>(policy, opts, comm);
-    return make_zero3_lora_engine(policy, opts, comm, std::move(adapters));
-  }
-  if (opts.experts) return make_expert_parallel_engine(policy, opts, comm);
-  if (opts.zero_stage == 3) return make_zero3_engine(policy, opts, comm);
-  if (opts.zero_stage == 1) return std::make_unique<Zero1Engine>(policy, opts, comm);
+std::unique_ptr<UpdateEngine> make_replicated_engine(model::Policy& policy, const EngineOptions& opts,
+                                                     parallel::Comm& comm) {
   return std::make_unique<AdamWEngine>(policy, opts, comm);
+}
+
+std::unique_ptr<UpdateEngine> make_zero1_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm) {
+  return std::make_unique<Zero1Engine>(policy, opts, comm);
 }
 
 }  // namespace gspo::train

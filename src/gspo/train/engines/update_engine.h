@@ -1,9 +1,10 @@
-// The optimizer side of training behind one interface, three engines: plain AdamW (every rank keeps the whole
-// state, gradients all-reduced in buckets), ZeRO-1 (AdamW moments sharded over the ranks, parallel/sharded_adamw.h)
-// and ZeRO-3 (weights, masters, gradients and moments sharded per decoder layer, parallel/zero3.h; zero3_engine.cpp),
-// each with float32 weights or bf16 weights carrying forward/backward and float32 master weights that the optimizer
-// updates (model.dtype, master_weights.h). Every branch on the optimizer, the sharding or the precision lives behind
-// this interface, and so do the engine's checkpoint files.
+// The optimizer side of training behind one interface, five engines (engine_choice.h says which a config gets):
+// plain AdamW (every rank keeps the whole state, gradients all-reduced in buckets), ZeRO-1 (AdamW moments sharded
+// over the ranks, parallel/sharded_adamw.h), ZeRO-3 (weights, masters, gradients and moments sharded per decoder
+// layer, parallel/zero3.h; zero3_engine.cpp), ZeRO-3 with low-rank adapters, and expert parallelism, each with float32
+// weights or bf16 weights carrying forward/backward and float32 master weights that the optimizer updates
+// (model.dtype, master_weights.h), and float32 or 8-bit moments, on the device or offloaded. Every branch on the
+// optimizer, the sharding or the precision lives behind this interface, and so do the engine's checkpoint files.
 //
 // One optimizer step per mini-batch:  zero_grad, (forward, backward, after_backward) per micro-batch, reduce, step.
 #pragma once
@@ -113,8 +114,13 @@ struct EngineOptions {
   parallel::Comm* expert_replicas = nullptr;
 };
 
-// Sets requires_grad on the policy's parameters and, for bfloat16, takes float32 masters from its (float32) weights
-// and casts the policy to bf16 (with `lora`: see above). The policy, `comm` and the adapters must outlive the engine.
+// The engine train::choose_engine (engine_choice.h) names for `opts`, defined there. Sets requires_grad on the
+// policy's parameters and, for bfloat16, takes float32 masters from its (float32) weights and casts the policy to bf16
+// (with `lora`: see above). The policy, `comm` and the adapters must outlive the engine.
 std::unique_ptr<UpdateEngine> make_update_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm);
+// The replicated (zero_stage 0) and ZeRO-1 engines (update_engine.cpp); the others: zero3_engine.h.
+std::unique_ptr<UpdateEngine> make_replicated_engine(model::Policy& policy, const EngineOptions& opts,
+                                                     parallel::Comm& comm);
+std::unique_ptr<UpdateEngine> make_zero1_engine(model::Policy& policy, const EngineOptions& opts, parallel::Comm& comm);
 
 }  // namespace gspo::train

@@ -1,5 +1,5 @@
-// Private to src/gspo/train (update_engine.cpp and the engines' files): the ZeRO-3 and expert-parallel update engines, and what the engines
-// share about each other's checkpoint files.
+// Private to src/gspo/train/engines (engine_choice.cpp makes them): the ZeRO-3 and expert-parallel update engines.
+// What the engines share about each other's checkpoint files: optimizer_files.h.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -29,12 +29,5 @@ std::unique_ptr<UpdateEngine> make_zero3_lora_engine(model::Policy& policy, cons
 // size (each rank reads the files holding its experts); a ZeRO-1 checkpoint without expert files resumes too.
 std::unique_ptr<UpdateEngine> make_expert_parallel_engine(model::Policy& policy, const EngineOptions& opts,
                                                           parallel::Comm& comm);
-// Whether checkpoint `dir` holds ZeRO-3 shard files.
-bool written_by_zero3(const std::string& dir);
-// ConfigError: checkpoint `dir` was written by the engine of distributed.zero_stage `written`.
-[[noreturn]] void wrong_engine(const std::string& dir, int64_t written);
-// The engine's own optimizer file `file` is not in checkpoint `dir`: wrong_engine naming the stage whose files it
-// holds, or, holding no engine's, IoError naming `file` (never a guessed stage).
-[[noreturn]] void missing_state(const std::string& dir, const std::string& file);
 
 }  // namespace gspo::train

@@ -3,6 +3,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/config/validate.h"
+#include "gspo/reward/verifier.h"
 
 #include <nlohmann/json.hpp>
 
@@ -81,7 +82,7 @@ constexpr ShownRule kShownRules[] = {
      [](const ShownInputs& in) { return in.cfg.distributed.expert_parallel > 1; }},
     {Shown::kComponents, "reward.components set", [](const ShownInputs& in) { return !in.cfg.reward.components.empty(); }},
     {Shown::kScoring, "a model or judge reward", [](const ShownInputs& in) {
-       return config::uses_reward(in.cfg, config::RewardKind::kModel) || config::uses_reward(in.cfg, config::RewardKind::kJudge);
+       return reward::scores_with_models(in.cfg);
      }},
 };
 

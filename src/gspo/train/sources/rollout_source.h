@@ -1,7 +1,7 @@
 // Where a step's scored rollout comes from. The step pulls generation rounds from a RolloutSource (dynamic sampling
-// may pull several) and trains on them; it does not sample itself. Today's one source samples in-process with the
-// policy (or its bf16 copy) and scores with the verifier; an asynchronous source (rollout workers a few policy
-// versions behind, partial rollouts carried between steps) is another implementation of the same interface.
+// may pull several) and trains on them; it does not sample itself. The in-process source samples with the policy (or
+// its sampling copy) and scores with the verifier; partial rollouts (partial_source.h: groups carried between batches)
+// and the trainers' end of asynchronous rollout ranks (train/async) implement the same interface.
 //
 // Noise is keyed by the round's RolloutId, not by the step that trains on it: the policy version whose weights
 // sample the round and the round's number among that version's rounds. In a synchronous run the version is the

@@ -1,0 +1,58 @@
+// One path from "which model, and how" to a loaded policy, its adapters and its tokenizer (#68 item 1). Training
+// (trainable, from model.path or a checkpoint, gated low-rank adapters started from model.adapter), rollout ranks and
+// sampling copies (frozen, in the sampling dtype), the KL reference, `gspo eval`, `gspo generate` and `gspo inspect`
+// (frozen, adapters merged) all load through load_model; the recipe is: the file onto the device, a run's saved
+// weights checked finite, the contract checked, adapters merged then the cast, or adapters made and started, then the
+// tokenizer. (Reward models and judges are loaded in reward/, below this layer: reward/model_reward.h, judge.h.)
+#pragma once
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gspo/io/adapter_file.h"
+#include "gspo/model/lora.h"
+
+namespace gspo::model { class Policy; }
+namespace gspo::tokenizer { class Tokenizer; }
+
+namespace gspo::io {
+
+struct ModelLoad {
+  std::string file;                                // the TorchScript export
+  c10::Device device = c10::Device(c10::kCPU);    // where its weights go
+  bool frozen = false;                            // no gradients ever (model::load_frozen): copies, references, eval
+  std::optional<c10::ScalarType> dtype;           // a cast after the merge below (frozen loads)
+  std::string merge;                              // adapters merged into the weights (a directory; "" = none)
+  bool saved_by_run = false;                      // a checkpoint's policy.pt: NaN or Inf refused, naming the file
+  bool check_contract = true;                     // model::check_contract (a copy of a checked file skips it)
+  // Gated adapters (model.lora_rank > 0): made on the policy from `lora`; started from `lora_start` when set (its base
+  // and alpha checked against this file and lora->alpha; `alpha_key` is how errors name that alpha).
+  std::optional<model::LoraSpec> lora;
+  std::string lora_start;
+  std::string alpha_key = "model.lora_alpha";
+  // The tokenizer: `tokenizer_path` (tokenizer.path) when set, else the export's own; none when `tokenizer` is false.
+  bool tokenizer = true;
+  std::string tokenizer_path;
+};
+
+struct LoadedModel {
+  LoadedModel();
+  LoadedModel(LoadedModel&&) noexcept;
+  LoadedModel& operator=(LoadedModel&&) noexcept;
+  ~LoadedModel();
+
+  std::unique_ptr<model::Policy> policy;        // held by pointer: the adapters below refer to it
+  std::unique_ptr<model::LoraAdapters> lora;    // ModelLoad::lora: on the policy, not yet a gate of it
+  std::array<double, 2> base_fingerprint{};     // with lora: the base's, as loaded (what checkpoints record)
+  std::optional<AdapterMeta> merged;            // ModelLoad::merge: what adapter.json said
+  double contract_diff = 0;                     // check_contract's |diff| (0 when not checked)
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+};
+
+LoadedModel load_model(const ModelLoad& what);
+
+}  // namespace gspo::io
