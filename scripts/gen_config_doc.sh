@@ -38,5 +38,17 @@ cd "$(dirname "$0")/.."
   echo "the checkpoint, so every step appears once (ctest tensorboard_tests reads the files back with the tensorboard"
   echo "package and compares every value)."
   echo
+  echo "**Rollouts:** \`--set logging.rollouts_every=N\` writes what the policy wrote at the first rollout step, every N-th"
+  echo "and the last into \`RUN/rollouts/step_NNNNNNNN.jsonl\`, one JSON object a row, the step's first"
+  echo "\`logging.rollouts_rows\` rows (whole groups, in global row order; each row once at any world size): \`step\`,"
+  echo "\`row\`, \`group\`, \`prompt\` (as the policy read it, special tokens included), \`response\`, \`reward\` (the"
+  echo "soft overlong penalty included), \`components\` (with \`reward.components\`), \`correct\`, \`advantage\`, \`tokens\`"
+  echo "(the policy's own), \`inserted_tokens\` (tool output), \`finish\` (eos, stop, length, max_turns), \`version\` (the"
+  echo "policy version that sampled it) and \`staleness\` (steps behind the one it trains), and \`logprobs\` (each response"
+  echo "token's behaviour log-prob, 0 on inserted tokens). Floats have 4 significant digits. Rank 0 writes each file"
+  echo "atomically; \`logging.rollouts_max_mb\` caps the folder (the oldest files go, the first step's stays), and a resume"
+  echo "drops the files of steps after its checkpoint. \`jq -c '{reward, response}' runs/x/rollouts/step_00000050.jsonl\`"
+  echo "reads a step (ctest rollout_log_tests checks the files against metrics.jsonl on 1 and 2 ranks)."
+  echo
   build/gspo config --metrics
 } > docs/metrics.md

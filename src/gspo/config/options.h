@@ -397,6 +397,9 @@ struct LoggingOptions {
   LogLevel level = LogLevel::kInfo;
   bool progress = true;
   std::string tensorboard = "";
+  int64_t rollouts_every = 0;
+  int64_t rollouts_rows = 64;
+  double rollouts_max_mb = 256;
 
   template <class V>
   void visit(V&& v) {
@@ -407,6 +410,13 @@ struct LoggingOptions {
       "field as a scalar at its step, validation included, and the resolved config as text; flushed every step): "
       "true = train.output_dir/tensorboard, or a directory of the run's own (rewritten from metrics.jsonl on a "
       "resume); empty or false = off. Watch with: tensorboard --logdir runs/", any());
+    v("rollouts_every", rollouts_every, "write the step's rollouts to train.output_dir/rollouts/step_N.jsonl at the "
+      "first rollout step, every N steps and the last (prompt, response, reward and components, advantage, how it "
+      "ended, version, per-token behaviour log-probs; docs/metrics.md \"Rollouts\"); 0 = never", at_least(0));
+    v("rollouts_rows", rollouts_rows, "rows of a step written: its first groups, whole, in global row order (at "
+      "least one group)", at_least(1));
+    v("rollouts_max_mb", rollouts_max_mb, "rollouts/ kept under this many MiB: the oldest step files go (the first "
+      "step's stays)", at_least(0.0));
   }
 };
 

@@ -16,6 +16,7 @@
 #include "gspo/train/logprobs.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
+#include "gspo/train/rollout_log.h"
 #include "gspo/train/routing.h"
 #include "gspo/train/engines/update_engine.h"
 
@@ -234,6 +235,7 @@ StepMetrics StepRunner::run(Progress& progress) {
   m.overlong_penalty.count = m.overlong_penalized.count = static_cast<double>(scored.penalty.size());
 
   const auto adv = advantages(scored);
+  if (p_.rollouts && p_.rollouts->due(progress.step + 1)) p_.rollouts->write(progress.step + 1, scored, adv, first_row);
   record_rows(batch, adv, m);
   const auto rows = select_rows(batch, adv);
   m.update_sequences = static_cast<int64_t>(rows.size());

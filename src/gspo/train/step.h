@@ -26,6 +26,7 @@ namespace gspo::model { class LoraAdapters; }
 namespace gspo::train {
 
 class UpdateEngine;
+class RolloutLog;
 struct MiniBatch;
 
 // What a checkpoint restores besides the weights and the optimizer state.
@@ -51,6 +52,8 @@ struct StepParts {
   // distributed.expert_parallel > 1: the group sharing the experts (every pass of the step runs its MoE layers
   // across it: step_experts.h).
   parallel::Comm* experts = nullptr;
+  // logging.rollouts_every > 0: where the due steps' rollouts are written (rollout_log.h).
+  RolloutLog* rollouts = nullptr;
 };
 
 // This rank's per-row metric columns (response_len, truncated, advantage), zero_variance's sum and sample_tokens.

@@ -38,6 +38,7 @@
 #include "gspo/train/assembly.h"
 #include "gspo/train/checkpointing.h"
 #include "gspo/train/expert_setup.h"
+#include "gspo/train/rollout_log.h"
 #include "gspo/train/greedy_eval.h"
 #include "gspo/train/rank_share.h"
 #include "gspo/train/sources/sampling_copy.h"
@@ -132,6 +133,7 @@ struct Trainer::Impl : Assembly {
   std::unique_ptr<io::MetricsLog> metrics;
   std::unique_ptr<io::EventWriter> tensorboard;  // logging.tensorboard (rank 0)
   std::unique_ptr<eval::Validation> validation;     // eval.every > 0
+  std::unique_ptr<RolloutLog> rollout_log;          // logging.rollouts_every > 0
   std::unique_ptr<io::MetricsLog> validation_log;   // RUN/validation.jsonl (rank 0)
   int64_t dropped_prompts = 0;  // rows left out at load: prompt + max_new_tokens over max_seq_len
   std::vector<int64_t> carried;  // from the checkpoint resumed: groups partial rollouts carried past it
@@ -183,7 +185,7 @@ struct Trainer::Impl : Assembly {
     source->resume_carried(carried);
     return StepRunner({cfg, *policy, reference ? &*reference : nullptr, *verifier, *source, comm, *engine,
                        config::reference_is_base(cfg) ? lora.get() : nullptr,
-                       experts ? &experts->shards->group() : nullptr});
+                       experts ? &experts->shards->group() : nullptr, rollout_log.get()});
   }
 };
 
@@ -272,6 +274,7 @@ void Trainer::Impl::open_metrics() {
   metrics = std::make_unique<io::MetricsLog>(path);
   tensorboard = io::open_run_events(cfg.logging.tensorboard, cfg.train.output_dir, path, config_yaml);
   if (tensorboard) log::info("TensorBoard events: {} (tensorboard --logdir on its directory)", tensorboard->path());
+  if (rollout_log) rollout_log->truncate_after(progress->step);
   if (validation) {
     const std::string vpath = cfg.train.output_dir + "/validation.jsonl";
     io::MetricsLog::truncate_after(vpath, progress->step);
@@ -356,6 +359,7 @@ Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Pla
   if (cfg.eval.every > 0)
     s.validation = std::make_unique<eval::Validation>(cfg, s.lora ? s.sampling_copy->model() : *s.policy, *s.tok,
                                                       s.policy->manifest().max_seq_len, s.comm, *s.verifier);
+  if (cfg.logging.rollouts_every > 0) s.rollout_log = std::make_unique<RolloutLog>(cfg, *s.tok, s.comm, where.device);
   if (s.comm.is_main()) s.open_metrics();  // only rank 0 writes the run directory
   s.comm.barrier("start-up");
 }
