@@ -189,6 +189,7 @@ def main():
     snippets = [render_snippet(*s) for s in SNIPPETS + ERROR_SNIPPETS]
     now = {"year": FIXED_NOW.year, "month": FIXED_NOW.month, "day": FIXED_NOW.day, "hour": FIXED_NOW.hour,
            "minute": FIXED_NOW.minute, "second": FIXED_NOW.second}
+    Path(sys.argv[1]).parent.mkdir(parents=True, exist_ok=True)
     with open(sys.argv[1], "w", encoding="utf-8") as f:
         json.dump({"now": now, "chats": chats, "snippets": snippets}, f, ensure_ascii=False, indent=1)
     errors = sum("error" in c for c in chats)

@@ -262,7 +262,7 @@ class Parser {
     for (;;) {
       const Tok& t = cur();
       if (t.type == Tok::End) {
-        if (!ends.empty()) error("missing {% " + *ends.begin() + " %}: the template ended first");
+        if (!ends.empty()) error("missing {% " + *ends.rbegin() + " %}: the template ended first");
         end.clear();
         return out;
       }
