@@ -16,7 +16,8 @@ const std::vector<Choice<ChatTemplate>>& choices(ChatTemplate) {
   static const std::vector<Choice<ChatTemplate>> c{{"none", ChatTemplate::kNone},
                                                    {"chatml", ChatTemplate::kChatml},
                                                    {"qwen2.5", ChatTemplate::kQwen25},
-                                                   {"deepseek_r1", ChatTemplate::kDeepseekR1}};
+                                                   {"deepseek_r1", ChatTemplate::kDeepseekR1},
+                                                   {"auto", ChatTemplate::kAuto}};
   return c;
 }
 const std::vector<Choice<Overlong>>& choices(Overlong) {

@@ -19,7 +19,7 @@ struct Choice {
 
 enum class Dtype { kFloat32, kBFloat16 };
 enum class Task { kArithmetic, kJsonl };
-enum class ChatTemplate { kNone, kChatml, kQwen25, kDeepseekR1 };
+enum class ChatTemplate { kNone, kChatml, kQwen25, kDeepseekR1, kAuto };
 enum class Overlong { kSkip, kError };
 enum class RewardKind { kAuto, kExact, kLeadingInteger, kMath, kCode, kRegex, kFormat, kExternal, kToolFormat, kModel,
                         kJudge };

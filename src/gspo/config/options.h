@@ -77,6 +77,9 @@ struct DataOptions {
   int64_t num_prompts = 0;
   int64_t holdout = 0;
   Overlong overlong_prompts = Overlong::kSkip;
+  // Not keys: what chat_template auto renders, resolved from the loaded model at start-up (io::resolve_chat_template):
+  // its Jinja template, where that came from (for errors), and the bos_token / eos_token strings the template sees.
+  std::string chat_template_source, chat_template_origin, chat_bos_token, chat_eos_token;
 
   template <class V>
   void visit(V&& v) {
@@ -88,7 +91,10 @@ struct DataOptions {
     v("answer_key", answer_key, "JSONL field holding the reference answer (may be absent in rows that carry code "
       "tests)", any());
     v("prompt_template", prompt_template, "template applied to every prompt; {prompt} is replaced by it", any());
-    v("chat_template", chat_template, "none (the templated prompt as raw text), chatml (Qwen3's chat template: "
+    v("chat_template", chat_template, "auto (the model's own Jinja chat_template, from the export's "
+      "tokenizer_config.json or chat_template.jinja, rendered as transformers' apply_chat_template renders it: "
+      "system_prompt, the templated prompt as the user turn, the generation prompt, enable_thinking), "
+      "none (the templated prompt as raw text), chatml (Qwen3's chat template: "
       "optional system message, the templated prompt as the user message, assistant generation prompt; "
       "enable_thinking applies), qwen2.5 (Qwen2.5-Instruct's: its default system message when system_prompt is "
       "empty) or deepseek_r1 (DeepSeek-R1-Distill's <｜User｜>/<｜Assistant｜> format); each equals Hugging Face's "

@@ -70,6 +70,11 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
     used.push_back(name);
   }
   auto uses = [&](const char* n) { return std::find(used.begin(), used.end(), n) != used.end(); };
+  for (const auto& [key, t] : {std::pair<const char*, ChatTemplate>{"reward.model_template", r.model_template},
+                               {"reward.judge_chat", r.judge_chat}})
+    if (t == ChatTemplate::kAuto)
+      e.push_back(at(c, key) + std::string(": ") + key + " auto is not available yet (data.chat_template auto is): "
+                  "name the reward model's or judge's family (chatml, qwen2.5, deepseek_r1) or none");
   if (uses("regex")) {
     if (r.regex.empty()) e.push_back(at(c, "reward.kind") + ": the regex verifier needs reward.regex");
     try {

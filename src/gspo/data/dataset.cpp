@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <fstream>
 #include <set>
 #include <tuple>
@@ -13,6 +16,7 @@
 #include "gspo/data/lcb_row.h"
 #include "gspo/data/rng.h"
 #include "gspo/tokenizer/chat_template.h"
+#include "gspo/tokenizer/jinja.h"
 
 namespace gspo::data {
 
@@ -34,10 +38,39 @@ std::string format_prompt(const config::DataOptions& o, const std::string& probl
   return format_prompt(o, problem, {});
 }
 
+namespace {
+// The model's own template (data.chat_template auto), parsed once per template text for the process.
+const tokenizer::jinja::ChatJinja& parsed_template(const config::DataOptions& o) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const tokenizer::jinja::ChatJinja>> parsed;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& t = parsed[o.chat_template_source];
+  if (!t) t = std::make_shared<const tokenizer::jinja::ChatJinja>(o.chat_template_source, o.chat_template_origin);
+  return *t;
+}
+
+// System prompt (when given) and the user turn through the model's Jinja template, with the variables transformers
+// passes: bos_token, eos_token, enable_thinking, add_generation_prompt.
+std::string render_own_template(const config::DataOptions& o, const std::string& user,
+                                const std::vector<tokenizer::ChatTool>& tools) {
+  if (o.chat_template_source.empty())
+    throw ConfigError("data.chat_template auto: no template was resolved from the model (io::resolve_chat_template)");
+  if (!tools.empty())
+    throw ConfigError("data.chat_template auto with tools: tool episodes render through chatml or qwen2.5 for now");
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+  if (!o.system_prompt.empty()) msgs.push_back({{"role", "system"}, {"content", o.system_prompt}});
+  msgs.push_back({{"role", "user"}, {"content", user}});
+  nlohmann::ordered_json extra{{"bos_token", o.chat_bos_token}, {"eos_token", o.chat_eos_token},
+                               {"enable_thinking", o.enable_thinking}};
+  return tokenizer::jinja::apply_chat_template(parsed_template(o), msgs, true, nullptr, extra);
+}
+}  // namespace
+
 std::string format_prompt(const config::DataOptions& o, const std::string& problem,
                           const std::vector<tokenizer::ChatTool>& tools) {
   const std::string user = apply_template(o.prompt_template, problem);
   if (o.chat_template == config::ChatTemplate::kNone) return user;
+  if (o.chat_template == config::ChatTemplate::kAuto) return render_own_template(o, user, tools);
   std::vector<tokenizer::ChatMessage> msgs;
   if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
   msgs.push_back({"user", user});

@@ -104,6 +104,9 @@ std::unique_ptr<ToolFormat> make_tool_format(const config::Config& cfg, const to
     case config::ChatTemplate::kNone:
       return std::make_unique<Compact>(tok, std::move(tool_names));
     case config::ChatTemplate::kDeepseekR1: break;
+    case config::ChatTemplate::kAuto:
+      throw ConfigError("tools: data.chat_template auto (the model's own template) has no tool-call parser yet; use "
+                        "chatml, qwen2.5 or none");
   }
   throw ConfigError("tools: data.chat_template deepseek_r1 has no tool-call format here; use chatml, qwen2.5 or none");
 }

@@ -137,7 +137,24 @@ std::vector<std::string> eval_paths(const config::Config& cfg, const EvalRequest
 
 }  // namespace
 
-std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const EvalRequest& req) {
+namespace {
+// The evaluated model (model.adapter merged) on model.device, its tokenizer, and data.chat_template auto resolved in
+// `cfg` from it.
+io::LoadedModel load_eval_model(config::Config& cfg, const std::string& model_path) {
+  io::ModelLoad what;
+  what.file = model_path;
+  what.device = core::resolve_device(cfg.model.device, "model.device");
+  what.merge = cfg.model.adapter;
+  what.check_contract = false;  // (gspo inspect checks it)
+  what.tokenizer_path = cfg.tokenizer.path;
+  auto loaded = io::load_model(what);
+  io::resolve_chat_template(cfg, loaded);
+  return loaded;
+}
+}  // namespace
+
+std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg_in, const EvalRequest& req) {
+  config::Config cfg = cfg_in;  // what the loaded model resolves (data.chat_template auto) goes in here
   const std::string model_path = req.model.empty() ? cfg.model.path : req.model;
   if (model_path.empty()) throw ConfigError("no model: give --model or set model.path");
   const auto paths = eval_paths(cfg, req);
@@ -147,13 +164,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const Ev
   std::optional<StandingsPack> pack;  // read before the model: a bad pack fails at once
   if (!req.standings.empty()) pack = load_standings(req.standings);
 
-  io::ModelLoad what;
-  what.file = model_path;
-  what.device = core::resolve_device(cfg.model.device, "model.device");
-  what.merge = cfg.model.adapter;
-  what.check_contract = false;  // (gspo inspect checks it)
-  what.tokenizer_path = cfg.tokenizer.path;
-  auto loaded = io::load_model(what);
+  auto loaded = load_eval_model(cfg, model_path);
   auto& policy = *loaded.policy;
   const auto& tok = loaded.tok;
   const int64_t max_prompt_tokens = eval_prompt_budget(cfg, policy.manifest().max_seq_len, model_path);

@@ -2,6 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <nlohmann/json.hpp>
+
+#include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/io/checkpoint_check.h"
@@ -26,7 +29,54 @@ void start_adapters(const ModelLoad& what, LoadedModel& out, bool as_saved) {
   log::info("adapters start from {} (rank {}, alpha {})", dir, meta.rank, meta.alpha);
 }
 
+// The chat template an export carries in its manifest's hf_source files (scripts/export_hf.py keeps them verbatim).
+void find_chat_template(const model::Policy& policy, const std::string& file, LoadedModel& out) {
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(policy.manifest().raw_json);
+  } catch (const nlohmann::json::exception&) {
+    return;  // (parse_manifest already accepted it; nothing more to find)
+  }
+  if (!manifest.is_object() || !manifest.contains("hf_source") || !manifest["hf_source"].is_object()) return;
+  const auto files = manifest["hf_source"].value("files", nlohmann::json::object());
+  if (!files.is_object()) return;
+  if (files.contains("chat_template.jinja") && files["chat_template.jinja"].is_string()) {
+    out.chat_template = files["chat_template.jinja"].get<std::string>();
+    out.chat_template_origin = file + " (chat_template.jinja)";
+    return;
+  }
+  if (!files.contains("tokenizer_config.json") || !files["tokenizer_config.json"].is_string()) return;
+  const auto tc = nlohmann::json::parse(files["tokenizer_config.json"].get<std::string>(), nullptr, false);
+  if (tc.is_discarded() || !tc.is_object() || !tc.contains("chat_template")) return;
+  const auto& t = tc["chat_template"];
+  out.chat_template_origin = file + " (tokenizer_config.json chat_template)";
+  if (t.is_string()) out.chat_template = t.get<std::string>();
+  if (t.is_array())  // named templates: [{"name": "default", "template": ...}, {"name": "tool_use", ...}]
+    for (const auto& named : t)
+      if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
+          named["template"].is_string())
+        out.chat_template = named["template"].get<std::string>();
+}
+
 }  // namespace
+
+void resolve_chat_template(config::Config& cfg, const LoadedModel& m) {
+  auto& d = cfg.data;
+  if (d.chat_template == config::ChatTemplate::kNone && !m.chat_template.empty() && d.task == config::Task::kJsonl) {
+    log::warn("data.chat_template is none, and {} carries a chat template: prompts go to the model as raw text; set "
+              "data.chat_template auto to render them as the model was trained to read them", m.chat_template_origin);
+  }
+  if (d.chat_template != config::ChatTemplate::kAuto) return;
+  if (m.chat_template.empty())
+    throw ConfigError(config::set_at(cfg, "data.chat_template") + "data.chat_template auto: '" + m.policy->path() +
+                      "' carries no chat template (chat_template.jinja, or tokenizer_config.json's chat_template, which "
+                      "scripts/export_hf.py keeps from the model directory); set chatml, qwen2.5, deepseek_r1 or none");
+  d.chat_template_source = m.chat_template;
+  d.chat_template_origin = m.chat_template_origin;
+  const auto token = [&](int64_t id) { return id >= 0 && m.tok ? m.tok->decode({id}, true) : std::string(); };
+  d.chat_bos_token = token(m.tok ? m.tok->bos_id() : -1);
+  d.chat_eos_token = token(m.policy->manifest().eos_token_id);
+}
 
 LoadedModel::LoadedModel() = default;
 LoadedModel::LoadedModel(LoadedModel&&) noexcept = default;
@@ -53,6 +103,7 @@ LoadedModel load_model(const ModelLoad& what) {
     if (!what.lora_start.empty()) start_adapters(what, out, !cast_on_load);
   }
   if (what.tokenizer) out.tok = tokenizer::from_path_or_spec(what.tokenizer_path, policy.tokenizer_json(), what.file);
+  find_chat_template(policy, what.file, out);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "gspo/config/options.h"
 #include "gspo/io/adapter_file.h"
 #include "gspo/model/lora.h"
 
@@ -50,9 +51,17 @@ struct LoadedModel {
   std::array<double, 2> base_fingerprint{};     // with lora: the base's, as loaded (what checkpoints record)
   std::optional<AdapterMeta> merged;            // ModelLoad::merge: what adapter.json said
   double contract_diff = 0;                     // check_contract's |diff| (0 when not checked)
+  // The model's own chat template (its export's chat_template.jinja, else tokenizer_config.json's chat_template, its
+  // "default" when a list) and where it came from; empty when it carries none.
+  std::string chat_template, chat_template_origin;
   std::unique_ptr<tokenizer::Tokenizer> tok;
 };
 
 LoadedModel load_model(const ModelLoad& what);
+
+// data.chat_template auto: the loaded model's template (and its bos/eos token strings) into cfg.data, which
+// data::format_prompt renders; ConfigError naming data.chat_template when the model carries none. With chat_template
+// none and a model that carries one, a warning naming the option (an instruct model trained on raw text).
+void resolve_chat_template(config::Config& cfg, const LoadedModel& m);
 
 }  // namespace gspo::io

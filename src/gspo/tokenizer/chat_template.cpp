@@ -144,6 +144,8 @@ std::string render_chat(config::ChatTemplate format, const std::vector<ChatMessa
     case config::ChatTemplate::kQwen25: return render_qwen(messages, opts, tools, false);
     case config::ChatTemplate::kDeepseekR1: return render_deepseek_r1(messages, opts);
     case config::ChatTemplate::kNone: break;
+    case config::ChatTemplate::kAuto:  // the model's own Jinja template: data::format_prompt renders it (jinja.h)
+      throw DataError("render_chat: chat_template auto renders the model's own template, not a built-in format");
   }
   throw DataError("render_chat: chat_template none has no chat format (the prompt is used as it is)");
 }

@@ -33,7 +33,7 @@ namespace gspo::train {
 // (Assembly: the policy, the base with model.lora_rank > 0, its adapters (what trainer 0 sends) and the sampling copy
 // with them merged (what samples then), the tokenizer, rows, verifier, sampler and tools)
 struct RolloutWorker::Impl : Assembly {
-  const config::Config& cfg;
+  config::Config cfg;  // the run's copy: what the loaded model resolves (data.chat_template auto) in
   parallel::Comm& group;  // the rollout ranks
   parallel::Comm& link;   // the world
   AsyncLayout layout;
@@ -45,10 +45,11 @@ struct RolloutWorker::Impl : Assembly {
   void send_shares(int64_t batch, const Scored& s, std::vector<double> metrics);
 };
 
-RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) {
+RolloutWorker::RolloutWorker(const config::Config& cfg_in, const Placement& where) {
   if (!where.comm || !where.link) throw std::invalid_argument("RolloutWorker: Placement needs comm and link");
-  impl_ = std::make_unique<Impl>(cfg, where);
+  impl_ = std::make_unique<Impl>(cfg_in, where);
   auto& s = *impl_;
+  const config::Config& cfg = s.cfg;
   auto rows = s.load_rows(cfg, where.device);
   // Frozen in the sampling dtype, started where the trainers start (model.adapter merged, or the adapters' start);
   // with model.lora_rank > 0 a copy shares the base's untargeted tensors, the adapters merged into it before each
@@ -56,7 +57,9 @@ RolloutWorker::RolloutWorker(const config::Config& cfg, const Placement& where) 
   auto what = Assembly::model_load(cfg, where.device, true);
   what.frozen = true;
   what.dtype = rollout::sampling_dtype(cfg);
-  s.take(io::load_model(what));
+  auto loaded = io::load_model(what);
+  io::resolve_chat_template(s.cfg, loaded);
+  s.take(std::move(loaded));
   if (s.lora) s.merged_copy(cfg, where.device);
   int64_t dropped = 0;
   s.fit_rows(std::move(rows), cfg, false, dropped);

@@ -220,6 +220,7 @@ void Trainer::Impl::load_models(const std::optional<std::string>& ckpt, c10::Dev
     what.saved_by_run = true;
   }
   auto loaded = io::load_model(what);
+  io::resolve_chat_template(cfg, loaded);
   base_fingerprint = loaded.base_fingerprint;
   take(std::move(loaded));
   check_routing_replay(c, *policy);
@@ -305,10 +306,11 @@ nlohmann::ordered_json Trainer::Impl::validate(int64_t step, TrainSummary& sum) 
   return fields;
 }
 
-Trainer::Trainer(const config::Config& cfg, const std::string& resume, const Placement& where) {
+Trainer::Trainer(const config::Config& cfg_in, const std::string& resume, const Placement& where) {
   if (where.comm == nullptr) throw std::invalid_argument("Trainer: Placement::comm is null");
-  impl_ = std::make_unique<Impl>(cfg, *where.comm);
+  impl_ = std::make_unique<Impl>(cfg_in, *where.comm);
   auto& s = *impl_;
+  const config::Config& cfg = s.cfg;  // the run's copy: what the loaded model resolves (data.chat_template auto) in
   s.link = where.link;
   const std::string& run_dir = cfg.train.output_dir;
   check_world_size(cfg, s.link ? s.link->world_size() : s.comm.world_size());
