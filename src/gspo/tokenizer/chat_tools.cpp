@@ -10,33 +10,6 @@ namespace gspo::tokenizer {
 namespace {
 using nlohmann::ordered_json;
 
-// Python's repr of a float: the shortest digits that read back, in fixed notation unless the decimal exponent is
-// below -4 or at least 16 (float_repr_style "short").
-std::string python_float(double d) {
-  if (std::isnan(d)) return "NaN";
-  if (std::isinf(d)) return d < 0 ? "-Infinity" : "Infinity";
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);  // shortest: -d.ddde+XX
-  std::string sci(buf, res.ptr);
-  std::string sign;
-  if (sci[0] == '-') {
-    sign = "-";
-    sci.erase(0, 1);
-  }
-  const size_t e = sci.find('e');
-  const int exp10 = std::stoi(sci.substr(e + 1));
-  std::string digits = sci.substr(0, e);
-  if (digits.size() > 1) digits.erase(1, 1);  // drop the '.'
-  const int k = static_cast<int>(digits.size()), decpt = exp10 + 1;  // value = 0.DIGITS * 10^decpt
-  if (decpt <= -4 || decpt > 16) {
-    std::string mant = digits.substr(0, 1) + (k > 1 ? "." + digits.substr(1) : "");
-    const std::string ex = std::to_string(std::abs(exp10));
-    return sign + mant + "e" + (exp10 < 0 ? "-" : "+") + (ex.size() < 2 ? "0" : "") + ex;
-  }
-  if (decpt <= 0) return sign + "0." + std::string(-decpt, '0') + digits;
-  if (decpt >= k) return sign + digits + std::string(decpt - k, '0') + ".0";
-  return sign + digits.substr(0, decpt) + "." + digits.substr(decpt);
-}
 
 // A JSON string as json.dumps(ensure_ascii=False) writes it; nlohmann escapes the same set (", \, control
 // characters with the short forms \b \f \n \r \t, else lowercase \u00XX) and keeps the rest as UTF-8.
@@ -69,7 +42,11 @@ void dump(const ordered_json& v, std::string& out) {
       return;
     }
     case ordered_json::value_t::string: out += json_string(v.get_ref<const std::string&>()); return;
-    case ordered_json::value_t::number_float: out += python_float(v.get<double>()); return;
+    case ordered_json::value_t::number_float: {  // json.dumps' spelling of the non-finite ones
+      const double d = v.get<double>();
+      out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : python_float_repr(d);
+      return;
+    }
     default: out += v.dump(); return;  // null, true, false, integers
   }
 }
@@ -90,6 +67,34 @@ const std::pair<const std::string, int64_t>* special_at(const Tokenizer& tok, co
   return best;
 }
 }  // namespace
+
+// Python's repr of a float: the shortest digits that read back, in fixed notation unless the decimal exponent is
+// below -4 or at least 16 (float_repr_style "short").
+std::string python_float_repr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);  // shortest: -d.ddde+XX
+  std::string sci(buf, res.ptr);
+  std::string sign;
+  if (sci[0] == '-') {
+    sign = "-";
+    sci.erase(0, 1);
+  }
+  const size_t e = sci.find('e');
+  const int exp10 = std::stoi(sci.substr(e + 1));
+  std::string digits = sci.substr(0, e);
+  if (digits.size() > 1) digits.erase(1, 1);  // drop the '.'
+  const int k = static_cast<int>(digits.size()), decpt = exp10 + 1;  // value = 0.DIGITS * 10^decpt
+  if (decpt <= -4 || decpt > 16) {
+    std::string mant = digits.substr(0, 1) + (k > 1 ? "." + digits.substr(1) : "");
+    const std::string ex = std::to_string(std::abs(exp10));
+    return sign + mant + "e" + (exp10 < 0 ? "-" : "+") + (ex.size() < 2 ? "0" : "") + ex;
+  }
+  if (decpt <= 0) return sign + "0." + std::string(-decpt, '0') + digits;
+  if (decpt >= k) return sign + digits + std::string(decpt - k, '0') + ".0";
+  return sign + digits.substr(0, decpt) + "." + digits.substr(decpt);
+}
 
 std::string tojson(const nlohmann::ordered_json& v) {
   std::string out;

@@ -64,4 +64,8 @@ std::string tool_turn_text(config::ChatTemplate format, const std::vector<std::s
 std::vector<int64_t> tool_turn_ids(config::ChatTemplate format, const Tokenizer& tok,
                                    const std::vector<std::string>& outputs, const ChatOptions& opts);
 
+// Python's repr of a float (float_repr_style "short"): the shortest digits that read back, fixed notation unless the
+// decimal exponent is below -4 or at least 16; nan, inf, -inf. The chat templates' JSON and Jinja's str() both use it.
+std::string python_float_repr(double d);
+
 }  // namespace gspo::tokenizer

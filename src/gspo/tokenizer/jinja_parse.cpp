@@ -545,6 +545,7 @@ class Parser {
   ExprPtr filters(ExprPtr e);
   ExprPtr test(ExprPtr e);
   std::vector<Arg> call_args();
+  ExprPtr call(ExprPtr callee, int line);
 
   std::vector<Tok> t_;
   size_t i_ = 0;
@@ -631,9 +632,7 @@ ExprPtr Parser::postfix(ExprPtr e) {
       ++i_;
       e = subscript(e);
     } else if (is_op("(")) {
-      auto call = make(Expr::Kind::Call, line, {e});
-      call->args = call_args();
-      e = call;
+      e = call(e, line);
     } else {
       return e;
     }
@@ -681,6 +680,13 @@ std::vector<Arg> Parser::call_args() {
   return args;
 }
 
+// A call of `callee` with the arguments that follow, '(' included.
+ExprPtr Parser::call(ExprPtr callee, int line) {
+  auto c = make(Expr::Kind::Call, line, {std::move(callee)});
+  c->args = call_args();
+  return c;
+}
+
 ExprPtr Parser::filters(ExprPtr e) {
   for (;;) {
     const int line = cur().line;
@@ -698,9 +704,7 @@ ExprPtr Parser::filters(ExprPtr e) {
       ++i_;
       e = test(e);
     } else if (is_op("(")) {
-      auto call = make(Expr::Kind::Call, line, {e});
-      call->args = call_args();
-      e = call;
+      e = call(e, line);
     } else {
       return e;
     }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "gspo/tokenizer/chat_tools.h"
 #include "gspo/tokenizer/jinja_detail.h"
 
 namespace gspo::tokenizer::jinja {
@@ -134,32 +135,8 @@ bool equal(const Value& a, const Value& b) {
   }
 }
 
-// Python's repr of a float: the shortest digits that read back, in fixed notation unless the decimal exponent is
-// below -4 or at least 16 (float_repr_style "short"). The same rule as chat_tools.cpp's copy.
-std::string python_float(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
-  std::string sci(buf, res.ptr), sign;
-  if (sci[0] == '-') {
-    sign = "-";
-    sci.erase(0, 1);
-  }
-  const size_t e = sci.find('e');
-  const int exp10 = std::stoi(sci.substr(e + 1));
-  std::string digits = sci.substr(0, e);
-  if (digits.size() > 1) digits.erase(1, 1);
-  const int k = static_cast<int>(digits.size()), decpt = exp10 + 1;
-  if (decpt <= -4 || decpt > 16) {
-    std::string mant = digits.substr(0, 1) + (k > 1 ? "." + digits.substr(1) : "");
-    const std::string ex = std::to_string(std::abs(exp10));
-    return sign + mant + "e" + (exp10 < 0 ? "-" : "+") + (ex.size() < 2 ? "0" : "") + ex;
-  }
-  if (decpt <= 0) return sign + "0." + std::string(-decpt, '0') + digits;
-  if (decpt >= k) return sign + digits + std::string(decpt - k, '0') + ".0";
-  return sign + digits.substr(0, decpt) + "." + digits.substr(decpt);
-}
+// Python's repr of a float (chat_tools.h, shared with the tool schemas' JSON).
+std::string python_float(double d) { return python_float_repr(d); }
 
 namespace {
 
