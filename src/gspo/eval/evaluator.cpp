@@ -30,7 +30,7 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
   std::vector<const data::Example*> exs;
   std::vector<std::string> questions;
   for (size_t i = begin; i < end; ++i) {
-    prompts.push_back(tok_.encode_prompt(data::format_prompt(cfg_.data, set.rows[i].prompt, env::shown_tools(tools_.get()))));
+    prompts.push_back(tok_.encode_prompt(data::format_prompt(cfg_.data, set.rows[i], env::shown_tools(tools_.get()))));
     exs.push_back(&set.rows[i]);
     questions.push_back(set.rows[i].prompt);
   }
