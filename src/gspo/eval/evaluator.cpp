@@ -58,7 +58,7 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
           {"response", batch.response_text[r]}, {"reward", p.rewards[s]}, {"correct", static_cast<bool>(p.correct[s])},
           {"failure", p.failures[s]}, {"detail", p.details[s]}, {"tokens", lens[i][s]},
           {"finish", rollout::finish_name(batch.finish[r])}};
-      if (grader.competition) add_attempt_fields(line, p, static_cast<size_t>(s));
+      if (set.competition) add_attempt_fields(line, p, static_cast<size_t>(s));
       if (tools_) {
         const auto& u = sampled.uses[r];
         line["final_turn"] = texts[i][s];
