@@ -95,10 +95,9 @@ JudgementScore parse_judgement(const std::string& judgement, double max_score) {
 
 Judge::Judge(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows)
     : opts_(cfg.reward) {
-  judge_ = std::make_unique<model::Policy>(
-      model::load_frozen(opts_.judge_path, device, score_dtype(opts_.model_dtype, device)));
-  model::check_contract(*judge_);
-  tok_ = tokenizer::from_path_or_spec("", judge_->tokenizer_json(), opts_.judge_path);
+  auto loaded = load_scorer(opts_.judge_path, io::ModelLoad::Head::kPolicy, opts_.model_dtype, device);
+  judge_ = std::move(loaded.policy);
+  tok_ = std::move(loaded.tok);
   const auto& m = judge_->manifest();
   const int64_t context = m.max_seq_len;
   max_tokens_ = opts_.model_max_tokens > 0 ? std::min(opts_.model_max_tokens, context) : context;

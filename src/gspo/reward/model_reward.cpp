@@ -36,19 +36,19 @@ void normalise(std::vector<Score>& out, const std::vector<bool>& scored, bool st
 }  // namespace
 
 ModelReward::ModelReward(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows)
-    : opts_(cfg.reward),
-      data_(cfg.data),
-      rm_(model::RewardModel::load(cfg.reward.model_path, device, score_dtype(cfg.reward.model_dtype, device))) {
-  tok_ = tokenizer::from_path_or_spec("", rm_.tokenizer_json(), cfg.reward.model_path);
-  const int64_t context = rm_.manifest().max_seq_len;
+    : opts_(cfg.reward), data_(cfg.data) {
+  auto loaded = load_scorer(cfg.reward.model_path, io::ModelLoad::Head::kReward, cfg.reward.model_dtype, device);
+  rm_ = std::move(loaded.reward);
+  tok_ = std::move(loaded.tok);
+  const int64_t context = rm_->manifest().max_seq_len;
   max_tokens_ = opts_.model_max_tokens > 0 ? std::min(opts_.model_max_tokens, context) : context;
   probe();
   check_some_row_fits(rows, max_tokens_, "the reward model " + cfg.reward.model_path,
                       opts_.model_max_tokens > 0 ? "reward.model_max_tokens" : "reward.model_path",
                       [&](const data::Example& ex) { return tok_->encode(render("", ex)); });
   log::info("reward model {}: {} ({} parameters, {} layers) on {} in {}, conversations up to {} tokens, passes of {} "
-            "tokens", cfg.reward.model_path, rm_.manifest().architecture, rm_.num_parameters(), rm_.manifest().num_layers,
-            rm_.device().str(), c10::toString(rm_.dtype()), max_tokens_, opts_.model_batch_tokens);
+            "tokens", cfg.reward.model_path, rm_->manifest().architecture, rm_->num_parameters(),
+            rm_->manifest().num_layers, rm_->device().str(), c10::toString(rm_->dtype()), max_tokens_, opts_.model_batch_tokens);
 }
 
 ModelReward::~ModelReward() = default;
@@ -57,10 +57,10 @@ ModelReward::~ModelReward() = default;
 // score head; `gspo inspect` refuses it too) would fail every row and train on zeros.
 void ModelReward::probe() {
   auto ids = tok_->encode("Hello");
-  if (ids.empty()) ids.push_back(std::max<int64_t>(0, rm_.manifest().pad_token_id));
+  if (ids.empty()) ids.push_back(std::max<int64_t>(0, rm_->manifest().pad_token_id));
   const auto n = static_cast<int64_t>(ids.size());
-  const auto s = rm_.score(torch::tensor(ids, torch::kLong).view({1, n}).to(rm_.device()),
-                           torch::ones({1, n}, torch::kLong).to(rm_.device())).to(torch::kFloat).cpu();
+  const auto s = rm_->score(torch::tensor(ids, torch::kLong).view({1, n}).to(rm_->device()),
+                           torch::ones({1, n}, torch::kLong).to(rm_->device())).to(torch::kFloat).cpu();
   const float v = s.reshape({-1})[0].item<float>();
   if (!std::isfinite(v))
     throw ModelContractError(opts_.model_path + ": the reward model scores a probe conversation as " +
@@ -95,7 +95,7 @@ std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& resp
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& pass : passes_of(rows, opts_.model_batch_tokens)) {
     const int64_t B = static_cast<int64_t>(pass.size()), T = static_cast<int64_t>(pass.front()->ids.size());
-    auto ids = torch::full({B, T}, rm_.manifest().pad_token_id, torch::kLong);
+    auto ids = torch::full({B, T}, rm_->manifest().pad_token_id, torch::kLong);
     auto mask = torch::zeros({B, T}, torch::kLong);
     for (int64_t b = 0; b < B; ++b) {
       const auto& r = pass[b]->ids;
@@ -103,7 +103,7 @@ std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& resp
       ids[b].narrow(0, 0, n).copy_(torch::tensor(r, torch::kLong));
       mask[b].narrow(0, 0, n).fill_(1);
     }
-    const auto s = rm_.score(ids.to(rm_.device()), mask.to(rm_.device())).cpu();
+    const auto s = rm_->score(ids.to(rm_->device()), mask.to(rm_->device())).cpu();
     const auto a = s.accessor<float, 1>();
     for (int64_t b = 0; b < B; ++b) {
       const size_t i = pass[b]->index;

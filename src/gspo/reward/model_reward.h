@@ -51,7 +51,7 @@ class ModelReward : public Verifier {
   int64_t max_tokens_;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
   mutable std::mutex mu_;  // one scoring call at a time on the device
-  mutable model::RewardModel rm_;
+  std::unique_ptr<model::RewardModel> rm_;  // (score() is not const: called under mu_)
   mutable Totals totals_;
 };
 

@@ -15,6 +15,17 @@ c10::ScalarType score_dtype(config::ScoreDtype d, c10::Device device) {
   return device.is_cuda() ? c10::kBFloat16 : c10::kFloat;
 }
 
+io::LoadedModel load_scorer(const std::string& path, io::ModelLoad::Head head, config::ScoreDtype dtype,
+                            c10::Device device) {
+  io::ModelLoad what;
+  what.file = path;
+  what.head = head;
+  what.device = device;
+  what.frozen = true;
+  what.dtype = score_dtype(dtype, device);
+  return io::load_model(what);
+}
+
 std::vector<Pending> rows_to_score(size_t n, int64_t max_tokens, const ScoringNames& names,
                                    const std::function<std::vector<int64_t>(size_t)>& encode,
                                    const std::function<void(size_t, const std::string&)>& fail) {

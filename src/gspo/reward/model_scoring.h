@@ -11,12 +11,18 @@
 
 #include "gspo/config/choices.h"
 #include "gspo/data/example.h"
+#include "gspo/io/model_load.h"
 #include "gspo/reward/verifier.h"
 
 namespace gspo::reward {
 
 // reward.model_dtype: float32 or bfloat16 as asked; auto = bfloat16 on CUDA, float32 on the CPU.
 c10::ScalarType score_dtype(config::ScoreDtype d, c10::Device device);
+
+// A scoring model loaded through io::load_model: `path` frozen onto `device` in score_dtype(dtype, device), with its
+// own tokenizer; a policy export (a judge: its contract checked) or a reward model (`head` kReward).
+io::LoadedModel load_scorer(const std::string& path, io::ModelLoad::Head head, config::ScoreDtype dtype,
+                            c10::Device device);
 
 // A row to run: its place in the call and its ids.
 struct Pending {
