@@ -5,7 +5,7 @@
 #include "gspo/core/error.h"
 #include "gspo/data/cursor.h"
 #include "gspo/data/dataset.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
 #include "gspo/train/schedule.h"
 #include "helpers.h"
 

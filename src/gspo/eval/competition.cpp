@@ -7,7 +7,7 @@
 
 #include "gspo/core/error.h"
 #include "gspo/eval/rating.h"
-#include "gspo/reward/competition.h"
+#include "gspo/reward/code/competition.h"
 
 namespace gspo::eval {
 namespace {

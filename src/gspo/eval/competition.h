@@ -1,4 +1,4 @@
-// What an eval reports for competition problems (reward/competition.h rows; docs/evaluation.md "CodeForces"): each
+// What an eval reports for competition problems (reward/code/competition.h rows; docs/evaluation.md "CodeForces"): each
 // sample's verdict and attempt index, each problem's first accepted attempt (samples are attempts in sampling
 // order), and in the summary the difficulty rating (eval/rating.h) with how many problems were solved at which
 // attempt and the checker failures.

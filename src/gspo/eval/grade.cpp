@@ -3,7 +3,8 @@
 #include "gspo/config/options.h"
 #include "gspo/data/dataset.h"
 #include "gspo/eval/competition.h"
-#include "gspo/reward/math.h"
+#include "gspo/reward/factory.h"
+#include "gspo/reward/math/math.h"
 
 namespace gspo::eval {
 

@@ -1,7 +1,7 @@
 #include "gspo/eval/summary.h"
 
 #include "gspo/eval/competition.h"
-#include "gspo/reward/math.h"
+#include "gspo/reward/math/math.h"
 
 #include <algorithm>
 #include <cstdio>

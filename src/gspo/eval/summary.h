@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
 
 namespace gspo::eval {
 

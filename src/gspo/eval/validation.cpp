@@ -9,6 +9,7 @@
 #include "gspo/eval/sharded.h"
 #include "gspo/eval/standings.h"
 #include "gspo/parallel/comm.h"
+#include "gspo/reward/factory.h"
 
 namespace gspo::eval {
 namespace {

@@ -1,21 +1,19 @@
 // make_verifier(): the verifier (or weighted combination) config.reward describes.
+#include "gspo/reward/factory.h"
+
 #include <algorithm>
-#include <atomic>
-#include <mutex>
 #include <regex>
-#include <thread>
 
 #include "gspo/config/options.h"
 #include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
-#include "gspo/reward/code.h"
-#include "gspo/reward/external.h"
-#include "gspo/reward/judge.h"
-#include "gspo/reward/math.h"
-#include "gspo/reward/model_reward.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/code/code.h"
+#include "gspo/reward/external/external.h"
+#include "gspo/reward/math/math.h"
+#include "gspo/reward/scorers/judge.h"
+#include "gspo/reward/scorers/model_reward.h"
 
 namespace gspo::reward {
 namespace {
@@ -212,43 +210,6 @@ std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::ve
   }
   if (v->name().find("math") != std::string::npos) warn_missing_references(cfg, examples);
   return v;
-}
-
-std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
-                             const std::vector<const data::Example*>& examples, int64_t workers,
-                             const std::vector<ToolUse>* uses) {
-  if (v.batches()) return v.score_batch(responses, examples, uses, workers);
-  std::vector<Score> out(responses.size());
-  if (workers <= 0) workers = std::max(1u, std::thread::hardware_concurrency());
-  workers = std::min<int64_t>(workers, static_cast<int64_t>(responses.size()));
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex mu;
-  auto work = [&] {
-    for (size_t i; (i = next++) < responses.size();) {
-      try {
-        out[i] = uses ? v.score_episode(responses[i], *examples[i], uses->at(i)) : v.score(responses[i], *examples[i]);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-        next = responses.size();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-  return out;
-}
-
-MathOptions math_options(const config::Config& cfg) {
-  const auto& r = cfg.reward;
-  const GoldMode gold = r.math_gold == config::MathGold::kExtract  ? GoldMode::kExtract
-                        : r.math_gold == config::MathGold::kAnswer ? GoldMode::kAnswer
-                                                                   : GoldMode::kAuto;
-  return {r.math_answer_is, r.math_last_number, r.math_rel_tol, gold};
 }
 
 }  // namespace gspo::reward

@@ -31,7 +31,7 @@
 #include "gspo/model/sampling_phase.h"
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/chat_tools.h"
 #include "gspo/tokenizer/tokenizer.h"
