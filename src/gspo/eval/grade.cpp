@@ -25,7 +25,8 @@ Grader::Grader(const config::Config& cfg, const std::vector<data::Example>& rows
 Grader::Grader(const config::Config& cfg, const std::vector<data::Example>& rows,
                std::shared_ptr<const reward::Verifier> v)
     : verifier(std::move(v)) {
-  math = verifier->name() == "math" || verifier->name().rfind("math:", 0) == 0;
+  const auto parts = verifier->parts();  // a weighted sum votes as its first part
+  math = (parts.empty() ? *verifier : *parts.front().verifier).kind() == config::RewardKind::kMath;
   if (math) math_options = reward::math_options(eval_config(cfg));
   workers = cfg.reward.workers;
   competition = is_competition_set(rows);

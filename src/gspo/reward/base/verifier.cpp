@@ -60,15 +60,21 @@ Score LeadingInteger::score(const std::string& response, const data::Example& ex
   return {ok ? 1.0 : 0.0, ok, "", {}, ok ? "" : got.empty() ? "no answer found" : "wrong answer"};
 }
 
-std::vector<Score> Verifier::score_batch(const std::vector<std::string>&, const std::vector<const data::Example*>&,
-                                         const std::vector<ToolUse>*, int64_t) const {
-  throw std::logic_error("Verifier::score_batch: '" + name() + "' scores row by row (batches() is false)");
+std::vector<double> Verifier::component_weights() const {
+  std::vector<double> w;
+  for (const auto& part : parts()) w.push_back(part.weight);
+  return w;
+}
+
+ScoringTotals Verifier::scoring_totals() const {
+  const BatchScoring* s = scoring();
+  return s ? s->totals() : ScoringTotals{};
 }
 
 std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
                              const std::vector<const data::Example*>& examples, int64_t workers,
                              const std::vector<ToolUse>* uses) {
-  if (v.batches()) return v.score_batch(responses, examples, uses, workers);
+  if (const BatchScoring* batch = v.scoring()) return batch->score_batch(responses, examples, uses, workers);
   std::vector<Score> out(responses.size());
   if (workers <= 0) workers = std::max(1u, std::thread::hardware_concurrency());
   workers = std::min<int64_t>(workers, static_cast<int64_t>(responses.size()));

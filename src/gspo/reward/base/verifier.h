@@ -1,6 +1,7 @@
-// Verifiers turn a response into a scalar reward. The built-in ones here check answers exactly; the math, code,
-// external and tool-format verifiers, and the scorers that run models on the device (a reward model, an LLM judge),
-// implement the same interface; reward.components sums several.
+// What a verifier is: a response turned into a scalar reward. The small core every verifier has (score, score_episode,
+// name, kind), the seam of those that score a batch at once (BatchScoring: the scorers that run models on the device,
+// scorers/), and the one-line rules (exact, leading integer, tool format). The math, code and external verifiers and
+// the model scorers (a reward model, an LLM judge) are in the rooms after this one; reward.components sums several.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gspo/config/choices.h"
 #include "gspo/data/example.h"
 
 namespace gspo::reward {
@@ -37,6 +39,27 @@ struct ToolUse {
   int64_t timeouts = 0;
 };
 
+class Verifier;
+
+// The seam of the verifiers that score a whole batch at once: the scorers that run models on the device (scorers/: one
+// device pass per micro-batch, not one per row) and a weighted sum holding one. The others are scored row by row
+// (score_all runs them on threads).
+class BatchScoring {
+ public:
+  virtual ~BatchScoring() = default;
+  virtual std::vector<Score> score_batch(const std::vector<std::string>& responses,
+                                         const std::vector<const data::Example*>& examples,
+                                         const std::vector<ToolUse>* uses, int64_t workers) const = 0;
+  // What its models did since they were made (summed over a weighted sum's parts).
+  virtual ScoringTotals totals() const = 0;
+};
+
+// A part of a weighted sum (reward.components): the verifier and its weight.
+struct WeightedPart {
+  const Verifier* verifier = nullptr;
+  double weight = 0;
+};
+
 class Verifier {
  public:
   virtual ~Verifier() = default;
@@ -48,20 +71,21 @@ class Verifier {
     (void)use;
     return score(response, ex);
   }
+  // For people (logs, summaries: "math:1.000+format:0.100" for a sum); code reads kind(), never this.
   virtual std::string name() const = 0;
-  // reward.components: the weight of each component, in Score::components' order; empty for a single verifier.
-  virtual std::vector<double> component_weights() const { return {}; }
-  // Verifiers that score a whole batch at once (a reward model: one device pass per micro-batch, not one per row)
-  // say so here and score it in score_batch; the others are scored row by row (score_all runs them on threads).
-  virtual bool batches() const { return false; }
-  virtual std::vector<Score> score_batch(const std::vector<std::string>& responses,
-                                         const std::vector<const data::Example*>& examples,
-                                         const std::vector<ToolUse>* uses, int64_t workers) const;
-  // Whether Score::correct means something (reward.components: accuracy follows the first component that grades; a
-  // learned reward model's score does not say whether the answer is right).
-  virtual bool grades_correctness() const { return true; }
-  // The device models' totals (model_reward.h, judge.h; summed over a weighted sum's parts); zero for the rules.
-  virtual ScoringTotals scoring_totals() const { return {}; }
+  // What it is: the reward.kind it implements (kAuto: auto's choice of math or code row by row), or nullopt for a
+  // weighted sum (reward.components), whose parts() say.
+  virtual std::optional<config::RewardKind> kind() const = 0;
+  // A weighted sum's parts, in reward.components' order; empty for the others.
+  virtual std::vector<WeightedPart> parts() const { return {}; }
+  // The batch seam (above); nullptr for the verifiers scored row by row.
+  virtual const BatchScoring* scoring() const { return nullptr; }
+
+  // Read from the members above: parts()' weights (empty for a single verifier), whether it scores batches, and the
+  // batch seam's totals (zero for the rules).
+  std::vector<double> component_weights() const;
+  bool batches() const { return scoring() != nullptr; }
+  ScoringTotals scoring_totals() const;
 };
 
 // exact: the response, trimmed of surrounding whitespace, equals the answer.
@@ -69,6 +93,7 @@ class ExactMatch : public Verifier {
  public:
   Score score(const std::string& response, const data::Example& ex) const override;
   std::string name() const override { return "exact"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kExact; }
 };
 
 // leading_integer: the integer the response starts with (optional sign, then digits; leading spaces skipped)
@@ -77,6 +102,7 @@ class LeadingInteger : public Verifier {
  public:
   Score score(const std::string& response, const data::Example& ex) const override;
   std::string name() const override { return "leading_integer"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kLeadingInteger; }
 };
 
 // tool_format: 1 when the episode called a tool and none of its calls failed (no tool error, no timeout); 0 otherwise,
@@ -86,6 +112,7 @@ class ToolUseFormat : public Verifier {
   Score score(const std::string& response, const data::Example& ex) const override;
   Score score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const override;
   std::string name() const override { return "tool_format"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kToolFormat; }
 };
 
 // `s` without leading and trailing spaces, tabs and newlines.
@@ -94,7 +121,7 @@ std::string trim(const std::string& s);
 // The leading integer of `text` as written ("-0012" stays "-0012"), or "" when it does not start with one.
 std::string leading_integer(const std::string& text);
 
-// Scores responses[i] against *examples[i]: in one Verifier::score_batch call when the verifier batches, else on
+// Scores responses[i] against *examples[i]: in one BatchScoring::score_batch call when the verifier batches, else on
 // `workers` threads (0 = hardware threads); rethrows the first error. With `uses` (one per response: episodes with
 // tools), through Verifier::score_episode.
 std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,

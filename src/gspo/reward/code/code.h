@@ -37,6 +37,7 @@ class CodeVerifier : public Verifier {
   explicit CodeVerifier(CodeOptions opts) : opts_(std::move(opts)) {}
   Score score(const std::string& response, const data::Example& ex) const override;
   std::string name() const override { return "code"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kCode; }
 
  private:
   // The row's tests, parsed once: LiveCodeBench rows carry up to megabytes of compressed private tests, and every

@@ -31,6 +31,7 @@ class ExternalVerifier : public Verifier {
   Score score(const std::string& response, const data::Example& ex) const override;
   Score score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const override;
   std::string name() const override { return "external"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kExternal; }
 
  private:
   Score ask(const nlohmann::json& request) const;

@@ -50,6 +50,7 @@ class MathVerifier : public Verifier {
   // failure "reference has no answer" when the reference could not be extracted (counted by gspo score / eval).
   Score score(const std::string& response, const data::Example& ex) const override;
   std::string name() const override { return "math"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kMath; }
   // Normalised extracted answer (for majority voting); "" when none.
   std::string voting_key(const std::string& response) const;
   const MathOptions& options() const { return opts_; }
@@ -69,6 +70,7 @@ class BoxedFormat : public Verifier {
  public:
   Score score(const std::string& response, const data::Example& ex) const override;
   std::string name() const override { return "format"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kFormat; }
 };
 
 }  // namespace gspo::reward

@@ -40,6 +40,7 @@ class Judge : public ModelScorer {
                                  const std::vector<const data::Example*>& examples, const std::vector<ToolUse>* uses,
                                  int64_t workers) const override;
   std::string name() const override { return "judge"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kJudge; }
 
   // The judge's ids for `response` to `ex`: the question rendered, the response's text encoded as plain text.
   // DataError for a row the template cannot be filled for or text the tokenizer cannot encode.

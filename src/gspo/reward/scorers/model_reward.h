@@ -33,6 +33,7 @@ class ModelReward : public ModelScorer {
                                  const std::vector<const data::Example*>& examples, const std::vector<ToolUse>* uses,
                                  int64_t workers) const override;
   std::string name() const override { return "model"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kModel; }
 
   // The conversation as the reward model reads it (the text its tokenizer encodes).
   std::string render(const std::string& response, const data::Example& ex) const;

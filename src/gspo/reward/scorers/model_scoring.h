@@ -59,13 +59,11 @@ void check_some_row_fits(const std::vector<data::Example>& rows, int64_t max_tok
 // What a verifier that runs a model on the device (model_reward.h, judge.h) is besides its own scoring: scored a batch
 // at a time (a row alone is a batch of one), one call at a time on the device, its totals kept for the step's
 // metrics. A subclass scores in score_batch, under mu_, adding to totals_.
-class ModelScorer : public Verifier {
+class ModelScorer : public Verifier, public BatchScoring {
  public:
   Score score(const std::string& response, const data::Example& ex) const override;
-  bool batches() const override { return true; }
-  bool grades_correctness() const override { return false; }  // a score, not a verdict on the answer
-  ScoringTotals totals() const;
-  ScoringTotals scoring_totals() const override { return totals(); }
+  const BatchScoring* scoring() const override { return this; }
+  ScoringTotals totals() const override;
 
  protected:
   mutable std::mutex mu_;  // one scoring call at a time on the device
