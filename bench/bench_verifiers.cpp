@@ -7,8 +7,8 @@
 #include <thread>
 #include <utility>
 
-#include "gspo/reward/code.h"
-#include "gspo/reward/math.h"
+#include "gspo/reward/code/code.h"
+#include "gspo/reward/math/math.h"
 
 using namespace gspo;
 using Clock = std::chrono::steady_clock;

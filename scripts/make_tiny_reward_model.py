@@ -17,7 +17,7 @@ tokens dropped, EOS not part of it), e.g. "3+4=7", "3+4=7\xe9q", "3+4=". Prompts
 on the held-out prompts). Responses are 0..3 bytes as the demo's (rollout.max_new_tokens 3): each byte a digit half
 the time, else any byte (the tiny policy's prior favours digits), the first byte the sum 40% of the time, and one in
 five of 2-3 bytes led by ' ', '+', '0' or '-' and a digit. Each is labelled by the demo's verifier, leading_integer (a
-Python copy of src/gspo/reward/verifier.cpp): right when the response's leading integer is the sum, whatever follows
+Python copy of src/gspo/reward/base/verifier.cpp): right when the response's leading integer is the sum, whatever follows
 ("7\xe9q", "07" and " 7" are right; "71", "-7", "", "x7" wrong). A pair is a right (chosen) and a wrong (rejected)
 response to one prompt, their lengths drawn from one distribution (length tells nothing; a GSPO group compares
 responses of different lengths, so scores must compare across lengths). Half the pairs are minimal: the wrong
@@ -57,7 +57,7 @@ MINIMAL_PAIRS = 0.5  # share of pairs whose wrong response is the right one with
 
 
 def canonical_int(s: bytes) -> bytes:
-    """src/gspo/reward/verifier.cpp canonical_int: sign kept only for non-zero, leading zeros removed."""
+    """src/gspo/reward/base/verifier.cpp canonical_int: sign kept only for non-zero, leading zeros removed."""
     if not s:
         return s
     neg = s[:1] == b"-"
@@ -71,7 +71,7 @@ def canonical_int(s: bytes) -> bytes:
 
 
 def leading_integer(text: bytes) -> bytes:
-    """src/gspo/reward/verifier.cpp leading_integer: optional spaces/tabs, an optional sign, then digits."""
+    """src/gspo/reward/base/verifier.cpp leading_integer: optional spaces/tabs, an optional sign, then digits."""
     i = 0
     while i < len(text) and text[i:i + 1] in (b" ", b"\t"):
         i += 1

@@ -58,7 +58,7 @@ ALLOWED_PREFIXES = (
 # doc names any more fails, so the list cannot rot. Keep it short.
 CREATED = {
     "main.py": "src/gspo/env/tools.cpp",         # the python tool's program, written into its sandbox directory
-    "solution.py": "src/gspo/reward/code.cpp",    # the code verifier's program, written into its sandbox directory
+    "solution.py": "src/gspo/reward/code/code.cpp",  # the code verifier's program, written into its sandbox directory
     "tables.md": "scripts/gpu_check.sh",          # the GPU check's result tables, written into its OUT folder
     "trl_table.md": "scripts/gpu_check.sh",
     "data/livecodebench/": "docs/evaluation.md",  # LiveCodeBench's rows, downloaded by the user as the doc says

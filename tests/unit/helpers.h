@@ -19,7 +19,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/model/policy.h"
-#include "gspo/reward/sandbox.h"
+#include "gspo/reward/code/sandbox.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::test {

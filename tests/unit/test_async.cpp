@@ -14,7 +14,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/weight_sync.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/factory.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/rollout/sampling_config.h"
 #include "gspo/tokenizer/tokenizer.h"

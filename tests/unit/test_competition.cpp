@@ -1,4 +1,4 @@
-// Competition problems (reward/competition.h) through the code verifier as `gspo eval` grades them: Python and C++
+// Competition problems (reward/code/competition.h) through the code verifier as `gspo eval` grades them: Python and C++
 // solutions under the row's time and memory limits, every verdict, checkers (Python and C++) that accept, reject,
 // crash or hang, and hostile solutions contained as in the code verifier.
 #include <catch2/catch.hpp>
@@ -7,8 +7,8 @@
 
 #include "gspo/core/error.h"
 #include "gspo/data/example.h"
-#include "gspo/reward/code.h"
-#include "gspo/reward/competition.h"
+#include "gspo/reward/code/code.h"
+#include "gspo/reward/code/competition.h"
 #include "helpers.h"
 
 using namespace gspo;

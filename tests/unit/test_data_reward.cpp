@@ -5,7 +5,9 @@
 #include "gspo/core/error.h"
 #include "gspo/data/cursor.h"
 #include "gspo/data/dataset.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
+#include "gspo/reward/factory.h"
+#include "gspo/reward/scorers/scorer_table.h"
 #include "gspo/train/schedule.h"
 #include "helpers.h"
 
@@ -78,6 +80,39 @@ TEST_CASE("built-in verifiers", "[reward]") {
   reward::ExactMatch em;
   CHECK(em.score("  7\n", ex).reward == 1.0);
   CHECK(em.score("7.0", ex).reward == 0.0);
+}
+
+// #68: what a verifier is, read as members (never from its display name), and the model-backed scorers as the rows
+// of one table (what make_verifier, scores_with_models and gspo plan read).
+TEST_CASE("a verifier's kind is a member, and the model scorers are the rows of one table", "[reward]") {
+  using config::RewardKind;
+  config::Config c;
+  c.reward.kind = RewardKind::kExact;
+  CHECK(reward::make_verifier(c)->kind() == RewardKind::kExact);
+  CHECK(reward::make_verifier(c)->parts().empty());
+  c.reward.components = {"math:1", "format:0.5"};
+  const auto sum = reward::make_verifier(c);
+  CHECK_FALSE(sum->kind().has_value());
+  REQUIRE(sum->parts().size() == 2);
+  CHECK(sum->parts()[0].verifier->kind() == RewardKind::kMath);
+  CHECK(sum->parts()[1].verifier->kind() == RewardKind::kFormat);
+  CHECK(sum->component_weights() == std::vector<double>{1, 0.5});
+  CHECK_FALSE(sum->batches());  // rules only: scored row by row
+  CHECK(sum->scoring_totals().rows == 0);
+  CHECK_FALSE(reward::scores_with_models(c));
+  for (const auto& row : reward::model_scorers()) {
+    CHECK(reward::model_scorer(row.kind) == &row);
+    config::Config m;
+    m.reward.kind = row.kind;
+    CHECK(reward::scores_with_models(m));
+    m.reward.kind = RewardKind::kMath;
+    m.reward.components = {std::string(config::name_of(row.kind)) + ":1", "math:0"};
+    CHECK(reward::scores_with_models(m));
+  }
+  CHECK(reward::model_scorers().size() == 2);
+  CHECK(reward::model_scorer(RewardKind::kModel)->path_key == std::string("reward.model_path"));
+  CHECK(reward::model_scorer(RewardKind::kJudge)->path_key == std::string("reward.judge_path"));
+  CHECK(reward::model_scorer(RewardKind::kMath) == nullptr);
 }
 
 TEST_CASE("learning-rate schedule: warmup, constant, cosine", "[train]") {

@@ -7,7 +7,7 @@
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
 #include "gspo/eval/summary.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/factory.h"
 #include "configured_paths.h"
 
 using namespace gspo;

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "gspo/core/error.h"
-#include "gspo/reward/external.h"
+#include "gspo/reward/external/external.h"
 #include "helpers.h"
 
 using namespace gspo;

@@ -11,7 +11,8 @@
 #include "gspo/config/options.h"
 #include "gspo/core/error.h"
 #include "gspo/model/policy.h"
-#include "gspo/reward/judge.h"
+#include "gspo/reward/factory.h"
+#include "gspo/reward/scorers/judge.h"
 #include "gspo/tokenizer/tokenizer.h"
 #include "helpers.h"
 

@@ -10,9 +10,9 @@
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
 #include "gspo/data/dataset.h"
-#include "gspo/reward/lcb_decode.h"
-#include "gspo/reward/lcb_grade.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/code/lcb_decode.h"
+#include "gspo/reward/code/lcb_grade.h"
+#include "gspo/reward/factory.h"
 #include "configured_paths.h"
 
 using namespace gspo;

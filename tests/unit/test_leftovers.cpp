@@ -11,7 +11,7 @@
 #include "gspo/config/load.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/core/fs.h"
-#include "gspo/reward/sandbox.h"
+#include "gspo/reward/code/sandbox.h"
 #include "gspo/cli/train_job.h"
 #include "helpers.h"
 

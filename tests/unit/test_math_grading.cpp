@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "gspo/reward/math.h"
+#include "gspo/reward/math/math.h"
 #include "helpers.h"
 
 using namespace gspo;

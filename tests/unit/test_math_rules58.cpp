@@ -4,9 +4,9 @@
 // subscripted variables and base-n numerals.
 #include <catch2/catch.hpp>
 
-#include "gspo/reward/math.h"
-#include "gspo/reward/math_expr.h"
-#include "gspo/reward/math_structure.h"
+#include "gspo/reward/math/math.h"
+#include "gspo/reward/math/math_expr.h"
+#include "gspo/reward/math/math_structure.h"
 
 using namespace gspo;
 

@@ -5,8 +5,8 @@
 #include <set>
 #include <vector>
 
-#include "gspo/reward/math.h"
-#include "gspo/reward/math_expr.h"
+#include "gspo/reward/math/math.h"
+#include "gspo/reward/math/math_expr.h"
 
 using namespace gspo;
 

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "gspo/reward/math.h"
-#include "gspo/reward/math_expr.h"
-#include "gspo/reward/math_symbolic.h"
+#include "gspo/reward/math/math.h"
+#include "gspo/reward/math/math_expr.h"
+#include "gspo/reward/math/math_symbolic.h"
 
 using namespace gspo;
 

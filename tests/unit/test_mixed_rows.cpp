@@ -8,7 +8,7 @@
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
 #include "gspo/data/dataset.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/factory.h"
 #include "helpers.h"
 
 using namespace gspo;

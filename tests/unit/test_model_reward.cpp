@@ -15,8 +15,8 @@
 #include "gspo/parallel/comm.h"
 #include "gspo/core/error.h"
 #include "gspo/model/reward_model.h"
-#include "gspo/reward/model_reward.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/scorers/model_reward.h"
+#include "gspo/reward/factory.h"
 #include "gspo/tokenizer/tokenizer.h"
 #include "helpers.h"
 

@@ -445,9 +445,9 @@ TEST_CASE("plan: a reward model's weights and scoring pass are counted (an 8B re
   in.world_size = 8;
   in.prompt_tokens = 1024;
   in.runtime_mb = 500;
-  in.reward_model = &rm;
+  in.scorers = {{config::RewardKind::kModel, rm}};
   const auto with = plan::plan_memory(policy, cfg, in);
-  in.reward_model = nullptr;
+  in.scorers.clear();
   const auto without = plan::plan_memory(policy, cfg, in);
   CHECK(term(with.resident, "reward model") == 2 * rm_params);  // bf16 on CUDA (model_dtype auto)
   CHECK(with.resident_bytes == Approx(without.resident_bytes + 2 * rm_params));
@@ -461,7 +461,7 @@ TEST_CASE("plan: a reward model's weights and scoring pass are counted (an 8B re
   CHECK(with.peak_bytes > without.peak_bytes);
 
   cfg.reward.model_dtype = config::ScoreDtype::kFloat32;
-  in.reward_model = &rm;
+  in.scorers = {{config::RewardKind::kModel, rm}};
   CHECK(term(plan::plan_memory(policy, cfg, in).resident, "reward model") == 4 * rm_params);
   // From an export's manifest: the count equals the loaded reward model's parameters.
   const auto exported = plan::read_reward_model_shape(test::model_path("reward/reward_byte.pt"));
@@ -489,9 +489,9 @@ TEST_CASE("plan: a judge's weights and its pass (working set and KV cache) are c
   in.world_size = 8;
   in.prompt_tokens = 1024;
   in.runtime_mb = 500;
-  in.judge = &judge;
+  in.scorers = {{config::RewardKind::kJudge, judge}};
   const auto with = plan::plan_memory(policy, cfg, in);
-  in.judge = nullptr;
+  in.scorers.clear();
   const auto without = plan::plan_memory(policy, cfg, in);
   CHECK(term(with.resident, "judge") == 2 * params);  // bf16 on CUDA
   CHECK(with.resident_bytes == Approx(without.resident_bytes + 2 * params));

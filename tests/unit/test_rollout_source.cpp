@@ -12,7 +12,7 @@
 #include "gspo/eval/eval_sets.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/factory.h"
 #include "gspo/rollout/sampling_config.h"
 #include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/sources/rollout_source.h"

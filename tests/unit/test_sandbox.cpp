@@ -12,8 +12,8 @@
 #include <fstream>
 
 #include "gspo/core/fs.h"
-#include "gspo/reward/code.h"
-#include "gspo/reward/sandbox.h"
+#include "gspo/reward/code/code.h"
+#include "gspo/reward/code/sandbox.h"
 #include "helpers.h"
 #include "two_ranks.h"
 

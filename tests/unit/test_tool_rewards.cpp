@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "gspo/config/load.h"
-#include "gspo/reward/external.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/external/external.h"
+#include "gspo/reward/factory.h"
 #include "helpers.h"
 
 using namespace gspo;

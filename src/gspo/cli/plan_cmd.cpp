@@ -11,6 +11,7 @@
 #include "gspo/core/error.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
+#include "gspo/reward/scorers/scorer_table.h"
 
 namespace gspo::cli {
 namespace {
@@ -129,17 +130,16 @@ int plan(const PlanArgs& a) {
   in.prompt_tokens = a.prompt_tokens;
   in.runtime_mb = a.runtime_mb < 0 ? plan::kRuntimeMb : a.runtime_mb;
   in.device_gb = a.device_gb;
-  std::optional<plan::ModelShape> reward;  // a model reward: its weights and a scoring pass count too
-  if (config::uses_reward(cfg, config::RewardKind::kModel)) {
-    reward = plan::read_reward_model_shape(cfg.reward.model_path);
-    in.reward_model = &*reward;
-  }
-  std::optional<plan::ModelShape> judge;  // a judge: a policy export's (or a config.json's) shape
-  if (config::uses_reward(cfg, config::RewardKind::kJudge)) {
-    const auto& j = cfg.reward.judge_path;  // (a config.json plans a judge before its export)
-    const bool hf = j.size() >= 5 && j.compare(j.size() - 5, 5, ".json") == 0;
-    judge = hf ? plan::read_hf_config(j) : plan::read_model_shape(j);
-    in.judge = &*judge;
+  for (const auto& row : reward::model_scorers()) {  // a model-backed reward: its weights and a scoring pass count too
+    if (!config::uses_reward(cfg, row.kind)) continue;
+    const std::string& path = cfg.reward.*row.path;
+    if (row.head == io::ModelLoad::Head::kReward) {
+      in.scorers.push_back({row.kind, plan::read_reward_model_shape(path)});
+      continue;
+    }
+    // A policy export's shape, or a config.json's (a judge planned before its export).
+    const bool hf = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+    in.scorers.push_back({row.kind, hf ? plan::read_hf_config(path) : plan::read_model_shape(path)});
   }
   const auto p = plan::plan_memory(shape, cfg, in);
   const int64_t K = cfg.distributed.rollout_ranks;

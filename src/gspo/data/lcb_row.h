@@ -1,7 +1,7 @@
 // LiveCodeBench code_generation_lite rows (question_title, question_content, platform, question_id, contest_date,
 // starter_code, difficulty, public_test_cases, private_test_cases, metadata) read as they are: the prompt is built
 // the way LiveCodeBench builds it for chat models (lcb_runner/prompts/code_generation.py); the tests are read by
-// the code verifier (reward/code.h, reward/lcb_grade.h).
+// the code verifier (reward/code/code.h, reward/code/lcb_grade.h).
 #pragma once
 #include <string>
 

@@ -18,7 +18,7 @@
 
 #include "gspo/env/tool_format.h"
 #include "gspo/env/tools.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/rollout/slot_hook.h"
 #include "gspo/tokenizer/chat_template.h"

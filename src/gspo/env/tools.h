@@ -15,8 +15,8 @@
 
 #include "gspo/config/options.h"
 #include "gspo/env/tool_call.h"
-#include "gspo/reward/line_process.h"
-#include "gspo/reward/sandbox.h"
+#include "gspo/reward/external/line_process.h"
+#include "gspo/reward/code/sandbox.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::env {

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "gspo/core/error.h"
-#include "gspo/reward/competition.h"
+#include "gspo/reward/code/competition.h"
 
 namespace gspo::eval {
 

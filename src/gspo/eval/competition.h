@@ -1,4 +1,4 @@
-// Competition sets (reward/competition.h rows; docs/evaluation.md "CodeForces"): which sets are, the checks before
+// Competition sets (reward/code/competition.h rows; docs/evaluation.md "CodeForces"): which sets are, the checks before
 // any sampling, and each sample's verdict and attempt index with its problem's first accepted attempt (samples are
 // attempts in sampling order). The summary's competition section (difficulty rating, solved at which attempt,
 // checker failures) is summary.h's CompetitionSummary; CodeElo's rating is standings.h's.

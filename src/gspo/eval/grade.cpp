@@ -2,7 +2,8 @@
 
 #include "gspo/config/options.h"
 #include "gspo/data/dataset.h"
-#include "gspo/reward/math.h"
+#include "gspo/reward/factory.h"
+#include "gspo/reward/math/math.h"
 
 namespace gspo::eval {
 
@@ -22,7 +23,8 @@ Grader::Grader(const config::Config& cfg, const reward::Verifier& shared)
 
 Grader::Grader(const config::Config& cfg, std::shared_ptr<const reward::Verifier> v)
     : verifier(std::move(v)) {
-  math = verifier->name() == "math" || verifier->name().rfind("math:", 0) == 0;
+  const auto parts = verifier->parts();  // a weighted sum votes as its first part
+  math = (parts.empty() ? *verifier : *parts.front().verifier).kind() == config::RewardKind::kMath;
   if (math) math_options = reward::math_options(eval_config(cfg));
   workers = cfg.reward.workers;
 }

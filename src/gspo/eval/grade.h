@@ -8,8 +8,8 @@
 
 #include "gspo/data/example.h"
 #include "gspo/eval/summary.h"
-#include "gspo/reward/math.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/math/math.h"
+#include "gspo/reward/base/verifier.h"
 
 namespace gspo::config { struct Config; }
 

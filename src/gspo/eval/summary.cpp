@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "gspo/reward/competition.h"
-#include "gspo/reward/math.h"
+#include "gspo/reward/code/competition.h"
+#include "gspo/reward/math/math.h"
 
 namespace gspo::eval {
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gspo/eval/rating.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
 
 namespace gspo::eval {
 

@@ -7,6 +7,7 @@
 #include "gspo/core/error.h"
 #include "gspo/eval/sharded.h"
 #include "gspo/parallel/comm.h"
+#include "gspo/reward/factory.h"
 
 namespace gspo::eval {
 

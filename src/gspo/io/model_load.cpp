@@ -9,6 +9,7 @@
 #include "gspo/core/log.h"
 #include "gspo/io/checkpoint_check.h"
 #include "gspo/model/policy.h"
+#include "gspo/model/reward_model.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::io {
@@ -83,7 +84,23 @@ LoadedModel::LoadedModel(LoadedModel&&) noexcept = default;
 LoadedModel& LoadedModel::operator=(LoadedModel&&) noexcept = default;
 LoadedModel::~LoadedModel() = default;
 
+namespace {
+
+// A reward model: its own manifest and score method checked as it loads (model::RewardModel::load), then its tokenizer.
+LoadedModel load_reward_model(const ModelLoad& what) {
+  if (!what.frozen || !what.merge.empty() || what.lora || what.saved_by_run)
+    throw std::invalid_argument("load_model: a reward model loads frozen, without adapters");
+  LoadedModel out;
+  out.reward = std::make_unique<model::RewardModel>(
+      model::RewardModel::load(what.file, what.device, what.dtype.value_or(c10::kFloat)));
+  if (what.tokenizer) out.tok = tokenizer::from_path_or_spec(what.tokenizer_path, out.reward->tokenizer_json(), what.file);
+  return out;
+}
+
+}  // namespace
+
 LoadedModel load_model(const ModelLoad& what) {
+  if (what.head == ModelLoad::Head::kReward) return load_reward_model(what);
   LoadedModel out;
   // A frozen load casts as it loads (one copy in the narrow dtype); with a merge it casts after: the adapters merge
   // into the weights as the file holds them.

@@ -1,9 +1,10 @@
 // One path from "which model, and how" to a loaded policy, its adapters and its tokenizer (#68 item 1). Training
 // (trainable, from model.path or a checkpoint, gated low-rank adapters started from model.adapter), rollout ranks and
 // sampling copies (frozen, in the sampling dtype), the KL reference, `gspo eval`, `gspo generate` and `gspo inspect`
-// (frozen, adapters merged) all load through load_model; the recipe is: the file onto the device, a run's saved
-// weights checked finite, the contract checked, adapters merged then the cast, or adapters made and started, then the
-// tokenizer. (Reward models and judges are loaded in reward/, below this layer: reward/model_reward.h, judge.h.)
+// (frozen, adapters merged), and the scorers that run models (reward/: a judge is a frozen policy, a reward
+// model the `ModelLoad::Head::kReward` head) all load through load_model; the recipe is: the file onto the device, a
+// run's saved weights checked finite, the contract checked, adapters merged then the cast, or adapters made and
+// started, then the tokenizer.
 #pragma once
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
@@ -17,13 +18,20 @@
 #include "gspo/io/adapter_file.h"
 #include "gspo/model/lora.h"
 
-namespace gspo::model { class Policy; }
+namespace gspo::model {
+class Policy;
+class RewardModel;
+}  // namespace gspo::model
 namespace gspo::tokenizer { class Tokenizer; }
 
 namespace gspo::io {
 
 struct ModelLoad {
+  // What the file is: a policy (model::Policy), or a reward model (model::RewardModel: a score head, frozen, in
+  // `dtype` (float32 when unset); its own manifest checked instead of the policy contract; no adapters).
+  enum class Head { kPolicy, kReward };
   std::string file;                                // the TorchScript export
+  Head head = Head::kPolicy;
   c10::Device device = c10::Device(c10::kCPU);    // where its weights go
   bool frozen = false;                            // no gradients ever (model::load_frozen): copies, references, eval
   std::optional<c10::ScalarType> dtype;           // a cast after the merge below (frozen loads)
@@ -47,6 +55,7 @@ struct LoadedModel {
   ~LoadedModel();
 
   std::unique_ptr<model::Policy> policy;        // held by pointer: the adapters below refer to it
+  std::unique_ptr<model::RewardModel> reward;   // Head::kReward: the reward model (then no policy)
   std::unique_ptr<model::LoraAdapters> lora;    // ModelLoad::lora: on the policy, not yet a gate of it
   std::array<double, 2> base_fingerprint{};     // with lora: the base's, as loaded (what checkpoints record)
   std::optional<AdapterMeta> merged;            // ModelLoad::merge: what adapter.json said

@@ -20,13 +20,19 @@ namespace gspo::plan {
 // 25%. On a GPU the allocator's peak (peak_gpu_mb) excludes it; the CUDA context (~0.5 GB) takes its place.
 inline constexpr double kRuntimeMb = 415.0;
 
+// A model-backed reward's shape (a reward model's: read_reward_model_shape; a judge's: a policy export's or a
+// config.json's), for the scorer of `kind` (reward/scorers/scorer_table.h has its row).
+struct ScorerShape {
+  config::RewardKind kind;
+  ModelShape shape;
+};
+
 struct PlanInputs {
   int64_t world_size = 1;       // ranks of the job (with distributed.rollout_ranks K: K of them only sample)
   int64_t prompt_tokens = 512;  // the longest prompt of a step, in tokens (the config cannot say; a flag does)
   double runtime_mb = 0;        // the process's own memory before any model: LibTorch, the binary (measured)
   double device_gb = 80;        // what one rank may use, for the fit verdict
-  const ModelShape* reward_model = nullptr;  // a model reward (reward.model_path): its shape, read_reward_model_shape
-  const ModelShape* judge = nullptr;         // a judge reward (reward.judge_path): its shape, read_model_shape
+  std::vector<ScorerShape> scorers;  // the model-backed rewards in use (reward::model_scorers' order), with their shapes
 };
 
 struct Term {
@@ -78,17 +84,11 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
 // cache, no training state; docs/async.md).
 MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg, const PlanInputs& in);
 
-// A model reward (reward_memory.cpp): its frozen weights ("reward model"), and one scoring pass of
-// reward.model_batch_tokens tokens ("reward model scoring pass"); bfloat16 on CUDA under model_dtype auto.
-Term reward_weights_term(const ModelShape& rm, const config::Config& cfg);
-Term reward_pass_term(const ModelShape& rm, const config::Config& cfg);
-// A judge reward (reward_memory.cpp): its frozen weights ("judge"), and one pass of reward.model_batch_tokens tokens
-// ("judge pass": a layer's working set and the KV cache of the pass, which a verdict's prefill and a judgement's
-// sampling both fill).
-Term judge_weights_term(const ModelShape& judge, const config::Config& cfg);
-Term judge_pass_term(const ModelShape& judge, const config::Config& cfg);
-// What a rank that scores holds for the model rewards in use (reward model, judge), and their passes as phases of
-// their own (named "reward scoring" and "judging", each on top of `resident`).
+// What a rank that scores holds for the model rewards in use (reward_memory.cpp, from each scorer's row): its frozen
+// weights (the row's name: "reward model", "judge"; bfloat16 on CUDA under model_dtype auto), and one pass of
+// reward.model_batch_tokens tokens as a phase of its own on top of `resident` (the row's phase and term: "reward
+// scoring" / "reward model scoring pass"; "judging" / "judge pass", whose KV cache a verdict's prefill and a
+// judgement's sampling both fill).
 std::vector<Term> scoring_resident_terms(const config::Config& cfg, const PlanInputs& in);
 std::vector<std::pair<std::string, Term>> scoring_pass_terms(const config::Config& cfg, const PlanInputs& in);
 

@@ -1,15 +1,17 @@
-// Model rewards' memory in gspo plan (declared in plan/memory.h): a reward model's or a judge's frozen weights on every
-// rank that scores, and one pass's working set.
+// Model rewards' memory in gspo plan (declared in plan/memory.h): each model-backed scorer's frozen weights on every
+// rank that scores, and one pass's working set, as its row (reward/scorers/scorer_table.h) describes it.
 #include <algorithm>
+#include <stdexcept>
 
 #include "gspo/core/device.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/plan_text.h"
+#include "gspo/reward/scorers/scorer_table.h"
 
 namespace gspo::plan {
 namespace {
 
-// A model reward (reward.model_path): bytes a parameter of its frozen weights (model_dtype auto: bfloat16 on CUDA).
+// A model-backed scorer: bytes a parameter of its frozen weights (reward.model_dtype; auto: bfloat16 on CUDA).
 double reward_bytes(const config::Config& cfg) {
   switch (cfg.reward.model_dtype) {
     case config::ScoreDtype::kFloat32: return 4;
@@ -19,12 +21,12 @@ double reward_bytes(const config::Config& cfg) {
   return core::device_type(cfg.model.device, /*cuda_available=*/true, "model.device") == c10::kCPU ? 4 : 2;
 }
 
-}  // namespace
-
 // Its weights, held beside the policy on every rank that scores (and validates).
-Term reward_weights_term(const ModelShape& rm, const config::Config& cfg) {
-  const double b = reward_bytes(cfg), n = static_cast<double>(reward_model_parameters(rm));
-  return {"reward model", n * b, num(n) + " params x " + num(b) + " B (reward.model_path, frozen, no gradient state)"};
+Term weights_term(const reward::ModelScorerRow& row, const ModelShape& m, const config::Config& cfg) {
+  const bool reward_head = row.head == io::ModelLoad::Head::kReward;  // (a score head: no LM head)
+  const double b = reward_bytes(cfg);
+  const double n = static_cast<double>(reward_head ? reward_model_parameters(m) : m.num_parameters());
+  return {row.what, n * b, num(n) + " params x " + num(b) + " B (" + row.path_key + ", frozen, no gradient state)"};
 }
 
 // A layer's working set per token of a pass: the residual stream and its normed copy, q/k/v and the attention output,
@@ -35,39 +37,36 @@ double pass_width(const ModelShape& m) {
          3.0 * std::max(m.intermediate_size, m.moe_intermediate_size);
 }
 
-// One scoring pass (reward.model_batch_tokens tokens): a layer's working set at once; freed layer by layer, and before
-// the step's log-prob pass.
-Term reward_pass_term(const ModelShape& rm, const config::Config& cfg) {
-  const double b = reward_bytes(cfg), t = static_cast<double>(cfg.reward.model_batch_tokens), width = pass_width(rm);
-  return {"reward model scoring pass", t * width * b, num(t) + " tokens (reward.model_batch_tokens) x " + num(width) +
-          " (2H + q/k/v + attention out + 3 x intermediate) x " + num(b) + " B"};
-}
-
-Term judge_weights_term(const ModelShape& judge, const config::Config& cfg) {
-  const double b = reward_bytes(cfg), n = static_cast<double>(judge.num_parameters());
-  return {"judge", n * b, num(n) + " params x " + num(b) + " B (reward.judge_path, frozen, no gradient state)"};
-}
-
-// A verdict's prefill and a judgement's sampling hold the pass's KV cache (every layer's keys and values of its tokens,
-// the judgement's own included: the passes are cut to the budget with them) besides a layer's working set.
-Term judge_pass_term(const ModelShape& judge, const config::Config& cfg) {
-  const double b = reward_bytes(cfg), t = static_cast<double>(cfg.reward.model_batch_tokens), width = pass_width(judge);
-  const double kv = 2.0 * static_cast<double>(judge.num_layers * judge.num_kv_heads * judge.head_dim);
-  return {"judge pass", t * (width + kv) * b, num(t) + " tokens (reward.model_batch_tokens) x (" + num(width) +
+// One scoring pass (reward.model_batch_tokens tokens): a layer's working set at once, freed layer by layer, and before
+// the step's log-prob pass; a pass that prefills or samples (a judge's) also holds its KV cache (every layer's keys and
+// values of its tokens, a judgement's own included: the passes are cut to the budget with them).
+Term pass_term(const reward::ModelScorerRow& row, const ModelShape& m, const config::Config& cfg) {
+  const double b = reward_bytes(cfg), t = static_cast<double>(cfg.reward.model_batch_tokens), width = pass_width(m);
+  if (!row.pass_holds_kv_cache)
+    return {row.pass_term, t * width * b, num(t) + " tokens (reward.model_batch_tokens) x " + num(width) +
+            " (2H + q/k/v + attention out + 3 x intermediate) x " + num(b) + " B"};
+  const double kv = 2.0 * static_cast<double>(m.num_layers * m.num_kv_heads * m.head_dim);
+  return {row.pass_term, t * (width + kv) * b, num(t) + " tokens (reward.model_batch_tokens) x (" + num(width) +
           " working set + " + num(kv) + " KV cache: 2 x layers x KV heads x head dim) x " + num(b) + " B"};
 }
 
+const reward::ModelScorerRow& row_of(const ScorerShape& s) {
+  const auto* row = reward::model_scorer(s.kind);
+  if (!row) throw std::invalid_argument("PlanInputs::scorers: a reward kind that runs no model");
+  return *row;
+}
+
+}  // namespace
+
 std::vector<Term> scoring_resident_terms(const config::Config& cfg, const PlanInputs& in) {
   std::vector<Term> t;
-  if (in.reward_model) t.push_back(reward_weights_term(*in.reward_model, cfg));
-  if (in.judge) t.push_back(judge_weights_term(*in.judge, cfg));
+  for (const auto& s : in.scorers) t.push_back(weights_term(row_of(s), s.shape, cfg));
   return t;
 }
 
 std::vector<std::pair<std::string, Term>> scoring_pass_terms(const config::Config& cfg, const PlanInputs& in) {
   std::vector<std::pair<std::string, Term>> t;
-  if (in.reward_model) t.emplace_back("reward scoring", reward_pass_term(*in.reward_model, cfg));
-  if (in.judge) t.emplace_back("judging", judge_pass_term(*in.judge, cfg));
+  for (const auto& s : in.scorers) t.emplace_back(row_of(s).pass_phase, pass_term(row_of(s), s.shape, cfg));
   return t;
 }
 

@@ -1,21 +1,18 @@
 // make_verifier(): the verifier (or weighted combination) config.reward describes.
+#include "gspo/reward/factory.h"
+
 #include <algorithm>
-#include <atomic>
-#include <mutex>
 #include <regex>
-#include <thread>
 
 #include "gspo/config/options.h"
 #include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
-#include "gspo/reward/code.h"
-#include "gspo/reward/external.h"
-#include "gspo/reward/judge.h"
-#include "gspo/reward/math.h"
-#include "gspo/reward/model_reward.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/code/code.h"
+#include "gspo/reward/external/external.h"
+#include "gspo/reward/math/math.h"
+#include "gspo/reward/scorers/scorer_table.h"
 
 namespace gspo::reward {
 namespace {
@@ -32,12 +29,13 @@ class RegexVerifier : public Verifier {
     return {ok ? 1.0 : 0.0, ok, "", {}, ""};
   }
   std::string name() const override { return "regex"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kRegex; }
 
  private:
   std::string pattern_;
 };
 
-class Weighted : public Verifier {
+class Weighted : public Verifier, public BatchScoring {
  public:
   void add(std::unique_ptr<Verifier> v, double w) { parts_.emplace_back(std::move(v), w); }
   Score score(const std::string& response, const data::Example& ex) const override {
@@ -46,20 +44,22 @@ class Weighted : public Verifier {
   Score score_episode(const std::string& response, const data::Example& ex, const ToolUse& use) const override {
     return combine([&](size_t i) { return parts_[i].first->score_episode(response, ex, use); });
   }
-  std::vector<double> component_weights() const override {
-    std::vector<double> w;
-    for (const auto& part : parts_) w.push_back(part.second);
-    return w;
-  }
   std::string name() const override {
     std::string n;
     for (const auto& [v, w] : parts_) n += (n.empty() ? "" : "+") + v->name() + ":" + std::to_string(w).substr(0, 5);
     return n;
   }
+  std::optional<config::RewardKind> kind() const override { return std::nullopt; }
+  std::vector<WeightedPart> parts() const override {
+    std::vector<WeightedPart> out;
+    for (const auto& [v, w] : parts_) out.push_back({v.get(), w});
+    return out;
+  }
   // A part that batches (a model reward) makes the sum batch: each part over the whole batch (batched, or row by row
   // on threads), then combined row by row.
-  bool batches() const override {
-    return std::any_of(parts_.begin(), parts_.end(), [](const auto& p) { return p.first->batches(); });
+  const BatchScoring* scoring() const override {
+    const bool any = std::any_of(parts_.begin(), parts_.end(), [](const auto& p) { return p.first->batches(); });
+    return any ? this : nullptr;
   }
   std::vector<Score> score_batch(const std::vector<std::string>& responses,
                                  const std::vector<const data::Example*>& examples, const std::vector<ToolUse>* uses,
@@ -70,7 +70,7 @@ class Weighted : public Verifier {
     for (size_t r = 0; r < responses.size(); ++r) out.push_back(combine([&](size_t i) { return per_part[i][r]; }));
     return out;
   }
-  ScoringTotals scoring_totals() const override {
+  ScoringTotals totals() const override {
     ScoringTotals t;
     for (const auto& part : parts_) {
       const auto p = part.first->scoring_totals();
@@ -82,7 +82,9 @@ class Weighted : public Verifier {
 
  private:
   // `one(i)`: part i's score of the row. Accuracy and the failure reason follow the first part that grades
-  // correctness; with none that grades, the reason is the first part's that has one (a model part's failure).
+  // correctness; with none that grades, the reason is the first part's that has one (a model part's failure). A part
+  // that runs a model (it scores through the batch seam) does not grade: a learned reward model's score or a judge's
+  // verdict does not say whether the answer is right.
   template <class Fn>
   Score combine(Fn&& one) const {
     Score total;
@@ -92,7 +94,7 @@ class Weighted : public Verifier {
       auto s = one(i);
       total.reward += parts_[i].second * s.reward;
       total.components.push_back(s.reward);
-      if (!graded && parts_[i].first->grades_correctness()) {
+      if (!graded && !parts_[i].first->batches()) {
         total.correct = s.correct, total.failure = s.failure, graded = true;
       }
       if (any_failure.empty()) any_failure = s.failure;
@@ -116,6 +118,7 @@ class PerRow : public Verifier {
     return (data::row_has_code_tests(ex) ? code_ : math_)->score_episode(response, ex, use);
   }
   std::string name() const override { return "auto(math|code)"; }
+  std::optional<config::RewardKind> kind() const override { return config::RewardKind::kAuto; }
 
  private:
   std::unique_ptr<Verifier> math_, code_;
@@ -136,6 +139,7 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
   }
   if (kind == RewardKind::kAuto)
     kind = arithmetic ? RewardKind::kLeadingInteger : rows.with_tests > 0 ? RewardKind::kCode : RewardKind::kMath;
+  if (const ModelScorerRow* scorer = model_scorer(kind)) return scorer->make(cfg, device, examples);
   switch (kind) {
     case RewardKind::kExact: return std::make_unique<ExactMatch>();
     case RewardKind::kLeadingInteger: return std::make_unique<LeadingInteger>();
@@ -164,9 +168,7 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
       o.lcb_timeout_s = r.lcb_timeout_s;
       return std::make_unique<CodeVerifier>(o);
     }
-    case RewardKind::kModel: return std::make_unique<ModelReward>(cfg, device, examples);
-    case RewardKind::kJudge: return std::make_unique<Judge>(cfg, device, examples);
-    case RewardKind::kAuto: break;
+    default: break;  // (auto: resolved above; the model scorers: built from their rows)
   }
   throw ConfigError(std::string("reward: no verifier for '") + config::name_of(kind) + "'");
 }
@@ -188,10 +190,20 @@ void warn_missing_references(const config::Config& cfg, const std::vector<data::
               "samples are graded wrong", missing, math_rows, config::name_of(cfg.reward.math_gold), first);
 }
 
+// Whether `v` grades some rows as math: the math verifier, auto's choice row by row (math where a row has no tests),
+// or a weighted sum holding either.
+bool grades_math(const Verifier& v) {
+  const auto k = v.kind();
+  if (k == config::RewardKind::kMath || k == config::RewardKind::kAuto) return true;
+  const auto parts = v.parts();
+  return std::any_of(parts.begin(), parts.end(), [](const WeightedPart& p) { return grades_math(*p.verifier); });
+}
+
 }  // namespace
 
 bool scores_with_models(const config::Config& cfg) {
-  return config::uses_reward(cfg, config::RewardKind::kModel) || config::uses_reward(cfg, config::RewardKind::kJudge);
+  const auto& rows = model_scorers();
+  return std::any_of(rows.begin(), rows.end(), [&](const auto& row) { return config::uses_reward(cfg, row.kind); });
 }
 
 std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::vector<data::Example>& examples,
@@ -210,45 +222,8 @@ std::unique_ptr<Verifier> make_verifier(const config::Config& cfg, const std::ve
     }
     v = std::move(w);
   }
-  if (v->name().find("math") != std::string::npos) warn_missing_references(cfg, examples);
+  if (grades_math(*v)) warn_missing_references(cfg, examples);
   return v;
-}
-
-std::vector<Score> score_all(const Verifier& v, const std::vector<std::string>& responses,
-                             const std::vector<const data::Example*>& examples, int64_t workers,
-                             const std::vector<ToolUse>* uses) {
-  if (v.batches()) return v.score_batch(responses, examples, uses, workers);
-  std::vector<Score> out(responses.size());
-  if (workers <= 0) workers = std::max(1u, std::thread::hardware_concurrency());
-  workers = std::min<int64_t>(workers, static_cast<int64_t>(responses.size()));
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex mu;
-  auto work = [&] {
-    for (size_t i; (i = next++) < responses.size();) {
-      try {
-        out[i] = uses ? v.score_episode(responses[i], *examples[i], uses->at(i)) : v.score(responses[i], *examples[i]);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-        next = responses.size();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-  return out;
-}
-
-MathOptions math_options(const config::Config& cfg) {
-  const auto& r = cfg.reward;
-  const GoldMode gold = r.math_gold == config::MathGold::kExtract  ? GoldMode::kExtract
-                        : r.math_gold == config::MathGold::kAnswer ? GoldMode::kAnswer
-                                                                   : GoldMode::kAuto;
-  return {r.math_answer_is, r.math_last_number, r.math_rel_tol, gold};
 }
 
 }  // namespace gspo::reward

@@ -7,7 +7,7 @@
 #include "gspo/env/episode.h"
 #include "gspo/eval/eval_sets.h"
 #include "gspo/model/policy.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
 

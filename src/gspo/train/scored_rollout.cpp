@@ -8,7 +8,7 @@
 #include "gspo/core/clock.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/model/policy.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
 #include "gspo/rollout/batch_merge.h"
 #include "gspo/rollout/noise.h"
 #include "gspo/rollout/sampler.h"

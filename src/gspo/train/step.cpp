@@ -9,7 +9,7 @@
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
 #include "gspo/rollout/noise.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"

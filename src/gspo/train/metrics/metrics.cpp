@@ -3,7 +3,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/config/validate.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/factory.h"
 
 #include <nlohmann/json.hpp>
 

@@ -9,7 +9,7 @@
 #include "gspo/model/sampling_phase.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
-#include "gspo/reward/verifier.h"
+#include "gspo/reward/base/verifier.h"
 #include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/sources/sampling_copy.h"
 
