@@ -7,7 +7,7 @@ column's values are read by gspo as the shortest decimal of the float: 0.1, wher
 
     python3 tests/golden/parquet_cases.py OUT_DIR   -> OUT_DIR/{gsm8k,dapo,trl,types}.{parquet,jsonl},
         OUT_DIR/shards/ (2 shards, README.md, and shards.jsonl beside it), bad inputs: truncated.parquet,
-        corrupt.parquet, not_parquet.parquet, unsupported.parquet, null_prompt.parquet, empty_dir/ (no .parquet file)
+        corrupt.parquet, not_parquet.parquet, unsupported.parquet, null_prompt.parquet, bad_utf8.parquet, empty_dir/ (no .parquet file)
 """
 import json
 import os
@@ -128,6 +128,11 @@ def write_bad_inputs(out):
                              "answer": ["2", "3"]}), f"{out}/null_prompt.parquet")
     pq.write_table(pa.table({"prompt": ["What is 1+1?", None], "answer": ["2", "3"]}), f"{out}/null_prompt_string.parquet")
     pq.write_table(pa.table({"question": ["What is 1+1?"], "answer": ["2"]}), f"{out}/no_prompt_column.parquet")
+    # An answer column whose second string is not UTF-8 (Arrow's writer does not check; from_buffers skips validation).
+    values = b"2" + b"ok \xff\xfe"
+    offsets = b"".join(n.to_bytes(4, "little") for n in (0, 1, len(values)))
+    answers = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+    pq.write_table(pa.table({"prompt": ["What is 1+1?", "fine"], "answer": answers}), f"{out}/bad_utf8.parquet")
     os.makedirs(f"{out}/empty_dir/data")
     with open(f"{out}/empty_dir/README.md", "w") as f:
         f.write("a dataset card and no shards\n")

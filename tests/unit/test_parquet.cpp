@@ -33,6 +33,7 @@ void check_twin(const std::string& parquet, const std::string& jsonl, const std:
   for (size_t i = 0; i < got.size(); ++i) {
     INFO(got[i].where << "\n  parquet: " << got[i].row.dump() << "\n  jsonl:   " << want[i].dump());
     CHECK(got[i].where == names[i]);
+    CHECK(got[i].text == got[i].row.dump());
     REQUIRE(got[i].row.is_object());
     CHECK(got[i].row.size() == want[i].size());
     for (const auto& [key, value] : want[i].items()) {
@@ -112,6 +113,9 @@ TEST_CASE("parquet: bad inputs are data errors naming the file, column and type"
   CHECK_THROWS_WITH(data::read_parquet_rows(dir + "/empty_dir"),
                     Contains("dataset directory '" + dir + "/empty_dir' holds no .parquet file"));
   CHECK_THROWS_AS(data::read_parquet_rows(dir + "/missing.parquet"), IoError);
+  CHECK_THROWS_AS(data::read_parquet_rows(dir + "/bad_utf8.parquet"), DataError);
+  CHECK_THROWS_WITH(data::read_parquet_rows(dir + "/bad_utf8.parquet"),
+                    Contains(dir + "/bad_utf8.parquet:row 2: a string is not valid UTF-8"));
   // A null is read as null (what the dataset's field rules then refuse, naming the row and column).
   const auto rows = data::read_parquet_rows(dir + "/null_prompt.parquet");
   REQUIRE(rows.size() == 2);

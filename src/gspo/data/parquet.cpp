@@ -164,6 +164,11 @@ void read_file(const std::string& file, const std::function<void(const ParquetRo
       out.where = file + ":row " + std::to_string(++n);
       out.row = nlohmann::json::object();
       for (int c = 0; c < batch->num_columns(); ++c) out.row[batch->column_name(c)] = value(*batch->column(c), r);
+      try {
+        out.text = out.row.dump();
+      } catch (const nlohmann::json::type_error& e) {  // Arrow's reader does not validate strings' UTF-8
+        throw DataError(out.where + ": a string is not valid UTF-8 (" + e.what() + ")");
+      }
       on_row(out);
     }
   }

@@ -16,17 +16,20 @@ namespace gspo::data {
 // True for a path ending in ".parquet" or a directory: datasets given as a directory are read as parquet shards.
 bool is_parquet_path(const std::string& path);
 
-// One row: its name for messages ("FILE:row N", N counted from 1 within FILE) and its columns as a JSON object
-// (structs -> objects, lists -> arrays, strings, integers, floats, booleans; a null value -> null).
+// One row: its name for messages ("FILE:row N", N counted from 1 within FILE), its columns as a JSON object
+// (structs -> objects, lists -> arrays, strings, integers, floats, booleans; a null value -> null) and that object's
+// JSON text (what Example::row keeps for external verifiers and code tests).
 struct ParquetRow {
   std::string where;
   nlohmann::json row;
+  std::string text;
 };
 
 // Calls `on_row` for every row of `path` in file order: a .parquet file, or every *.parquet file under a directory
 // (recursively) in sorted path order. Arrow holds one batch of 8192 rows at a time, beside the pages of the row
 // group being decoded (24 MB at most for 100k GSM8K rows in one row group: docs/performance.md). Throws IoError (unreadable file or directory), DataError: a directory holding no .parquet file, a truncated
-// or corrupt file (naming it), a column of a type it does not read (naming file, column and type).
+// or corrupt file (naming it), a column of a type it does not read (naming file, column and type), a string that is
+// not UTF-8 (naming the row).
 void for_each_parquet_row(const std::string& path, const std::function<void(const ParquetRow&)>& on_row);
 
 // Every row of for_each_parquet_row, collected.
