@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "gspo/core/error.h"
+#include "gspo/data/dataset.h"
 #include "gspo/data/parquet.h"
 #include "helpers.h"
 
@@ -121,4 +122,21 @@ TEST_CASE("parquet: bad inputs are data errors naming the file, column and type"
   REQUIRE(rows.size() == 2);
   CHECK(rows[1].where == dir + "/null_prompt.parquet:row 2");
   CHECK(rows[1].row["prompt"].is_null());
+}
+
+TEST_CASE("parquet: load_jsonl's errors name the parquet row and column", "[data][parquet]") {
+  using Catch::Matchers::Contains;
+  const std::string dir = cases();
+  CHECK_THROWS_AS(data::load_jsonl(dir + "/null_prompt.parquet", "auto", "answer"), DataError);
+  CHECK_THROWS_WITH(data::load_jsonl(dir + "/null_prompt_string.parquet", "prompt", "answer"),
+                    Contains(dir + "/null_prompt_string.parquet:row 2: field 'prompt'"));
+  CHECK_THROWS_AS(data::load_jsonl(dir + "/no_prompt_column.parquet", "prompt", "answer"), DataError);
+  CHECK_THROWS_WITH(data::load_jsonl(dir + "/no_prompt_column.parquet", "prompt", "answer"),
+                    Contains(dir + "/no_prompt_column.parquet:row 1: no field 'prompt'"));
+  CHECK(data::load_jsonl(dir + "/no_prompt_column.parquet", "auto", "answer").at(0).prompt == "What is 1+1?");
+  CHECK_THROWS_AS(data::load_jsonl(dir + "/truncated.parquet", "auto", "answer"), DataError);
+  CHECK_THROWS_AS(data::load_jsonl(dir + "/unsupported.parquet", "auto", "answer"), DataError);
+  CHECK_THROWS_AS(data::load_jsonl(dir + "/empty_dir", "auto", "answer"), DataError);
+  CHECK_THROWS_WITH(data::load_jsonl(dir + "/empty_dir", "auto", "answer"),
+                    Contains("dataset directory '" + dir + "/empty_dir' holds no .parquet file"));
 }

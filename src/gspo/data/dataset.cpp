@@ -14,6 +14,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/json_line.h"
 #include "gspo/data/lcb_row.h"
+#include "gspo/data/parquet.h"
 #include "gspo/data/rng.h"
 #include "gspo/tokenizer/chat_template.h"
 #include "gspo/tokenizer/jinja.h"
@@ -123,8 +124,57 @@ std::string string_field(const nlohmann::json& row, const char* key) {
 }
 }  // namespace
 
+namespace {
+
+struct RowKeys {
+  const std::string& prompt;
+  const std::string& answer;
+  bool need_prompt;
+};
+
+// One row (a JSON object; `raw` its text, kept for external verifiers and code tests) named `where` in messages.
+Example read_row(const nlohmann::json& row, const std::string& raw, const std::string& where, const RowKeys& keys) {
+  Example ex;
+  ex.id = where;
+  ex.row = raw;
+  ex.difficulty = string_field(row, "difficulty");
+  // (a number, as competition rows' ratings are, as its text: 1600)
+  if (row.contains("difficulty") && row["difficulty"].is_number()) ex.difficulty = row["difficulty"].dump();
+  ex.date = string_field(row, "contest_date").substr(0, 10);
+  std::string key = keys.prompt;
+  if (key == "auto" && is_lcb_row(row)) {  // LiveCodeBench: the prompt is built from the problem and starter code
+    ex.prompt = lcb_prompt(row);
+    return ex;
+  }
+  if (key == "auto") {
+    key.clear();
+    for (const char* k : {"prompt", "problem", "question", "description"})
+      if (key.empty() && row.contains(k)) key = k;
+    if (key.empty() && keys.need_prompt) {
+      std::string have;
+      for (const auto& [k, v] : row.items()) have += (have.empty() ? "" : ", ") + k;
+      throw DataError(where + ": no prompt field (tried prompt, problem, question, description; fields: " + have +
+                      "); set data.prompt_key");
+    }
+  }
+  if (keys.need_prompt || (!key.empty() && row.contains(key))) {
+    ex.prompt = field_text(row, key, where, true);
+    if (ex.prompt.empty() && keys.need_prompt) throw DataError(where + ": field '" + key + "' is empty");
+  }
+  ex.answer = answer_text(row, keys.answer, where, !has_code_tests(row));
+  return ex;
+}
+
+}  // namespace
+
 std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
                                 bool need_prompt) {
+  const RowKeys keys{prompt_key, answer_key, need_prompt};
+  if (is_parquet_path(path)) {  // a .parquet file or a directory of shards (data/parquet.h)
+    std::vector<Example> out;
+    for_each_parquet_row(path, [&](const ParquetRow& r) { out.push_back(read_row(r.row, r.text, r.where, keys)); });
+    return out;
+  }
   std::ifstream in(path);
   if (!in) throw IoError("cannot read dataset '" + path + "': " + std::strerror(errno));
   std::vector<Example> out;
@@ -134,38 +184,7 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
-    const nlohmann::json row = core::parse_json_object(line, where);
-    Example ex;
-    ex.id = where;
-    ex.difficulty = string_field(row, "difficulty");
-    // (a number, as competition rows' ratings are, as its text: 1600)
-    if (row.contains("difficulty") && row["difficulty"].is_number()) ex.difficulty = row["difficulty"].dump();
-    ex.date = string_field(row, "contest_date").substr(0, 10);
-    std::string key = prompt_key;
-    if (key == "auto" && is_lcb_row(row)) {  // LiveCodeBench: the prompt is built from the problem and starter code
-      ex.prompt = lcb_prompt(row);
-      ex.row = line;
-      out.push_back(std::move(ex));
-      continue;
-    }
-    if (key == "auto") {
-      key.clear();
-      for (const char* k : {"prompt", "problem", "question", "description"})
-        if (key.empty() && row.contains(k)) key = k;
-      if (key.empty() && need_prompt) {
-        std::string have;
-        for (const auto& [k, v] : row.items()) have += (have.empty() ? "" : ", ") + k;
-        throw DataError(where + ": no prompt field (tried prompt, problem, question, description; fields: " + have +
-                        "); set data.prompt_key");
-      }
-    }
-    if (need_prompt || (!key.empty() && row.contains(key))) {
-      ex.prompt = field_text(row, key, where, true);
-      if (ex.prompt.empty() && need_prompt) throw DataError(where + ": field '" + key + "' is empty");
-    }
-    ex.answer = answer_text(row, answer_key, where, !has_code_tests(row));
-    ex.row = line;
-    out.push_back(std::move(ex));
+    out.push_back(read_row(core::parse_json_object(line, where), line, where, keys));
   }
   return out;
 }
