@@ -27,7 +27,7 @@ struct ParquetRow {
 
 // Calls `on_row` for every row of `path` in file order: a .parquet file, or every *.parquet file under a directory
 // (recursively) in sorted path order. Arrow holds one batch of 8192 rows at a time, beside the pages of the row
-// group being decoded (24 MB at most for 100k GSM8K rows in one row group: docs/performance.md). Throws IoError (unreadable file or directory), DataError: a directory holding no .parquet file, a truncated
+// group being decoded, from malloc (23 MiB at the peak for 100k GSM8K rows in one row group: docs/performance.md). Throws IoError (unreadable file or directory), DataError: a directory holding no .parquet file, a truncated
 // or corrupt file (naming it), a column of a type it does not read (naming file, column and type), a string that is
 // not UTF-8 (naming the row).
 void for_each_parquet_row(const std::string& path, const std::function<void(const ParquetRow&)>& on_row);
@@ -38,7 +38,7 @@ std::vector<ParquetRow> read_parquet_rows(const std::string& path);
 // The .parquet files for_each_parquet_row reads for `path`, in its order (`path` itself when it is not a directory).
 std::vector<std::string> parquet_files(const std::string& path);
 
-// Bytes Arrow's default memory pool has held at most in this process (column buffers of the batches read).
+// Bytes Arrow's memory pool (malloc's) has held at most in this process: pages and batches read.
 int64_t parquet_peak_pool_bytes();
 
 }  // namespace gspo::data
