@@ -26,9 +26,10 @@ struct ParquetRow {
 };
 
 // Calls `on_row` for every row of `path` in file order: a .parquet file, or every *.parquet file under a directory
-// (recursively) in sorted path order. Arrow holds one batch of 8192 rows at a time, beside the pages of the row
-// group being decoded, from malloc (23 MiB at the peak for 100k GSM8K rows in one row group: docs/performance.md). Throws IoError (unreadable file or directory), DataError: a directory holding no .parquet file, a truncated
-// or corrupt file (naming it), a column of a type it does not read (naming file, column and type), a string that is
+// (recursively) in sorted path order. Arrow holds one batch of 8192 rows at a time, beside the pages of the row group
+// being decoded, from malloc (23 MiB at the peak for 100k GSM8K rows in one row group: docs/performance.md).
+// Throws IoError (unreadable file or directory), DataError: a directory holding no .parquet file, a truncated or
+// corrupt file (naming it), a column of a type it does not read (naming file, column and type), a string that is
 // not UTF-8 (naming the row).
 void for_each_parquet_row(const std::string& path, const std::function<void(const ParquetRow&)>& on_row);
 
