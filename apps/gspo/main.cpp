@@ -148,6 +148,17 @@ void add_tokenize(CLI::App& app, gspo::cli::TokenizeArgs& a) {
   c->add_flag("--tokens", a.tokens, "also print each token's text");
 }
 
+void add_prompts(CLI::App& app, gspo::cli::PromptsArgs& a) {
+  auto* c = app.add_subcommand("prompts", "print the config's dataset rows as the policy reads them: rendered by the "
+                               "chat template and tokenized by the model's tokenizer, with each prompt's length");
+  c->add_option("--config,-c", a.config, "YAML config file; omitted = defaults");
+  c->add_option("--set", a.overrides, "override section.key=value (repeatable)");
+  c->add_option("--rows,-n", a.rows, "how many rows")->capture_default_str();
+  c->add_option("--from", a.from, "the first row (0-based, in file order)")->capture_default_str();
+  c->add_flag("--json", a.json, "one JSON object a row: id, prompt, ids, prompt_tokens, budget, fits");
+  c->add_flag("--tokens", a.tokens, "also print each token's text");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -166,6 +177,7 @@ int main(int argc, char** argv) {
   gspo::cli::ScoreArgs sc;
   gspo::cli::TokenizeArgs tk;
   gspo::cli::PlanArgs pl;
+  gspo::cli::PromptsArgs pr;
   add_generate(app, gen);
   add_inspect(app, insp);
   add_config(app, cfg);
@@ -174,6 +186,7 @@ int main(int argc, char** argv) {
   add_score(app, sc);
   add_tokenize(app, tk);
   add_plan(app, pl);
+  add_prompts(app, pr);
   // A mistyped subcommand ("gspo trian") is named, with the nearest one, instead of "a subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;
@@ -201,6 +214,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("score")) return gspo::cli::score(sc);
     if (app.got_subcommand("tokenize")) return gspo::cli::tokenize(tk);
     if (app.got_subcommand("plan")) return gspo::cli::plan(pl);
+    if (app.got_subcommand("prompts")) return gspo::cli::prompts(pr);
   } catch (const gspo::Error& e) {
     std::cerr << "gspo: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_code();

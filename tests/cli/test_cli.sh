@@ -337,6 +337,31 @@ expect eval-no-dataset 2 "no dataset: give --dataset, or set eval.datasets or da
 expect eval-negative-max-problems 2 "--max-problems: must be >= 0 (got -1)" -- "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/math_sample.jsonl" --max-problems -1 -o "$TMP/ev3"
 expect generate-seed-overflow 2 "is not an integer in [0, 2^63)" -- "$GSPO" generate -m "$MODELS/tiny.pt" -p x --seed 99999999999999999999999
 
+# prompts: a dataset row as the policy reads it (#66 item 4): a TRL conversational row through chatml and the tiny
+# model's byte tokenizer; the text is ChatML written out by hand, the ids the text's bytes (what `gspo tokenize` gives)
+# after the BOS.
+printf '%s\n' '{"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}], "solution": "4"}' > "$TMP/conv.jsonl"
+PR=(prompts --set "model.path=$MODELS/tiny.pt" --set data.task=jsonl --set "data.path=$TMP/conv.jsonl"
+    --set data.answer_key=solution --set data.chat_template=chatml)
+out=$("$GSPO" "${PR[@]}" --json 2>&1)
+want=$(printf '{"text": "<|im_start|>system\\nBe brief.<|im_end|>\\n<|im_start|>user\\n2+2?<|im_end|>\\n<|im_start|>assistant\\n"}\n' \
+       | "$GSPO" tokenize -t "$MODELS/tiny.pt")
+if "$PYTHON" - "$out" "$want" <<'PY'
+import json, sys
+got, want = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert got["id"].endswith("conv.jsonl:1"), got
+assert got["prompt"] == want["text"], (got["prompt"], want["text"])
+# encode_prompt adds what the tokenizer's post-processor puts first (the tiny model's BOS); tokenize's encode does not
+bos = len(got["ids"]) - len(want["ids"])
+assert bos in (0, 1) and got["ids"][bos:] == want["ids"] and got["prompt_tokens"] == len(got["ids"]), got
+assert got["fits"] is True and got["budget"] > 0, got
+PY
+then pass=$((pass+1)); else echo "FAIL prompts-json: $out"; fail=$((fail+1)); fi
+expect prompts-text 0 "<|im_start|>user" -- "$GSPO" "${PR[@]}"
+expect prompts-from 2 "--from 5: the dataset has 1 rows" -- "$GSPO" "${PR[@]}" --from 5
+expect prompts-none 2 "data.chat_template none cannot render a prompt given as chat messages" -- "$GSPO" "${PR[@]}" \
+  --set data.chat_template=none
+
 # tokenize (end to end through the real tokenizer files when ../shared is there; the byte tokenizer of a model always)
 out=$(printf '{"text": "Hi"}\n' | "$GSPO" tokenize -t "$MODELS/tiny.pt")
 if [ "$out" = '{"text":"Hi","ids":[72,105]}' ]; then pass=$((pass+1)); else echo "FAIL tokenize-byte: $out"; fail=$((fail+1)); fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rollouts written during training (logging.rollouts_every; train/rollout_log.h, #67 item 1): the due steps' files,
+# Rollouts written during training (logging.rollouts_every; train/report/rollout_log.h, #67 item 1): the due steps' files,
 # every row's fields, the files' mean reward and advantage against metrics.jsonl; 2 ranks write the rows 1 process
 # writes (each once, in global order); a row cap keeps whole groups; a resume rewrites the steps after its checkpoint as
 # the uninterrupted run wrote them; the size cap keeps the first and newest files.

@@ -64,7 +64,8 @@ TEST_CASE("competition summary: the difficulty rating of the issue's vector, att
   std::vector<eval::ProblemResult> ps = {problem("800", 8), problem("1200", 6, 2), problem("1600", 2, 5),
                                          problem("2000", 0)};
   ps[3].failures[7] = "checker failure";
-  const auto s = eval::summarize("cf", ps, false, true);
+  const auto summary = eval::summarize("cf", ps, false, true);
+  const nlohmann::ordered_json s = summary;
   REQUIRE(s.contains("difficulty_rating"));
   CHECK(s["difficulty_rating"]["rating"].get<double>() == Approx(1400).margin(1e-6));
   CHECK(s["difficulty_rating"]["kind"] == "estimate");
@@ -75,17 +76,17 @@ TEST_CASE("competition summary: the difficulty rating of the issue's vector, att
   CHECK(s["pass@1"].get<double>() == Approx((8 + 6 + 2 + 0) / 32.0));
   CHECK(s["pass@8"].get<double>() == Approx(0.75));
   CHECK(s["by_difficulty"].begin().key() == "800");  // numeric levels by value
-  const auto table = eval::format_table({s});
+  const auto table = eval::format_table({summary});
   CHECK_THAT(table, Catch::Contains("difficulty rating 1400 +- "));
   CHECK_THAT(table, Catch::Contains("solved at attempt: #1 1, #3 1, #6 1"));
   CHECK_THAT(table, Catch::Contains("checker failures (not verdicts): 1 samples"));
   // All solved: a flagged bound; not a competition set: no rating at all.
-  const auto all = eval::summarize("cf", std::vector<eval::ProblemResult>{problem("800", 8), problem("1500", 8)},
-                                   false, true);
+  const nlohmann::ordered_json all =
+      eval::summarize("cf", std::vector<eval::ProblemResult>{problem("800", 8), problem("1500", 8)}, false, true);
   CHECK(all["difficulty_rating"]["kind"] == "all solved (lower bound)");
   CHECK(all["difficulty_rating"]["rating"] == 1500.0);
   CHECK(all["difficulty_rating"]["stderr"].is_null());
-  CHECK_FALSE(eval::summarize("x", ps, false, false).contains("difficulty_rating"));
+  CHECK_FALSE(nlohmann::ordered_json(eval::summarize("x", ps, false, false)).contains("difficulty_rating"));
 }
 
 TEST_CASE("competition samples: attempt, verdict and first accepted attempt", "[competition][eval]") {
@@ -134,7 +135,8 @@ TEST_CASE("CodeElo from a standings pack: score, rank and rating per contest, me
   for (const auto& r : rows) ptrs.push_back(&r);
   const std::vector<eval::ProblemResult> results = {problem("", 1, 2), problem("", 0), problem("", 1, 0),
                                                     problem("", 3, 4), problem("", 8)};
-  const auto c = eval::codeelo_summary(loaded, ptrs, results);
+  const auto codeelo = eval::codeelo_summary(loaded, ptrs, results);
+  const nlohmann::ordered_json c = codeelo;
   REQUIRE(c["contests"].size() == 2);
   const auto& c7 = c["contests"][0];
   CHECK(c7["points"] == 400.0);  // 500 - 50 * 2
@@ -156,15 +158,15 @@ TEST_CASE("CodeElo from a standings pack: score, rank and rating per contest, me
   CHECK(c["percentile"].get<double>() == eval::rating_percentile({100, 900, 1200, 1500, 1800, 2400}, mean));
   CHECK(c["contests_with_too_few_rated_rows"].dump() == R"(["9"])");
   CHECK(c["contests_without_evaluated_problems"].dump() == R"(["10"])");
-  CHECK_THAT(eval::format_table({nlohmann::ordered_json{{"dataset", "cf"}, {"problems", 5}, {"samples_per_problem", 8},
-                                                        {"codeelo", c}}}),
-             Catch::Contains("CodeElo rating"));
+  eval::SetSummary rated;  // {"dataset": "cf", "problems": 5, "samples_per_problem": 8, "codeelo": c}
+  rated.dataset = "cf", rated.problems = 5, rated.samples_per_problem = 8, rated.codeelo = codeelo;
+  CHECK_THAT(eval::format_table({rated}), Catch::Contains("CodeElo rating"));
   // Validation gathers only each problem's first accepted attempt across the ranks: the same block from those.
   const std::vector<std::optional<int64_t>> first = {2, std::nullopt, 0, 4, 0};
-  CHECK(eval::codeelo_summary(loaded, ptrs, first) == c);
+  CHECK(nlohmann::ordered_json(eval::codeelo_summary(loaded, ptrs, first)) == c);
   auto later = first;
   later[0] = 3;  // the first accepted attempt one later: 50 points fewer in contest 7
-  CHECK(eval::codeelo_summary(loaded, ptrs, later)["contests"][0]["points"] == 350.0);
+  CHECK(nlohmann::ordered_json(eval::codeelo_summary(loaded, ptrs, later))["contests"][0]["points"] == 350.0);
 }
 
 TEST_CASE("a standings pack applies to the competition sets: none, or one it cannot rate, is refused before sampling",
@@ -197,8 +199,11 @@ TEST_CASE("standings packs: bad packs are refused naming the file and the key", 
   const auto pack = eval::load_standings(write_pack(ok));
   data::Example other = cf_row("2", "A");
   CHECK_THROWS_WITH(eval::codeelo_summary(pack, {&other}, {problem("", 1)}), Catch::Contains("no contest"));
-  nlohmann::ordered_json summary;
-  CHECK_THROWS_AS(eval::add_codeelo(summary, pack, false, "math500", {&other}, {problem("", 1)}), ConfigError);
+  eval::SetSummary summary;
+  data::Example math;  // a set that is not made of competition rows
+  math.row = R"({"problem": "1+1", "answer": "2"})";
+  const eval::EvalSet math500{"math500", "math500.jsonl", {math}};
+  CHECK_THROWS_AS(eval::add_codeelo(summary, pack, math500, {&other}, {eval::stats_of(problem("", 1))}), ConfigError);
 }
 
 namespace {
@@ -224,7 +229,8 @@ TEST_CASE("gspo score on the competition fixtures: verdicts in order, first acce
       {{"contests", {{{"id", "9001"}, {"problems", {{{"index", "A"}, {"points", 500}}, {{"index", "B"}, {"points", 1000}},
                                                     {{"index", "C"}, {"points", 1500}}}}, {"rows", rows}}}}});
   auto cfg = config::load_text("reward: {kind: auto}\n", "t.yaml");
-  const auto s = eval::run_score(cfg, {dir + "/problems.jsonl", dir + "/responses.jsonl", out, pack});
+  const nlohmann::ordered_json s =
+      eval::run_score(cfg, {dir + "/problems.jsonl", dir + "/responses.jsonl", out, pack});
   const auto lines = read_lines(out + "/scored.jsonl");
   REQUIRE(lines.size() == 6);
   const std::vector<std::string> verdicts = {"wrong answer", "accepted", "accepted", "accepted", "time limit",
@@ -275,7 +281,7 @@ TEST_CASE("106 real Codeforces problems convert and grade end to end", "[competi
     }
   }
   auto cfg = config::load_text("reward: {kind: auto}\n", "t.yaml");
-  const auto s = eval::run_score(cfg, {rows_path, responses_path, "", ""});
+  const nlohmann::ordered_json s = eval::run_score(cfg, {rows_path, responses_path, "", ""});
   CHECK(s["problems"] == 106);
   CHECK(s["pass@1"].get<double>() == Approx(0.5));
   CHECK(s["pass@2"].get<double>() == Approx(1.0));

@@ -52,7 +52,7 @@ TEST_CASE("majority vote and summaries", "[eval]") {
   b.difficulty = "hard";
   eval::ProblemResult c = b;
   c.difficulty = "easy";
-  auto s = eval::summarize("set", {a, b}, true);
+  const nlohmann::ordered_json s = eval::summarize("set", {a, b}, true);
   CHECK(s["problems"] == 2);
   CHECK(s["avg@4"].get<double>() == Approx(0.125));
   CHECK(s["pass@1"].get<double>() == Approx(0.125));
@@ -61,29 +61,28 @@ TEST_CASE("majority vote and summaries", "[eval]") {
   CHECK(s["response_tokens_max"] == 6);
   CHECK(s["failures"].dump() == R"({"no code found":2,"timeout":2,"wrong answer":3})");
   // by difficulty: each level's own problems; the levels' problem counts add up to the set's
-  auto t = eval::summarize("set", {a, b, c}, true);
+  const auto summary_t = eval::summarize("set", {a, b, c}, true);
+  const nlohmann::ordered_json t = summary_t;
   CHECK(t["by_difficulty"]["easy"]["problems"] == 2);
   CHECK(t["by_difficulty"]["easy"]["avg@4"].get<double>() == Approx(0.125));
   CHECK(t["by_difficulty"]["easy"]["pass@4"].get<double>() == Approx(0.5));
   CHECK(t["by_difficulty"]["hard"]["problems"] == 1);
   CHECK(t["by_difficulty"]["hard"]["avg@4"].get<double>() == 0.0);
   CHECK(t["by_difficulty"]["hard"]["cons@4"].get<double>() == 0.0);
-  const auto table = eval::format_table({t});
+  const auto table = eval::format_table({summary_t});
   CHECK_THAT(table, Catch::Contains("avg@4 0.083") && Catch::Contains("  easy ") &&
                         Catch::Contains("failed samples: no code found 4, timeout 2, wrong answer 5"));
   CHECK_THAT(table, Catch::Contains("3 problems x 4 samples  avg@4") && Catch::Contains("    1 problem         "));
   CHECK_THAT(table, !Catch::Contains("note:"));
   // gspo score with responses for some rows only: the note counts the rest (singular and plural).
   auto partial = eval::summarize("set.jsonl", {a}, true);
-  partial["dataset_rows"] = 4;
-  partial["problems_without_responses"] = 3;
+  partial.coverage = eval::CoverageSummary{4, 3};  // dataset_rows, problems_without_responses
   CHECK_THAT(eval::format_table({partial}),
              Catch::Contains("set.jsonl                    1 problem x 4 samples  avg@4") &&
                  Catch::Contains("  note: 3 of 4 problems in set.jsonl have no responses; scored 1 problem x 4 samples\n"));
-  partial["dataset_rows"] = 2;
-  partial["problems_without_responses"] = 1;
+  partial.coverage = eval::CoverageSummary{2, 1};
   CHECK_THAT(eval::format_table({partial}), Catch::Contains("note: 1 of 2 problems in set.jsonl has no responses"));
-  CHECK_FALSE(eval::summarize("set", {a}, false).contains("cons@4"));  // no majority vote outside math
+  CHECK_FALSE(nlohmann::ordered_json(eval::summarize("set", {a}, false)).contains("cons@4"));  // no majority vote outside math
 }
 
 TEST_CASE("external verifier: started once, answers per line, failures are clear", "[reward][external]") {

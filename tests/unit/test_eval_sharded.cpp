@@ -62,7 +62,7 @@ TEST_CASE("a set evaluated on two ranks gives every rank the one-process summary
                                "max_new_tokens: 6}\neval: {samples: 2, temperature: 0}\n", "t.yaml");
   const std::string set_path = std::string(GSPO_SOURCE_DIR) + "/data/math_sample.jsonl";
   // Each row labelled by its index (as a difficulty level), so the gathered statistics show their order.
-  auto summary_on = [&](parallel::Comm& comm, std::vector<eval::ProblemStats>* gathered) {
+  auto summary_on = [&](parallel::Comm& comm, std::vector<eval::ProblemStats>* gathered) -> nlohmann::ordered_json {
     auto policy = model::Policy::load(test::model_path("tiny.pt"), c10::kCPU);
     auto tok = tokenizer::from_spec(policy.tokenizer_json(), policy.path());
     const auto budget = eval::eval_prompt_budget(cfg, policy.manifest().max_seq_len, policy.path());
@@ -71,7 +71,7 @@ TEST_CASE("a set evaluated on two ranks gives every rank the one-process summary
     for (size_t i = 0; i < set.rows.size(); ++i) set.rows[i].difficulty = "row" + std::to_string(i);
     eval::Grader grader(cfg, set.rows);
     eval::Evaluator evaluator(cfg, policy, *tok);
-    return eval::evaluate_sharded(evaluator, set, 0, grader, comm, gathered);
+    return eval::evaluate_sharded(evaluator, set, 0, grader, eval::Standings(), comm, gathered);
   };
   parallel::LaunchEnv solo;
   parallel::Comm one(solo, config::DistributedOptions{}, c10::kCPU);

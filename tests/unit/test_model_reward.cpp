@@ -225,7 +225,8 @@ TEST_CASE("validation grades every set with training's reward model: one scorer,
   const auto summaries = validation.run();
   REQUIRE(summaries.size() == 2);
   int64_t graded = 0;
-  for (const auto& s : summaries) graded += s["problems"].get<int64_t>() * s["samples_per_problem"].get<int64_t>();
+  for (const nlohmann::ordered_json s : summaries)
+    graded += s["problems"].get<int64_t>() * s["samples_per_problem"].get<int64_t>();
   CHECK(graded == 2 * 3 * 2);
   CHECK(scorer->scoring_totals().rows - before == graded);  // every validation row went through training's scorer
   // A rule verifier stays per set (reward.kind auto picks by a set's rows): nothing is shared.

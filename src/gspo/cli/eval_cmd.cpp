@@ -39,7 +39,7 @@ int score(const ScoreArgs& a) {
   auto cfg = config::load(a.config, overrides);
   log::set_level_from_config(config::name_of(cfg.logging.level));
   auto summary = eval::run_score(cfg, {a.dataset, a.responses, a.out, a.standings});
-  if (a.json) std::cout << summary.dump() << "\n";
+  if (a.json) std::cout << nlohmann::ordered_json(summary).dump() << "\n";
   else std::cout << eval::format_table({summary});
   return 0;
 }

@@ -42,4 +42,17 @@ struct TokenizeArgs {
 };
 int tokenize(const TokenizeArgs& a);
 
+// `gspo prompts`: what the policy reads. The config's dataset rows rendered as training renders them (data.prompt_template,
+// the chat template, its system prompt and tools) and tokenized by the model's tokenizer, with each prompt's length
+// against the model's budget (max_seq_len - rollout.max_new_tokens).
+struct PromptsArgs {
+  std::string config;                 // "" = defaults
+  std::vector<std::string> overrides;  // --set
+  int64_t rows = 3;                   // how many rows
+  int64_t from = 0;                   // the first row (0-based, in file order)
+  bool json = false;                  // one JSON object a row
+  bool tokens = false;                // also each token's text
+};
+int prompts(const PromptsArgs& a);
+
 }  // namespace gspo::cli

@@ -248,9 +248,14 @@ void validate_sharding(const Config& c, std::vector<std::string>& e) {
                 "train.activation_checkpointing: true (a decoder layer's weights are gathered again for its backward)");
   if (d.zero3_keep_whole && d.zero_stage != 3)
     e.push_back(at(c, "distributed.zero3_keep_whole") + ": distributed.zero3_keep_whole applies to zero_stage 3 only");
-  if (d.optimizer_offload && d.zero_stage == 0)
-    e.push_back(at(c, "distributed.optimizer_offload") + ": distributed.optimizer_offload offloads the sharded "
-                "optimizer state: set distributed.zero_stage 1 or 3 (zero_stage 1 at world size 1 is one shard)");
+  if (const auto why = offload_refusal(d.optimizer_offload, d.zero_stage); !why.empty())
+    e.push_back(at(c, "distributed.optimizer_offload") + ": " + why);
+}
+
+std::string offload_refusal(bool offload, int64_t zero_stage) {
+  if (!offload || zero_stage != 0) return "";
+  return "distributed.optimizer_offload offloads the sharded optimizer state: set distributed.zero_stage 1 or 3 "
+         "(zero_stage 1 at world size 1 is one shard)";
 }
 
 // optimizer.state_bits: 8 or 32 (every update engine takes both: docs/optimizer.md).
@@ -262,7 +267,7 @@ void validate_state_bits(const Config& c, std::vector<std::string>& e) {
 }
 
 // distributed.expert_parallel: what it is built with so far (the world size and the model are checked at launch:
-// train/rank_share.h, train/expert_setup.cpp).
+// train/rank_share.h, train/setup/expert_setup.cpp).
 void validate_expert_parallel(const Config& c, std::vector<std::string>& e) {
   const int64_t E = c.distributed.expert_parallel;
   if (E <= 1) return;

@@ -27,6 +27,10 @@ int64_t carry_steps(const Config& c);
 // algorithm.kl_coef > 0 with adapters that start from the base itself (model.lora_rank > 0, no model.adapter, no
 // algorithm.reference_model): the KL reference is the policy's own frozen base with the adapters off, not a copy.
 bool reference_is_base(const Config& c);
+// distributed.optimizer_offload's rule, written once (config validation and train::choose_engine both ask it): the
+// offloaded store is the sharded engines' (zero_stage 1 or 3; expert parallelism runs at 1). "" when `offload` is off
+// or allowed, else the refusal naming the key.
+std::string offload_refusal(bool offload, int64_t zero_stage);
 
 // The prefix of an error about `key`: where it was set ("run.yaml:12: ", "--set: "), or "" for a default.
 std::string set_at(const Config& cfg, const std::string& key);

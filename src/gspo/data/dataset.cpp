@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <tuple>
 
@@ -50,43 +51,112 @@ const tokenizer::jinja::ChatJinja& parsed_template(const config::DataOptions& o)
   return *t;
 }
 
-// System prompt (when given) and the user turn through the model's Jinja template, with the variables transformers
-// passes: bos_token, eos_token, enable_thinking, add_generation_prompt.
-std::string render_own_template(const config::DataOptions& o, const std::string& user,
+// The conversation a prompt is: data.system_prompt's system message unless the row brings its own, then the row's
+// messages (data.prompt_template applied to the last user turn), or the one user turn `user`.
+std::vector<PromptMessage> conversation(const config::DataOptions& o, const std::vector<PromptMessage>& given,
+                                        const std::string& user) {
+  std::vector<PromptMessage> msgs;
+  const bool own_system = !given.empty() && given.front().role == "system";
+  if (!o.system_prompt.empty() && !own_system) msgs.push_back({"system", o.system_prompt});
+  if (given.empty()) {
+    msgs.push_back({"user", user});
+    return msgs;
+  }
+  size_t last_user = given.size();
+  for (size_t i = 0; i < given.size(); ++i)
+    if (given[i].role == "user") last_user = i;
+  for (size_t i = 0; i < given.size(); ++i)
+    msgs.push_back({given[i].role, i == last_user ? apply_template(o.prompt_template, given[i].content)
+                                                  : given[i].content});
+  return msgs;
+}
+
+// The conversation through the model's Jinja template, with the variables transformers passes: bos_token,
+// eos_token, enable_thinking, add_generation_prompt.
+std::string render_own_template(const config::DataOptions& o, const std::vector<PromptMessage>& conv,
                                 const std::vector<tokenizer::ChatTool>& tools) {
   if (o.chat_template_source.empty())
     throw ConfigError("data.chat_template auto: no template was resolved from the model (io::resolve_chat_template)");
   if (!tools.empty())
     throw ConfigError("data.chat_template auto with tools: tool episodes render through chatml or qwen2.5 for now");
   nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
-  if (!o.system_prompt.empty()) msgs.push_back({{"role", "system"}, {"content", o.system_prompt}});
-  msgs.push_back({{"role", "user"}, {"content", user}});
+  for (const auto& m : conv) msgs.push_back({{"role", m.role}, {"content", m.content}});
   nlohmann::ordered_json extra{{"bos_token", o.chat_bos_token}, {"eos_token", o.chat_eos_token},
                                {"enable_thinking", o.enable_thinking}};
   return tokenizer::jinja::apply_chat_template(parsed_template(o), msgs, true, nullptr, extra);
 }
 }  // namespace
 
-std::string format_prompt(const config::DataOptions& o, const std::string& problem,
-                          const std::vector<tokenizer::ChatTool>& tools) {
-  const std::string user = apply_template(o.prompt_template, problem);
-  if (o.chat_template == config::ChatTemplate::kNone) return user;
-  if (o.chat_template == config::ChatTemplate::kAuto) return render_own_template(o, user, tools);
+namespace {
+std::string render(const config::DataOptions& o, const std::vector<PromptMessage>& given, const std::string& problem,
+                   const std::vector<tokenizer::ChatTool>& tools) {
+  const std::string user = given.empty() ? apply_template(o.prompt_template, problem) : "";
+  if (o.chat_template == config::ChatTemplate::kNone) {
+    if (given.empty()) return user;
+    throw ConfigError("data.chat_template none cannot render a prompt given as chat messages: set data.chat_template "
+                      "auto (the model's own template) or the model's family (chatml, qwen2.5, deepseek_r1)");
+  }
+  const auto conv = conversation(o, given, user);
+  if (o.chat_template == config::ChatTemplate::kAuto) return render_own_template(o, conv, tools);
   std::vector<tokenizer::ChatMessage> msgs;
-  if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
-  msgs.push_back({"user", user});
+  for (const auto& m : conv) msgs.push_back({m.role, m.content});
   return tokenizer::render_chat(o.chat_template, msgs, {true, o.enable_thinking}, tools);
 }
+}  // namespace
+
+std::string format_prompt(const config::DataOptions& o, const std::string& problem,
+                          const std::vector<tokenizer::ChatTool>& tools) {
+  return render(o, {}, problem, tools);
+}
+
+std::string format_prompt(const config::DataOptions& o, const Example& ex,
+                          const std::vector<tokenizer::ChatTool>& tools) {
+  return render(o, ex.messages, ex.prompt, tools);
+}
+
+std::string format_prompt(const config::DataOptions& o, const Example& ex) { return render(o, ex.messages, ex.prompt, {}); }
 
 namespace {
-std::string field_text(const nlohmann::json& row, const std::string& key, const std::string& where, bool required) {
-  if (!row.contains(key)) {
-    if (!required) return "";
-    std::string have;
-    for (const auto& [k, v] : row.items()) have += (have.empty() ? "" : ", ") + k;
-    throw DataError(where + ": no field '" + key + "' (fields: " + have + "); set data.prompt_key / data.answer_key");
+std::string field_names(const nlohmann::json& obj) {
+  std::string have;
+  for (const auto& [k, v] : obj.items()) have += (have.empty() ? "" : ", ") + k;
+  return have;
+}
+
+// The field `key` names: a field of that name, else a dotted path through nested objects ("reward_model.ground_truth",
+// as verl's rows nest the answer); null when absent. `missing` says where the path broke.
+const nlohmann::json* find_field(const nlohmann::json& row, const std::string& key, std::string* missing = nullptr) {
+  if (row.contains(key)) return &row.at(key);
+  const nlohmann::json* at = &row;
+  std::string walked;
+  size_t from = 0;
+  while (key.find('.') != std::string::npos) {
+    const size_t dot = key.find('.', from);
+    const std::string part = key.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    if (!at->is_object() || !at->contains(part)) {
+      if (missing)
+        *missing = walked.empty() ? "fields: " + field_names(row)
+                                  : at->is_object() ? "'" + walked + "' has fields: " + field_names(*at)
+                                                    : "'" + walked + "' is " + at->type_name() + ", not an object";
+      return nullptr;
+    }
+    at = &at->at(part);
+    walked += (walked.empty() ? "" : ".") + part;
+    if (dot == std::string::npos) return at;
+    from = dot + 1;
   }
-  const auto& v = row.at(key);
+  if (missing) *missing = "fields: " + field_names(row);
+  return nullptr;
+}
+
+std::string field_text(const nlohmann::json& row, const std::string& key, const std::string& where, bool required) {
+  std::string missing;
+  const auto* found = find_field(row, key, &missing);
+  if (!found) {
+    if (!required) return "";
+    throw DataError(where + ": no field '" + key + "' (" + missing + "); set data.prompt_key / data.answer_key");
+  }
+  const auto& v = *found;
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number() || v.is_boolean()) return v.dump();
   throw DataError(where + ": field '" + key + "' must be a string or a number (got " + v.type_name() + ")");
@@ -96,8 +166,9 @@ std::string field_text(const nlohmann::json& row, const std::string& key, const 
 // answer) read as its element, never as the list's JSON text. A list of several is refused naming the row: gspo
 // grades against one reference a row (docs/verifiers.md, "Datasets").
 std::string answer_text(const nlohmann::json& row, const std::string& key, const std::string& where, bool required) {
-  if (!row.contains(key) || !row.at(key).is_array()) return field_text(row, key, where, required);
-  const auto& list = row.at(key);
+  const auto* found = find_field(row, key);
+  if (!found || !found->is_array()) return field_text(row, key, where, required);
+  const auto& list = *found;
   if (list.empty()) throw DataError(where + ": field '" + key + "' is an empty list: the row has no reference answer");
   if (list.size() > 1)
     throw DataError(where + ": field '" + key + "' holds " + std::to_string(list.size()) + " answers (" +
@@ -117,6 +188,30 @@ namespace {
 bool has_code_tests(const nlohmann::json& row) {
   return row.is_object() && (row.contains("tests") || row.contains("test") || row.contains("test_list") ||
                              row.contains("public_test_cases"));
+}
+
+// A prompt given as a list of chat messages ({"role", "content"} objects: TRL's conversational format, verl's prompt
+// column): into ex.messages, its last user turn into ex.prompt (what the judge, external verifiers and logs read).
+void read_messages(const nlohmann::json& list, const std::string& key, const std::string& where, Example& ex) {
+  if (list.empty()) throw DataError(where + ": field '" + key + "' is an empty list of messages");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& m = list[i];
+    const std::string at = where + ": field '" + key + "' message " + std::to_string(i);
+    if (!m.is_object() || !m.contains("role") || !m.contains("content"))
+      throw DataError(at + " is not a {\"role\", \"content\"} object (got " + m.dump().substr(0, 60) + ")");
+    if (!m["role"].is_string() || !m["content"].is_string())
+      throw DataError(at + ": role and content must be strings (content as a list of parts is not read)");
+    const auto role = m["role"].get<std::string>();
+    if (role != "system" && role != "user" && role != "assistant")
+      throw DataError(at + ": role '" + role + "' (a prompt's messages are system, user or assistant)");
+    if (role == "system" && i > 0) throw DataError(at + ": a system message comes first");
+    ex.messages.push_back({role, m["content"].get<std::string>()});
+    if (role == "user") ex.prompt = ex.messages.back().content;
+  }
+  if (ex.prompt.empty()) throw DataError(where + ": field '" + key + "' has no user message with content");
+  if (ex.messages.back().role == "assistant")
+    throw DataError(where + ": field '" + key + "' ends with an assistant message: a prompt ends with the turn the "
+                    "policy answers");
 }
 
 std::string string_field(const nlohmann::json& row, const char* key) {
@@ -150,14 +245,14 @@ Example read_row(const nlohmann::json& row, const std::string& raw, const std::s
     key.clear();
     for (const char* k : {"prompt", "problem", "question", "description"})
       if (key.empty() && row.contains(k)) key = k;
-    if (key.empty() && keys.need_prompt) {
-      std::string have;
-      for (const auto& [k, v] : row.items()) have += (have.empty() ? "" : ", ") + k;
-      throw DataError(where + ": no prompt field (tried prompt, problem, question, description; fields: " + have +
-                      "); set data.prompt_key");
-    }
+    if (key.empty() && keys.need_prompt)
+      throw DataError(where + ": no prompt field (tried prompt, problem, question, description; fields: " +
+                      field_names(row) + "); set data.prompt_key");
   }
-  if (keys.need_prompt || (!key.empty() && row.contains(key))) {
+  const auto* given = key.empty() ? nullptr : find_field(row, key);
+  if (given && given->is_array()) {
+    read_messages(*given, key, where, ex);
+  } else if (keys.need_prompt || given) {
     ex.prompt = field_text(row, key, where, true);
     if (ex.prompt.empty() && keys.need_prompt) throw DataError(where + ": field '" + key + "' is empty");
   }
@@ -165,11 +260,39 @@ Example read_row(const nlohmann::json& row, const std::string& raw, const std::s
   return ex;
 }
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A .json file: one JSON array of row objects, or an object whose "data" field is that array (the layouts the Hub's
+// `datasets` JSON loader reads). Rows are named "FILE[i]" (from 0).
+std::vector<Example> load_json_array(const std::string& path, const RowKeys& keys) {
+  std::ifstream in(path);
+  if (!in) throw IoError("cannot read dataset '" + path + "': " + std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto all = nlohmann::json::parse(text, nullptr, false);
+  if (all.is_discarded()) throw DataError(path + ": not valid JSON (a .json dataset is one JSON array of rows; JSON "
+                                          "lines go in a .jsonl file)");
+  const auto* list = all.is_array() ? &all : all.is_object() && all.contains("data") ? &all["data"] : nullptr;
+  if (!list || !list->is_array())
+    throw DataError(path + ": a .json dataset must be an array of row objects, or an object whose \"data\" field is "
+                    "one (got " + std::string(all.type_name()) + ")");
+  std::vector<Example> out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string where = path + "[" + std::to_string(i) + "]";
+    const auto& row = (*list)[i];
+    if (!row.is_object()) throw DataError(where + ": a row must be a JSON object (got " + row.type_name() + ")");
+    out.push_back(read_row(row, row.dump(), where, keys));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
                                 bool need_prompt) {
   const RowKeys keys{prompt_key, answer_key, need_prompt};
+  if (ends_with(path, ".json")) return load_json_array(path, keys);
   if (is_parquet_path(path)) {  // a .parquet file or a directory of shards (data/parquet.h)
     std::vector<Example> out;
     for_each_parquet_row(path, [&](const ParquetRow& r) { out.push_back(read_row(r.row, r.text, r.where, keys)); });

@@ -22,7 +22,7 @@ PromptFit fit_prompts(std::vector<Example> rows, const config::DataOptions& opts
   const int64_t total = static_cast<int64_t>(rows.size());
   fit.kept.reserve(rows.size());
   for (auto& ex : rows) {
-    const int64_t n = static_cast<int64_t>(tok.encode_prompt(format_prompt(opts, ex.prompt, tools)).size());
+    const int64_t n = static_cast<int64_t>(tok.encode_prompt(format_prompt(opts, ex, tools)).size());
     if (n <= max_prompt_tokens) {
       fit.longest_kept = std::max(fit.longest_kept, n);
       fit.kept.push_back(std::move(ex));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gspo/config/options.h"
+#include "gspo/eval/summary.h"
 
 namespace gspo::eval {
 
@@ -28,7 +29,7 @@ struct EvalRequest {
 // An out_dir holding a finished eval (summary.json) is refused unless `overwrite`. One holding an unfinished eval
 // of the same model, datasets and settings (eval_state.json) is resumed after its last complete problem; of other
 // settings, refused naming the first difference.
-std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg, const EvalRequest& req);
+std::vector<SetSummary> run_eval(const config::Config& cfg, const EvalRequest& req);
 
 struct ScoreRequest {
   std::string dataset;    // JSONL problems
@@ -40,6 +41,6 @@ struct ScoreRequest {
 };
 
 // Grades responses produced elsewhere; returns the summary (and writes scored.jsonl + summary.json when asked).
-nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& req);
+SetSummary run_score(const config::Config& cfg, const ScoreRequest& req);
 
 }  // namespace gspo::eval

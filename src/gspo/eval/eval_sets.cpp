@@ -36,14 +36,16 @@ std::string set_name(const std::string& path) {
   return name;
 }
 
+EvalSet::EvalSet(std::string name_in, std::string path_in, std::vector<data::Example> rows_in)
+    : name(std::move(name_in)), path(std::move(path_in)), rows(std::move(rows_in)),
+      competition(is_competition_set(rows)) {}
+
 EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const tokenizer::Tokenizer& tok,
                       int64_t max_prompt_tokens, bool loud) {
-  EvalSet set;
-  set.path = path;
-  set.name = set_name(path);
+  int64_t file_rows = 0, outside_dates = 0;
   auto rows = data::load_jsonl(path, cfg.data.prompt_key, cfg.data.answer_key);
   if (rows.empty()) throw DataError("dataset '" + path + "' has no examples");
-  set.file_rows = static_cast<int64_t>(rows.size());
+  file_rows = static_cast<int64_t>(rows.size());
   const auto& since = cfg.eval.since;
   const auto& until = cfg.eval.until;
   if (!since.empty() || !until.empty()) {
@@ -52,29 +54,32 @@ EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const 
     for (auto& ex : rows) {
       if (ex.date.empty()) ++undated;
       if (!ex.date.empty() && ((!since.empty() && ex.date < since) || (!until.empty() && ex.date > until))) {
-        ++set.outside_dates;
+        ++outside_dates;
         continue;
       }
       kept.push_back(std::move(ex));
     }
-    if (undated == set.file_rows)
+    if (undated == file_rows)
       throw DataError("dataset '" + path + "': eval.since/eval.until filter on contest_date, but no row has one");
     if (kept.empty())
       throw DataError("dataset '" + path + "': no row has a contest_date within [" + (since.empty() ? "-" : since) +
-                      ", " + (until.empty() ? "-" : until) + "] (" + std::to_string(set.file_rows) + " rows)");
+                      ", " + (until.empty() ? "-" : until) + "] (" + std::to_string(file_rows) + " rows)");
     rows = std::move(kept);
   }
   if (cfg.eval.max_problems > 0 && static_cast<int64_t>(rows.size()) > cfg.eval.max_problems)
     rows.resize(static_cast<size_t>(cfg.eval.max_problems));
   check_competition_set(rows);  // limits, checkers and repeated problems: refused before any sampling
   const int64_t total = static_cast<int64_t>(rows.size());
-  set.selected_rows = total;
   auto fit = data::fit_prompts(std::move(rows), cfg.data, tok, max_prompt_tokens,
                                cfg.data.overlong_prompts == config::Overlong::kError,
                                tokenizer::chat_tools(cfg.tools.list));  // the prompts list the tools
-  if (fit.dropped > 0 && loud) log::warn("{}: {}", set.name, data::describe_dropped(fit, total, max_prompt_tokens));
+  if (fit.dropped > 0 && loud)
+    log::warn("{}: {}", set_name(path), data::describe_dropped(fit, total, max_prompt_tokens));
+  EvalSet set(set_name(path), path, std::move(fit.kept));
+  set.file_rows = file_rows;
+  set.selected_rows = total;
+  set.outside_dates = outside_dates;
   set.skipped_prompts = fit.dropped;
-  set.rows = std::move(fit.kept);
   return set;
 }
 

@@ -1,6 +1,7 @@
 // The problem sets of an eval, loaded once: rows read (LiveCodeBench rows as they are), the contest-date window
 // applied (eval.since / eval.until), the first eval.max_problems kept, prompts that leave no room for the response
-// dropped with a count (or refused: data.overlong_prompts error), and the sampling settings resolved.
+// dropped with a count (or refused: data.overlong_prompts error), the set's kind (competition or not) decided, and
+// the sampling settings resolved.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,9 +16,15 @@ namespace gspo::tokenizer { class Tokenizer; }
 namespace gspo::eval {
 
 struct EvalSet {
+  EvalSet() = default;
+  // A set of `rows` (in file order); `competition` decided from them here, once.
+  EvalSet(std::string name, std::string path, std::vector<data::Example> rows);
+
   std::string name;                // file name without .jsonl
   std::string path;
   std::vector<data::Example> rows; // the problems evaluated, in file order
+  bool competition = false;        // every row a competition problem (eval/competition.h): attempts and verdicts in
+                                   // samples.jsonl, the summary's competition section, CodeElo's rating
   int64_t file_rows = 0;           // rows in the file
   int64_t selected_rows = 0;       // after the date window and eval.max_problems (skipped prompts included)
   int64_t outside_dates = 0;       // left out by eval.since / eval.until

@@ -30,7 +30,7 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
   std::vector<const data::Example*> exs;
   std::vector<std::string> questions;
   for (size_t i = begin; i < end; ++i) {
-    prompts.push_back(tok_.encode_prompt(data::format_prompt(cfg_.data, set.rows[i].prompt, env::shown_tools(tools_.get()))));
+    prompts.push_back(tok_.encode_prompt(data::format_prompt(cfg_.data, set.rows[i], env::shown_tools(tools_.get()))));
     exs.push_back(&set.rows[i]);
     questions.push_back(set.rows[i].prompt);
   }
@@ -58,7 +58,7 @@ Evaluator::Graded Evaluator::run(const EvalSet& set, size_t set_index, const Gra
           {"response", batch.response_text[r]}, {"reward", p.rewards[s]}, {"correct", static_cast<bool>(p.correct[s])},
           {"failure", p.failures[s]}, {"detail", p.details[s]}, {"tokens", lens[i][s]},
           {"finish", rollout::finish_name(batch.finish[r])}};
-      if (grader.competition) add_attempt_fields(line, p, static_cast<size_t>(s));
+      if (set.competition) add_attempt_fields(line, p, static_cast<size_t>(s));
       if (tools_) {
         const auto& u = sampled.uses[r];
         line["final_turn"] = texts[i][s];

@@ -2,7 +2,6 @@
 
 #include "gspo/config/options.h"
 #include "gspo/data/dataset.h"
-#include "gspo/eval/competition.h"
 #include "gspo/reward/math.h"
 
 namespace gspo::eval {
@@ -16,18 +15,16 @@ config::Config eval_config(const config::Config& cfg_in) {
 }  // namespace
 
 Grader::Grader(const config::Config& cfg, const std::vector<data::Example>& rows, c10::Device device)
-    : Grader(cfg, rows, std::shared_ptr<const reward::Verifier>(reward::make_verifier(eval_config(cfg), rows, device))) {}
+    : Grader(cfg, std::shared_ptr<const reward::Verifier>(reward::make_verifier(eval_config(cfg), rows, device))) {}
 
-Grader::Grader(const config::Config& cfg, const std::vector<data::Example>& rows, const reward::Verifier& shared)
-    : Grader(cfg, rows, std::shared_ptr<const reward::Verifier>(std::shared_ptr<const reward::Verifier>(), &shared)) {}
+Grader::Grader(const config::Config& cfg, const reward::Verifier& shared)
+    : Grader(cfg, std::shared_ptr<const reward::Verifier>(std::shared_ptr<const reward::Verifier>(), &shared)) {}
 
-Grader::Grader(const config::Config& cfg, const std::vector<data::Example>& rows,
-               std::shared_ptr<const reward::Verifier> v)
+Grader::Grader(const config::Config& cfg, std::shared_ptr<const reward::Verifier> v)
     : verifier(std::move(v)) {
   math = verifier->name() == "math" || verifier->name().rfind("math:", 0) == 0;
   if (math) math_options = reward::math_options(eval_config(cfg));
   workers = cfg.reward.workers;
-  competition = is_competition_set(rows);
 }
 
 std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>& problems,

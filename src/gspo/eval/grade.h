@@ -18,7 +18,6 @@ namespace gspo::eval {
 struct Grader {
   std::shared_ptr<const reward::Verifier> verifier;  // its own, or one it shares (validation: training's scorer)
   bool math = false;   // majority voting applies
-  bool competition = false;  // every row is a competition problem (eval/competition.h): attempts and ratings
   reward::MathOptions math_options;  // the math verifier's, for voting
   int64_t workers = 0;
 
@@ -26,7 +25,7 @@ struct Grader {
   // `device`: where a model reward runs (reward.kind or component "model").
   Grader(const config::Config& cfg, const std::vector<data::Example>& rows, c10::Device device = c10::Device(c10::kCPU));
   // Grades with `shared` (not owned; it outlives the grader) instead of a verifier of its own.
-  Grader(const config::Config& cfg, const std::vector<data::Example>& rows, const reward::Verifier& shared);
+  Grader(const config::Config& cfg, const reward::Verifier& shared);
   // Grades responses[i][s] (problem i, sample s); tokens[i][s] may be empty. With `uses` (episodes with tools:
   // responses are final turns), one tool use per response in that order (problem-major), kept in each
   // ProblemResult's tool_use.
@@ -39,7 +38,7 @@ struct Grader {
   void vote(ProblemResult& p, const std::vector<std::string>& responses, const data::Example& problem) const;
 
  private:
-  Grader(const config::Config& cfg, const std::vector<data::Example>& rows, std::shared_ptr<const reward::Verifier> v);
+  Grader(const config::Config& cfg, std::shared_ptr<const reward::Verifier> v);
 };
 
 }  // namespace gspo::eval

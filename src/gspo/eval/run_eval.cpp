@@ -17,7 +17,7 @@
 #include "gspo/eval/eval.h"
 #include "gspo/eval/evaluator.h"
 #include "gspo/eval/resume.h"
-#include "gspo/eval/standings.h"
+#include "gspo/eval/set_summary.h"
 #include "gspo/io/model_load.h"
 #include "gspo/io/checkpoint.h"
 #include "gspo/model/policy.h"
@@ -153,7 +153,7 @@ io::LoadedModel load_eval_model(config::Config& cfg, const std::string& model_pa
 }
 }  // namespace
 
-std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg_in, const EvalRequest& req) {
+std::vector<SetSummary> run_eval(const config::Config& cfg_in, const EvalRequest& req) {
   config::Config cfg = cfg_in;  // what the loaded model resolves (data.chat_template auto) goes in here
   const std::string model_path = req.model.empty() ? cfg.model.path : req.model;
   if (model_path.empty()) throw ConfigError("no model: give --model or set model.path");
@@ -161,8 +161,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg_in, const
   const int64_t K = cfg.eval.samples;
   const auto id = identity(cfg, model_path, paths);
   auto prepared = prepare_out_dir(req.out_dir, id, req.overwrite, K);
-  std::optional<StandingsPack> pack;  // read before the model: a bad pack fails at once
-  if (!req.standings.empty()) pack = load_standings(req.standings);
+  const Standings standings(req.standings);  // read before the model: a bad pack fails at once
 
   auto loaded = load_eval_model(cfg, model_path);
   auto& policy = *loaded.policy;
@@ -170,7 +169,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg_in, const
   const int64_t max_prompt_tokens = eval_prompt_budget(cfg, policy.manifest().max_seq_len, model_path);
   std::vector<EvalSet> sets;
   for (const auto& path : paths) sets.push_back(load_eval_set(cfg, path, *tok, max_prompt_tokens, true));
-  if (pack) check_standings(*pack, sets);
+  standings.check(sets);
   if (!prepared) start_out_dir(req.out_dir, id);
   DoneSamples done = prepared ? std::move(*prepared) : DoneSamples{};
   const bool resuming = !done.sets.empty() || done.dropped_lines > 0;
@@ -178,7 +177,7 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg_in, const
   Evaluator evaluator(cfg, policy, *tok);
   std::ofstream samples_out(req.out_dir + "/samples.jsonl", std::ios::app);
   if (!samples_out) throw IoError("cannot write '" + req.out_dir + "/samples.jsonl'");
-  std::vector<nlohmann::ordered_json> summaries;
+  std::vector<SetSummary> summaries;
   torch::NoGradGuard no_grad;
 
   for (size_t d = 0; d < paths.size(); ++d) {
@@ -205,14 +204,13 @@ std::vector<nlohmann::ordered_json> run_eval(const config::Config& cfg_in, const
         progress_bar(set.name, end, set.rows.size(), resumed,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    auto summary = summarize(set.name, results, grader.math, grader.competition);
-    if (pack && grader.competition) summary["codeelo"] = codeelo_summary(*pack, example_pointers(set.rows), results);
-    summary["verifier"] = grader.verifier->name();
-    summary["skipped_prompts"] = set.skipped_prompts;  // too long for max_seq_len with max_new_tokens; not in the averages
-    if (set.outside_dates > 0) summary["outside_dates"] = set.outside_dates;
-    summary["source"] = {{"path", set.path}, {"rows", set.selected_rows}, {"file_rows", set.file_rows},
-                         {"fnv1a64", id["datasets"][d]["fnv1a64"]}};  // hashed once, in identity()
-    summaries.push_back(summary);
+    auto summary = summarize_set(set, stats_of(results), grader.math, standings);
+    summary.verifier = grader.verifier->name();
+    summary.skipped_prompts = set.skipped_prompts;  // too long for max_seq_len with max_new_tokens; not in the averages
+    if (set.outside_dates > 0) summary.outside_dates = set.outside_dates;
+    summary.source = SourceSummary{set.path, set.selected_rows, set.file_rows,
+                                   id["datasets"][d]["fnv1a64"].get<std::string>()};  // hashed once, in identity()
+    summaries.push_back(std::move(summary));
   }
   const auto sp = eval_sampling(cfg);
   nlohmann::ordered_json all{

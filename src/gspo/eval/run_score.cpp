@@ -11,7 +11,7 @@
 #include "gspo/eval/eval_sets.h"
 #include "gspo/eval/competition.h"
 #include "gspo/eval/grade.h"
-#include "gspo/eval/standings.h"
+#include "gspo/eval/set_summary.h"
 #include "gspo/config/value_text.h"
 #include "gspo/core/fs.h"
 
@@ -137,20 +137,14 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
 
 }  // namespace
 
-nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& req) {
-  std::optional<StandingsPack> pack;  // read first: a bad pack fails before any grading
-  if (!req.standings.empty()) pack = load_standings(req.standings);
+SetSummary run_score(const config::Config& cfg, const ScoreRequest& req) {
+  const Standings standings(req.standings);  // read first: a bad pack fails before any grading
   auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key, /*need_prompt=*/false);
   if (rows.empty()) throw DataError("dataset '" + req.dataset + "' has no examples");
   check_competition_set(rows);
-  if (pack) {  // a pack that rates none of these rows fails before any grading, as in gspo eval
-    EvalSet set;
-    set.name = set_name(req.dataset);
-    set.path = req.dataset;
-    set.rows = rows;
-    check_standings(*pack, {set});
-  }
-  auto responses = read_responses(req.responses, req.dataset, rows);
+  const EvalSet set(set_name(req.dataset), req.dataset, std::move(rows));
+  standings.check({set});  // a pack that rates none of these rows fails before any grading, as in gspo eval
+  auto responses = read_responses(req.responses, req.dataset, set.rows);
   // avg@K, pass@k and maj@K compare problems at one K: uneven counts are refused, never cut to the smallest.
   const auto& [first_index, first] = *responses.begin();
   const size_t K = first.size();
@@ -160,23 +154,22 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
                       std::to_string(K) + " responses but problem " + std::to_string(i) + " has " +
                       std::to_string(r.size()) + "; gspo score needs the same number of responses for every "
                       "problem (avg@K and pass@k are defined at one K)");
-  Grader grader(cfg, rows, core::resolve_device(cfg.model.device, "model.device"));  // (a model reward runs there)
+  Grader grader(cfg, set.rows, core::resolve_device(cfg.model.device, "model.device"));  // (a model reward runs there)
   std::vector<const data::Example*> exs;
   std::vector<std::vector<std::string>> texts;
   std::vector<int64_t> indices;
   for (const auto& [i, r] : responses) {
-    exs.push_back(&rows[i]);
+    exs.push_back(&set.rows[i]);
     texts.push_back(r);
     indices.push_back(i);
   }
   auto results = grader.grade(exs, texts, std::vector<std::vector<int64_t>>(exs.size()));
-  std::string name = req.dataset.substr(req.dataset.find_last_of('/') + 1);
-  auto summary = summarize(name, results, grader.math, grader.competition);
-  if (pack) add_codeelo(summary, *pack, grader.competition, name, exs, results);
-  summary["verifier"] = grader.verifier->name();
+  auto summary = summarize_set(set, exs, stats_of(results), grader.math, standings);
+  summary.dataset = req.dataset.substr(req.dataset.find_last_of('/') + 1);  // gspo score names the set by its file
+  summary.verifier = grader.verifier->name();
   // Rows of the dataset no response line names: not in the statistics; the table says how many (format_table).
-  summary["dataset_rows"] = rows.size();
-  summary["problems_without_responses"] = rows.size() - responses.size();
+  const auto dataset_rows = static_cast<int64_t>(set.rows.size());
+  summary.coverage = CoverageSummary{dataset_rows, dataset_rows - static_cast<int64_t>(responses.size())};
   if (!req.out_dir.empty()) {
     core::ensure_dir(req.out_dir);
     std::string scored;
@@ -185,11 +178,11 @@ nlohmann::ordered_json run_score(const config::Config& cfg, const ScoreRequest& 
         nlohmann::ordered_json line{{"index", indices[p]}, {"sample", s}, {"reward", results[p].rewards[s]},
                                     {"correct", static_cast<bool>(results[p].correct[s])},
                                     {"detail", results[p].details[s]}};
-        if (grader.competition) add_attempt_fields(line, results[p], s);
+        if (set.competition) add_attempt_fields(line, results[p], s);
         scored += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       }
     core::atomic_write(req.out_dir + "/scored.jsonl", scored);
-    core::atomic_write(req.out_dir + "/summary.json", summary.dump(1) + "\n");
+    core::atomic_write(req.out_dir + "/summary.json", nlohmann::ordered_json(summary).dump(1) + "\n");
   }
   return summary;
 }

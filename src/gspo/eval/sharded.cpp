@@ -72,8 +72,8 @@ ProblemStats unpack_stats(const double* row, const std::vector<std::string>& lev
   return s;
 }
 
-nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
-                                        parallel::Comm& comm, std::vector<ProblemStats>* gathered) {
+SetSummary evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
+                            const Standings& standings, parallel::Comm& comm, std::vector<ProblemStats>* gathered) {
   const size_t P = set.rows.size();
   const auto [begin, end] = shard_of(P, comm.rank(), comm.world_size());
   std::vector<ProblemStats> mine;
@@ -86,7 +86,7 @@ nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set
   }
   if (comm.world_size() == 1) {
     if (gathered != nullptr) *gathered = mine;
-    return summarize(set.name, mine, grader.math, grader.competition);
+    return summarize_set(set, mine, grader.math, standings);
   }
   std::set<std::string> level_set;
   for (const auto& ex : set.rows)
@@ -105,7 +105,7 @@ nlohmann::ordered_json evaluate_sharded(Evaluator& evaluator, const EvalSet& set
     if (row[0] > 0) problems.push_back(unpack_stats(row, levels));
   }
   if (gathered != nullptr) *gathered = problems;
-  return summarize(set.name, problems, grader.math, grader.competition);
+  return summarize_set(set, problems, grader.math, standings);
 }
 
 }  // namespace gspo::eval

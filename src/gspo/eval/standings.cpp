@@ -121,23 +121,22 @@ StandingsPack load_standings(const std::string& path) {
   return pack;
 }
 
-nlohmann::ordered_json codeelo_summary(const StandingsPack& pack, const std::vector<const data::Example*>& rows,
-                                       const std::vector<ProblemResult>& results) {
+CodeEloSummary codeelo_summary(const StandingsPack& pack, const std::vector<const data::Example*>& rows,
+                               const std::vector<ProblemResult>& results) {
   std::vector<std::optional<int64_t>> first;
   for (const auto& r : results) first.push_back(first_accepted(r.correct));
   return codeelo_summary(pack, rows, first);
 }
 
-nlohmann::ordered_json codeelo_summary(const StandingsPack& pack, const std::vector<const data::Example*>& rows,
-                                       const std::vector<std::optional<int64_t>>& accepted_at) {
+CodeEloSummary codeelo_summary(const StandingsPack& pack, const std::vector<const data::Example*>& rows,
+                               const std::vector<std::optional<int64_t>>& accepted_at) {
   std::map<std::pair<std::string, std::string>, std::optional<int64_t>> first;  // (contest, index) -> attempt
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto row = json::parse(rows[i]->row, nullptr, false);
     if (!row.is_object() || !row.contains("contest_id") || !row.contains("index")) continue;
     first[{id_text(row["contest_id"]), id_text(row["index"])}] = accepted_at.at(i);
   }
-  using ojson = nlohmann::ordered_json;
-  ojson out, contests = ojson::array(), unevaluated = ojson::array(), small = ojson::array();
+  CodeEloSummary out;
   double sum = 0;
   for (const auto& c : pack.contests) {
     std::vector<std::optional<int64_t>> attempts;
@@ -148,34 +147,30 @@ nlohmann::ordered_json codeelo_summary(const StandingsPack& pack, const std::vec
       attempts.push_back(it != first.end() ? it->second : std::nullopt);
     }
     if (evaluated == 0) {
-      unevaluated.push_back(c.id);
+      out.contests_without_evaluated_problems.push_back(c.id);
       continue;
     }
     if (c.rows.size() < kCodeEloMinRows) {
-      small.push_back(c.id);
+      out.contests_with_too_few_rated_rows.push_back(c.id);
       continue;
     }
     const auto score = contest_score(c.problems, attempts);
     const int64_t rank = contest_rank(c.rows, score);
     const int64_t rating = codeelo_rating(c.rows, rank);
     sum += static_cast<double>(rating);
-    contests.push_back({{"id", c.id}, {"problems", c.problems.size()}, {"evaluated", evaluated},
-                        {"points", score.points}, {"penalty", score.penalty}, {"rank", rank},
-                        {"rated_rows", c.rows.size()}, {"rating", rating}});
+    out.contests.push_back({c.id, static_cast<int64_t>(c.problems.size()), evaluated, score.points, score.penalty,
+                            rank, static_cast<int64_t>(c.rows.size()), rating});
   }
-  if (contests.empty())
+  const size_t unevaluated = out.contests_without_evaluated_problems.size();
+  const size_t small = out.contests_with_too_few_rated_rows.size();
+  if (out.contests.empty())
     throw DataError(pack.path + ": no contest of the standings pack can be rated from these problems (" +
-                    std::to_string(unevaluated.size()) + " without an evaluated problem: rows need 'contest_id' and "
-                    "'index'; " + std::to_string(small.size()) + " with " + std::to_string(kCodeEloMinRows - 1) +
+                    std::to_string(unevaluated) + " without an evaluated problem: rows need 'contest_id' and "
+                    "'index'; " + std::to_string(small) + " with " + std::to_string(kCodeEloMinRows - 1) +
                     " or fewer rated rows)");
-  out["rating"] = sum / static_cast<double>(contests.size());
-  if (!pack.human_ratings.empty())
-    out["percentile"] = rating_percentile(pack.human_ratings, out["rating"].get<double>());
-  out["contests"] = contests;
-  out["contests_without_evaluated_problems"] = unevaluated;
-  out["contests_with_too_few_rated_rows"] = small;
-  out["standings"] = pack.path;
-  out["what"] = "CodeElo's rating (mean over contests) from the standings pack; hidden tests differ from the set's";
+  out.rating = sum / static_cast<double>(out.contests.size());
+  if (!pack.human_ratings.empty()) out.percentile = rating_percentile(pack.human_ratings, out.rating);
+  out.standings = pack.path;
   return out;
 }
 
@@ -189,7 +184,7 @@ void check_standings(const StandingsPack& pack, const std::vector<EvalSet>& sets
   const std::string key = "standings pack '" + pack.path + "'";
   bool any = false;
   for (const auto& set : sets) {
-    if (!is_competition_set(set.rows)) continue;
+    if (!set.competition) continue;
     any = true;
     try {
       codeelo_summary(pack, example_pointers(set.rows), std::vector<std::optional<int64_t>>(set.rows.size()));
@@ -202,12 +197,23 @@ void check_standings(const StandingsPack& pack, const std::vector<EvalSet>& sets
                       "CodeElo's rating needs");
 }
 
-void add_codeelo(nlohmann::ordered_json& summary, const StandingsPack& pack, bool competition, const std::string& name,
-                 const std::vector<const data::Example*>& rows, const std::vector<ProblemResult>& results) {
-  if (!competition)
-    throw ConfigError("--standings '" + pack.path + "': the set '" + name + "' is not made of competition rows "
+void add_codeelo(SetSummary& summary, const StandingsPack& pack, const EvalSet& set,
+                 const std::vector<const data::Example*>& rows, const std::vector<ProblemStats>& problems) {
+  if (!set.competition)
+    throw ConfigError("--standings '" + pack.path + "': the set '" + set.name + "' is not made of competition rows "
                       "(tests.type competition), which CodeElo's rating needs");
-  summary["codeelo"] = codeelo_summary(pack, rows, results);
+  std::vector<std::optional<int64_t>> accepted_at;
+  for (const auto& p : problems)
+    accepted_at.push_back(p.first_accepted >= 0 ? std::optional<int64_t>(p.first_accepted) : std::nullopt);
+  summary.codeelo = codeelo_summary(pack, rows, accepted_at);
+}
+
+Standings::Standings(const std::string& path) {
+  if (!path.empty()) pack_ = load_standings(path);
+}
+
+void Standings::check(const std::vector<EvalSet>& sets) const {
+  if (pack_) check_standings(*pack_, sets);
 }
 
 }  // namespace gspo::eval

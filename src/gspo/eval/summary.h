@@ -1,13 +1,18 @@
 // Benchmark statistics over K graded samples per problem: avg@K, unbiased pass@k, cons@K (majority vote), failure
-// reasons, and the same by difficulty; the table a person reads at the end of an eval.
+// reasons, and the same by difficulty. A set's summary is a typed value (SetSummary) with optional sections
+// (competition, CodeElo, tools, what gspo eval and gspo score add), written as JSON by to_json alone and read by
+// the table a person reads at the end of an eval, by validation's metrics and by `gspo score --json`.
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "gspo/eval/rating.h"
 #include "gspo/reward/verifier.h"
 
 namespace gspo::eval {
@@ -32,6 +37,9 @@ struct ProblemResult {
 // The most common non-empty vote ("" when none); ties go to the vote seen first.
 std::string majority_vote(const std::vector<std::string>& votes);
 
+// The index of the first correct sample (a competition problem's first accepted attempt); nullopt when none is.
+std::optional<int64_t> first_accepted(const std::vector<char>& correct);
+
 // One problem reduced to what the statistics need: fixed-size, so ranks can exchange them (eval/sharded.h).
 struct ProblemStats {
   int64_t n = 0, c = 0;         // samples, correct samples
@@ -45,22 +53,108 @@ struct ProblemStats {
   int64_t first_accepted = -1;  // the first correct sample's index (competition: the first accepted attempt); -1 = none
 };
 ProblemStats stats_of(const ProblemResult& r);
+std::vector<ProblemStats> stats_of(const std::vector<ProblemResult>& results);
 
-// Summary JSON for one dataset: problems, samples_per_problem, avg@K, pass@k for k = 1, 2, 4, ... and K, cons@K
-// (majority vote, when `with_majority`), mean reward, response token statistics, failures (reason -> samples),
-// when problems carry a difficulty, by_difficulty {level: {problems, avg@K, pass@k..., cons@K}} and, with tools,
-// tools {calls_mean, calling_frac, failed_frac} over the samples; `competition` (competition rows: eval/competition.h)
-// adds the difficulty rating, solved_at_attempt and checker_failures.
-nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority,
-                                 bool competition = false);
-nlohmann::ordered_json summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority,
-                                 bool competition = false);
+// avg@K, pass@k for k = 1, 2, 4, ... and K, and cons@K over a set's (or a difficulty level's) problems.
+struct Accuracy {
+  int64_t samples = 0;                           // K; 0 = no figures (a set without problems or samples)
+  double avg = 0;                                // avg@K
+  std::vector<std::pair<int64_t, double>> pass;  // (k, pass@k), k ascending
+  std::optional<double> cons;                    // cons@K (majority vote: math sets)
+};
+// ("avg@8", 0.3), ("pass@1", 0.3), ..., ("pass@8", 0.7), ("cons@8", 0.5): the figures named as the summary's keys,
+// in its order; empty without figures.
+std::vector<std::pair<std::string, double>> named_figures(const Accuracy& a);
 
-// "avg@8 0.312  pass@1 0.312  pass@8 0.750  cons@8 0.500": the accuracy fields (keys with '@') of a summary.
-std::string accuracy_cells(const nlohmann::ordered_json& summary);
+struct LevelSummary {
+  std::string level;  // the problems' difficulty
+  int64_t problems = 0;
+  Accuracy accuracy;
+};
 
-// The end-of-eval report: per dataset, a block with the metrics, a row per difficulty, the failure counts, the
-// skipped prompts and (gspo score) a note on dataset rows that had no responses.
-std::string format_table(const std::vector<nlohmann::ordered_json>& summaries);
+struct ToolsSummary {  // over the samples that ran with tools
+  double calls_mean = 0;    // tool calls per sample
+  double calling_frac = 0;  // samples that called a tool
+  double failed_frac = 0;   // samples that had a call fail (an error or a timeout)
+};
+
+// A competition set's figures (eval/competition.h rows; docs/evaluation.md "CodeForces").
+struct CompetitionSummary {
+  std::optional<DifficultyRating> difficulty_rating;  // over the problems whose difficulty is a number; none = none is
+  int64_t unrated_problems = 0;                       // the others
+  std::map<int64_t, int64_t> solved_at_attempt;       // first accepted attempt -> problems
+  int64_t checker_failures = 0;                       // samples whose checker failed (no verdict on the solution)
+};
+
+// CodeElo's rating of a competition set from a standings pack (eval/standings.h: codeelo_summary).
+struct ContestResult {
+  std::string id;
+  int64_t problems = 0;   // the contest's
+  int64_t evaluated = 0;  // of them in the set
+  double points = 0, penalty = 0;
+  int64_t rank = 0, rated_rows = 0, rating = 0;
+};
+struct CodeEloSummary {
+  double rating = 0;                  // the mean over `contests`
+  std::optional<double> percentile;   // among the pack's human ratings, when it has them
+  std::vector<ContestResult> contests;
+  std::vector<std::string> contests_without_evaluated_problems, contests_with_too_few_rated_rows;
+  std::string standings;  // the pack's path
+};
+
+struct SourceSummary {  // gspo eval: the set's file
+  std::string path;
+  int64_t rows = 0;       // selected (date window, eval.max_problems), skipped prompts included
+  int64_t file_rows = 0;  // in the file
+  std::string fnv1a64;    // of its bytes
+};
+
+struct CoverageSummary {  // gspo score: the dataset's rows and those no response line names (not in the figures)
+  int64_t dataset_rows = 0;
+  int64_t problems_without_responses = 0;
+};
+
+// One set's summary. The figures after samples_per_problem are there when the set had problems and samples
+// (accuracy.samples > 0); the optional sections when the set or the command has them.
+struct SetSummary {
+  std::string dataset;
+  int64_t problems = 0;
+  int64_t samples_per_problem = 0;  // K: the fewest samples of a problem
+  Accuracy accuracy;
+  double reward_mean = 0;
+  double response_tokens_mean = 0;
+  int64_t response_tokens_max = 0, response_tokens_total = 0;
+  std::map<std::string, int64_t> failures;  // reason -> samples
+  std::optional<ToolsSummary> tools;        // with tools
+  int64_t references_without_answer = 0;    // problems whose reference held no answer (reward.math_gold); 0 = none
+  std::vector<LevelSummary> by_difficulty;  // easy, medium, hard, then other levels by value; empty = no difficulty
+  std::optional<CompetitionSummary> competition;  // a competition set (EvalSet::competition)
+  std::optional<CodeEloSummary> codeelo;          // a competition set rated from a standings pack
+  std::optional<std::string> verifier;            // gspo eval, gspo score: the verifier's name
+  std::optional<int64_t> skipped_prompts;         // gspo eval, validation: prompts too long, not in the figures
+  std::optional<int64_t> outside_dates;           // gspo eval: rows left out by eval.since / eval.until
+  std::optional<SourceSummary> source;            // gspo eval
+  std::optional<CoverageSummary> coverage;        // gspo score
+};
+
+// The figures of one dataset: problems, samples_per_problem, avg@K, pass@k, cons@K (when `with_majority`), mean
+// reward, response token statistics, failures, by_difficulty when problems carry a difficulty, tools with tools,
+// and, when `competition` (a competition set's rows), the competition section. The other sections are the caller's.
+SetSummary summarize(const std::string& name, const std::vector<ProblemStats>& problems, bool with_majority,
+                     bool competition = false);
+SetSummary summarize(const std::string& name, const std::vector<ProblemResult>& problems, bool with_majority,
+                     bool competition = false);
+
+// The summary as summary.json, validation.jsonl and `gspo score --json` hold it: the one place its JSON is written
+// (keys in a fixed order; a section only when present). Also makes SetSummary convertible to ordered_json.
+void to_json(nlohmann::ordered_json& j, const SetSummary& s);
+void to_json(nlohmann::ordered_json& j, const CodeEloSummary& c);
+
+// "avg@8 0.312  pass@1 0.312  pass@8 0.750  cons@8 0.500".
+std::string accuracy_cells(const Accuracy& a);
+
+// The end-of-eval report: per dataset, a block with the metrics, a row per difficulty, the competition figures, the
+// failure counts, the skipped prompts and (gspo score) a note on dataset rows that had no responses.
+std::string format_table(const std::vector<SetSummary>& summaries);
 
 }  // namespace gspo::eval

@@ -10,12 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "gspo/eval/evaluator.h"
+#include "gspo/eval/standings.h"
+#include "gspo/eval/summary.h"
 
 namespace gspo::parallel { class Comm; }
 
 namespace gspo::eval {
-
-struct StandingsPack;
 
 class Validation {
  public:
@@ -32,20 +32,20 @@ class Validation {
 
   // After step `step` (every eval.every steps, and after the last step of the run).
   bool due(int64_t step, int64_t max_steps) const;
-  // One summary per set (identical on every rank).
-  std::vector<nlohmann::ordered_json> run();
+  // One summary per set (identical on every rank; as JSON, validation.jsonl's "datasets").
+  std::vector<SetSummary> run();
 
   // {"val/<set>/avg@K": ..., "val/<set>/pass@1": ..., ..., "val/<set>/codeelo_rating": ...} for the metrics line.
-  static nlohmann::ordered_json headline(const std::vector<nlohmann::ordered_json>& summaries);
+  static nlohmann::ordered_json headline(const std::vector<SetSummary>& summaries);
   // "aime24 avg@4 0.125 pass@4 0.300 cons@4 0.100 | lcb ..." for the console.
-  static std::string one_line(const std::vector<nlohmann::ordered_json>& summaries);
+  static std::string one_line(const std::vector<SetSummary>& summaries);
 
  private:
   const config::Config& cfg_;
   parallel::Comm& comm_;
   std::vector<EvalSet> sets_;
   std::vector<std::unique_ptr<Grader>> graders_;
-  std::unique_ptr<StandingsPack> standings_;  // eval.standings; null = none
+  Standings standings_;  // eval.standings
   Evaluator evaluator_;
 };
 

@@ -66,6 +66,12 @@ void require_step_count(int64_t step, const std::string& file, const std::string
                 ", not a step count: the checkpoint is damaged; resume from an earlier one");
 }
 
+void wrong_state_bits(const std::string& where, const std::string& whose, int64_t written) {
+  const std::string bits = std::to_string(written);
+  throw ConfigError(where + " holds " + whose + "AdamW moments of optimizer.state_bits " + bits +
+                    "; resume it with state_bits " + bits + " (a resume does not convert the moments' precision)");
+}
+
 std::string moment_name(size_t k, size_t n) {
   static const char* const k32[] = {"exp_avg", "exp_avg_sq"};
   static const char* const k8[] = {"exp_avg codes", "exp_avg absmax", "exp_avg_sq codes", "exp_avg_sq absmax"};

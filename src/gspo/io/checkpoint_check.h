@@ -32,5 +32,10 @@ void require_step_count(int64_t step, const std::string& file, const std::string
 // The name of tensor k of one group of AdamW moments as the optimizers hold them: `n` 2, float32 {exp_avg,
 // exp_avg_sq}; `n` 4, 8 bits {exp_avg codes, exp_avg absmax, exp_avg_sq codes, exp_avg_sq absmax}.
 std::string moment_name(size_t k, size_t n);
+// The one refusal of a checkpoint whose AdamW moments were written with the other optimizer.state_bits (8 or 32: a
+// resume never converts the moments' precision), for every engine: ConfigError "<where> holds <whose>AdamW moments of
+// optimizer.state_bits <written>; resume it with state_bits <written> (...)". `where` names the checkpoint or file
+// ("checkpoint 'DIR'", "'FILE'"), `whose` the engine's part ("", "ZeRO-1 ", "ZeRO-3 ", "the experts' ").
+[[noreturn]] void wrong_state_bits(const std::string& where, const std::string& whose, int64_t written);
 
 }  // namespace gspo::io

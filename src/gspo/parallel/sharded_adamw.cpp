@@ -164,9 +164,7 @@ void ShardedAdamW::load_state(const std::vector<at::Tensor>& full, const std::st
   const std::vector<at::Tensor> held(full.begin() + (full.empty() ? 0 : 1), full.end());
   if (full.size() != 1 + moments_->tensors().size()) {
     if (full.size() == 3 || full.size() == 5)  // the other state_bits' moments
-      throw IoError("'" + from + "' holds ZeRO-1 AdamW moments of optimizer.state_bits " +
-                    std::string(full.size() == 5 ? "8" : "32") + "; resume it with state_bits " +
-                    (full.size() == 5 ? "8" : "32"));
+      io::wrong_state_bits("'" + from + "'", "ZeRO-1 ", full.size() == 5 ? 8 : 32);
   }
   if (full.size() != 1 + moments_->tensors().size() || !moments_->fits(held, numel_))
     throw IoError("'" + from + "' does not hold ZeRO-1 optimizer state for this model (" + std::to_string(numel_) +

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "gspo/core/error.h"
+#include "gspo/io/checkpoint_check.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/zero3_unit.h"
 
@@ -41,11 +42,8 @@ void Zero3::load_shards(int64_t old_world, const std::function<std::vector<at::T
   for (int64_t r = 0; r < old_world; ++r) {
     const auto state = read(r);
     const int64_t format = state.empty() || state[0].numel() != 5 + U ? 0 : state[0].data_ptr<int64_t>()[0];
-    if (format != 0 && format != shard_format(h_.state_bits)) {
-      const std::string bits = std::to_string(bits_of_format(format));
-      throw IoError("'" + from + "' holds ZeRO-3 AdamW moments of optimizer.state_bits " + bits +
-                    "; resume it with state_bits " + bits);
-    }
+    if (format != 0 && format != shard_format(h_.state_bits))
+      io::wrong_state_bits("'" + from + "'", "ZeRO-3 ", bits_of_format(format));
     if (state.empty() || state[0].numel() != 5 + U || state.size() != static_cast<size_t>(1 + T * U))
       throw mismatch("rank " + std::to_string(r) + "'s file has " + std::to_string(state.size()) + " tensors for " +
                      std::to_string(U) + " units");

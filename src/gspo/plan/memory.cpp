@@ -374,7 +374,7 @@ void pick_peak(MemoryPlan& p) {
 // With expert parallelism: host memory while loading, and the expert exchange's traffic per MoE layer.
 void add_expert_notes(const ModelShape& shape, const Sizes& z, int64_t W, MemoryPlan& p) {
   const double L = static_cast<double>(std::min<int64_t>(W, 8)), k = shape.experts_per_token;
-  p.notes.push_back("host memory while loading (a node's ranks in turns, train/expert_setup.h): " + mib(4 * z.N) +
+  p.notes.push_back("host memory while loading (a node's ranks in turns, train/setup/expert_setup.h): " + mib(4 * z.N) +
                     " for the rank reading the float32 model, " + mib(4 * z.Nk) + " kept after; a node of " +
                     num(L) + " ranks at most " + mib(4 * z.N + (L - 1) * 4 * z.Nk) + " (all at once: " +
                     mib(L * 4 * z.N) + ")");

@@ -29,7 +29,7 @@ double greedy_accuracy(model::Policy& policy, const tokenizer::Tokenizer& tok, c
     std::vector<std::vector<int64_t>> prompts;
     std::vector<std::string> questions;
     for (size_t i = start; i < end; ++i) {
-      prompts.push_back(tok.encode_prompt(data::format_prompt(cfg.data, problems[i].prompt, env::shown_tools(tools))));
+      prompts.push_back(tok.encode_prompt(data::format_prompt(cfg.data, problems[i], env::shown_tools(tools))));
       questions.push_back(problems[i].prompt);
     }
     const auto sampled = env::sample(tools, greedy, prompts, std::move(questions), 1, {0, static_cast<int64_t>(start)});

@@ -10,33 +10,26 @@
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
-#include "gspo/env/episode.h"
-#include "gspo/eval/eval_sets.h"
-#include "gspo/io/adapter_file.h"
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/weight_sync.h"
-#include "gspo/reward/verifier.h"
-#include "gspo/rollout/sampler.h"
-#include "gspo/tokenizer/tokenizer.h"
-#include "gspo/train/assembly.h"
+#include "gspo/train/setup/assembly.h"
 #include "gspo/train/async/async_schedule.h"
-#include "gspo/train/sources/partial_source.h"
 #include "gspo/train/sources/rollout_source.h"
 #include "gspo/train/sources/sampling_copy.h"
 #include "gspo/train/async/scored_wire.h"
-#include "gspo/train/sources/training_data.h"
 
 namespace gspo::train {
 
-// (Assembly: the policy, the base with model.lora_rank > 0, its adapters (what trainer 0 sends) and the sampling copy
-// with them merged (what samples then), the tokenizer, rows, verifier, sampler and tools)
-struct RolloutWorker::Impl : Assembly {
+struct RolloutWorker::Impl {
   config::Config cfg;  // the run's copy: what the loaded model resolves (data.chat_template auto) in
   parallel::Comm& group;  // the rollout ranks
   parallel::Comm& link;   // the world
   AsyncLayout layout;
+  // The policy frozen in the sampling dtype, the base with model.lora_rank > 0, its adapters (what trainer 0 sends)
+  // and the sampling copy with them merged (what samples then), the tokenizer, rows, verifier, sampler and tools.
+  std::optional<Assembly> a;
   std::unique_ptr<RolloutSource> source;  // in-process sampling, or partial rollouts carrying groups between batches
   std::deque<std::pair<at::Tensor, parallel::Comm::Pending>> sends;  // batch shares in flight (kept alive)
 
@@ -49,22 +42,10 @@ RolloutWorker::RolloutWorker(const config::Config& cfg_in, const Placement& wher
   if (!where.comm || !where.link) throw std::invalid_argument("RolloutWorker: Placement needs comm and link");
   impl_ = std::make_unique<Impl>(cfg_in, where);
   auto& s = *impl_;
-  const config::Config& cfg = s.cfg;
-  auto rows = s.load_rows(cfg, where.device);
-  // Frozen in the sampling dtype, started where the trainers start (model.adapter merged, or the adapters' start);
-  // with model.lora_rank > 0 a copy shares the base's untargeted tensors, the adapters merged into it before each
-  // batch they changed.
-  auto what = Assembly::model_load(cfg, where.device, true);
-  what.frozen = true;
-  what.dtype = rollout::sampling_dtype(cfg);
-  auto loaded = io::load_model(what);
-  io::resolve_chat_template(s.cfg, loaded);
-  s.take(std::move(loaded));
-  if (s.lora) s.merged_copy(cfg, where.device);
-  int64_t dropped = 0;
-  s.fit_rows(std::move(rows), cfg, false, dropped);
-  s.make_sampler(cfg, cfg.logging.progress && s.group.is_main());  // the live rollout line, on the first rollout rank
-  s.source = s.local_source(cfg, s.group);
+  // the live rollout line on the first rollout rank
+  s.a.emplace(s.cfg, Role::rollout_rank(s.group.is_main(), s.cfg.logging.progress && s.group.is_main()), where.device,
+              s.group);
+  s.source = s.a->local_source(s.cfg, s.group);
 }
 
 RolloutWorker::~RolloutWorker() = default;
@@ -73,7 +54,7 @@ RolloutWorker::~RolloutWorker() = default;
 void RolloutWorker::Impl::send_shares(int64_t batch, const Scored& s, std::vector<double> metrics) {
   const int64_t me = group.rank(), G = cfg.rollout.group_size;
   const int64_t base = layout.rollout_prompts(me).first;
-  const int64_t pad = policy->manifest().pad_token_id;
+  const int64_t pad = a->policy->manifest().pad_token_id;
   while (!sends.empty() && sends.front().second.ready()) sends.front().second.wait(), sends.pop_front();
   for (int64_t t = 0; t < layout.trainers; ++t) {
     const auto [first, last] = layout.shared(me, t);
@@ -95,7 +76,7 @@ TrainSummary RolloutWorker::run() {
   const auto& c = s.cfg;
   TrainSummary sum;
   sum.is_main = false;
-  data::Cursor cursor(static_cast<int64_t>(s.examples.size()), c.data.shuffle, static_cast<uint64_t>(c.data.seed));
+  data::Cursor cursor(static_cast<int64_t>(s.a->examples.size()), c.data.shuffle, static_cast<uint64_t>(c.data.seed));
   const auto t0 = core::Clock::now();
   int64_t batches = 0;
   double idle = 0;
@@ -110,12 +91,13 @@ TrainSummary RolloutWorker::run() {
       break;
     }
     if (ctl.epoch >= 0) cursor.restore(ctl.epoch, ctl.position);
-    if (ctl.weights && s.lora) {  // the adapters, float32, merged into the copy before the batch samples
-      parallel::receive_weights(s.link, 0, kTagWeights, s.lora->parameters(), at::kFloat,
+    auto& a = *s.a;
+    if (ctl.weights && a.lora) {  // the adapters, float32, merged into the copy before the batch samples
+      parallel::receive_weights(s.link, 0, kTagWeights, a.lora->parameters(), at::kFloat,
                                 c.distributed.bucket_mb * 1024 * 1024, c.async.wait_timeout_s);
-      s.sampling_copy->mark_stale();
+      a.sampling_copy->mark_stale();
     } else if (ctl.weights) {
-      parallel::receive_weights(s.link, 0, kTagWeights, s.policy->parameters(), rollout::sampling_dtype(c),
+      parallel::receive_weights(s.link, 0, kTagWeights, a.policy->parameters(), rollout::sampling_dtype(c),
                                 c.distributed.bucket_mb * 1024 * 1024, c.async.wait_timeout_s);
     }
     const double waited = core::seconds_since(t_wait);

@@ -16,7 +16,7 @@
 #include "gspo/train/logprobs.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
-#include "gspo/train/rollout_log.h"
+#include "gspo/train/report/rollout_log.h"
 #include "gspo/train/routing.h"
 #include "gspo/train/engines/update_engine.h"
 

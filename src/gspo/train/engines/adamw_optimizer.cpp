@@ -5,16 +5,11 @@
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/io/checkpoint.h"
+#include "gspo/io/checkpoint_check.h"
 #include "gspo/train/engines/adamw8bit_optimizer.h"
 #include "gspo/train/engines/fused_step.h"
 
 namespace gspo::train {
-
-[[noreturn]] void wrong_state_bits(const std::string& dir, int64_t written) {
-  throw ConfigError("checkpoint '" + dir + "' holds AdamW moments of optimizer.state_bits " + std::to_string(written) +
-                    "; resume it with state_bits " + std::to_string(written) +
-                    " (a resume does not convert the moments' precision)");
-}
 
 namespace {
 
@@ -41,7 +36,7 @@ class TorchAdamW : public AdamWOptimizer {
   }
   void save(const std::string& dir) override { io::save_optimizer(dir, *opt_); }
   void load(const std::string& dir) override {
-    if (core::exists(dir + "/" + kAdamW8bitFile)) wrong_state_bits(dir, 8);
+    if (core::exists(dir + "/" + kAdamW8bitFile)) io::wrong_state_bits("checkpoint '" + dir + "'", "", 8);
     io::load_optimizer(dir, *opt_);
   }
 
@@ -61,7 +56,7 @@ class Bits8AdamW : public AdamWOptimizer {
   void load(const std::string& dir) override {
     const std::string file = dir + "/" + kAdamW8bitFile;
     if (!core::exists(file)) {
-      if (core::exists(dir + "/optimizer.pt")) wrong_state_bits(dir, 32);
+      if (core::exists(dir + "/optimizer.pt")) io::wrong_state_bits("checkpoint '" + dir + "'", "", 32);
       throw IoError("checkpoint '" + dir + "' lacks " + kAdamW8bitFile + " (the AdamW moments of optimizer.state_bits "
                     "8)");
     }

@@ -1,7 +1,7 @@
 // The replicated engine's optimizer (train/engines/update_engine.cpp, AdamWEngine) by optimizer.state_bits: torch's
 // AdamW through the fused step with float32 moments (32, checkpoint file optimizer.pt), or bitsandbytes' 8-bit AdamW
-// (8, parallel/adamw8bit.h; optimizer_8bit.pt). Each refuses the other's checkpoint with a ConfigError naming the key:
-// a resume never converts the moments' precision (docs/optimizer.md).
+// (8, parallel/adamw8bit.h; optimizer_8bit.pt). Each refuses the other's checkpoint (io::wrong_state_bits: a
+// resume never converts the moments' precision; docs/optimizer.md).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -28,8 +28,5 @@ class AdamWOptimizer {
 
 // `params`: float32, what the engine updates; they must outlive the optimizer.
 std::unique_ptr<AdamWOptimizer> make_adamw_optimizer(std::vector<at::Tensor> params, const config::OptimizerOptions& o);
-
-// ConfigError: checkpoint `dir` holds moments of optimizer.state_bits `written`, this run has the other.
-[[noreturn]] void wrong_state_bits(const std::string& dir, int64_t written);
 
 }  // namespace gspo::train

@@ -1,5 +1,6 @@
 #include "gspo/train/engines/engine_choice.h"
 
+#include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/model/lora.h"
 #include "gspo/parallel/adamw8bit.h"
@@ -35,9 +36,7 @@ EngineChoice choose_engine(int64_t zero_stage, bool adapters, bool experts, bool
   else if (experts) c.kind = EngineKind::kExpertParallel;
   else if (zero_stage == 3) c.kind = EngineKind::kZero3;
   else if (zero_stage == 1) c.kind = EngineKind::kZero1;
-  if (offload && !c.sharded())
-    throw ConfigError("distributed.optimizer_offload offloads the sharded optimizer state: set distributed.zero_stage "
-                      "1 or 3");
+  if (const auto why = config::offload_refusal(offload, zero_stage); !why.empty()) throw ConfigError(why);
   return c;
 }
 

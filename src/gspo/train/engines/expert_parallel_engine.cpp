@@ -146,8 +146,7 @@ class ExpertParallelEngine : public UpdateEngine {
     std::map<int64_t, std::vector<at::Tensor>> files;  // by the writing rank's place in its group
     files[0] = read_expert_file(dir, 0);
     if (files[0][0].numel() != 2)
-      throw IoError("checkpoint '" + dir + "' holds the experts' AdamW moments of optimizer.state_bits 8; resume it "
-                    "with state_bits 8");
+      io::wrong_state_bits("checkpoint '" + dir + "'", "the experts' ", 8);
     const int64_t old_per = files[0][0][1].item<int64_t>();
     std::vector<at::Tensor> km, kv;
     for (size_t i = 0; i < kept_.size(); ++i) {
@@ -202,8 +201,7 @@ class ExpertParallelEngine : public UpdateEngine {
     const auto f = read_expert_file(dir, shards_.group().rank());
     const std::string path = dir + "/" + expert_file(shards_.group().rank());
     if (f[0].numel() != 3)
-      throw IoError("checkpoint '" + dir + "' holds the experts' AdamW moments of optimizer.state_bits 32; resume it "
-                    "with state_bits 32");
+      io::wrong_state_bits("checkpoint '" + dir + "'", "the experts' ", 32);
     if (f[0][0].item<int64_t>() != shards_.group().world_size())
       throw ConfigError("checkpoint '" + dir + "' holds 8-bit expert moments written with distributed.expert_parallel " +
                         std::to_string(f[0][0].item<int64_t>()) + ": resume it with the same expert_parallel (an "

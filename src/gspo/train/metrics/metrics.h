@@ -426,7 +426,7 @@ void reduce_across_ranks(StepMetrics& m, parallel::Comm& comm);
 // (validation's, the steps it ran after).
 std::string json_line(StepMetrics& m, const nlohmann::ordered_json* extra = nullptr);
 
-// The console line of a step (train/report.cpp).
+// The console line of a step (train/report/report.cpp).
 std::string progress_line(const StepMetrics& m, int64_t max_steps);
 
 // `gspo config --metrics`: the table as Markdown (docs/metrics.md) or as a JSON list of {name, reduce, match,

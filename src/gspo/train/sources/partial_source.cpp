@@ -48,7 +48,7 @@ PartialSource::Group PartialSource::make_group(int64_t example, const rollout::N
   const int64_t G = cfg_.rollout.group_size;
   Group g;
   g.example = example;
-  g.prompt = tok_.encode_prompt(data::format_prompt(cfg_.data, examples_[example].prompt));
+  g.prompt = tok_.encode_prompt(data::format_prompt(cfg_.data, examples_[example]));
   for (int64_t k = 0; k < G; ++k)
     g.rows.push_back({{}, {}, rollout::Finish::kCarried, rollout::row_hash(key, first_row + k)});
   g.first.assign(G, -1);

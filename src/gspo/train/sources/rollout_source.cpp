@@ -122,7 +122,7 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   for (int64_t j = 0; j < local_prompts; ++j) {
     const auto& ex = examples_[global[comm_.rank() * local_prompts + j]];
     exs.push_back(&ex);
-    prompts.push_back(tok_.encode_prompt(data::format_prompt(c.data, ex.prompt, env::shown_tools(tools_))));
+    prompts.push_back(tok_.encode_prompt(data::format_prompt(c.data, ex, env::shown_tools(tools_))));
   }
   auto t = Clock::now();
   std::vector<std::string> questions;

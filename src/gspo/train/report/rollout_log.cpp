@@ -1,4 +1,4 @@
-#include "gspo/train/rollout_log.h"
+#include "gspo/train/report/rollout_log.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "gspo/train/expert_setup.h"
+#include "gspo/train/setup/expert_setup.h"
 
 #include <torch/torch.h>
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "gspo/train/metrics/metrics.h"
-#include "gspo/train/trainer.h"
+#include "gspo/train/report/summary.h"
 
 namespace gspo::train {
 
