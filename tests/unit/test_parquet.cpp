@@ -124,16 +124,79 @@ TEST_CASE("parquet: bad inputs are data errors naming the file, column and type"
   CHECK(rows[1].row["prompt"].is_null());
 }
 
+namespace {
+
+// load_jsonl of the parquet path and of its JSONL twin give the same examples, field by field, under their own names.
+void check_examples(const std::string& parquet, const std::string& jsonl, const std::string& answer_key,
+                    const std::vector<std::string>& names) {
+  const auto got = data::load_jsonl(parquet, "auto", answer_key);
+  const auto want = data::load_jsonl(jsonl, "auto", answer_key);
+  REQUIRE(got.size() == want.size());
+  REQUIRE(got.size() == names.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(got[i].id << " against " << want[i].id);
+    CHECK(got[i].id == names[i]);
+    CHECK(got[i].prompt == want[i].prompt);
+    CHECK(got[i].answer == want[i].answer);
+    CHECK(got[i].difficulty == want[i].difficulty);
+    CHECK(got[i].date == want[i].date);
+    REQUIRE(got[i].messages.size() == want[i].messages.size());
+    for (size_t m = 0; m < got[i].messages.size(); ++m) {
+      CHECK(got[i].messages[m].role == want[i].messages[m].role);
+      CHECK(got[i].messages[m].content == want[i].messages[m].content);
+    }
+    CHECK(nlohmann::json::parse(got[i].row) == nlohmann::json::parse(want[i].row));
+    CHECK(data::row_has_code_tests(got[i]) == data::row_has_code_tests(want[i]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("parquet: load_jsonl reads verl, DAPO and TRL parquet files and a shard directory as their JSONL twins",
+          "[data][parquet]") {
+  const std::string dir = cases();
+  SECTION("verl GSM8K: message-list prompt, reward_model.ground_truth") {
+    check_examples(dir + "/gsm8k.parquet", dir + "/gsm8k.jsonl", "reward_model.ground_truth",
+                   row_names(dir + "/gsm8k.parquet", 7));
+    const auto rows = data::load_jsonl(dir + "/gsm8k.parquet", "auto", "reward_model.ground_truth");
+    CHECK(rows[6].answer == "54");
+    REQUIRE(rows[6].messages.size() == 1);
+    CHECK(rows[6].messages[0].role == "user");
+    CHECK(rows[6].prompt == rows[6].messages[0].content);
+  }
+  SECTION("DAPO-Math-17k") {
+    check_examples(dir + "/dapo.parquet", dir + "/dapo.jsonl", "reward_model.ground_truth",
+                   row_names(dir + "/dapo.parquet", 3));
+  }
+  SECTION("TRL conversational prompt-only, with a system message") {
+    check_examples(dir + "/trl.parquet", dir + "/trl.jsonl", "solution", row_names(dir + "/trl.parquet", 2));
+    const auto rows = data::load_jsonl(dir + "/trl.parquet", "auto", "solution");
+    REQUIRE(rows[0].messages.size() == 2);
+    CHECK(rows[0].messages[0].role == "system");
+    CHECK(rows[0].prompt == "What is 7 * 6?");
+  }
+  SECTION("a directory of 2 shards, in the Hub's layout") {
+    const std::string a = dir + "/shards/data/train-00000-of-00002.parquet";
+    auto names = row_names(a, 4);
+    for (const auto& n : row_names(dir + "/shards/data/train-00001-of-00002.parquet", 3)) names.push_back(n);
+    check_examples(dir + "/shards", dir + "/shards.jsonl", "reward_model.ground_truth", names);
+  }
+}
+
 TEST_CASE("parquet: load_jsonl's errors name the parquet row and column", "[data][parquet]") {
   using Catch::Matchers::Contains;
   const std::string dir = cases();
   CHECK_THROWS_AS(data::load_jsonl(dir + "/null_prompt.parquet", "auto", "answer"), DataError);
+  CHECK_THROWS_WITH(data::load_jsonl(dir + "/null_prompt.parquet", "auto", "answer"),
+                    Contains(dir + "/null_prompt.parquet:row 2: field 'prompt'"));
   CHECK_THROWS_WITH(data::load_jsonl(dir + "/null_prompt_string.parquet", "prompt", "answer"),
                     Contains(dir + "/null_prompt_string.parquet:row 2: field 'prompt'"));
   CHECK_THROWS_AS(data::load_jsonl(dir + "/no_prompt_column.parquet", "prompt", "answer"), DataError);
   CHECK_THROWS_WITH(data::load_jsonl(dir + "/no_prompt_column.parquet", "prompt", "answer"),
                     Contains(dir + "/no_prompt_column.parquet:row 1: no field 'prompt'"));
   CHECK(data::load_jsonl(dir + "/no_prompt_column.parquet", "auto", "answer").at(0).prompt == "What is 1+1?");
+  CHECK_THROWS_WITH(data::load_jsonl(dir + "/gsm8k.parquet", "auto", "answer"),
+                    Contains(dir + "/gsm8k.parquet:row 1: no field 'answer'"));
   CHECK_THROWS_AS(data::load_jsonl(dir + "/truncated.parquet", "auto", "answer"), DataError);
   CHECK_THROWS_AS(data::load_jsonl(dir + "/unsupported.parquet", "auto", "answer"), DataError);
   CHECK_THROWS_AS(data::load_jsonl(dir + "/empty_dir", "auto", "answer"), DataError);
