@@ -15,6 +15,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/json_line.h"
 #include "gspo/data/lcb_row.h"
+#include "gspo/data/parquet.h"
 #include "gspo/data/rng.h"
 #include "gspo/tokenizer/chat_template.h"
 #include "gspo/tokenizer/jinja.h"
@@ -292,6 +293,11 @@ std::vector<Example> load_jsonl(const std::string& path, const std::string& prom
                                 bool need_prompt) {
   const RowKeys keys{prompt_key, answer_key, need_prompt};
   if (ends_with(path, ".json")) return load_json_array(path, keys);
+  if (is_parquet_path(path)) {  // a .parquet file or a directory of shards (data/parquet.h)
+    std::vector<Example> out;
+    for_each_parquet_row(path, [&](const ParquetRow& r) { out.push_back(read_row(r.row, r.text, r.where, keys)); });
+    return out;
+  }
   std::ifstream in(path);
   if (!in) throw IoError("cannot read dataset '" + path + "': " + std::strerror(errno));
   std::vector<Example> out;

@@ -12,7 +12,8 @@ namespace gspo::data {
 
 // Rows of a JSONL file; `prompt_key` ("auto": prompt, problem, question or description) and `answer_key` name the fields
 // (answers may be strings or numbers; rows with code tests may lack one).
-// Blank lines are skipped. Throws IoError (unreadable) or DataError ("file:LINE: ...").
+// Blank lines are skipped. Throws IoError (unreadable) or DataError ("file:LINE: ..."). A .parquet file or a directory
+// of parquet shards is read row by row (data/parquet.h; rows named "FILE:row N") through the same field rules.
 // `need_prompt` false (gspo score, which grades given responses) accepts rows without a prompt field.
 std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
                                 bool need_prompt = true);
