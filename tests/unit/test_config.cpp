@@ -81,7 +81,7 @@ TEST_CASE("cross-field rules name both keys and the line", "[config]") {
   CHECK(config_error_of("rollout:\n  prompts_per_step: 3\n  group_size: 2\nalgorithm:\n  num_minibatches: 4\n") ==
         "invalid config:\n  run.yaml:5: algorithm.num_minibatches (4) must divide the rollout batch "
         "rollout.prompts_per_step * rollout.group_size = 6");
-  CHECK_THAT(config_error_of("data:\n  task: jsonl\n"), Catch::Contains("run.yaml:2: data.path must name a JSONL file"));
+  CHECK_THAT(config_error_of("data:\n  task: jsonl\n"), Catch::Contains("run.yaml:2: data.path must name a dataset"));
   CHECK_THAT(config_error_of("data:\n  prompt_template: 'Q: {question}'\n"), Catch::Contains("data.prompt_template must contain {prompt}"));
   CHECK_THAT(config_error_of("model:\n  device: gpu\n"), Catch::Contains("model.device must be cpu, cuda, cuda:N or auto"));
   CHECK(config_error_of("rollout:\n  max_new_tokens: 8\n  min_new_tokens: 9\n") ==

@@ -262,12 +262,20 @@ struct SectionReader {
     for (size_t i = 0; i < n.size(); ++i) {
       const YAML::Node item = n[i];
       const std::string item_path = path + "[" + std::to_string(i) + "]";
+      R record;
+      if constexpr (HasShorthand<R>::value) {
+        if (item.IsScalar()) {  // the shorthand: the path alone
+          record.set_shorthand(item.Scalar());
+          cfg.origin[item_path] = where_of(item, origin, from_file);
+          items.push_back(std::move(record));
+          continue;
+        }
+      }
       if (!item.IsMap()) {
         errors.push_back(where_of(item, origin, from_file) + ": " + item_path + " must be a mapping of keys (got " +
                          shown(item) + ")");
         continue;
       }
-      R record;
       cfg.origin[item_path] = where_of(item, origin, from_file);  // what a rule on a key the item lacks names
       check_duplicates(item, item_path + ".", origin, from_file, errors);
       check_unknown_keys(item, record, item_path, origin, from_file, errors);

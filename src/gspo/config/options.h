@@ -61,9 +61,28 @@ struct TokenizerOptions {
   }
 };
 
+// One entry of data.mix: a dataset and its share of the prompts (data/cursor.h states the sampling rule).
+struct MixEntry {
+  std::string path = "";
+  double weight = 0;
+  std::string prompt_key = "";
+  std::string answer_key = "";
+
+  template <class V>
+  void visit(V&& v) {
+    v("path", path, "the dataset: a JSONL, JSON or parquet file, or a directory of parquet shards", any());
+    v("weight", weight, "its share of the prompts; the weights of data.mix sum to 1", above_up_to(0, 1));
+    v("prompt_key", prompt_key, "the field holding its prompt; empty = data.prompt_key", any());
+    v("answer_key", answer_key, "the field holding its reference answer; empty = data.answer_key", any());
+  }
+};
+template <>
+struct IsRecord<MixEntry> : std::true_type {};
+
 struct DataOptions {
   Task task = Task::kArithmetic;
   std::string path = "";
+  std::vector<MixEntry> mix = {};
   std::string prompt_key = "auto";
   std::string answer_key = "answer";
   std::string prompt_template = "{prompt}";
@@ -83,13 +102,19 @@ struct DataOptions {
 
   template <class V>
   void visit(V&& v) {
-    v("task", task, "arithmetic (built-in, exact-match rewards) or jsonl (prompt/answer rows from data.path)",
+    v("task", task, "arithmetic (built-in, exact-match rewards) or jsonl (prompt/answer rows from data.path or data.mix)",
       choice_rule(task));
-    v("path", path, "JSONL dataset file, one object per line (task = jsonl)", any());
-    v("prompt_key", prompt_key, "JSONL field holding the prompt text; auto = the first of prompt, problem, question, description (APPS)",
+    v("path", path, "the dataset (task = jsonl): a JSONL file (one object per line), a JSON file (an array of rows, "
+      "or {\"data\": [...]}), a parquet file or a directory of parquet shards", any());
+    v("mix", mix, "several datasets mixed by weight instead of path (task = jsonl): a list of mappings with the keys "
+      "data.mix[].*; after n prompts each has given floor or ceil of n * weight of them, each taken in its own "
+      "(shuffled) epoch order, so a small set with a large weight repeats; empty = data.path alone", any());
+    v("prompt_key", prompt_key, "the row's field holding the prompt: a string, or a list of chat messages ({role, "
+      "content}: TRL's conversational format, verl's prompt column); a dotted path reaches into objects "
+      "(extra_info.question); auto = the first of prompt, problem, question, description (APPS)", any());
+    v("answer_key", answer_key, "the row's field holding the reference answer, a dotted path allowed "
+      "(reward_model.ground_truth, as verl's preprocessing writes it); may be absent in rows that carry code tests",
       any());
-    v("answer_key", answer_key, "JSONL field holding the reference answer (may be absent in rows that carry code "
-      "tests)", any());
     v("prompt_template", prompt_template, "template applied to every prompt; {prompt} is replaced by it", any());
     v("chat_template", chat_template, "auto (the model's own Jinja chat_template, from the export's "
       "tokenizer_config.json or chat_template.jinja, rendered as transformers' apply_chat_template renders it: "
@@ -351,10 +376,30 @@ struct CheckpointOptions {
   }
 };
 
+// One entry of eval.datasets: a problem set and the verifier that grades it, written as a mapping or as the path
+// alone (then the verifier is auto).
+struct EvalSetSpec {
+  std::string path = "";
+  std::string verifier = "auto";
+  void set_shorthand(const std::string& text) { path = text; }  // a plain string in the list is the path
+
+  template <class V>
+  void visit(V&& v) {
+    v("path", path, "the problem set: a JSONL, JSON or parquet file, or a directory of parquet shards", any());
+    v("verifier", verifier, "what grades it: auto (by its rows, as reward.kind auto: the code verifier where a row "
+      "carries tests, math elsewhere), reward (the run's reward section as it is: the training reward, its components "
+      "and reward model or judge), or one rule verifier: math, code, exact, leading_integer, regex (reward.regex), "
+      "format, external (reward.external_command)",
+      one_of({"auto", "reward", "math", "code", "exact", "leading_integer", "regex", "format", "external"}));
+  }
+};
+template <>
+struct IsRecord<EvalSetSpec> : std::true_type {};
+
 // Evaluation: `gspo eval`'s defaults, and validation during `gspo train` (every > 0). Sampling settings left at
 // their "inherit" value take rollout's.
 struct EvalOptions {
-  std::vector<std::string> datasets = {};
+  std::vector<EvalSetSpec> datasets = {};
   std::string standings = "";
   int64_t samples = 4;
   int64_t every = 0;
@@ -371,8 +416,9 @@ struct EvalOptions {
 
   template <class V>
   void visit(V&& v) {
-    v("datasets", datasets, "JSONL problem sets: gspo eval's default when no --dataset is given; the validation sets "
-      "of gspo train", any());
+    v("datasets", datasets, "problem sets, each a path or a mapping with the keys eval.datasets[].*: gspo eval's "
+      "default when no --dataset is given (a --dataset set is graded by the reward section); the validation sets of "
+      "gspo train, each graded by its own verifier, not by the training reward unless it says reward", any());
     v("standings", standings, "CodeElo standings pack (JSON, docs/evaluation.md \"CodeForces\"): CodeElo's rating of "
       "the competition sets in gspo eval (its --standings when none is given) and in validation during gspo train; "
       "empty = none", any());

@@ -193,6 +193,16 @@ void validate_eval(const Config& c, std::vector<std::string>& e) {
     e.push_back(at(c, "eval.until") + ": eval.until (" + c.eval.until + ") is before eval.since (" + c.eval.since + ")");
   if (c.eval.every > 0 && c.eval.datasets.empty())
     e.push_back(at(c, "eval.every") + ": validation during training (eval.every > 0) needs eval.datasets");
+  for (size_t i = 0; i < c.eval.datasets.size(); ++i) {
+    const auto& set = c.eval.datasets[i];
+    const std::string item = "eval.datasets[" + std::to_string(i) + "]";
+    if (set.path.empty()) e.push_back(at(c, item + ".path") + ": " + item + ".path must name a problem set");
+    if (set.verifier == "regex" && c.reward.regex.empty())
+      e.push_back(at(c, item + ".verifier") + ": " + item + ".verifier regex grades with reward.regex, which is empty");
+    if (set.verifier == "external" && c.reward.external_command.empty())
+      e.push_back(at(c, item + ".verifier") + ": " + item + ".verifier external grades with "
+                  "reward.external_command, which is empty");
+  }
   // Either bound may be inherited from rollout.*: the message names where each value came from.
   const bool own_min = c.eval.min_new_tokens >= 0, own_max = c.eval.max_new_tokens > 0;
   const int64_t min = own_min ? c.eval.min_new_tokens : c.rollout.min_new_tokens;
@@ -201,6 +211,37 @@ void validate_eval(const Config& c, std::vector<std::string>& e) {
     e.push_back(at(c, own_min ? "eval.min_new_tokens" : "eval.max_new_tokens") + ": the eval's min_new_tokens (" +
                 value_text(min) + (own_min ? "" : ", from rollout.min_new_tokens") + ") must be <= its max_new_tokens (" +
                 value_text(max) + (own_max ? "" : ", from rollout.max_new_tokens") + ")");
+}
+
+// data.path or data.mix (one of them) when the task reads files; data.mix's weights sum to 1.
+void validate_data(const Config& c, std::vector<std::string>& e) {
+  const auto& d = c.data;
+  if (d.task == Task::kJsonl && d.path.empty() && d.mix.empty()) {
+    e.push_back(at(c, "data.task") + ": data.path must name a dataset (a JSONL, JSON or parquet file, or a directory "
+                "of parquet shards), or data.mix list several, when data.task is 'jsonl'");
+  }
+  if (d.mix.empty()) return;
+  if (d.task != Task::kJsonl) {
+    e.push_back(at(c, "data.mix") + ": data.mix mixes datasets read from files: it needs data.task: jsonl");
+  }
+  if (!d.path.empty()) {
+    e.push_back(at(c, "data.mix") + ": data.mix and data.path (" + at(c, "data.path") + ") are both set: the mix "
+                "lists every dataset, data.path is for one; leave data.path out");
+  }
+  double sum = 0;
+  std::string terms;
+  for (size_t i = 0; i < d.mix.size(); ++i) {
+    const std::string item = "data.mix[" + std::to_string(i) + "]";
+    if (d.mix[i].path.empty()) e.push_back(at(c, item + ".path") + ": " + item + ".path must name a dataset");
+    if (c.origin.count(item + ".weight") == 0)
+      e.push_back(at(c, item + ".weight") + ": " + item + ".weight is missing (its share of the prompts, in (0, 1])");
+    sum += d.mix[i].weight;
+    terms += (terms.empty() ? "" : " + ") + value_text(d.mix[i].weight);
+  }
+  if (std::abs(sum - 1.0) > 1e-6) {
+    e.push_back(at(c, "data.mix") + ": the weights of data.mix must sum to 1; they sum to " + value_text(sum) + " (" +
+                terms + ")");
+  }
 }
 
 void validate_shaping(const Config& c, std::vector<std::string>& e) {
@@ -406,9 +447,7 @@ std::vector<std::string> validate(const Config& c) {
     e.push_back(at(c, "algorithm.clip_low") + ": algorithm.clip_low must be < 1 (got " +
                 value_text(c.algorithm.clip_low) + "): the lower clip bound 1 - clip_low must stay positive");
   }
-  if (c.data.task == Task::kJsonl && c.data.path.empty()) {
-    e.push_back(at(c, "data.task") + ": data.path must name a JSONL file when data.task is 'jsonl'");
-  }
+  validate_data(c, e);
   if (c.data.prompt_template.find("{prompt}") == std::string::npos) {
     e.push_back(at(c, "data.prompt_template") + ": data.prompt_template must contain {prompt} (got " +
                 value_preview(c.data.prompt_template) + ")");

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gspo/config/choices.h"
@@ -25,6 +26,11 @@ template <class T>
 struct IsRecordList : std::false_type {};
 template <class R>
 struct IsRecordList<std::vector<R>> : IsRecord<R> {};
+// A record that a plain string may stand for in its list (eval.datasets: the path): it has set_shorthand(text).
+template <class R, class = void>
+struct HasShorthand : std::false_type {};
+template <class R>
+struct HasShorthand<R, std::void_t<decltype(std::declval<R&>().set_shorthand(std::string()))>> : std::true_type {};
 
 std::string value_text(int64_t v);
 std::string value_text(double v);

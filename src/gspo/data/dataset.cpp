@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "gspo/config/options.h"
@@ -401,13 +403,71 @@ std::vector<Example> load_heldout(const config::DataOptions& o) {
   return arithmetic_holdout(arithmetic_pool_size(o), o.holdout, o.max_operand, o.operators, o.seed);
 }
 
+namespace {
+std::string mix_name(const config::DataOptions& o, size_t i) {
+  return "data.mix[" + std::to_string(i) + "] ('" + o.mix[i].path + "')";
+}
+
+// data.mix's datasets one after another, each read with its own keys (or data's).
+std::vector<Example> load_mix(const config::DataOptions& o) {
+  std::vector<Example> rows;
+  for (size_t i = 0; i < o.mix.size(); ++i) {
+    const auto& m = o.mix[i];
+    auto part = load_jsonl(m.path, m.prompt_key.empty() ? o.prompt_key : m.prompt_key,
+                           m.answer_key.empty() ? o.answer_key : m.answer_key);
+    if (part.empty()) throw DataError(mix_name(o, i) + " has no examples");
+    for (auto& ex : part) {
+      ex.dataset = static_cast<int64_t>(i);
+      rows.push_back(std::move(ex));
+    }
+  }
+  return rows;
+}
+}  // namespace
+
 std::vector<Example> load_dataset(const config::DataOptions& o) {
   const bool jsonl = o.task == config::Task::kJsonl;
+  if (jsonl && !o.mix.empty()) return load_mix(o);
   auto rows = jsonl ? load_jsonl(o.path, o.prompt_key, o.answer_key)
                                 : make_arithmetic(arithmetic_pool_size(o), o.max_operand, o.operators, o.seed);
   if (rows.empty()) throw DataError((jsonl ? "dataset '" + o.path + "'" : std::string("arithmetic task")) +
                                     " has no examples");
   return rows;
+}
+
+Cursor make_cursor(const config::DataOptions& o, const std::vector<Example>& rows) {
+  const auto seed = static_cast<uint64_t>(o.seed);
+  if (o.task != config::Task::kJsonl || o.mix.empty()) return Cursor(static_cast<int64_t>(rows.size()), o.shuffle, seed);
+  std::vector<int64_t> sizes(o.mix.size(), 0);
+  std::vector<double> weights;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t d = rows[i].dataset;
+    if (d < 0 || d >= static_cast<int64_t>(sizes.size()) || (i > 0 && d < rows[i - 1].dataset))
+      throw std::logic_error("make_cursor: the rows are not data.mix's datasets in order");
+    ++sizes[d];
+  }
+  for (size_t i = 0; i < o.mix.size(); ++i) {
+    if (sizes[i] == 0)
+      throw DataError(mix_name(o, i) + ": no prompt is left once prompts too long for rollout.max_new_tokens are "
+                      "dropped (data.overlong_prompts)");
+    weights.push_back(o.mix[i].weight);
+  }
+  return Cursor(sizes, weights, o.shuffle, seed);
+}
+
+std::string describe_mix(const config::DataOptions& o, const std::vector<Example>& rows) {
+  if (o.task != config::Task::kJsonl || o.mix.empty()) return "";
+  std::vector<int64_t> sizes(o.mix.size(), 0);
+  for (const auto& ex : rows)
+    if (ex.dataset >= 0 && ex.dataset < static_cast<int64_t>(sizes.size())) ++sizes[ex.dataset];
+  std::string out = "data.mix:";
+  for (size_t i = 0; i < o.mix.size(); ++i) {
+    char weight[32];
+    std::snprintf(weight, sizeof weight, "%g", o.mix[i].weight);
+    out += std::string(i ? "," : "") + " '" + o.mix[i].path + "' (" + std::to_string(sizes[i]) + " rows) at weight " +
+           weight;
+  }
+  return out;
 }
 
 }  // namespace gspo::data

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gspo/data/cursor.h"
 #include "gspo/data/example.h"
 
 namespace gspo::config { struct DataOptions; }
@@ -30,8 +31,15 @@ int64_t arithmetic_pool_size(const config::DataOptions& opts);
 // Problems held out of training (data.holdout; arithmetic only, else empty): disjoint from load_dataset's.
 std::vector<Example> load_heldout(const config::DataOptions& opts);
 
-// The dataset config.data describes; throws DataError when it is empty.
+// The dataset config.data describes (data.mix: each dataset's rows in turn, Example::dataset its index); throws
+// DataError when it (or one dataset of the mix) is empty.
 std::vector<Example> load_dataset(const config::DataOptions& opts);
+
+// The cursor over `rows` (load_dataset's, after prompts were dropped): data.mix's weights over its datasets' rows,
+// else one dataset. DataError naming the dataset when a mix's dataset has no row left.
+Cursor make_cursor(const config::DataOptions& opts, const std::vector<Example>& rows);
+// One line for the log: data.mix's datasets with their rows (of `rows`) and weights; "" without a mix.
+std::string describe_mix(const config::DataOptions& opts, const std::vector<Example>& rows);
 
 // True when the row carries code tests ('tests', HumanEval 'test', APPS 'test_list'): graded by the code verifier
 // under reward.kind auto, else by the math verifier.

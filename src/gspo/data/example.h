@@ -21,6 +21,7 @@ struct Example {
   // The prompt as a list of chat messages, rendered whole by the chat template (data.prompt_template applies to its
   // last user turn); empty = `prompt` is the one user turn.
   std::vector<PromptMessage> messages = {};
+  int64_t dataset = 0;  // its dataset's index in data.mix (0 without a mix)
 };
 
 // Applies data.prompt_template: every "{prompt}" is replaced by `prompt`.

@@ -76,7 +76,7 @@ TrainSummary RolloutWorker::run() {
   const auto& c = s.cfg;
   TrainSummary sum;
   sum.is_main = false;
-  data::Cursor cursor(static_cast<int64_t>(s.a->examples.size()), c.data.shuffle, static_cast<uint64_t>(c.data.seed));
+  data::Cursor cursor = data::make_cursor(c.data, s.a->examples);
   const auto t0 = core::Clock::now();
   int64_t batches = 0;
   double idle = 0;

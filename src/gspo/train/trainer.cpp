@@ -121,9 +121,7 @@ Trainer::Trainer(const config::Config& cfg_in, const std::string& resume, const 
   if (s.comm.is_main()) core::ensure_dir(run_dir);
   s.a.emplace(s.cfg, Role::trainer(ckpt, s.comm.is_main(), cfg.logging.progress), where.device, s.comm);
   auto& a = *s.a;
-  s.progress.emplace(Progress{0, 0,
-                              data::Cursor(static_cast<int64_t>(a.examples.size()), cfg.data.shuffle,
-                                           static_cast<uint64_t>(cfg.data.seed)),
+  s.progress.emplace(Progress{0, 0, data::make_cursor(cfg.data, a.examples),
                               at::detail::createCPUGenerator(static_cast<uint64_t>(cfg.train.seed))});
   if (ckpt) s.carried = restore(*ckpt, *a.engine, *s.progress, s.config_yaml, s.adapter_meta());
   if (a.lora) log::info("training low-rank adapters: rank {}, alpha {}, {} weights adapted ({} trained parameters; the "
