@@ -209,7 +209,7 @@ TEST_CASE("validation grades every set with training's reward model: one scorer,
   auto cfg = rm_config("reward_byte.pt");
   const std::string set_path = std::string(GSPO_SOURCE_DIR) + "/data/math_sample.jsonl";
   cfg.data.task = config::Task::kJsonl;
-  cfg.eval.datasets = {set_path, set_path};
+  cfg.eval.datasets = {{set_path, "reward"}, {set_path, "reward"}};  // asked for: graded by the training reward
   cfg.eval.samples = 2;
   cfg.eval.max_problems = 3;
   cfg.eval.max_new_tokens = 4;
@@ -229,6 +229,15 @@ TEST_CASE("validation grades every set with training's reward model: one scorer,
     graded += s["problems"].get<int64_t>() * s["samples_per_problem"].get<int64_t>();
   CHECK(graded == 2 * 3 * 2);
   CHECK(scorer->scoring_totals().rows - before == graded);  // every validation row went through training's scorer
+  // Left to its own verifier (auto: math on these rows), a set does not go through the reward model at all.
+  auto own = cfg;
+  own.eval.datasets = {{set_path, "auto"}};
+  eval::Validation by_rows(own, policy, *tok, policy.manifest().max_seq_len, one, *scorer);
+  const int64_t before_own = scorer->scoring_totals().rows;
+  const auto own_summaries = by_rows.run();
+  REQUIRE(own_summaries.size() == 1);
+  CHECK(own_summaries[0].verifier == "math");
+  CHECK(scorer->scoring_totals().rows == before_own);
   // A rule verifier stays per set (reward.kind auto picks by a set's rows): nothing is shared.
   auto rules = cfg;
   rules.reward.kind = config::RewardKind::kMath;

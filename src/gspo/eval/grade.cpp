@@ -1,6 +1,7 @@
 #include "gspo/eval/grade.h"
 
 #include "gspo/config/options.h"
+#include "gspo/core/error.h"
 #include "gspo/data/dataset.h"
 #include "gspo/reward/factory.h"
 #include "gspo/reward/math/math.h"
@@ -14,6 +15,16 @@ config::Config eval_config(const config::Config& cfg_in) {
   return cfg;
 }
 }  // namespace
+
+config::Config grading_config(const config::Config& cfg, const std::string& verifier) {
+  if (verifier == "reward") return cfg;
+  config::Config out = cfg;
+  const auto kind = config::parse_choice<config::RewardKind>(verifier);
+  if (!kind) throw ConfigError("eval.datasets[].verifier '" + verifier + "' names no verifier");
+  out.reward.kind = *kind;
+  out.reward.components.clear();
+  return out;
+}
 
 Grader::Grader(const config::Config& cfg, const std::vector<data::Example>& rows, c10::Device device)
     : Grader(cfg, std::shared_ptr<const reward::Verifier>(reward::make_verifier(eval_config(cfg), rows, device))) {}

@@ -15,6 +15,11 @@ namespace gspo::config { struct Config; }
 
 namespace gspo::eval {
 
+// The config a set's verifier grades with (eval.datasets[].verifier): `cfg` itself for "reward" (the run's reward
+// section, components and scorers included), else `cfg` with reward.kind that rule verifier ("auto": by the set's
+// rows) and no components. ConfigError for a name that is no verifier.
+config::Config grading_config(const config::Config& cfg, const std::string& verifier);
+
 struct Grader {
   std::shared_ptr<const reward::Verifier> verifier;  // its own, or one it shares (validation: training's scorer)
   bool math = false;   // majority voting applies

@@ -120,11 +120,17 @@ void keep_done_lines(const std::string& path, const DoneSamples& done) {
   core::atomic_write(path, text);
 }
 
-// The sets to evaluate: --dataset, else eval.datasets, else data.path; two with the same name are refused.
-std::vector<std::string> eval_paths(const config::Config& cfg, const EvalRequest& req) {
-  auto paths = req.datasets;
-  if (paths.empty()) paths = cfg.eval.datasets;
-  if (paths.empty() && !cfg.data.path.empty()) paths.push_back(cfg.data.path);
+// The sets to evaluate: --dataset, else eval.datasets, else data.path; two with the same name are refused. A --dataset
+// or data.path set is graded by the reward section (verifier "reward"), an eval.datasets one by its own verifier.
+std::vector<config::EvalSetSpec> eval_sets(const config::Config& cfg, const EvalRequest& req) {
+  std::vector<config::EvalSetSpec> sets;
+  for (const auto& p : req.datasets) sets.push_back({p, "reward"});
+  if (sets.empty()) sets = cfg.eval.datasets;
+  if (sets.empty() && !cfg.data.path.empty()) sets.push_back({cfg.data.path, "reward"});
+  std::vector<std::string> paths;
+  for (const auto& s : sets) paths.push_back(s.path);
+  if (paths.empty() && !cfg.data.mix.empty())  // each with its own keys: not one set, not read with data's keys
+    throw ConfigError("no dataset: data.mix is training data, not an eval set; give --dataset or set eval.datasets");
   if (paths.empty()) throw ConfigError("no dataset: give --dataset, or set eval.datasets or data.path");
   for (size_t i = 0; i < paths.size(); ++i)
     for (size_t j = 0; j < i; ++j)
@@ -132,7 +138,7 @@ std::vector<std::string> eval_paths(const config::Config& cfg, const EvalRequest
         throw ConfigError("datasets '" + paths[j] + "' and '" + paths[i] + "' have the same name '" +
                           set_name(paths[i]) + "'; samples.jsonl and the summary name sets by it, so evaluate them "
                           "in separate runs");
-  return paths;
+  return sets;
 }
 
 }  // namespace
@@ -157,7 +163,9 @@ std::vector<SetSummary> run_eval(const config::Config& cfg_in, const EvalRequest
   config::Config cfg = cfg_in;  // what the loaded model resolves (data.chat_template auto) goes in here
   const std::string model_path = req.model.empty() ? cfg.model.path : req.model;
   if (model_path.empty()) throw ConfigError("no model: give --model or set model.path");
-  const auto paths = eval_paths(cfg, req);
+  const auto specs = eval_sets(cfg, req);
+  std::vector<std::string> paths;
+  for (const auto& s : specs) paths.push_back(s.path);
   const int64_t K = cfg.eval.samples;
   const auto id = identity(cfg, model_path, paths);
   auto prepared = prepare_out_dir(req.out_dir, id, req.overwrite, K);
@@ -182,7 +190,7 @@ std::vector<SetSummary> run_eval(const config::Config& cfg_in, const EvalRequest
 
   for (size_t d = 0; d < paths.size(); ++d) {
     const auto& set = sets[d];
-    Grader grader(cfg, set.rows, policy.device());
+    Grader grader(grading_config(cfg, specs[d].verifier), set.rows, policy.device());
     std::vector<ProblemResult> results;
     const auto& earlier = done.sets[set.name];
     for (size_t i = 0; i < earlier.size() && i < set.rows.size(); ++i)

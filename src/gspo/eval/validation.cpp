@@ -15,11 +15,12 @@ Validation::Validation(const config::Config& cfg, model::Policy& policy, const t
                        int64_t max_seq_len, parallel::Comm& comm, const reward::Verifier& scorer)
     : cfg_(cfg), comm_(comm), evaluator_(cfg, policy, tok) {
   const int64_t max_prompt_tokens = eval_prompt_budget(cfg, max_seq_len, cfg.model.path);
-  const bool share = reward::scores_with_models(cfg);
-  for (const auto& path : cfg.eval.datasets) {
-    sets_.push_back(load_eval_set(cfg, path, tok, max_prompt_tokens, comm.is_main()));
+  for (const auto& spec : cfg.eval.datasets) {
+    sets_.push_back(load_eval_set(cfg, spec.path, tok, max_prompt_tokens, comm.is_main()));
+    // The training reward with a reward model or a judge: training's one scorer, on the training device.
+    const bool share = spec.verifier == "reward" && reward::scores_with_models(cfg);
     graders_.push_back(share ? std::make_unique<Grader>(cfg, scorer)
-                             : std::make_unique<Grader>(cfg, sets_.back().rows));
+                             : std::make_unique<Grader>(grading_config(cfg, spec.verifier), sets_.back().rows));
   }
   standings_ = Standings(cfg.eval.standings);  // read after the sets: a bad set file is named before a bad pack
   try {
@@ -41,6 +42,7 @@ std::vector<SetSummary> Validation::run() {
   for (size_t d = 0; d < sets_.size(); ++d) {
     auto s = evaluate_sharded(evaluator_, sets_[d], d, *graders_[d], standings_, comm_);
     s.skipped_prompts = sets_[d].skipped_prompts;
+    s.verifier = graders_[d]->verifier->name();
     out.push_back(std::move(s));
   }
   return out;
