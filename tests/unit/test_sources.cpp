@@ -1,17 +1,28 @@
 // Routing by data source (#66): a mixed math + code set in Skywork-OR1 / DeepScaleR-style schema through verl's
 // preprocessing (tests/golden/parquet_cases.py writes mixed.parquet and its JSONL twin with pyarrow): each row graded by
 // its source's verifier (reward/by_source.h), code tests read from the reference answer as verl's prime_code reads
-// them, and the start-up errors.
+// them, the start-up errors, and the per-source metrics against hand-computed means, over one rank and two.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
+#include "gspo/core/fs.h"
 #include "gspo/data/dataset.h"
+#include "gspo/eval/sharded.h"
+#include "gspo/eval/summary.h"
+#include "gspo/io/tensorboard.h"
+#include "gspo/parallel/comm.h"
 #include "gspo/reward/by_source.h"
 #include "gspo/reward/factory.h"
+#include "gspo/train/metrics/metrics.h"
 #include "helpers.h"
+#include "two_ranks.h"
 
 using namespace gspo;
 
@@ -105,4 +116,97 @@ TEST_CASE("a code source's row without tests, and bad reward.sources entries, ar
                     Catch::Contains("the regex verifier needs reward.regex"));
   CHECK_THROWS_WITH(config::load_text("data: {source_key: \"\"}\nreward: {sources: [\"x:math\"]}\n", "t.yaml"),
                     Catch::Contains("data.source_key is empty"));
+}
+
+namespace {
+
+// Rank `rank`'s rows: rewards, correctness and source ids (names: a, b, c; -1 = no source).
+train::StepMetrics source_rows(int rank, const std::vector<std::string>& names) {
+  train::StepMetrics m;
+  m.source_names = names;
+  const std::vector<std::vector<double>> reward = {{1.0, 0.0, 0.5, 1.0}, {0.25, 1.0, 0.0}};
+  const std::vector<std::vector<double>> source = {{0, 0, 2, -1}, {2, 0, 2}};
+  for (size_t i = 0; i < reward[rank].size(); ++i) {
+    m.reward.rows.push_back(reward[rank][i]);
+    m.correct.rows.push_back(reward[rank][i] == 1.0 ? 1.0 : 0.0);
+    m.source.rows.push_back(source[rank][i]);
+    for (auto* c : {&m.advantage, &m.response_len, &m.truncated, &m.version_lag}) c->rows.push_back(0.0);
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("per-source metrics are the hand-computed means and counts, gathered over two ranks", "[metrics][sources]") {
+  const std::vector<std::string> names = {"a", "b", "c"};
+  // Every row of both ranks: a: rewards 1, 0, 1 (rank 1's second); c: 0.5, 0.25, 0; none: 1. "b" has no rows.
+  const nlohmann::json want_reward = {{"a", 2.0 / 3.0}, {"c", 0.75 / 3.0}, {"(none)", 1.0}};
+  const nlohmann::json want_accuracy = {{"a", 2.0 / 3.0}, {"c", 0.0}, {"(none)", 1.0}};
+  const nlohmann::json want_rows = {{"a", 3}, {"c", 3}, {"(none)", 1}};
+  std::vector<train::StepMetrics> out(2);
+  const auto errors = test::run_ranks(2, [&](parallel::Comm& comm, int rank) {
+    out[rank] = source_rows(rank, names);
+    out[rank].show(train::Shown::kSources);
+    train::reduce_across_ranks(out[rank], comm);
+  });
+  for (const auto& e : errors) REQUIRE(e.empty());
+  for (auto& m : out) {
+    const auto j = nlohmann::json::parse(train::json_line(m));
+    CHECK(j["reward_by_source"] == want_reward);
+    CHECK(j["accuracy_by_source"] == want_accuracy);
+    CHECK(j["rows_by_source"] == want_rows);
+    CHECK(j["reward_mean"].get<double>() == Approx((1.0 + 0.5 + 1.0 + 0.25 + 1.0) / 7.0));
+  }
+  // Without sources the rows are not written, and no source column is gathered (its length is not checked).
+  train::StepMetrics plain;
+  plain.reward.rows = {1.0};
+  plain.correct.rows = {1.0};
+  plain.set_shown(config::Config{}, {});
+  const auto j = nlohmann::json::parse(train::json_line(plain));
+  CHECK_FALSE(j.contains("reward_by_source"));
+}
+
+TEST_CASE("TensorBoard gets one scalar a source of a per-source metric", "[metrics][sources][tensorboard]") {
+  const std::string dir = "/tmp/gspo_tb_sources_" + std::to_string(getpid());
+  std::string path;
+  {
+    io::EventWriter w(dir);
+    w.metrics_line(R"({"step": 2, "reward_by_source": {"openai/gsm8k": 0.5, "taco": 0.25}, "rows_by_source": {}})");
+    path = w.path();
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(b.find("reward_by_source/openai/gsm8k") != std::string::npos);
+  CHECK(b.find("reward_by_source/taco") != std::string::npos);
+  CHECK(b.find("rows_by_source") == std::string::npos);  // an empty object: no scalar
+  core::remove_all(dir);
+}
+
+TEST_CASE("an eval summary of a mixed set splits by source, and the source travels between ranks", "[eval][sources]") {
+  std::vector<eval::ProblemResult> ps(3);
+  const std::vector<std::vector<char>> correct = {{1, 0}, {1, 1}, {0, 0}};
+  const std::vector<std::string> source = {"taco", "openai/gsm8k", "taco"};
+  for (size_t i = 0; i < ps.size(); ++i) {
+    ps[i].correct = correct[i];
+    ps[i].rewards.assign(correct[i].begin(), correct[i].end());
+    ps[i].source = source[i];
+  }
+  const auto s = eval::summarize("mixed", ps, false);
+  REQUIRE(s.by_source.size() == 2);
+  CHECK(s.by_source[0].level == "openai/gsm8k");
+  CHECK(s.by_source[0].problems == 1);
+  CHECK(s.by_source[0].accuracy.avg == 1.0);
+  CHECK(s.by_source[1].level == "taco");
+  CHECK(s.by_source[1].problems == 2);
+  CHECK(s.by_source[1].accuracy.avg == 0.25);  // (1/2 + 0/2) / 2
+  const nlohmann::ordered_json j = s;
+  CHECK(j["by_source"]["taco"]["avg@2"] == 0.25);
+  CHECK(j["by_source"]["taco"]["pass@2"] == 0.5);
+  auto unsourced = ps[0];
+  unsourced.source.clear();
+  const nlohmann::ordered_json plain = eval::summarize("plain", std::vector<eval::ProblemResult>{unsourced}, false);
+  CHECK_FALSE(plain.contains("by_source"));  // a set whose rows name no source: as before
+  const std::vector<std::string> sources = {"openai/gsm8k", "taco"};
+  CHECK(eval::unpack_stats(eval::pack_stats(eval::stats_of(ps[0]), {}, sources).data(), {}, sources).source == "taco");
+  CHECK(eval::unpack_stats(eval::pack_stats(eval::stats_of(unsourced), {}, sources).data(), {}, sources).source == "");
 }

@@ -234,6 +234,7 @@ Assembly::Assembly(config::Config& cfg, const Role& role, c10::Device dev, paral
     load_models(*this, cfg, role, device);
   }
   examples = fit_training_rows(std::move(rows), cfg, *tok, *policy, role.trains && role.main, dropped_prompts);
+  sources = data::number_sources(examples);  // (every process numbers the same rows alike)
   if (role.trains) engine = make_engine(*this, cfg, comm);
   if (lora) merged_copy(*this, cfg, role);
   // After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
