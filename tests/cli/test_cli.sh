@@ -280,6 +280,48 @@ expect score-math-on-code-rows 2 "the math verifier grades against each row's re
 expect train-math-on-code-rows 2 "the math verifier grades against each row's reference answer, but $SRC/data/code_sample.jsonl:1 has none" -- \
   "$GSPO" train "${TRAIN[@]}" --set data.task=jsonl --set "data.path=$SRC/data/code_sample.jsonl" --set reward.kind=math \
   --set "train.output_dir=$TMP/math_on_code"
+# #66: a mixed math + code set in verl's schema (mixed.parquet, written by pyarrow: tests/golden/parquet_cases.py): each
+# row graded by its data source's verifier, the step's metrics split by source; a source with no verifier is refused
+# at start-up, naming the row and the source.
+MIX=("${TRAIN[@]}" --set data.task=jsonl --set "data.path=$MODELS/parquet/mixed.parquet" --set data.prompt_key=prompt
+     --set data.answer_key=reward_model.ground_truth --set data.chat_template=chatml --set rollout.max_new_tokens=8
+     --set train.max_steps=1 --set checkpoint.every=0)
+expect train-source-unknown 2 "mixed.parquet:row 3: data source 'deepscaler' has no verifier" -- \
+  "$GSPO" train "${MIX[@]}" --set "train.output_dir=$TMP/mix0"
+expect train-by-source 0 "by_source(codeforces:code,deepscaler:math,numina_olympiads:math,openai/gsm8k:math,taco:code)" -- \
+  "$GSPO" train "${MIX[@]}" --set 'reward.sources=["deepscaler:math"]' --set "train.output_dir=$TMP/mix"
+if "$PYTHON" - "$TMP/mix/metrics.jsonl" <<'PY'
+import json, sys
+line = json.loads(open(sys.argv[1]).readline())
+sources = {"codeforces", "deepscaler", "numina_olympiads", "openai/gsm8k", "taco"}
+rows, reward, acc = line["rows_by_source"], line["reward_by_source"], line["accuracy_by_source"]
+assert set(rows) <= sources and set(rows) == set(reward) == set(acc), line
+assert sum(rows.values()) == 16 and all(n % 4 == 0 for n in rows.values()), rows  # 4 prompts x 4 samples
+assert all(0 <= a <= 1 for a in acc.values()), acc
+mean = sum(reward[s] * rows[s] for s in rows) / 16  # the per-source means weighted by their rows: reward_mean
+assert abs(mean - line["reward_mean"]) < 1e-9, (mean, line["reward_mean"])
+PY
+then pass=$((pass+1)); else echo "FAIL train-by-source-metrics: $(head -c 600 "$TMP/mix/metrics.jsonl")"; fail=$((fail+1)); fi
+# gspo score of the same set: each response graded by its row's source, the summary split by source. By hand: rows 1
+# and 5 answered right (math), row 2's program right (taco's tests), row 3's answer and row 4's program wrong.
+"$PYTHON" - "$TMP/mix_resp.jsonl" <<'PY'
+import json, sys
+responses = ["\\boxed{42}", "```python\na, b = map(int, input().split())\nprint(a + b)\n```", "\\boxed{1/5}",
+             "```python\nprint(0)\n```", "The answer is 5."]
+with open(sys.argv[1], "w") as f:
+    for i, r in enumerate(responses):
+        f.write(json.dumps({"index": i, "response": r}) + "\n")
+PY
+out="$("$GSPO" score -d "$MODELS/parquet/mixed.jsonl" -r "$TMP/mix_resp.jsonl" --json --set data.answer_key=reward_model.ground_truth \
+       --set 'reward.sources=["deepscaler:math"]' 2>&1)"
+if "$PYTHON" - "$out" <<'PY'
+import json, sys
+s = json.loads(sys.argv[1].strip().splitlines()[-1])
+want = {"numina_olympiads": 1.0, "taco": 1.0, "deepscaler": 0.0, "codeforces": 0.0, "openai/gsm8k": 1.0}
+assert {k: v["avg@1"] for k, v in s["by_source"].items()} == want, s["by_source"]
+assert all(v["problems"] == 1 for v in s["by_source"].values()) and s["avg@1"] == 0.6, s
+PY
+then pass=$((pass+1)); else echo "FAIL score-by-source: $out"; fail=$((fail+1)); fi
 expect eval-math-on-code-rows 2 "the math verifier grades against each row's reference answer" -- \
   "$GSPO" eval -m "$MODELS/tiny.pt" -d "$SRC/data/code_sample.jsonl" --set reward.kind=math --set rollout.max_new_tokens=4 \
   --no-progress -o "$TMP/math_on_code_eval"

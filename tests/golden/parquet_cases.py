@@ -5,7 +5,7 @@ reads both and compares them field by field). The twin is what pyarrow itself re
 (pq.read_table(...).to_pylist()), except in types.parquet, whose twin is the rows the table was built from (a float32
 column's values are read by gspo as the shortest decimal of the float: 0.1, where to_pylist widens to 0.1000000015).
 
-    python3 tests/golden/parquet_cases.py OUT_DIR   -> OUT_DIR/{gsm8k,dapo,trl,types}.{parquet,jsonl},
+    python3 tests/golden/parquet_cases.py OUT_DIR   -> OUT_DIR/{gsm8k,dapo,trl,mixed,types}.{parquet,jsonl},
         OUT_DIR/shards/ (2 shards, README.md, and shards.jsonl beside it), bad inputs: truncated.parquet,
         corrupt.parquet, not_parquet.parquet, unsupported.parquet, null_prompt.parquet, bad_utf8.parquet, empty_dir/ (no .parquet file)
 """
@@ -74,6 +74,32 @@ def trl_rows():
 
 
 TRL_SCHEMA = pa.schema([("prompt", MESSAGES), ("solution", pa.string())])
+
+
+def mixed_rows():
+    """A mixed math + code set as Skywork-OR1 and DeepScaleR-style sets ship through verl's preprocessing: data_source
+    picks each row's reward (verl's default_compute_score names: numina_olympiads, openai/gsm8k -> math; taco,
+    codeforces -> code; "deepscaler" is not in verl's table: a run maps it with reward.sources), the prompt a list of
+    messages, reward_model.ground_truth the answer, or for code rows the tests as the JSON string prime_code reads
+    ({"inputs": [...], "outputs": [...]}, stdin and stdout)."""
+    def row(source, ability, question, truth, index):
+        return {"data_source": source, "prompt": [{"content": question, "role": "user"}], "ability": ability,
+                "reward_model": {"ground_truth": truth, "style": "rule"},
+                "extra_info": {"index": index, "split": "train"}}
+    sum_tests = json.dumps({"inputs": ["1 2\n", "10 -4\n"], "outputs": ["3\n", "6\n"]})
+    square_tests = json.dumps({"inputs": ["3\n", "5\n"], "outputs": ["9\n", "25\n"]})
+    return [row("numina_olympiads", "math", "What is 6*7? Put the answer in \\boxed{}.", "42", 0),
+            row("taco", "code", "Read two integers and print their sum.", sum_tests, 1),
+            row("deepscaler", "math", "Compute 1/2 + 1/3.", "\\frac{5}{6}", 2),
+            row("codeforces", "code", "Read n and print n squared.", square_tests, 3),
+            row("openai/gsm8k", "math", "What is 2+3?", "5", 4)]
+
+
+MIXED_SCHEMA = pa.schema([
+    ("data_source", pa.string()), ("prompt", MESSAGES), ("ability", pa.string()),
+    ("reward_model", pa.struct([("ground_truth", pa.string()), ("style", pa.string())])),
+    ("extra_info", pa.struct([("index", pa.int64()), ("split", pa.string())])),
+])
 
 
 def types_table():
@@ -145,6 +171,7 @@ def main():
     write_case(out, "gsm8k", gsm8k_rows("train", 7), GSM8K_SCHEMA, row_group_size=3)  # 3 row groups
     write_case(out, "dapo", dapo_rows(), DAPO_SCHEMA)
     write_case(out, "trl", trl_rows(), TRL_SCHEMA)
+    write_case(out, "mixed", mixed_rows(), MIXED_SCHEMA)
     table, rows = types_table()
     pq.write_table(table, f"{out}/types.parquet")
     write_jsonl(f"{out}/types.jsonl", rows)

@@ -160,6 +160,8 @@ TEST_CASE("a scored share survives the wire: every tensor, list and figure read 
   s.scored = sample_round();
   s.scored.components.assign(s.scored.rewards.size(), {0.5, 1.0});
   s.scored.components[1] = {};  // lists of any length
+  s.scored.sources.assign(s.scored.rewards.size(), -1.0);
+  s.scored.sources[0] = 3.0;  // (a row's data source id)
   s.metrics = {1.5, -2.0, 0.0, 3.25};
   const auto back = train::unpack_share(train::pack_share(s));
   const auto& a = s.scored.batch;
@@ -181,6 +183,7 @@ TEST_CASE("a scored share survives the wire: every tensor, list and figure read 
   CHECK(s.scored.penalty == back.scored.penalty);
   CHECK(s.scored.components == back.scored.components);
   CHECK(back.scored.versions == std::vector<int64_t>(a.num_rows(), 2));  // the round's version, every row
+  CHECK(s.scored.sources == back.scored.sources);
   CHECK(s.metrics == back.metrics);
   auto junk = torch::randint(0, 255, {100}, torch::kUInt8);
   CHECK_THROWS_AS(train::unpack_share(junk), DistributedError);
@@ -207,6 +210,7 @@ TEST_CASE("groups cut out of a round and joined again are the round's rows, padd
   for (int64_t r = 0; r < s.batch.num_rows(); ++r) check_rows_equal(s, r, joined, r);
   CHECK(joined.batch.prompt_len == s.batch.prompt_len);
   CHECK(joined.versions == s.versions);
+  CHECK(joined.sources == s.sources);
 }
 
 TEST_CASE("a rollout rank's figures fold into a trainer's metrics by each row's reduction", "[async][metrics]") {

@@ -85,6 +85,7 @@ struct DataOptions {
   std::vector<MixEntry> mix = {};
   std::string prompt_key = "auto";
   std::string answer_key = "answer";
+  std::string source_key = "data_source";
   std::string prompt_template = "{prompt}";
   ChatTemplate chat_template = ChatTemplate::kNone;
   std::string system_prompt = "";
@@ -115,6 +116,9 @@ struct DataOptions {
     v("answer_key", answer_key, "the row's field holding the reference answer, a dotted path allowed "
       "(reward_model.ground_truth, as verl's preprocessing writes it); may be absent in rows that carry code tests",
       any());
+    v("source_key", source_key, "field naming each row's data source (verl's data_source; a dotted path as the other "
+      "keys): with reward.kind auto, rows that carry one are graded by their source's verifier (reward.sources) and "
+      "the step's metrics are split by source; \"\" = none read", any());
     v("prompt_template", prompt_template, "template applied to every prompt; {prompt} is replaced by it", any());
     v("chat_template", chat_template, "auto (the model's own Jinja chat_template, from the export's "
       "tokenizer_config.json or chat_template.jinja, rendered as transformers' apply_chat_template renders it: "

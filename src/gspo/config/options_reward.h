@@ -15,6 +15,7 @@ namespace gspo::config {
 struct RewardOptions {
   RewardKind kind = RewardKind::kAuto;
   std::vector<std::string> components = {};
+  std::vector<std::string> sources = {};
   std::string regex = "";
   std::string external_command = "";
   bool math_answer_is = true;
@@ -59,6 +60,11 @@ struct RewardOptions {
       choice_rule(kind));
     v("components", components, "weighted sum of verifiers as \"name:weight\" (e.g. [\"math:1\", \"format:0.1\"]); "
       "accuracy follows the first; empty = kind", any());
+    v("sources", sources, "kind auto on rows with a data source (data.source_key): each source's verifier as "
+      "\"source:kind\" (kind math, code, exact, leading_integer, regex, format or external; a source ending in * "
+      "matches by prefix), before the built-in table of verl's names (openai/gsm8k, lighteval/MATH, math_dapo, aime*, "
+      "verl's numina_ sets: math; codecontests, apps, codeforces, taco: code; docs/verifiers.md); a row whose source "
+      "neither names is refused at start-up", any());
     v("regex", regex, "regex verifier: reward 1 when the response matches; {answer} is replaced by the escaped answer", any());
     v("external_command", external_command, "external verifier: a command started once that reads JSON lines "
       "{prompt, response, answer, row} (with tools also tool_turns, tool_calls, tool_errors, tool_timeouts) and writes "

@@ -46,6 +46,28 @@ std::string misspelt_placeholder(const std::string& tmpl, std::string& word) {
   return "";
 }
 
+// reward.sources: "source:kind" entries, kinds among the rules a data source may name (the model scorers and
+// tool_format are not per-source verifiers). With kind auto each named kind counts as used (regex, external: their
+// keys are required).
+void validate_sources(const Config& c, std::vector<std::string>& e, std::vector<std::string>& used) {
+  for (const auto& entry : c.reward.sources) {
+    const auto colon = entry.rfind(':');
+    const std::string name = colon == std::string::npos ? "" : entry.substr(colon + 1);
+    const auto kind = parse_choice<RewardKind>(name);
+    const bool rule = kind && *kind != RewardKind::kAuto && *kind != RewardKind::kModel &&
+                      *kind != RewardKind::kJudge && *kind != RewardKind::kToolFormat;
+    if (colon == std::string::npos || colon == 0 || !rule) {
+      e.push_back(at(c, "reward.sources") + ": reward.sources entries must be \"source:kind\" with a kind among math, "
+                  "code, exact, leading_integer, regex, format, external (got " + value_preview(entry) + ")");
+      continue;
+    }
+    if (uses_reward(c, RewardKind::kAuto)) used.push_back(name);
+  }
+  if (!c.reward.sources.empty() && c.data.source_key.empty())
+    e.push_back(at(c, "reward.sources") + ": reward.sources routes rows by their data source, but data.source_key is "
+                "empty (no source is read)");
+}
+
 void validate_reward(const Config& c, std::vector<std::string>& e) {
   const auto& r = c.reward;
   std::vector<std::string> used = {name_of(r.kind)};
@@ -69,6 +91,7 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
     }
     used.push_back(name);
   }
+  validate_sources(c, e, used);
   auto uses = [&](const char* n) { return std::find(used.begin(), used.end(), n) != used.end(); };
   for (const auto& [key, t] : {std::pair<const char*, ChatTemplate>{"reward.model_template", r.model_template},
                                {"reward.judge_chat", r.judge_chat}})

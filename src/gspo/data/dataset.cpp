@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -227,7 +228,18 @@ struct RowKeys {
   const std::string& prompt;
   const std::string& answer;
   bool need_prompt;
+  const std::string& source;
 };
+
+// The row's data source (data.source_key): a string, or "" when the key is empty or the row has none (or null).
+std::string source_text(const nlohmann::json& row, const std::string& key, const std::string& where) {
+  const auto* found = key.empty() ? nullptr : find_field(row, key);
+  if (!found || found->is_null()) return "";
+  if (!found->is_string())
+    throw DataError(where + ": field '" + key + "' (data.source_key) must be a string naming the row's data source "
+                    "(got " + found->type_name() + ")");
+  return found->get<std::string>();
+}
 
 // One row (a JSON object; `raw` its text, kept for external verifiers and code tests) named `where` in messages.
 Example read_row(const nlohmann::json& row, const std::string& raw, const std::string& where, const RowKeys& keys) {
@@ -238,6 +250,7 @@ Example read_row(const nlohmann::json& row, const std::string& raw, const std::s
   // (a number, as competition rows' ratings are, as its text: 1600)
   if (row.contains("difficulty") && row["difficulty"].is_number()) ex.difficulty = row["difficulty"].dump();
   ex.date = string_field(row, "contest_date").substr(0, 10);
+  ex.source = source_text(row, keys.source, where);
   std::string key = keys.prompt;
   if (key == "auto" && is_lcb_row(row)) {  // LiveCodeBench: the prompt is built from the problem and starter code
     ex.prompt = lcb_prompt(row);
@@ -292,8 +305,8 @@ std::vector<Example> load_json_array(const std::string& path, const RowKeys& key
 }  // namespace
 
 std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
-                                bool need_prompt) {
-  const RowKeys keys{prompt_key, answer_key, need_prompt};
+                                bool need_prompt, const std::string& source_key) {
+  const RowKeys keys{prompt_key, answer_key, need_prompt, source_key};
   if (ends_with(path, ".json")) return load_json_array(path, keys);
   if (is_parquet_path(path)) {  // a .parquet file or a directory of shards (data/parquet.h)
     std::vector<Example> out;
@@ -385,6 +398,17 @@ TestCoverage code_test_coverage(const std::vector<Example>& rows) {
   return c;
 }
 
+std::vector<std::string> number_sources(std::vector<Example>& rows) {
+  std::set<std::string> names;
+  for (const auto& ex : rows)
+    if (!ex.source.empty()) names.insert(ex.source);
+  const std::vector<std::string> sorted(names.begin(), names.end());
+  for (auto& ex : rows)
+    ex.source_id = ex.source.empty() ? -1
+                                     : std::lower_bound(sorted.begin(), sorted.end(), ex.source) - sorted.begin();
+  return sorted;
+}
+
 int64_t arithmetic_pool_size(const config::DataOptions& o) {
   if (o.num_prompts > 0) return o.num_prompts;
   std::string ops;
@@ -414,7 +438,7 @@ std::vector<Example> load_mix(const config::DataOptions& o) {
   for (size_t i = 0; i < o.mix.size(); ++i) {
     const auto& m = o.mix[i];
     auto part = load_jsonl(m.path, m.prompt_key.empty() ? o.prompt_key : m.prompt_key,
-                           m.answer_key.empty() ? o.answer_key : m.answer_key);
+                           m.answer_key.empty() ? o.answer_key : m.answer_key, true, o.source_key);
     if (part.empty()) throw DataError(mix_name(o, i) + " has no examples");
     for (auto& ex : part) {
       ex.dataset = static_cast<int64_t>(i);
@@ -428,7 +452,7 @@ std::vector<Example> load_mix(const config::DataOptions& o) {
 std::vector<Example> load_dataset(const config::DataOptions& o) {
   const bool jsonl = o.task == config::Task::kJsonl;
   if (jsonl && !o.mix.empty()) return load_mix(o);
-  auto rows = jsonl ? load_jsonl(o.path, o.prompt_key, o.answer_key)
+  auto rows = jsonl ? load_jsonl(o.path, o.prompt_key, o.answer_key, true, o.source_key)
                                 : make_arithmetic(arithmetic_pool_size(o), o.max_operand, o.operators, o.seed);
   if (rows.empty()) throw DataError((jsonl ? "dataset '" + o.path + "'" : std::string("arithmetic task")) +
                                     " has no examples");

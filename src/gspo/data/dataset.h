@@ -15,9 +15,10 @@ namespace gspo::data {
 // (answers may be strings or numbers; rows with code tests may lack one).
 // Blank lines are skipped. Throws IoError (unreadable) or DataError ("file:LINE: ..."). A .parquet file or a directory
 // of parquet shards is read row by row (data/parquet.h; rows named "FILE:row N") through the same field rules.
-// `need_prompt` false (gspo score, which grades given responses) accepts rows without a prompt field.
+// `need_prompt` false (gspo score, which grades given responses) accepts rows without a prompt field. `source_key`
+// (data.source_key) names the field read into Example::source ("" = none).
 std::vector<Example> load_jsonl(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
-                                bool need_prompt = true);
+                                bool need_prompt = true, const std::string& source_key = "data_source");
 
 // `count` distinct problems "a+b=" with operands in [0, max_operand] and operators from `ops`; same seed, same set.
 // DataError when fewer than `count` distinct problems exist.
@@ -40,6 +41,9 @@ std::vector<Example> load_dataset(const config::DataOptions& opts);
 Cursor make_cursor(const config::DataOptions& opts, const std::vector<Example>& rows);
 // One line for the log: data.mix's datasets with their rows (of `rows`) and weights; "" without a mix.
 std::string describe_mix(const config::DataOptions& opts, const std::vector<Example>& rows);
+// The distinct data sources of `rows`, sorted; each row's source_id set to its source's place there (-1 without
+// one). Every process that loads the same rows numbers them alike: the step's per-source metrics gather these ids.
+std::vector<std::string> number_sources(std::vector<Example>& rows);
 
 // True when the row carries code tests ('tests', HumanEval 'test', APPS 'test_list'): graded by the code verifier
 // under reward.kind auto, else by the math verifier.

@@ -1,5 +1,6 @@
 // One prompt with its reference answer, as every task and dataset yields it.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ struct Example {
   // The prompt as a list of chat messages, rendered whole by the chat template (data.prompt_template applies to its
   // last user turn); empty = `prompt` is the one user turn.
   std::vector<PromptMessage> messages = {};
+  std::string source = {};   // the row's data.source_key field (verl's data_source); "" = none
+  int64_t source_id = -1;    // its place in the run's sorted source names (number_sources); -1 = none or unnumbered
   int64_t dataset = 0;  // its dataset's index in data.mix (0 without a mix)
 };
 

@@ -43,7 +43,7 @@ EvalSet::EvalSet(std::string name_in, std::string path_in, std::vector<data::Exa
 EvalSet load_eval_set(const config::Config& cfg, const std::string& path, const tokenizer::Tokenizer& tok,
                       int64_t max_prompt_tokens, bool loud) {
   int64_t file_rows = 0, outside_dates = 0;
-  auto rows = data::load_jsonl(path, cfg.data.prompt_key, cfg.data.answer_key);
+  auto rows = data::load_jsonl(path, cfg.data.prompt_key, cfg.data.answer_key, true, cfg.data.source_key);
   if (rows.empty()) throw DataError("dataset '" + path + "' has no examples");
   file_rows = static_cast<int64_t>(rows.size());
   const auto& since = cfg.eval.since;

@@ -65,6 +65,7 @@ std::vector<ProblemResult> Grader::grade(const std::vector<const data::Example*>
       if (uses) p.tool_use.push_back(uses->at(k));
     }
     p.difficulty = problems[i]->difficulty;
+    p.source = problems[i]->source;
     vote(p, responses[i], *problems[i]);
   }
   return out;

@@ -59,6 +59,7 @@ ProblemResult result_from_lines(const std::vector<nlohmann::ordered_json>& lines
     responses.push_back(l.value("final_turn", l.value("response", std::string())));
   }
   p.difficulty = problem.difficulty;
+  p.source = problem.source;
   grader.vote(p, responses, problem);
   return p;
 }

@@ -139,7 +139,8 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
 
 SetSummary run_score(const config::Config& cfg, const ScoreRequest& req) {
   const Standings standings(req.standings);  // read first: a bad pack fails before any grading
-  auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key, /*need_prompt=*/false);
+  auto rows = data::load_jsonl(req.dataset, cfg.data.prompt_key, cfg.data.answer_key, /*need_prompt=*/false,
+                               cfg.data.source_key);
   if (rows.empty()) throw DataError("dataset '" + req.dataset + "' has no examples");
   check_competition_set(rows);
   const EvalSet set(set_name(req.dataset), req.dataset, std::move(rows));

@@ -17,8 +17,23 @@ const std::vector<std::string>& reasons() {
   return r;
 }
 // valid, n, c, majority, reward_sum, tokens_sum, tokens_max, difficulty, tool_samples, tool_calls, tool_calling,
-// tool_failed, first_accepted
-constexpr size_t kFixed = 13;
+// tool_failed, first_accepted, source
+constexpr size_t kFixed = 14;
+
+// `name`'s place in `names`, -1 for "" or a name not there.
+double index_of(const std::string& name, const std::vector<std::string>& names) {
+  const auto it = std::find(names.begin(), names.end(), name);
+  return name.empty() || it == names.end() ? -1 : static_cast<double>(it - names.begin());
+}
+
+// The distinct non-empty values of one field of the set's rows, sorted: the same on every rank.
+template <class F>
+std::vector<std::string> distinct(const std::vector<data::Example>& rows, F field) {
+  std::set<std::string> seen;
+  for (const auto& ex : rows)
+    if (!field(ex).empty()) seen.insert(field(ex));
+  return {seen.begin(), seen.end()};
+}
 
 }  // namespace
 
@@ -29,9 +44,9 @@ std::pair<size_t, size_t> shard_of(size_t problems, int64_t rank, int64_t world)
   return {problems * r / W, problems * (r + 1) / W};
 }
 
-std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::string>& levels) {
+std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::string>& levels,
+                               const std::vector<std::string>& sources) {
   std::vector<double> row(packed_width(), 0.0);
-  const auto level = std::find(levels.begin(), levels.end(), s.difficulty);
   row[0] = 1;
   row[1] = static_cast<double>(s.n);
   row[2] = static_cast<double>(s.c);
@@ -39,12 +54,13 @@ std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::str
   row[4] = s.reward_sum;
   row[5] = static_cast<double>(s.tokens_sum);
   row[6] = static_cast<double>(s.tokens_max);
-  row[7] = s.difficulty.empty() || level == levels.end() ? -1 : static_cast<double>(level - levels.begin());
+  row[7] = index_of(s.difficulty, levels);
   row[8] = static_cast<double>(s.tool_samples);
   row[9] = static_cast<double>(s.tool_calls);
   row[10] = static_cast<double>(s.tool_calling);
   row[11] = static_cast<double>(s.tool_failed);
   row[12] = static_cast<double>(s.first_accepted);
+  row[13] = index_of(s.source, sources);
   for (const auto& [why, n] : s.failures) {
     auto it = std::find(reasons().begin(), reasons().end(), why);
     if (it == reasons().end()) it = reasons().end() - 1;
@@ -53,7 +69,8 @@ std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::str
   return row;
 }
 
-ProblemStats unpack_stats(const double* row, const std::vector<std::string>& levels) {
+ProblemStats unpack_stats(const double* row, const std::vector<std::string>& levels,
+                          const std::vector<std::string>& sources) {
   ProblemStats s;
   s.n = static_cast<int64_t>(row[1]);
   s.c = static_cast<int64_t>(row[2]);
@@ -67,6 +84,7 @@ ProblemStats unpack_stats(const double* row, const std::vector<std::string>& lev
   s.tool_calling = static_cast<int64_t>(row[10]);
   s.tool_failed = static_cast<int64_t>(row[11]);
   s.first_accepted = static_cast<int64_t>(row[12]);
+  if (row[13] >= 0) s.source = sources.at(static_cast<size_t>(row[13]));
   for (size_t i = 0; i < reasons().size(); ++i)
     if (row[kFixed + i] > 0) s.failures[reasons()[i]] = static_cast<int64_t>(row[kFixed + i]);
   return s;
@@ -88,21 +106,19 @@ SetSummary evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set
     if (gathered != nullptr) *gathered = mine;
     return summarize_set(set, mine, grader.math, standings);
   }
-  std::set<std::string> level_set;
-  for (const auto& ex : set.rows)
-    if (!ex.difficulty.empty()) level_set.insert(ex.difficulty);
-  const std::vector<std::string> levels(level_set.begin(), level_set.end());  // the same on every rank
+  const auto levels = distinct(set.rows, [](const data::Example& ex) -> const std::string& { return ex.difficulty; });
+  const auto sources = distinct(set.rows, [](const data::Example& ex) -> const std::string& { return ex.source; });
   const size_t block = (P + static_cast<size_t>(comm.world_size()) - 1) / static_cast<size_t>(comm.world_size());
   auto local = torch::zeros({static_cast<int64_t>(block), static_cast<int64_t>(packed_width())}, torch::kDouble);
   for (size_t i = 0; i < mine.size(); ++i) {
-    const auto row = pack_stats(mine[i], levels);
+    const auto row = pack_stats(mine[i], levels, sources);
     std::copy(row.begin(), row.end(), local[static_cast<int64_t>(i)].data_ptr<double>());
   }
   const auto all = comm.all_gather(local).cpu().contiguous();
   std::vector<ProblemStats> problems;
   for (int64_t r = 0; r < all.size(0); ++r) {
     const double* row = all[r].data_ptr<double>();
-    if (row[0] > 0) problems.push_back(unpack_stats(row, levels));
+    if (row[0] > 0) problems.push_back(unpack_stats(row, levels, sources));
   }
   if (gathered != nullptr) *gathered = problems;
   return summarize_set(set, problems, grader.math, standings);

@@ -20,8 +20,10 @@ SetSummary evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set
 
 // ProblemStats <-> a fixed row of doubles (difficulty as an index into `levels`, failures over a fixed reason list;
 // reasons outside it count as "other"). Exposed for the tests.
-std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::string>& levels);
-ProblemStats unpack_stats(const double* row, const std::vector<std::string>& levels);
+std::vector<double> pack_stats(const ProblemStats& s, const std::vector<std::string>& levels,
+                               const std::vector<std::string>& sources = {});
+ProblemStats unpack_stats(const double* row, const std::vector<std::string>& levels,
+                          const std::vector<std::string>& sources = {});
 size_t packed_width();
 
 }  // namespace gspo::eval

@@ -43,6 +43,7 @@ ProblemStats stats_of(const ProblemResult& r) {
   s.n = static_cast<int64_t>(r.correct.size());
   s.majority_correct = r.majority_correct;
   s.difficulty = r.difficulty;
+  s.source = r.source;
   for (size_t i = 0; i < r.correct.size(); ++i) {
     s.c += r.correct[i] ? 1 : 0;
     s.reward_sum += i < r.rewards.size() ? r.rewards[i] : 0.0;
@@ -166,7 +167,7 @@ SetSummary summarize(const std::string& name, const std::vector<ProblemStats>& p
   s.samples_per_problem = K;
   if (problems.empty() || K == 0) return s;
   std::vector<const ProblemStats*> all;
-  std::map<std::string, std::vector<const ProblemStats*>> by_level;
+  std::map<std::string, std::vector<const ProblemStats*>> by_level, by_source;
   double reward = 0;
   int64_t tool_samples = 0, tool_calls = 0, tool_calling = 0, tool_failed = 0;
   for (const auto& p : problems) {
@@ -175,6 +176,7 @@ SetSummary summarize(const std::string& name, const std::vector<ProblemStats>& p
     all.push_back(&p);
     s.references_without_answer += p.failures.count(reward::kNoReferenceAnswer) ? 1 : 0;
     if (!p.difficulty.empty()) by_level[p.difficulty].push_back(&p);
+    if (!p.source.empty()) by_source[p.source].push_back(&p);
     reward += p.reward_sum;
     s.response_tokens_total += p.tokens_sum;
     s.response_tokens_max = std::max(s.response_tokens_max, p.tokens_max);
@@ -189,6 +191,7 @@ SetSummary summarize(const std::string& name, const std::vector<ProblemStats>& p
     s.tools = ToolsSummary{static_cast<double>(tool_calls) / n, tool_calling / n, tool_failed / n};
   }
   s.by_difficulty = levels_of(by_level, K, with_majority);
+  s.by_source = levels_of(by_source, K, with_majority);  // (names sort as levels other than easy/medium/hard)
   if (competition) s.competition = competition_of(problems);
   return s;
 }
@@ -243,6 +246,16 @@ void put_figures(ojson& j, const SetSummary& s) {
       levels[l.level] = one;
     }
     j["by_difficulty"] = levels;
+  }
+  if (!s.by_source.empty()) {
+    ojson sources;
+    for (const auto& l : s.by_source) {
+      ojson one;
+      one["problems"] = l.problems;
+      put_accuracy(one, l.accuracy);
+      sources[l.level] = one;
+    }
+    j["by_source"] = sources;
   }
   if (s.competition) put_competition(j, *s.competition);
 }
@@ -370,11 +383,12 @@ std::string format_table(const std::vector<SetSummary>& summaries) {
       out += buf;
     }
     out += "\n";
-    for (const auto& l : s.by_difficulty) {
-      std::snprintf(buf, sizeof buf, "  %-22s %5lld %-8s               ", l.level.c_str(),
-                    static_cast<long long>(l.problems), noun(l.problems, "problem").c_str());
-      out += buf + accuracy_cells(l.accuracy) + "\n";
-    }
+    for (const auto* group : {&s.by_difficulty, &s.by_source})
+      for (const auto& l : *group) {
+        std::snprintf(buf, sizeof buf, "  %-22s %5lld %-8s               ", l.level.c_str(),
+                      static_cast<long long>(l.problems), noun(l.problems, "problem").c_str());
+        out += buf + accuracy_cells(l.accuracy) + "\n";
+      }
     out += competition_lines(s) + note_lines(s);
   }
   return out;

@@ -31,6 +31,7 @@ struct ProblemResult {
   std::vector<std::string> details;  // per sample: the verifier's note (extracted answer, code failure reason)
   std::vector<std::string> failures; // per sample: why it is wrong ("" = correct)
   std::string difficulty;            // the problem's difficulty ("" = none)
+  std::string source;                // the problem's data source (data.source_key; "" = none)
   std::vector<reward::ToolUse> tool_use;  // per sample with tools (episodes); empty without
 };
 
@@ -47,6 +48,7 @@ struct ProblemStats {
   double reward_sum = 0;
   int64_t tokens_sum = 0, tokens_max = 0;
   std::string difficulty;
+  std::string source;                       // data source ("" = none)
   std::map<std::string, int64_t> failures;  // reason -> samples
   int64_t tool_samples = 0, tool_calls = 0;  // with tools: samples, their calls,
   int64_t tool_calling = 0, tool_failed = 0;  // the samples that called a tool, that had a call fail
@@ -128,6 +130,7 @@ struct SetSummary {
   std::optional<ToolsSummary> tools;        // with tools
   int64_t references_without_answer = 0;    // problems whose reference held no answer (reward.math_gold); 0 = none
   std::vector<LevelSummary> by_difficulty;  // easy, medium, hard, then other levels by value; empty = no difficulty
+  std::vector<LevelSummary> by_source;      // per data source (a mixed set), by name; empty = no problem names one
   std::optional<CompetitionSummary> competition;  // a competition set (EvalSet::competition)
   std::optional<CodeEloSummary> codeelo;          // a competition set rated from a standings pack
   std::optional<std::string> verifier;            // gspo eval, gspo score: the verifier's name

@@ -155,6 +155,9 @@ void EventWriter::metrics_line(const std::string& json_line) {
     } else if (v.is_array()) {
       for (size_t i = 0; i < v.size(); ++i)
         if (v[i].is_number()) scalar(k + "/" + std::to_string(i), v[i].get<double>(), step);
+    } else if (v.is_object()) {  // per name (reward_by_source): one tag a key
+      for (const auto& [name, x] : v.items())
+        if (x.is_number()) scalar(k + "/" + name, x.get<double>(), step);
     }
   }
   flush();

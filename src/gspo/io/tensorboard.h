@@ -28,7 +28,7 @@ class EventWriter {
   void scalar(const std::string& tag, double value, int64_t step);
   void text(const std::string& tag, const std::string& text, int64_t step);
   // Every number of one metrics.jsonl line (an object with "step") as scalars at that step: numbers under their key,
-  // arrays of numbers as KEY/0, KEY/1, ...; strings and booleans left out. Flushed.
+  // arrays of numbers as KEY/0, KEY/1, ..., objects of numbers as KEY/NAME; strings and booleans left out. Flushed.
   void metrics_line(const std::string& json_line);
   void flush();
   const std::string& path() const { return path_; }

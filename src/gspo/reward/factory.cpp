@@ -2,6 +2,7 @@
 #include "gspo/reward/factory.h"
 
 #include <algorithm>
+#include <map>
 #include <regex>
 
 #include "gspo/config/options.h"
@@ -9,6 +10,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/data/dataset.h"
+#include "gspo/reward/by_source.h"
 #include "gspo/reward/code/code.h"
 #include "gspo/reward/external/external.h"
 #include "gspo/reward/math/math.h"
@@ -125,10 +127,54 @@ class PerRow : public Verifier {
 };
 
 std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config& cfg, const data::TestCoverage& rows,
+                                   c10::Device device, const std::vector<data::Example>& examples);
+
+bool any_source(const std::vector<data::Example>& examples) {
+  return std::any_of(examples.begin(), examples.end(), [](const data::Example& ex) { return !ex.source.empty(); });
+}
+
+// Kind auto on rows that name data sources: one verifier per kind their sources map to (by_source.h), each built
+// for its own rows (so its start-up checks name them), and auto's rule by shape for the rows without a source.
+std::unique_ptr<Verifier> make_by_source(const config::Config& cfg, c10::Device device,
+                                         const std::vector<data::Example>& examples) {
+  using config::RewardKind;
+  auto route = route_sources(cfg.reward.sources, examples);
+  std::map<RewardKind, std::vector<data::Example>> rows_of;
+  std::vector<data::Example> unsourced;
+  for (const auto& ex : examples) (ex.source.empty() ? unsourced : rows_of[route.at(ex.source)]).push_back(ex);
+  std::map<RewardKind, std::unique_ptr<Verifier>> verifiers;
+  for (const auto& [kind, rows] : rows_of) {
+    auto coverage = data::code_test_coverage(rows);
+    if (kind == RewardKind::kCode) {  // tests in the row's fields, or in its answer as verl's prime_code reads them
+      auto untested = [](const data::Example& ex) {
+        return !data::row_has_code_tests(ex) && !answer_holds_tests(ex.answer);
+      };
+      const auto missing = std::count_if(rows.begin(), rows.end(), untested);
+      const auto it = std::find_if(rows.begin(), rows.end(), untested);
+      if (missing > 0)
+        throw ConfigError(it->id + ": data source '" + it->source + "' is graded by the code verifier, but the row has "
+                          "no tests ('tests', 'test', 'test_list', 'public_test_cases', or a reference answer "
+                          "{\"inputs\", \"outputs\"}; " + std::to_string(missing) + (missing == 1 ? " row" : " rows") +
+                          " without); map the source to another kind with reward.sources (\"" + it->source +
+                          ":math\")");
+      coverage.without_tests = 0;
+    }
+    verifiers.emplace(kind, make_one(kind, cfg, coverage, device, rows));
+  }
+  auto rest = unsourced.empty()
+                  ? nullptr
+                  : make_one(RewardKind::kAuto, cfg, data::code_test_coverage(unsourced), device, unsourced);
+  auto v = std::make_unique<BySource>(std::move(verifiers), std::move(route), std::move(rest));
+  log::info("reward: rows graded by their data source: {}", v->name());
+  return v;
+}
+
+std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config& cfg, const data::TestCoverage& rows,
                                    c10::Device device, const std::vector<data::Example>& examples) {
   using config::RewardKind;
   const auto& r = cfg.reward;
   const bool arithmetic = cfg.data.task == config::Task::kArithmetic;
+  if (kind == RewardKind::kAuto && !arithmetic && any_source(examples)) return make_by_source(cfg, device, examples);
   if (kind == RewardKind::kAuto && !arithmetic && rows.mixed()) {
     data::TestCoverage code_rows = rows;  // the code verifier only ever sees the rows with tests
     code_rows.without_tests = 0;
@@ -180,7 +226,7 @@ void warn_missing_references(const config::Config& cfg, const std::vector<data::
   int64_t missing = 0, math_rows = 0;
   std::string first;
   for (const auto& ex : examples) {
-    if (data::row_has_code_tests(ex)) continue;
+    if (data::row_has_code_tests(ex) || answer_holds_tests(ex.answer)) continue;  // (code rows)
     ++math_rows;
     if (reference_answer(ex.answer, o.gold)) continue;
     if (missing++ == 0) first = ex.id;

@@ -60,6 +60,7 @@ Scored StepRunner::keep_signal_groups(std::vector<Scored>& rounds) {
       out.penalty.push_back(src.penalty[r]);
       out.components.push_back(src.components[r]);
       out.versions.push_back(src.versions[r]);
+      out.sources.push_back(src.sources[r]);
     }
   return out;
 }

@@ -225,6 +225,9 @@ StepMetrics StepRunner::run(Progress& progress) {
   const auto& batch = scored.batch;
   m.reward.rows = scored.rewards;
   m.correct.rows = scored.correct;
+  m.source_names = p_.sources;
+  m.source.rows = scored.sources;
+  m.source.rows.resize(m.reward.rows.size(), -1.0);  // (a column as long as the others)
   record_components(scored, p_.verifier.component_weights().size(), m);
   for (int64_t v : scored.versions) m.version_lag.rows.push_back(static_cast<double>(progress.step - v));
   m.zero_variance.count = static_cast<double>(batch.num_rows() / c.rollout.group_size);

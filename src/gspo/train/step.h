@@ -54,6 +54,8 @@ struct StepParts {
   parallel::Comm* experts = nullptr;
   // logging.rollouts_every > 0: where the due steps' rollouts are written (rollout_log.h).
   RolloutLog* rollouts = nullptr;
+  // The training rows' data sources, sorted (data::number_sources): the names of the per-source metrics.
+  std::vector<std::string> sources = {};
 };
 
 // This rank's per-row metric columns (response_len, truncated, advantage), zero_variance's sum and sample_tokens.

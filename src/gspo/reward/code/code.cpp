@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gspo/core/error.h"
+#include "gspo/data/dataset.h"
 #include "gspo/reward/code/competition.h"
 #include "gspo/reward/code/lcb_decode.h"
 #include "gspo/reward/code/lcb_grade.h"
@@ -109,6 +110,32 @@ CodeTests parse_code_tests(const std::string& row_json, const std::string& where
   return t;
 }
 
+bool answer_holds_tests(const std::string& answer) {
+  if (answer.empty() || answer.front() != '{') return false;
+  const auto j = json::parse(answer, nullptr, false);
+  return j.is_object() && j.contains("inputs") && j.contains("outputs");
+}
+
+CodeTests parse_answer_tests(const std::string& answer, const std::string& where) {
+  const auto j = json::parse(answer, nullptr, false);
+  const std::string what = where + ": the reference answer's tests ({\"inputs\", \"outputs\"}, verl's prime_code)";
+  if (!j.is_object() || !j.contains("inputs") || !j.contains("outputs"))
+    throw DataError(what + " are not a JSON object with 'inputs' and 'outputs'");
+  if (j.contains("fn_name"))
+    throw DataError(what + " name a function (fn_name): call-based tests are read from 'tests' (type function) only");
+  const auto& in = j["inputs"];
+  const auto& out = j["outputs"];
+  if (!in.is_array() || !out.is_array() || in.size() != out.size() || in.empty())
+    throw DataError(what + ": 'inputs' and 'outputs' must be non-empty lists of the same length");
+  CodeTests t;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].is_string() || !out[i].is_string())
+      throw DataError(what + ": test " + std::to_string(i) + " is not a string input and output (stdin, stdout)");
+    t.cases.push_back({in[i].get<std::string>(), {out[i].get<std::string>()}});
+  }
+  return t;
+}
+
 // (declared in competition.h, defined beside the parser it runs: code.h's parser reads competition rows through
 // competition.h, which therefore does not include code.h)
 void check_competition_rows(const std::vector<data::Example>& rows) {
@@ -186,7 +213,9 @@ std::shared_ptr<const CodeTests> CodeVerifier::tests_of(const data::Example& ex)
     auto hit = cache_.find(key);
     if (hit != cache_.end()) return hit->second;
   }
-  auto tests = std::make_shared<const CodeTests>(parse_code_tests(ex.row, ex.id));
+  auto tests = std::make_shared<const CodeTests>(!data::row_has_code_tests(ex) && answer_holds_tests(ex.answer)
+                                                     ? parse_answer_tests(ex.answer, ex.id)
+                                                     : parse_code_tests(ex.row, ex.id));
   size_t bytes = 0;
   for (const auto& c : tests->cases) bytes += c.input.size() + (c.outputs.empty() ? 0 : c.outputs[0].size());
   std::lock_guard<std::mutex> lock(mu_);

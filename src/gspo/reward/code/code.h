@@ -9,6 +9,9 @@
 //                                                        LiveCodeBench code_generation_lite (graded by lcb_grade.h)
 //   {"tests": {"type": "competition", "cases": [...], "checker": ...}, "time_limit_s": ..., "memory_limit_mb": ...}
 //                                                        competition problems (graded by competition.h)
+//   {"answer": "{\"inputs\": [\"1 2\\n\"], \"outputs\": [\"3\\n\"]}"}  the reference answer (data.answer_key, e.g.
+//                                                        reward_model.ground_truth) as verl's prime_code reads it;
+//                                                        only for rows without the fields above
 // Stdio outputs are compared after normalising whitespace (split on any whitespace, tokens compared exactly).
 // Function tests pass when `test code; check(entry_point)` exits 0.
 #pragma once
@@ -25,6 +28,11 @@ namespace gspo::reward {
 
 // Throws DataError naming `where` when the row has no usable tests.
 CodeTests parse_code_tests(const std::string& row_json, const std::string& where);
+
+// Whether a reference answer holds stdio tests as a JSON object {"inputs": [...], "outputs": [...]} (verl's prime_code,
+// Skywork-OR1's and DeepCoder's code rows), and those tests; DataError naming `where` for a malformed one.
+bool answer_holds_tests(const std::string& answer);
+CodeTests parse_answer_tests(const std::string& answer, const std::string& where);
 
 // The program inside a response: the last ```python (or ```) fenced block, else the whole text.
 std::string extract_code(const std::string& response);

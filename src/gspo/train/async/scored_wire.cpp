@@ -66,6 +66,7 @@ at::Tensor pack_share(const Share& s) {
   a.write("components", c10::IValue(comps));
   a.write("component_lengths", c10::IValue(comp_lengths));
   a.write("versions", c10::IValue(s.scored.versions));
+  a.write("sources", c10::IValue(s.scored.sources));
   a.write("metrics", c10::IValue(s.metrics));
   std::ostringstream out;
   a.save_to(out);
@@ -104,6 +105,7 @@ Share unpack_share(const at::Tensor& bytes) {
     s.scored.penalty = doubles("penalty");
     s.scored.components = unflatten(doubles("components"), ints("component_lengths"));
     s.scored.versions = ints("versions");
+    s.scored.sources = doubles("sources");
     s.metrics = doubles("metrics");
   } catch (const gspo::Error&) {
     throw;
@@ -113,7 +115,7 @@ Share unpack_share(const at::Tensor& bytes) {
   const size_t n = b.finish.size();
   if (b.response_lengths.size() != n || b.response_ids.size() != n || b.response_text.size() != n ||
       s.scored.rewards.size() != n || s.scored.correct.size() != n || s.scored.penalty.size() != n ||
-      s.scored.components.size() != n || s.scored.versions.size() != n ||
+      s.scored.components.size() != n || s.scored.versions.size() != n || s.scored.sources.size() != n ||
       (b.input_ids.defined() && b.input_ids.size(0) != static_cast<int64_t>(n)))
     throw DistributedError("a batch share from a rollout rank has per-row lists of different lengths");
   return s;
@@ -145,6 +147,7 @@ Scored slice_groups(const Scored& s, int64_t first, int64_t count, int64_t pad_i
   out.penalty.assign(s.penalty.begin() + from, s.penalty.begin() + to);
   out.components.assign(s.components.begin() + from, s.components.begin() + to);
   out.versions.assign(s.versions.begin() + from, s.versions.begin() + to);
+  out.sources.assign(s.sources.begin() + from, s.sources.begin() + to);
   return out;
 }
 
@@ -163,6 +166,7 @@ Scored join_groups(std::vector<Scored> pieces, int64_t pad_id) {
     out.penalty.insert(out.penalty.end(), p.penalty.begin(), p.penalty.end());
     out.components.insert(out.components.end(), p.components.begin(), p.components.end());
     out.versions.insert(out.versions.end(), p.versions.begin(), p.versions.end());
+    out.sources.insert(out.sources.end(), p.sources.begin(), p.sources.end());
   }
   out.batch = rollout::merge_groups(batches, refs, pad_id);
   return out;

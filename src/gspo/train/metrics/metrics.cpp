@@ -84,6 +84,7 @@ constexpr ShownRule kShownRules[] = {
     {Shown::kScoring, "a model or judge reward", [](const ShownInputs& in) {
        return reward::scores_with_models(in.cfg);
      }},
+    {Shown::kSources, "rows name data sources", [](const ShownInputs& in) { return !in.m.source_names.empty(); }},
 };
 
 constexpr bool every_shown_once() {
@@ -141,6 +142,24 @@ std::vector<double> ColumnsStat::value() const {
   return out;
 }
 
+nlohmann::ordered_json BySourceStat::value() const {
+  const size_t n = names->size();
+  std::vector<double> sums(n + 1, 0.0), counts(n + 1, 0.0);  // [n]: rows without a source
+  for (size_t i = 0; i < source->rows.size(); ++i) {
+    const double id = source->rows[i];
+    const size_t k = id >= 0 && id < static_cast<double>(n) ? static_cast<size_t>(id) : n;
+    counts[k] += 1;
+    sums[k] += column ? column->rows.at(i) : 1.0;
+  }
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (size_t k = 0; k <= n; ++k) {
+    if (counts[k] == 0) continue;
+    auto& v = out[k < n ? (*names)[k] : "(none)"];
+    v = column ? nlohmann::ordered_json(sums[k] / counts[k]) : nlohmann::ordered_json(static_cast<int64_t>(counts[k]));
+  }
+  return out;
+}
+
 double ColumnStat::value() const {
   switch (stat) {
     case Stat::kMean: return column->mean();
@@ -157,7 +176,8 @@ namespace {
 template <class T>
 bool fits(Reduce r) {
   using U = std::decay_t<T>;
-  if constexpr (std::is_same_v<U, ColumnStat> || std::is_same_v<U, ColumnsStat>) return r == Reduce::kGather;
+  if constexpr (std::is_same_v<U, ColumnStat> || std::is_same_v<U, ColumnsStat> || std::is_same_v<U, BySourceStat>)
+    return r == Reduce::kGather;
   else if constexpr (std::is_same_v<U, Mean>) return r == Reduce::kMean;
   else if constexpr (std::is_same_v<U, Rate>) return r == Reduce::kRate;
   else if constexpr (std::is_same_v<U, std::vector<double>>) return r == Reduce::kLocal || r == Reduce::kSame;
@@ -206,7 +226,9 @@ std::string metrics_reference_markdown() {
   m.visit([&](const char* name, auto&& field, Reduce r, Match match, Shown shown, const char* doc) {
     using U = std::decay_t<decltype(field)>;
     const bool list = std::is_same_v<U, std::vector<double>> || std::is_same_v<U, ColumnsStat>;
-    const std::string type = list ? "list" : type_of(r, std::is_same_v<U, int64_t>);
+    const std::string type = list                                  ? "list"
+                             : std::is_same_v<U, BySourceStat> ? "object"
+                                                               : type_of(r, std::is_same_v<U, int64_t>);
     os << "| `" << name << "` | " << type << " | " << name_of(r) << " | " << name_of(match) << " | "
        << name_of(shown) << " | " << doc << " |\n";
   });

@@ -60,6 +60,7 @@ enum class Shown {
   kExperts,    // distributed.expert_parallel > 1
   kComponents, // reward.components set
   kScoring,    // a reward model or a judge scores (reward.kind or a component model or judge)
+  kSources,    // the training rows name data sources (data.source_key)
   kCount
 };
 
@@ -102,6 +103,15 @@ struct ColumnsStat {
   std::vector<double> value() const;
 };
 
+// A column's mean (or, without a column, the count of rows) per data source: a JSON object keyed by source name in
+// `names`' order, rows without a source under "(none)"; a source without rows in the step is left out.
+struct BySourceStat {
+  Column* column;  // nullptr: count the rows
+  Column* source;  // per row: its source's place in `names` (Example::source_id), -1 = none
+  const std::vector<std::string>* names;
+  nlohmann::ordered_json value() const;
+};
+
 constexpr double kNoValue = std::numeric_limits<double>::infinity();  // an extremum over nothing: written as 0
 
 // How a double field is written (JSONL line, progress line): an extremum over nothing (or any non-finite value) as 0.
@@ -126,6 +136,8 @@ struct StepMetrics {
   Column reward, correct, advantage, response_len, truncated;
   std::vector<Column> reward_components;  // reward.components: per component, its own (unweighted) reward per row
   Column version_lag;                     // per row: the step's version minus the version that sampled it
+  Column source;                          // per row: its data source's place in source_names, -1 = none
+  std::vector<std::string> source_names;  // the training rows' data sources, sorted; empty = none (not a field)
   Mean zero_variance;                     // groups with all-equal rewards, over prompts
   int64_t update_sequences = 0;
   Mean seq_ratio;                         // sum of s_i over updated sequences
@@ -183,7 +195,7 @@ struct StepMetrics {
   std::vector<double> moe_routing_change_layers;  // per MoE layer, summed over the ranks
 
   // The table. v(name, field, Reduce, Match, Shown, doc) for each metric in line order; `field` is an int64_t&,
-  // double&, Mean&, Rate&, std::vector<double>&, a ColumnStat or a ColumnsStat.
+  // double&, Mean&, Rate&, std::vector<double>&, a ColumnStat, a ColumnsStat or a BySourceStat.
   template <class V>
   void visit(V&& v) {
     const auto A = Shown::kAlways;
@@ -197,6 +209,15 @@ struct StepMetrics {
     v("reward_max", ColumnStat{&reward, Stat::kMax}, Reduce::kGather, Match::kExact, A, "largest reward");
     v("accuracy", ColumnStat{&correct, Stat::kMean}, Reduce::kGather, Match::kExact, A,
       "fraction of responses the verifier judged correct");
+    const auto So = Shown::kSources;
+    v("reward_by_source", BySourceStat{&reward, &source, &source_names}, Reduce::kGather, Match::kExact, So,
+      "per data source (data.source_key), an object keyed by its name: the mean reward of the step's rows from it "
+      "(as reward_mean: the overlong penalty included); rows without a source under \"(none)\", sources without rows "
+      "this step left out");
+    v("accuracy_by_source", BySourceStat{&correct, &source, &source_names}, Reduce::kGather, Match::kExact, So,
+      "per data source: the fraction of its rows the verifier (its source's, under reward.kind auto) judged correct");
+    v("rows_by_source", BySourceStat{nullptr, &source, &source_names}, Reduce::kGather, Match::kExact, So,
+      "per data source: how many of the step's rows (responses) came from it");
     v("reward_components_mean", ColumnsStat{&reward_components, Stat::kMean}, Reduce::kGather, Match::kClose,
       Shown::kComponents, "per reward.components entry, in its order: the mean of its own (unweighted) reward over "
       "the step's rows (a model reward's score beside the rules' rewards)");

@@ -29,6 +29,10 @@ struct Plan {
     } else if constexpr (std::is_same_v<U, ColumnsStat>) {  // (every rank holds as many: the config's components)
       for (auto& c : *field.columns)
         if (std::find(columns.begin(), columns.end(), &c) == columns.end()) columns.push_back(&c);
+    } else if constexpr (std::is_same_v<U, BySourceStat>) {  // the value column and the rows' source ids, when the
+      if (field.names->empty()) return;                         // rows name sources (the same names on every rank)
+      for (Column* c : {field.column, field.source})
+        if (c && std::find(columns.begin(), columns.end(), c) == columns.end()) columns.push_back(c);
     } else if constexpr (std::is_same_v<U, Mean>) {
       sums.push_back(&field.sum);
       sums.push_back(&field.count);

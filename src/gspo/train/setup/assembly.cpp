@@ -234,6 +234,7 @@ Assembly::Assembly(config::Config& cfg, const Role& role, c10::Device dev, paral
     load_models(*this, cfg, role, device);
   }
   examples = fit_training_rows(std::move(rows), cfg, *tok, *policy, role.trains && role.main, dropped_prompts);
+  sources = data::number_sources(examples);  // (every process numbers the same rows alike)
   if (role.trains && role.main && !cfg.data.mix.empty()) log::info("{}", data::describe_mix(cfg.data, examples));
   if (role.trains) engine = make_engine(*this, cfg, comm);
   if (lora) merged_copy(*this, cfg, role);

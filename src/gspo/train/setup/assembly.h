@@ -62,6 +62,7 @@ struct Assembly {
   std::optional<model::Policy> reference;     // a trainer's KL reference (algorithm.kl_coef > 0, not the base)
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<data::Example> examples;        // the training rows that fit the model
+  std::vector<std::string> sources;            // their data sources, sorted: what each row's source_id counts in
   int64_t dropped_prompts = 0;                // rows left out: prompt + max_new_tokens over max_seq_len
   std::unique_ptr<reward::Verifier> verifier;
   std::unique_ptr<rollout::Sampler> sampler;

@@ -78,6 +78,7 @@ Scored score_batch(const config::Config& c, const reward::Verifier& verifier, ro
   m.reward_model_failed += after.failed - before.failed;
   if (after.failed > before.failed) m.reward_model_failure = after.last_failure;
   s.versions.assign(s.rewards.size(), version);
+  for (const auto* ex : per_row) s.sources.push_back(static_cast<double>(ex->source_id));
   s.batch = std::move(batch);
   return s;
 }

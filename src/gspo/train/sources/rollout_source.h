@@ -33,6 +33,7 @@ struct Scored {
   std::vector<double> penalty;                  // soft overlong penalty per row (included in rewards)
   std::vector<std::vector<double>> components;  // reward.components: per row, each component's reward
   std::vector<int64_t> versions;  // per row: the policy version whose weights sampled it (RolloutId::version)
+  std::vector<double> sources;    // per row: its row's data source id (Example::source_id), -1 = none
 };
 
 // Names one generation round: the policy version that samples it (rollout steps completed when its weights were
