@@ -111,6 +111,12 @@ void adamw_shard_step(at::Tensor& p, at::Tensor& exp_avg, at::Tensor& exp_avg_sq
   const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(step));
   auto denom = (v.sqrt() / std::sqrt(bc2)).add_(h.eps);
   q.addcdiv_(m, denom, -lr / bc1);
+  if (!active.defined()) {  // every element
+    p.copy_(q);
+    exp_avg.copy_(m);
+    exp_avg_sq.copy_(v);
+    return;
+  }
   p.copy_(torch::where(active, q, p));
   exp_avg.copy_(torch::where(active, m, exp_avg));
   exp_avg_sq.copy_(torch::where(active, v, exp_avg_sq));

@@ -30,7 +30,7 @@ struct AdamWHyper {
 
 // One AdamW step on a flat shard, element for element the sequence of torch::optim::AdamW::step: p, exp_avg and
 // exp_avg_sq are updated in place where `active` (bool, same length) is true and left untouched elsewhere (parameters
-// no rank has a gradient for). `step` counts from 1.
+// no rank has a gradient for); an undefined `active`: everywhere. `step` counts from 1.
 void adamw_shard_step(at::Tensor& p, at::Tensor& exp_avg, at::Tensor& exp_avg_sq, const at::Tensor& grad,
                       const at::Tensor& active, double lr, int64_t step, const AdamWHyper& h);
 
