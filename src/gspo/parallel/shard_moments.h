@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "gspo/parallel/sharded_adamw.h"
+#include "gspo/parallel/adamw_step.h"
 
 namespace gspo::parallel {
 

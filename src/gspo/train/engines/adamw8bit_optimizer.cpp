@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "gspo/core/error.h"
-#include "gspo/io/checkpoint_check.h"
+#include "gspo/io/tensor_checks.h"
 
 namespace gspo::train {
 
