@@ -12,6 +12,7 @@
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
 #include "gspo/tokenizer/byte_tokenizer.h"
+#include "gspo/tokenizer/chat_template.h"
 #include "gspo/tokenizer/chat_tools.h"
 #include "helpers.h"
 

@@ -31,11 +31,11 @@ nlohmann::json judge_cases() {
 config::Config judge_config(config::JudgeMode mode = config::JudgeMode::kVerdict) {
   config::Config c;
   c.reward.kind = config::RewardKind::kJudge;
-  c.reward.judge_path = model_path("judge/judge_qwen3.pt");
-  c.reward.judge_mode = mode;
-  c.reward.judge_chat = config::ChatTemplate::kChatml;
-  c.reward.judge_thinking = false;
-  c.reward.model_dtype = config::ScoreDtype::kFloat32;
+  c.reward.judge.path = model_path("judge/judge_qwen3.pt");
+  c.reward.judge.mode = mode;
+  c.reward.judge.chat = config::ChatTemplate::kChatml;
+  c.reward.judge.thinking = false;
+  c.reward.scorer.dtype = config::ScoreDtype::kFloat32;
   return c;
 }
 
@@ -71,7 +71,7 @@ Batch batch_of(const nlohmann::json& cases) {
 TEST_CASE("a judge's questions and verdicts equal transformers'", "[judge]") {
   const auto cases = judge_cases();
   auto cfg = judge_config();
-  REQUIRE(cfg.reward.judge_template == cases["template"].get<std::string>());  // the fixture asked the default question
+  REQUIRE(cfg.reward.judge.question == cases["template"].get<std::string>());  // the fixture asked the default question
   reward::Judge judge(cfg, c10::Device(c10::kCPU));
   CHECK(judge.yes_id() == cases["yes_id"].get<int64_t>());
   CHECK(judge.no_id() == cases["no_id"].get<int64_t>());
@@ -84,7 +84,7 @@ TEST_CASE("a judge's questions and verdicts equal transformers'", "[judge]") {
   }
   // One pass and several (rows left-padded to the longest of their pass): the same verdicts, transformers' within 1e-4.
   for (int64_t budget : {int64_t{100000}, int64_t{300}}) {
-    cfg.reward.model_batch_tokens = budget;
+    cfg.reward.scorer.batch_tokens = budget;
     reward::Judge j(cfg, c10::Device(c10::kCPU));
     const auto s = j.score_batch(b.responses, b.pointers(), nullptr, 1);
     for (size_t i = 0; i < s.size(); ++i) {
@@ -121,8 +121,8 @@ TEST_CASE("a response cannot speak for the judge with special-token strings", "[
 TEST_CASE("a sampled judgement is the judge's greedy continuation, graded by its last \\boxed{}", "[judge]") {
   const auto cases = judge_cases();
   auto cfg = judge_config(config::JudgeMode::kSampled);
-  cfg.reward.judge_max_new_tokens = cases["greedy_tokens"].get<int64_t>();
-  cfg.reward.judge_temperature = 0;
+  cfg.reward.judge.max_new_tokens = cases["greedy_tokens"].get<int64_t>();
+  cfg.reward.judge.temperature = 0;
   reward::Judge judge(cfg, c10::Device(c10::kCPU));
   auto policy = model::Policy::load(model_path("judge/judge_qwen3.pt"));
   auto tok = tokenizer::from_spec(policy.tokenizer_json(), "judge_qwen3.pt");
@@ -160,7 +160,7 @@ TEST_CASE("a judgement's score is the number in its last \\boxed{} over judge_ma
 TEST_CASE("a row the judge cannot be asked about gets reward 0 and a named failure, the others their verdicts",
           "[judge]") {
   auto cfg = judge_config();
-  cfg.reward.model_max_tokens = 140;
+  cfg.reward.scorer.max_tokens = 140;
   reward::Judge judge(cfg, c10::Device(c10::kCPU));
   const std::vector<data::Example> ex{example("What is 2+3?", "5"), example("Say hi.", ""), example("What is 2+3?", "5")};
   const std::vector<std::string> responses{"5", "hi", std::string(400, '7')};
@@ -173,7 +173,7 @@ TEST_CASE("a row the judge cannot be asked about gets reward 0 and a named failu
   CHECK_THAT(s[2].failure, Catch::StartsWith("longer than the judge's context") && Catch::Contains("> 140 tokens"));
   CHECK(judge.totals().failed == 2);
   // Without {answer} in the question, a row without one is judged.
-  cfg.reward.judge_template = "Is this a greeting? {response}\nAnswer Yes or No.";
+  cfg.reward.judge.question = "Is this a greeting? {response}\nAnswer Yes or No.";
   reward::Judge open(cfg, c10::Device(c10::kCPU));
   CHECK(open.score("hi", ex[1]).failure.empty());
 }
@@ -181,13 +181,13 @@ TEST_CASE("a row the judge cannot be asked about gets reward 0 and a named failu
 TEST_CASE("a verdict that is not one token of the judge's tokenizer is refused at start-up, naming the key",
           "[judge]") {
   auto cfg = judge_config();
-  cfg.reward.judge_yes = "Yes, certainly";
+  cfg.reward.judge.yes = "Yes, certainly";
   CHECK_THROWS_WITH(reward::Judge(cfg, c10::Device(c10::kCPU)),
                     Catch::StartsWith("reward.judge_yes: the verdict 'Yes, certainly' is ") &&
                         Catch::Contains("a verdict must be one token"));
   cfg = judge_config(config::JudgeMode::kSampled);
-  cfg.reward.judge_yes = "Yes, certainly";  // (not read when sampling)
-  cfg.reward.judge_max_new_tokens = 100000;
+  cfg.reward.judge.yes = "Yes, certainly";  // (not read when sampling)
+  cfg.reward.judge.max_new_tokens = 100000;
   CHECK_THROWS_WITH(reward::Judge(cfg, c10::Device(c10::kCPU)), Catch::StartsWith("reward.judge_max_new_tokens: "));
 }
 
@@ -237,7 +237,7 @@ TEST_CASE("a weighted sum's failure reason is its grading part's, else a model p
   CHECK(v->score("7", ex).failure.empty());
   auto cfg = judge_config();
   cfg.reward.components = {"judge:1"};
-  cfg.reward.model_max_tokens = 140;
+  cfg.reward.scorer.max_tokens = 140;
   auto j = reward::make_verifier(cfg);
   const auto s = reward::score_all(*j, {std::string(400, '7'), "7"}, {&ex, &ex}, 1);
   CHECK_THAT(s[0].failure, Catch::StartsWith("longer than the judge's context"));
@@ -258,7 +258,7 @@ TEST_CASE("a judge that can judge no row, or a template with a misspelt placehol
   std::vector<data::Example> some = none;
   some.push_back(example("What is 2+3?", "5"));
   CHECK_NOTHROW(reward::Judge(cfg, c10::Device(c10::kCPU), some));
-  cfg.reward.model_max_tokens = 60;
+  cfg.reward.scorer.max_tokens = 60;
   CHECK_THROWS_WITH(reward::Judge(cfg, c10::Device(c10::kCPU), {example(std::string(300, 'x'), "5")}),
                     Catch::StartsWith("reward.model_max_tokens: no row of the data can be scored by the judge") &&
                         Catch::Contains("over the limit of 60"));

@@ -38,8 +38,8 @@ at::Tensor tensor_of(const nlohmann::json& rows) {
 config::Config rm_config(const std::string& file) {
   config::Config c;
   c.reward.kind = config::RewardKind::kModel;
-  c.reward.model_path = reward_path(file);
-  c.reward.model_template = config::ChatTemplate::kChatml;
+  c.reward.model.path = reward_path(file);
+  c.reward.model.chat = config::ChatTemplate::kChatml;
   return c;
 }
 
@@ -82,9 +82,9 @@ TEST_CASE("a policy or a missing file is refused as a reward model, naming it", 
 
 TEST_CASE("the model reward scores the rendered conversation, in passes under the token budget", "[reward_model]") {
   auto cfg = rm_config("reward_byte.pt");
-  cfg.reward.model_batch_tokens = 256;  // several passes for the rows below
+  cfg.reward.scorer.batch_tokens = 256;  // several passes for the rows below
   reward::ModelReward v(cfg, c10::Device(c10::kCPU));
-  auto rm = model::RewardModel::load(cfg.reward.model_path, c10::Device(c10::kCPU), c10::kFloat);
+  auto rm = model::RewardModel::load(cfg.reward.model.path, c10::Device(c10::kCPU), c10::kFloat);
   auto tok = tokenizer::from_spec(rm.tokenizer_json(), "reward_byte.pt");
   const auto ex = example("What is 3+4?");
   const std::vector<std::string> responses{"7", "The answer is 7.", "8", std::string(60, 'x'), "seven"};
@@ -116,9 +116,9 @@ TEST_CASE("the model reward scores the rendered conversation, in passes under th
 TEST_CASE("the model reward normalises and clips over the rows it scores at once", "[reward_model]") {
   auto raw_cfg = rm_config("reward_byte.pt");
   auto norm_cfg = raw_cfg;
-  norm_cfg.reward.model_normalize = true;
+  norm_cfg.reward.model.normalize = true;
   auto clip_cfg = norm_cfg;
-  clip_cfg.reward.model_clip = 0.5;
+  clip_cfg.reward.model.clip = 0.5;
   reward::ModelReward raw(raw_cfg, c10::Device(c10::kCPU)), norm(norm_cfg, c10::Device(c10::kCPU)),
       clipped(clip_cfg, c10::Device(c10::kCPU));
   const auto ex = example("2+2=");
@@ -139,7 +139,7 @@ TEST_CASE("the model reward normalises and clips over the rows it scores at once
 TEST_CASE("a row the reward model cannot score gets reward 0 and a named failure, the others their scores",
           "[reward_model]") {
   auto cfg = rm_config("reward_byte.pt");
-  cfg.reward.model_max_tokens = 120;  // (the rendered turns alone take ~85 bytes)
+  cfg.reward.scorer.max_tokens = 120;  // (the rendered turns alone take ~85 bytes)
   reward::ModelReward v(cfg, c10::Device(c10::kCPU));
   const auto ex = example("Say hi.");
   const std::vector<std::string> responses{"hi", std::string(200, 'h'), "hello"};
@@ -163,7 +163,7 @@ TEST_CASE("a reward model that can score nothing is refused at start-up, naming 
   CHECK_THROWS_WITH(reward::ModelReward(rm_config("reward_nan.pt"), c10::Device(c10::kCPU)),
                     Catch::Contains("reward_nan.pt") && Catch::Contains("probe conversation as nan"));
   auto cfg = rm_config("reward_byte.pt");
-  cfg.reward.model_max_tokens = 120;
+  cfg.reward.scorer.max_tokens = 120;
   std::vector<data::Example> rows{example(std::string(150, 'q')), example(std::string(200, 'q'))};
   rows[1].id = "data.jsonl:2";
   CHECK_THROWS_WITH(reward::ModelReward(cfg, c10::Device(c10::kCPU), rows),

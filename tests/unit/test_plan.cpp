@@ -460,7 +460,7 @@ TEST_CASE("plan: a reward model's weights and scoring pass are counted (an 8B re
   CHECK(with.peak_bytes >= scoring->peak_bytes);
   CHECK(with.peak_bytes > without.peak_bytes);
 
-  cfg.reward.model_dtype = config::ScoreDtype::kFloat32;
+  cfg.reward.scorer.dtype = config::ScoreDtype::kFloat32;
   in.scorers = {{config::RewardKind::kModel, rm}};
   CHECK(term(plan::plan_memory(policy, cfg, in).resident, "reward model") == 4 * rm_params);
   // From an export's manifest: the count equals the loaded reward model's parameters.

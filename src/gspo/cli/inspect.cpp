@@ -34,7 +34,15 @@ std::string routing_line(const model::Policy& policy) {
 // A reward model (docs/model-contract.md, "Reward models"): its manifest, its tokenizer, and the contract's one check
 // that can fail silently: a row's score is the same alone and right-padded beside a longer row.
 int inspect_reward_model(const InspectArgs& a) {
-  auto rm = model::RewardModel::load(a.model, core::resolve_device(a.device, "--device"), c10::kFloat);
+  io::ModelLoad what;  // the one loader's reward-model head, as the model reward loads it (in float32 here)
+  what.file = a.model;
+  what.head = io::ModelLoad::Head::kReward;
+  what.device = core::resolve_device(a.device, "--device");
+  what.frozen = true;
+  what.dtype = c10::kFloat;
+  what.tokenizer = false;  // (its type is read from the export below)
+  auto loaded = io::load_model(what);
+  model::RewardModel& rm = *loaded.reward;
   const auto& m = rm.manifest();
   std::string tok_type = "none";
   if (!rm.tokenizer_json().empty()) {

@@ -132,7 +132,7 @@ int plan(const PlanArgs& a) {
   in.device_gb = a.device_gb;
   for (const auto& row : reward::model_scorers()) {  // a model-backed reward: its weights and a scoring pass count too
     if (!config::uses_reward(cfg, row.kind)) continue;
-    const std::string& path = cfg.reward.*row.path;
+    const std::string& path = row.path(cfg.reward);
     if (row.head == io::ModelLoad::Head::kReward) {
       in.scorers.push_back({row.kind, plan::read_reward_model_shape(path)});
       continue;

@@ -1,7 +1,5 @@
 #include "gspo/config/choices.h"
 
-#include "gspo/config/value_text.h"
-
 namespace gspo::config {
 
 const std::vector<Choice<Dtype>>& choices(Dtype) {
@@ -131,11 +129,6 @@ const std::vector<Choice<RolloutDtype>>& choices(RolloutDtype) {
 ClipRange default_clip(LossKind loss) {
   if (loss == LossKind::kGrpo) return {0.2, 0.28};
   return {3e-4, 4e-4};
-}
-
-std::string describe_default_clip(bool high) {
-  auto text = [&](LossKind k) { return value_text(high ? default_clip(k).high : default_clip(k).low); };
-  return "gspo " + text(LossKind::kGspo) + ", grpo " + text(LossKind::kGrpo);
 }
 
 }  // namespace gspo::config

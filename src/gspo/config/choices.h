@@ -125,7 +125,5 @@ struct ClipRange {
   double low, high;
 };
 ClipRange default_clip(LossKind loss);
-// "gspo 3e-4, grpo 0.2" (or the high bounds): the defaults as the option docs state them.
-std::string describe_default_clip(bool high);
 
 }  // namespace gspo::config

@@ -7,49 +7,163 @@
 #include <vector>
 
 #include "gspo/config/choices.h"
+#include "gspo/config/prefixed.h"
 #include "gspo/config/rule.h"
 #include "gspo/config/value_text.h"
 
 namespace gspo::config {
+
+// The groups below hold one verifier's options each (reward.math_*, reward.code_*, ...). Their rows name the fields
+// without the group's prefix; RewardOptions::visit adds it (prefixed.h), so the YAML keys stay the flat ones.
+
+// The math verifier (reward/math/math.h): keys reward.math_*.
+struct MathRewardOptions {
+  bool answer_is = true;
+  bool last_number = true;
+  double rel_tol = 1e-6;
+  MathGold gold = MathGold::kAuto;
+
+  template <class V>
+  void visit(V&& v) {
+    v("answer_is", answer_is, "math: when there is no \\boxed{}, use the math or number after "
+      "\"answer\" (\"The answer is 18.\", \"**Answer:** $x=5$\")", any());
+    v("last_number", last_number, "math: as a last resort, use the last math span ($...$, \\(...\\), "
+      "\\[...\\]) or the last number of the response", any());
+    v("rel_tol", rel_tol, "math: relative tolerance of numeric equality", between(0, 0.1));
+    v("gold", gold, "math: the reference answer: answer (the answer field as it is, after a GSM8K "
+      "'####'), extract (found in the field as in a response: a whole solution's last \\boxed{}, $...$, 'The "
+      "answer is ...'), auto (extract when the field holds \\boxed, $, \\( or \\[, or 'answer is'; else as it is)",
+      choice_rule(gold));
+  }
+};
+
+// The code verifier and its sandbox (reward/code/): keys reward.code_*, and reward.lcb_timeout_s (a row of
+// RewardOptions::visit, its key having no code_ prefix).
+struct CodeRewardOptions {
+  bool partial = false;
+  double timeout_s = 5.0;
+  int64_t memory_mb = 1024;
+  std::string python = "/usr/bin/python3";
+  double lcb_timeout_s = 6.0;
+
+  template <class V>
+  void visit(V&& v) {
+    v("partial", partial, "code: reward = fraction of tests passed; false = 1 only when all pass", any());
+    v("timeout_s", timeout_s, "code: CPU seconds per test run (wall clock limit: 2x + 1 s)", greater_than(0));
+    v("memory_mb", memory_mb, "code: address-space limit per test run in MiB", at_least(64));
+    v("python", python, "code: Python interpreter for candidate programs", any());
+  }
+};
+
+// The external verifier (reward/external/external.h): keys reward.external_*.
+struct ExternalRewardOptions {
+  std::string command = "";
+  double timeout_s = 60;
+
+  template <class V>
+  void visit(V&& v) {
+    v("command", command, "external verifier: a command started once that reads JSON lines "
+      "{prompt, response, answer, row} (with tools also tool_turns, tool_calls, tool_errors, tool_timeouts) and writes "
+      "one number per line", any());
+    v("timeout_s", timeout_s, "external verifier: seconds to wait for each answer before the "
+      "run stops with a verifier error", greater_than(0));
+  }
+};
+
+// The learned reward model (reward/scorers/model_reward.h): keys reward.model_*, less the three of ScorerOptions.
+struct ModelRewardOptions {
+  std::string path = "";
+  ChatTemplate chat = ChatTemplate::kChatml;
+  bool normalize = false;
+  double clip = 0;
+
+  template <class V>
+  void visit(V&& v) {
+    v("path", path, "model reward (kind or component \"model\"): a reward model exported by "
+      "scripts/export_hf.py --reward (a Hugging Face *ForSequenceClassification, num_labels 1; docs/verifiers.md)", any());
+    v("template", chat, "model reward: the chat template the reward model reads prompt and response "
+      "in (its own family's: chatml for Qwen3, qwen2.5, deepseek_r1), or none (data.prompt_template's prompt, then the "
+      "response)", choice_rule(chat));
+    v("normalize", normalize, "model reward: standardise the scores over the rows this rank scores at "
+      "once ((s - mean) / std); false = the raw score", any());
+    v("clip", clip, "model reward: clip the (normalised) score to [-clip, clip]; 0 = no clip", at_least(0));
+  }
+};
+
+// How a model-backed scorer runs, read by both the reward model and the judge (reward/scorers/model_scoring.h):
+// keys reward.model_dtype, model_max_tokens, model_batch_tokens (named before there was a judge).
+struct ScorerOptions {
+  ScoreDtype dtype = ScoreDtype::kAuto;
+  int64_t max_tokens = 0;
+  int64_t batch_tokens = 16384;
+
+  template <class V>
+  void visit(V&& v) {
+    v("dtype", dtype, "model and judge rewards: the reward model's weights and compute: auto (bfloat16 on CUDA, float32 "
+      "on the CPU), float32, bfloat16", choice_rule(dtype));
+    v("max_tokens", max_tokens, "model and judge rewards: the longest conversation scored, in the reward model's "
+      "tokens; a longer one gets reward 0 and the failure 'longer than the reward model's context'; 0 = the reward "
+      "model's max_seq_len", at_least(0));
+    v("batch_tokens", batch_tokens, "model and judge rewards: rows x padded length of one scoring pass (rows sorted "
+      "by length, as the rollout batches its prefills)", at_least(1));
+  }
+};
+
+// The generative judge (reward/scorers/judge.h): keys reward.judge_*.
+struct JudgeOptions {
+  std::string path = "";
+  JudgeMode mode = JudgeMode::kVerdict;
+  std::string question =
+      "Question:\n{prompt}\n\nReference answer: {answer}\n\nResponse:\n{response}\n\nDoes the response reach the "
+      "reference answer? Answer Yes or No.";
+  ChatTemplate chat = ChatTemplate::kChatml;
+  bool thinking = false;
+  std::string yes = "Yes";
+  std::string no = "No";
+  int64_t max_new_tokens = 512;
+  double temperature = 0;
+  double max_score = 10;
+
+  template <class V>
+  void visit(V&& v) {
+    v("path", path, "judge reward (kind or component \"judge\"): a policy export (any causal LM gspo "
+      "samples from, with its tokenizer) asked judge_template; model_dtype, model_max_tokens and model_batch_tokens "
+      "apply to it too (docs/verifiers.md, \"Generative judges\")", any());
+    v("mode", mode, "judge: verdict (reward = P(judge_yes) / (P(judge_yes) + P(judge_no)) at the first "
+      "position the judge writes, one forward pass, no sampling) or sampled (the judge writes a judgement with gspo's "
+      "sampler; reward = the number in its last \\boxed{} / judge_max_score)", choice_rule(mode));
+    v("template", question, "judge: the question put to the judge, with {prompt}, {response} and "
+      "{answer} (the row's answer; a row without one is a counted failure when the template asks for it)", any());
+    v("chat", chat, "judge: the chat template the question is rendered in as a user turn, the assistant "
+      "turn opened (the judge's family's: chatml for Qwen3, qwen2.5, deepseek_r1), or none (the question as it is)",
+      choice_rule(chat));
+    v("thinking", thinking, "judge, chatml: let a Qwen3 judge think first; false opens the turn with an "
+      "empty <think></think> block (verdict mode reads the very next token)", any());
+    v("yes", yes, "judge, verdict: the text of the verdict that scores 1 (one token of the judge's "
+      "tokenizer, checked at start-up)", any());
+    v("no", no, "judge, verdict: the text of the verdict that scores 0 (one token, not judge_yes's)", any());
+    v("max_new_tokens", max_new_tokens, "judge, sampled: the longest judgement; one cut off before its "
+      "\\boxed{} is a counted failure", at_least(1));
+    v("temperature", temperature, "judge, sampled: sampling temperature; 0 = greedy", at_least(0));
+    v("max_score", max_score, "judge, sampled: the top of the judge's score scale; reward = score / "
+      "judge_max_score, a score outside [0, judge_max_score] a counted failure", greater_than(0));
+  }
+};
 
 struct RewardOptions {
   RewardKind kind = RewardKind::kAuto;
   std::vector<std::string> components = {};
   std::vector<std::string> sources = {};
   std::string regex = "";
-  std::string external_command = "";
-  bool math_answer_is = true;
-  bool math_last_number = true;
-  double math_rel_tol = 1e-6;
-  MathGold math_gold = MathGold::kAuto;
-  bool code_partial = false;
-  double code_timeout_s = 5.0;
-  int64_t code_memory_mb = 1024;
-  std::string code_python = "/usr/bin/python3";
-  double lcb_timeout_s = 6.0;
   int64_t workers = 0;
-  double external_timeout_s = 60;
   int64_t overlong_buffer = 0;
   double overlong_penalty = 1.0;
-  std::string model_path = "";
-  ScoreDtype model_dtype = ScoreDtype::kAuto;
-  ChatTemplate model_template = ChatTemplate::kChatml;
-  int64_t model_max_tokens = 0;
-  int64_t model_batch_tokens = 16384;
-  bool model_normalize = false;
-  double model_clip = 0;
-  std::string judge_path = "";
-  JudgeMode judge_mode = JudgeMode::kVerdict;
-  std::string judge_template =
-      "Question:\n{prompt}\n\nReference answer: {answer}\n\nResponse:\n{response}\n\nDoes the response reach the "
-      "reference answer? Answer Yes or No.";
-  ChatTemplate judge_chat = ChatTemplate::kChatml;
-  bool judge_thinking = false;
-  std::string judge_yes = "Yes";
-  std::string judge_no = "No";
-  int64_t judge_max_new_tokens = 512;
-  double judge_temperature = 0;
-  double judge_max_score = 10;
+  MathRewardOptions math;
+  CodeRewardOptions code;
+  ExternalRewardOptions external;
+  ModelRewardOptions model;
+  ScorerOptions scorer;
+  JudgeOptions judge;
 
   template <class V>
   void visit(V&& v) {
@@ -66,68 +180,20 @@ struct RewardOptions {
       "verl's numina_ sets: math; codecontests, apps, codeforces, taco: code; docs/verifiers.md); a row whose source "
       "neither names is refused at start-up", any());
     v("regex", regex, "regex verifier: reward 1 when the response matches; {answer} is replaced by the escaped answer", any());
-    v("external_command", external_command, "external verifier: a command started once that reads JSON lines "
-      "{prompt, response, answer, row} (with tools also tool_turns, tool_calls, tool_errors, tool_timeouts) and writes "
-      "one number per line", any());
-    v("math_answer_is", math_answer_is, "math: when there is no \\boxed{}, use the math or number after "
-      "\"answer\" (\"The answer is 18.\", \"**Answer:** $x=5$\")", any());
-    v("math_last_number", math_last_number, "math: as a last resort, use the last math span ($...$, \\(...\\), "
-      "\\[...\\]) or the last number of the response", any());
-    v("math_rel_tol", math_rel_tol, "math: relative tolerance of numeric equality", between(0, 0.1));
-    v("math_gold", math_gold, "math: the reference answer: answer (the answer field as it is, after a GSM8K "
-      "'####'), extract (found in the field as in a response: a whole solution's last \\boxed{}, $...$, 'The "
-      "answer is ...'), auto (extract when the field holds \\boxed, $, \\( or \\[, or 'answer is'; else as it is)",
-      choice_rule(math_gold));
-    v("code_partial", code_partial, "code: reward = fraction of tests passed; false = 1 only when all pass", any());
-    v("code_timeout_s", code_timeout_s, "code: CPU seconds per test run (wall clock limit: 2x + 1 s)", greater_than(0));
-    v("code_memory_mb", code_memory_mb, "code: address-space limit per test run in MiB", at_least(64));
-    v("code_python", code_python, "code: Python interpreter for candidate programs", any());
-    v("lcb_timeout_s", lcb_timeout_s, "code, LiveCodeBench rows: wall-clock (and CPU) seconds per test, 6 as in "
+    external.visit(prefixed("external_", v));
+    math.visit(prefixed("math_", v));
+    code.visit(prefixed("code_", v));
+    v("lcb_timeout_s", code.lcb_timeout_s, "code, LiveCodeBench rows: wall-clock (and CPU) seconds per test, 6 as in "
       "LiveCodeBench's evaluator (the other code rows use code_timeout_s)", greater_than(0));
     v("workers", workers, "threads scoring responses in parallel; 0 = hardware threads", at_least(0));
-    v("external_timeout_s", external_timeout_s, "external verifier: seconds to wait for each answer before the "
-      "run stops with a verifier error", greater_than(0));
     v("overlong_buffer", overlong_buffer, "DAPO soft overlong penalty: a response of L tokens longer than "
       "rollout.max_new_tokens - overlong_buffer gets overlong_penalty * (max_new_tokens - overlong_buffer - L) / "
       "overlong_buffer added to its reward (0 at the buffer's start, -overlong_penalty at the cap); 0 = off",
       at_least(0));
     v("overlong_penalty", overlong_penalty, "the soft overlong penalty at rollout.max_new_tokens", at_least(0));
-    v("model_path", model_path, "model reward (kind or component \"model\"): a reward model exported by "
-      "scripts/export_hf.py --reward (a Hugging Face *ForSequenceClassification, num_labels 1; docs/verifiers.md)", any());
-    v("model_dtype", model_dtype, "model and judge rewards: the reward model's weights and compute: auto (bfloat16 on CUDA, float32 "
-      "on the CPU), float32, bfloat16", choice_rule(model_dtype));
-    v("model_template", model_template, "model reward: the chat template the reward model reads prompt and response "
-      "in (its own family's: chatml for Qwen3, qwen2.5, deepseek_r1), or none (data.prompt_template's prompt, then the "
-      "response)", choice_rule(model_template));
-    v("model_max_tokens", model_max_tokens, "model and judge rewards: the longest conversation scored, in the reward model's "
-      "tokens; a longer one gets reward 0 and the failure 'longer than the reward model's context'; 0 = the reward "
-      "model's max_seq_len", at_least(0));
-    v("model_batch_tokens", model_batch_tokens, "model and judge rewards: rows x padded length of one scoring pass (rows sorted "
-      "by length, as the rollout batches its prefills)", at_least(1));
-    v("model_normalize", model_normalize, "model reward: standardise the scores over the rows this rank scores at "
-      "once ((s - mean) / std); false = the raw score", any());
-    v("model_clip", model_clip, "model reward: clip the (normalised) score to [-clip, clip]; 0 = no clip", at_least(0));
-    v("judge_path", judge_path, "judge reward (kind or component \"judge\"): a policy export (any causal LM gspo "
-      "samples from, with its tokenizer) asked judge_template; model_dtype, model_max_tokens and model_batch_tokens "
-      "apply to it too (docs/verifiers.md, \"Generative judges\")", any());
-    v("judge_mode", judge_mode, "judge: verdict (reward = P(judge_yes) / (P(judge_yes) + P(judge_no)) at the first "
-      "position the judge writes, one forward pass, no sampling) or sampled (the judge writes a judgement with gspo's "
-      "sampler; reward = the number in its last \\boxed{} / judge_max_score)", choice_rule(judge_mode));
-    v("judge_template", judge_template, "judge: the question put to the judge, with {prompt}, {response} and "
-      "{answer} (the row's answer; a row without one is a counted failure when the template asks for it)", any());
-    v("judge_chat", judge_chat, "judge: the chat template the question is rendered in as a user turn, the assistant "
-      "turn opened (the judge's family's: chatml for Qwen3, qwen2.5, deepseek_r1), or none (the question as it is)",
-      choice_rule(judge_chat));
-    v("judge_thinking", judge_thinking, "judge, chatml: let a Qwen3 judge think first; false opens the turn with an "
-      "empty <think></think> block (verdict mode reads the very next token)", any());
-    v("judge_yes", judge_yes, "judge, verdict: the text of the verdict that scores 1 (one token of the judge's "
-      "tokenizer, checked at start-up)", any());
-    v("judge_no", judge_no, "judge, verdict: the text of the verdict that scores 0 (one token, not judge_yes's)", any());
-    v("judge_max_new_tokens", judge_max_new_tokens, "judge, sampled: the longest judgement; one cut off before its "
-      "\\boxed{} is a counted failure", at_least(1));
-    v("judge_temperature", judge_temperature, "judge, sampled: sampling temperature; 0 = greedy", at_least(0));
-    v("judge_max_score", judge_max_score, "judge, sampled: the top of the judge's score scale; reward = score / "
-      "judge_max_score, a score outside [0, judge_max_score] a counted failure", greater_than(0));
+    model.visit(prefixed("model_", v));
+    scorer.visit(prefixed("model_", v));
+    judge.visit(prefixed("judge_", v));
   }
 };
 

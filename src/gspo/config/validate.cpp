@@ -12,39 +12,15 @@
 #include <set>
 #include <sstream>
 
+#include "gspo/config/origin.h"
+#include "gspo/config/reward_rules.h"
 #include "gspo/config/suggest.h"
 #include "gspo/config/value_text.h"
 
 namespace gspo::config {
 namespace {
-// Where `key` was set; for a key left out of a list item ("tools.list[0].name"), where the item is written.
-std::string at(const Config& c, const std::string& key) {
-  auto it = c.origin.find(key);
-  if (it != c.origin.end()) return it->second;
-  const auto dot = key.rfind('.'), bracket = key.rfind(']');
-  if (dot != std::string::npos && bracket != std::string::npos && bracket < dot)
-    if (auto item = c.origin.find(key.substr(0, dot)); item != c.origin.end()) return item->second;
-  return "<default>";
-}
-// A `{word}` in judge_template that is not a placeholder but within two edits of one ({answr}, {Answer}, {respone})
-// would reach the judge as literal text: the placeholder it resembles, else "". Other braces ({}, \boxed{score}, JSON)
-// are text.
-std::string misspelt_placeholder(const std::string& tmpl, std::string& word) {
-  static const std::vector<std::string> kNames{"prompt", "response", "answer"};
-  for (size_t open = tmpl.find('{'); open != std::string::npos; open = tmpl.find('{', open + 1)) {
-    const size_t close = tmpl.find('}', open + 1);
-    if (close == std::string::npos) break;
-    word = tmpl.substr(open + 1, close - open - 1);
-    if (word.empty() || word.size() > 16 || std::find(kNames.begin(), kNames.end(), word) != kNames.end()) continue;
-    if (!std::all_of(word.begin(), word.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_'; }))
-      continue;
-    std::string lower = word;
-    for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    for (const auto& name : kNames)
-      if (edit_distance(lower, name) <= 2) return name;
-  }
-  return "";
-}
+// Where `key` was set (where_set, "<default>" for a default): every message's head.
+std::string at(const Config& c, const std::string& key) { return where_set(c, key); }
 
 // reward.sources: "source:kind" entries, kinds among the rules a data source may name (the model scorers and
 // tool_format are not per-source verifiers). With kind auto each named kind counts as used (regex, external: their
@@ -93,11 +69,6 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
   }
   validate_sources(c, e, used);
   auto uses = [&](const char* n) { return std::find(used.begin(), used.end(), n) != used.end(); };
-  for (const auto& [key, t] : {std::pair<const char*, ChatTemplate>{"reward.model_template", r.model_template},
-                               {"reward.judge_chat", r.judge_chat}})
-    if (t == ChatTemplate::kAuto)
-      e.push_back(at(c, key) + std::string(": ") + key + " auto is not available yet (data.chat_template auto is): "
-                  "name the reward model's or judge's family (chatml, qwen2.5, deepseek_r1) or none");
   if (uses("regex")) {
     if (r.regex.empty()) e.push_back(at(c, "reward.kind") + ": the regex verifier needs reward.regex");
     try {
@@ -108,26 +79,9 @@ void validate_reward(const Config& c, std::vector<std::string>& e) {
       e.push_back(at(c, "reward.regex") + ": reward.regex is not a valid regular expression (" + ex.what() + ")");
     }
   }
-  if (uses("external") && r.external_command.empty())
-    e.push_back(at(c, "reward.kind") + ": the external verifier needs reward.external_command");
-  if (uses_reward(c, RewardKind::kModel) && r.model_path.empty())
-    e.push_back(at(c, "reward.kind") + ": the model reward needs reward.model_path (a reward model exported by "
-                "scripts/export_hf.py --reward)");
-  if (uses_reward(c, RewardKind::kJudge)) {
-    if (r.judge_path.empty())
-      e.push_back(at(c, "reward.kind") + ": the judge reward needs reward.judge_path (a policy export: the judge)");
-    if (r.judge_template.find("{response}") == std::string::npos)
-      e.push_back(at(c, "reward.judge_template") + ": reward.judge_template must show the judge the response "
-                  "({response})");
-    std::string word;
-    if (const auto meant = misspelt_placeholder(r.judge_template, word); !meant.empty())
-      e.push_back(at(c, "reward.judge_template") + ": '{" + word + "}' in reward.judge_template is not a placeholder "
-                  "(did you mean {" + meant + "}?); it takes {prompt}, {response} and {answer}, other text goes to the "
-                  "judge as written");
-    if (r.judge_mode == JudgeMode::kVerdict && (r.judge_yes.empty() || r.judge_no.empty() || r.judge_yes == r.judge_no))
-      e.push_back(at(c, "reward.judge_yes") + ": the verdicts reward.judge_yes ('" + r.judge_yes +
-                  "') and reward.judge_no ('" + r.judge_no + "') must be two different, non-empty texts");
-  }
+  external_rules(c, uses("external"), e);
+  model_reward_rules(c, uses_reward(c, RewardKind::kModel), e);
+  judge_rules(c, uses_reward(c, RewardKind::kJudge), e);
 }
 
 // Whether the program a shell command line starts (its first word after any VAR=value) is an executable file, a

@@ -44,4 +44,9 @@ const char* type_name(const std::string&) { return "string"; }
 const char* type_name(const std::vector<std::string>&) { return "list of strings"; }
 const char* type_name(const JsonObject&) { return "map"; }
 
+std::string describe_default_clip(bool high) {
+  auto text = [&](LossKind k) { return value_text(high ? default_clip(k).high : default_clip(k).low); };
+  return "gspo " + text(LossKind::kGspo) + ", grpo " + text(LossKind::kGrpo);
+}
+
 }  // namespace gspo::config

@@ -55,6 +55,10 @@ std::string value_text(const std::vector<R>& v) {
   return s + "]";
 }
 
+// algorithm.clip_low / clip_high's defaults per loss as the option docs state them, written as value_text writes
+// numbers: "gspo 0.0003, grpo 0.2" (or the high bounds; default_clip, choices.h).
+std::string describe_default_clip(bool high);
+
 // A value as error messages show it: value_text, cut to about 100 characters with the full length said, so a
 // multi-megabyte value does not flood the terminal.
 std::string clip_for_message(const std::string& text);

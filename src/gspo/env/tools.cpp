@@ -104,8 +104,8 @@ ToolSet ToolSet::from_config(const config::Config& cfg, const tokenizer::Tokeniz
       reward::SandboxLimits limits;
       limits.cpu_seconds = t.timeout_s;
       limits.wall_seconds = t.timeout_s;
-      limits.memory_mb = cfg.reward.code_memory_mb;
-      tools.push_back(std::make_unique<PythonTool>(spec.name, cfg.reward.code_python, limits));
+      limits.memory_mb = cfg.reward.code.memory_mb;
+      tools.push_back(std::make_unique<PythonTool>(spec.name, cfg.reward.code.python, limits));
     }
   }
   return ToolSet(std::move(tools), {t.max_calls_per_turn, t.max_output_tokens, t.workers}, tok);

@@ -12,7 +12,7 @@
 #include "gspo/core/resources.h"
 #include "gspo/core/file_sink.h"
 #include "gspo/core/fs.h"
-#include "gspo/io/checkpoint_check.h"
+#include "gspo/io/tensor_checks.h"
 
 namespace gspo::io {
 using core::atomic_write;

@@ -7,7 +7,7 @@
 #include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
-#include "gspo/io/checkpoint_check.h"
+#include "gspo/io/tensor_checks.h"
 #include "gspo/model/policy.h"
 #include "gspo/model/reward_model.h"
 #include "gspo/tokenizer/tokenizer.h"

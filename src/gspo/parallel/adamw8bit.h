@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "gspo/parallel/sharded_adamw.h"
+#include "gspo/parallel/adamw_step.h"
 
 namespace gspo::parallel {
 

@@ -77,10 +77,10 @@ class OffloadedMoments final : public ShardMoments {
       auto ph = ph_.narrow(0, 0, len), gh = gh_.narrow(0, 0, len), ah = ah_.narrow(0, 0, len);
       ph.copy_(p.narrow(0, e0, len));  // device to host (a copy on the CPU too: the same path is tested there)
       gh.copy_(grad.narrow(0, e0, len));
-      ah.copy_(active.narrow(0, e0, len));
-      host_->step_range(ph, gh, ah, lr, step, h, e0);
+      if (active.defined()) ah.copy_(active.narrow(0, e0, len));
+      host_->step_range(ph, gh, active.defined() ? ah : at::Tensor(), lr, step, h, e0);
       p.narrow(0, e0, len).copy_(ph);  // host to device
-      moved_ += len * (4 + 4 + 1 + 4);
+      moved_ += len * (4 + 4 + (active.defined() ? 1 : 0) + 4);
     }
   }
   void step_range(at::Tensor& p, const at::Tensor& grad, const at::Tensor& active, double lr, int64_t step,

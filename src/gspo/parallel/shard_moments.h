@@ -8,9 +8,10 @@
 //       vector holds the same codes and absmax at every world size: a re-cut copies them as they are. Every element of
 //       the shard is quantised, small tensors included (bitsandbytes' per-tensor min_8bit_size does not apply to a
 //       flat shard: docs/optimizer.md says why and what it costs).
-//   offload: either kind held in host memory; a step copies the shard's parameters, gradient and mask to the host a
-//       chunk at a time (pinned staging buffers when CUDA is there), steps them there and copies the parameters back:
-//       per step 9 bytes an element device to host (float32 parameter and gradient, bool mask) and 4 back.
+//   offload: either kind held in host memory; a step copies the shard's parameters, gradient and mask (when there is
+//       one) to the host a chunk at a time (pinned staging buffers when CUDA is there), steps them there and copies the
+//       parameters back: per step 9 bytes an element device to host (float32 parameter and gradient, bool mask) and 4
+//       back.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -18,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "gspo/parallel/sharded_adamw.h"
+#include "gspo/parallel/adamw_step.h"
 
 namespace gspo::parallel {
 
@@ -26,7 +27,8 @@ class ShardMoments {
  public:
   virtual ~ShardMoments() = default;
   // One AdamW step (`step` counts from 1) of the flat shard `p`, in place, where `active` (bool, same length) is true;
-  // elsewhere p and the moments' values are kept (adamw_shard_step, adamw8bit_step).
+  // elsewhere p and the moments' values are kept (adamw_shard_step, adamw8bit_step). An undefined `active` steps every
+  // element (the replicated engine's 8-bit AdamW: no mask built, none tested on the device).
   virtual void step(at::Tensor& p, const at::Tensor& grad, const at::Tensor& active, double lr, int64_t step,
                     const AdamWHyper& h) {
     step_range(p, grad, active, lr, step, h, 0);
@@ -39,8 +41,8 @@ class ShardMoments {
   // absmax float32 [ceil(n / 256)], exp_avg_sq codes, their absmax}.
   virtual std::vector<at::Tensor> tensors() const = 0;
   virtual int64_t bits() const = 0;
-  // Bytes the steps so far staged through the host buffers (offload; else 0): 13 a shard element a step, 9 in and 4
-  // out, what crosses to and from a GPU when the shard's parameters live there (ZeRO-3's host masters: 5 of them).
+  // Bytes the steps so far staged through the host buffers (offload; else 0): 13 a shard element a step (12 unmasked),
+  // 9 in and 4 out, what crosses to and from a GPU when the shard's parameters live there (ZeRO-3's host masters: 5).
   virtual int64_t transferred_bytes() const { return 0; }
   int64_t bytes() const;
   // All moments 0, as before the first step (what a load starts from; the padding's exp_avg codes stay the code of 0).

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "gspo/core/error.h"
-#include "gspo/io/checkpoint_check.h"
+#include "gspo/io/tensor_checks.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/grad_sync.h"
 #include "gspo/parallel/shard_layout.h"
@@ -97,23 +97,6 @@ double ShardedAdamW::reduce_gradients() {
   auto sq = grad_shard_.to(torch::kDouble).pow(2).sum().reshape({1});
   comm_.all_reduce(sq);
   return std::sqrt(sq.item<double>());
-}
-
-void adamw_shard_step(at::Tensor& p, at::Tensor& exp_avg, at::Tensor& exp_avg_sq, const at::Tensor& grad,
-                      const at::Tensor& active, double lr, int64_t step, const AdamWHyper& h) {
-  torch::NoGradGuard g;
-  auto q = p.clone();
-  // The element-wise sequence of torch::optim::AdamW::step (LibTorch 1.13 and 2.x).
-  q.mul_(1 - lr * h.weight_decay);
-  auto m = exp_avg.clone().mul_(h.beta1).add_(grad, 1 - h.beta1);
-  auto v = exp_avg_sq.clone().mul_(h.beta2).addcmul_(grad, grad, 1 - h.beta2);
-  const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(step));
-  const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(step));
-  auto denom = (v.sqrt() / std::sqrt(bc2)).add_(h.eps);
-  q.addcdiv_(m, denom, -lr / bc1);
-  p.copy_(torch::where(active, q, p));
-  exp_avg.copy_(torch::where(active, m, exp_avg));
-  exp_avg_sq.copy_(torch::where(active, v, exp_avg_sq));
 }
 
 void ShardedAdamW::step(double lr, double grad_scale) {

@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include "gspo/core/error.h"
-#include "gspo/io/checkpoint_check.h"
+#include "gspo/io/tensor_checks.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/zero3_unit.h"
 

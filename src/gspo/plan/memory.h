@@ -10,6 +10,7 @@
 
 #include "gspo/config/options.h"
 #include "gspo/plan/model_shape.h"
+#include "gspo/plan/plan_types.h"
 
 namespace gspo::plan {
 
@@ -19,56 +20,6 @@ namespace gspo::plan {
 // binary, the tokenizer and data. tests/plan/test_plan_measured.sh measures it again on every run and fails beyond
 // 25%. On a GPU the allocator's peak (peak_gpu_mb) excludes it; the CUDA context (~0.5 GB) takes its place.
 inline constexpr double kRuntimeMb = 415.0;
-
-// A model-backed reward's shape (a reward model's: read_reward_model_shape; a judge's: a policy export's or a
-// config.json's), for the scorer of `kind` (reward/scorers/scorer_table.h has its row).
-struct ScorerShape {
-  config::RewardKind kind;
-  ModelShape shape;
-};
-
-struct PlanInputs {
-  int64_t world_size = 1;       // ranks of the job (with distributed.rollout_ranks K: K of them only sample)
-  int64_t prompt_tokens = 512;  // the longest prompt of a step, in tokens (the config cannot say; a flag does)
-  double runtime_mb = 0;        // the process's own memory before any model: LibTorch, the binary (measured)
-  double device_gb = 80;        // what one rank may use, for the fit verdict
-  std::vector<ScorerShape> scorers;  // the model-backed rewards in use (reward::model_scorers' order), with their shapes
-};
-
-struct Term {
-  std::string name;     // e.g. "weights"
-  double bytes = 0;
-  std::string formula;  // how it was computed, with the numbers
-};
-
-struct PhasePlan {
-  std::string name;          // load (ZeRO-3 on the CPU), rollout, logprobs, update
-  std::vector<Term> terms;   // what this phase adds to the resident state (load: to the runtime alone)
-  double peak_bytes = 0;     // resident (load: runtime) + the phase's terms
-  bool on_resident = true;   // false for load: before the resident state exists
-};
-
-struct MemoryPlan {
-  ModelShape shape;
-  int64_t parameters = 0;
-  int64_t rows_per_rank = 0;       // rollout rows this rank samples and trains on
-  int64_t micro_rows = 0;          // rows per forward/backward
-  int64_t micro_tokens = 0;        // padded tokens per forward/backward (micro_rows x columns)
-  int64_t columns = 0;             // prompt_tokens + max_new_tokens
-  int64_t kv_rows = 0;             // rows of KV cache the rollout holds at once
-  std::vector<Term> resident;      // held through every phase of a step (after the first)
-  double resident_bytes = 0;
-  std::vector<PhasePlan> phases;   // rollout, logprobs, update
-  std::string peak_phase;
-  double peak_bytes = 0;
-  std::vector<Term> not_built;     // what a combination gspo does not offer would save (expert parallelism with ZeRO-3)
-  // distributed.optimizer_offload: what a rank keeps in host memory instead (the moments, ZeRO-3's masters, the host
-  // step's staging), and the bytes its optimizer step moves each way (a ZeRO-3 layer gather's master copy besides).
-  std::vector<Term> host;
-  double host_bytes = 0;
-  double d2h_bytes = 0, h2d_bytes = 0;
-  std::vector<std::string> notes;  // assumptions the figures rest on
-};
 
 // distributed.optimizer_offload at start-up: ConfigError naming the key and the numbers when `ranks_on_node` ranks of
 // plan `p` need more host memory than `available_bytes` (MemAvailable, host_available_bytes()); else nothing.

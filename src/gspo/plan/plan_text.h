@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "gspo/plan/memory.h"
+#include "gspo/plan/plan_types.h"
 
 namespace gspo::plan {
 

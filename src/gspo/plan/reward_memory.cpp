@@ -13,7 +13,7 @@ namespace {
 
 // A model-backed scorer: bytes a parameter of its frozen weights (reward.model_dtype; auto: bfloat16 on CUDA).
 double reward_bytes(const config::Config& cfg) {
-  switch (cfg.reward.model_dtype) {
+  switch (cfg.reward.scorer.dtype) {
     case config::ScoreDtype::kFloat32: return 4;
     case config::ScoreDtype::kBFloat16: return 2;
     case config::ScoreDtype::kAuto: break;
@@ -41,7 +41,7 @@ double pass_width(const ModelShape& m) {
 // the step's log-prob pass; a pass that prefills or samples (a judge's) also holds its KV cache (every layer's keys and
 // values of its tokens, a judgement's own included: the passes are cut to the budget with them).
 Term pass_term(const reward::ModelScorerRow& row, const ModelShape& m, const config::Config& cfg) {
-  const double b = reward_bytes(cfg), t = static_cast<double>(cfg.reward.model_batch_tokens), width = pass_width(m);
+  const double b = reward_bytes(cfg), t = static_cast<double>(cfg.reward.scorer.batch_tokens), width = pass_width(m);
   if (!row.pass_holds_kv_cache)
     return {row.pass_term, t * width * b, num(t) + " tokens (reward.model_batch_tokens) x " + num(width) +
             " (2H + q/k/v + attention out + 3 x intermediate) x " + num(b) + " B"};

@@ -4,6 +4,7 @@
 
 #include "gspo/core/error.h"
 #include "gspo/parallel/expert_rollout.h"
+#include "gspo/plan/memory.h"
 #include "gspo/plan/plan_text.h"
 #include "gspo/plan/sizes.h"
 #include "gspo/rollout/sampler.h"

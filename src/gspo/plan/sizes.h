@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "gspo/config/options.h"
-#include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
+#include "gspo/plan/plan_types.h"
 #include "gspo/train/engines/engine_choice.h"
 
 namespace gspo::plan {

@@ -199,19 +199,19 @@ std::unique_ptr<Verifier> make_one(config::RewardKind kind, const config::Config
     case RewardKind::kFormat: return std::make_unique<BoxedFormat>();
     case RewardKind::kToolFormat: return std::make_unique<ToolUseFormat>();
     case RewardKind::kRegex: return std::make_unique<RegexVerifier>(r.regex);
-    case RewardKind::kExternal: return std::make_unique<ExternalVerifier>(r.external_command, r.external_timeout_s);
+    case RewardKind::kExternal: return std::make_unique<ExternalVerifier>(r.external.command, r.external.timeout_s);
     case RewardKind::kCode: {
       if (rows.without_tests > 0)
         throw ConfigError("reward: the code verifier needs tests in every row, but " + rows.first_without + " has none (" +
                           std::to_string(rows.without_tests) + " rows without tests); use reward.kind auto to grade "
                           "rows without tests as math");
       CodeOptions o;
-      o.partial = r.code_partial;
-      o.python = r.code_python;
-      o.limits.cpu_seconds = r.code_timeout_s;
-      o.limits.wall_seconds = 2 * r.code_timeout_s + 1;
-      o.limits.memory_mb = r.code_memory_mb;
-      o.lcb_timeout_s = r.lcb_timeout_s;
+      o.partial = r.code.partial;
+      o.python = r.code.python;
+      o.limits.cpu_seconds = r.code.timeout_s;
+      o.limits.wall_seconds = 2 * r.code.timeout_s + 1;
+      o.limits.memory_mb = r.code.memory_mb;
+      o.lcb_timeout_s = r.code.lcb_timeout_s;
       return std::make_unique<CodeVerifier>(o);
     }
     default: break;  // (auto: resolved above; the model scorers: built from their rows)
@@ -233,7 +233,7 @@ void warn_missing_references(const config::Config& cfg, const std::vector<data::
   }
   if (missing > 0)
     log::warn("{} of {} math references hold no answer that reward.math_gold={} can extract (first: {}); their "
-              "samples are graded wrong", missing, math_rows, config::name_of(cfg.reward.math_gold), first);
+              "samples are graded wrong", missing, math_rows, config::name_of(cfg.reward.math.gold), first);
 }
 
 // Whether `v` grades some rows as math: the math verifier, auto's choice row by row (math where a row has no tests),

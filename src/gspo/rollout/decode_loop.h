@@ -22,10 +22,13 @@
 #include <vector>
 
 #include "gspo/rollout/noise.h"
-#include "gspo/rollout/sampler.h"
+#include "gspo/rollout/sampler_types.h"
+#include "gspo/rollout/sampling.h"
 #include "gspo/rollout/slot_hook.h"
 #include "gspo/rollout/stop_matcher.h"
 #include "gspo/rollout/written.h"
+
+namespace gspo::model { class Policy; }
 
 namespace gspo::rollout {
 

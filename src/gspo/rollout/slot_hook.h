@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gspo/rollout/sampler.h"
+#include "gspo/rollout/sampler_types.h"
 
 namespace gspo::rollout {
 

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "gspo/tokenizer/chat_template.h"
+#include "gspo/config/choices.h"
+#include "gspo/tokenizer/chat_message.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::config {

@@ -13,8 +13,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gspo/tokenizer/jinja.h"
-
 namespace gspo::tokenizer::jinja {
 
 struct Value;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "gspo/tokenizer/jinja.h"
 #include "gspo/tokenizer/jinja_detail.h"
 #include "gspo/tokenizer/jinja_lex.h"
 

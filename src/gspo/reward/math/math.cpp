@@ -236,11 +236,11 @@ Score BoxedFormat::score(const std::string& response, const data::Example&) cons
 }
 
 MathOptions math_options(const config::Config& cfg) {
-  const auto& r = cfg.reward;
-  const GoldMode gold = r.math_gold == config::MathGold::kExtract  ? GoldMode::kExtract
-                        : r.math_gold == config::MathGold::kAnswer ? GoldMode::kAnswer
-                                                                   : GoldMode::kAuto;
-  return {r.math_answer_is, r.math_last_number, r.math_rel_tol, gold};
+  const auto& m = cfg.reward.math;
+  const GoldMode gold = m.gold == config::MathGold::kExtract  ? GoldMode::kExtract
+                        : m.gold == config::MathGold::kAnswer ? GoldMode::kAnswer
+                                                              : GoldMode::kAuto;
+  return {m.answer_is, m.last_number, m.rel_tol, gold};
 }
 
 }  // namespace gspo::reward

@@ -61,10 +61,10 @@ int64_t verdict_id(const tokenizer::Tokenizer& tok, const std::string& text, con
 // passes are cut to reward.model_batch_tokens instead).
 rollout::SamplingParams judgement_params(const config::Config& cfg) {
   auto p = rollout::sampling_params(cfg);
-  p.temperature = cfg.reward.judge_temperature;
+  p.temperature = cfg.reward.judge.temperature;
   p.top_p = 1.0;
   p.top_k = 0;
-  p.max_new_tokens = cfg.reward.judge_max_new_tokens;
+  p.max_new_tokens = cfg.reward.judge.max_new_tokens;
   p.min_new_tokens = 0;
   p.stop.clear();
   p.vocab_limit = 0;
@@ -94,47 +94,47 @@ JudgementScore parse_judgement(const std::string& judgement, double max_score) {
 }
 
 Judge::Judge(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows)
-    : opts_(cfg.reward) {
-  auto loaded = load_scorer(opts_.judge_path, io::ModelLoad::Head::kPolicy, opts_.model_dtype, device);
+    : opts_(cfg.reward.judge), scoring_(cfg.reward.scorer) {
+  auto loaded = load_scorer(opts_.path, io::ModelLoad::Head::kPolicy, scoring_.dtype, device);
   judge_ = std::move(loaded.policy);
   tok_ = std::move(loaded.tok);
   const auto& m = judge_->manifest();
   const int64_t context = m.max_seq_len;
-  max_tokens_ = opts_.model_max_tokens > 0 ? std::min(opts_.model_max_tokens, context) : context;
-  const bool verdict = opts_.judge_mode == config::JudgeMode::kVerdict;
+  max_tokens_ = scoring_.max_tokens > 0 ? std::min(scoring_.max_tokens, context) : context;
+  const bool verdict = opts_.mode == config::JudgeMode::kVerdict;
   if (verdict) {
-    yes_id_ = verdict_id(*tok_, opts_.judge_yes, "reward.judge_yes", m.vocab_size);
-    no_id_ = verdict_id(*tok_, opts_.judge_no, "reward.judge_no", m.vocab_size);
+    yes_id_ = verdict_id(*tok_, opts_.yes, "reward.judge_yes", m.vocab_size);
+    no_id_ = verdict_id(*tok_, opts_.no, "reward.judge_no", m.vocab_size);
     if (yes_id_ == no_id_)
-      throw ConfigError("reward.judge_no: '" + opts_.judge_no + "' and reward.judge_yes '" + opts_.judge_yes +
+      throw ConfigError("reward.judge_no: '" + opts_.no + "' and reward.judge_yes '" + opts_.yes +
                         "' are the same token of the judge's tokenizer");
   } else {
-    if (opts_.judge_max_new_tokens >= context)
-      throw ConfigError("reward.judge_max_new_tokens: " + std::to_string(opts_.judge_max_new_tokens) +
+    if (opts_.max_new_tokens >= context)
+      throw ConfigError("reward.judge_max_new_tokens: " + std::to_string(opts_.max_new_tokens) +
                         " leaves no room for the question in the judge's context of " + std::to_string(context) +
                         " tokens");
-    max_tokens_ = std::min(max_tokens_, context - opts_.judge_max_new_tokens);
+    max_tokens_ = std::min(max_tokens_, context - opts_.max_new_tokens);
     sampler_ = std::make_unique<rollout::Sampler>(*judge_, *tok_, judgement_params(cfg));
   }
-  check_some_row_fits(rows, max_tokens_, "the judge " + opts_.judge_path,
-                      opts_.model_max_tokens > 0 ? "reward.model_max_tokens" : "reward.judge_template",
+  check_some_row_fits(rows, max_tokens_, "the judge " + opts_.path,
+                      scoring_.max_tokens > 0 ? "reward.model_max_tokens" : "reward.judge_template",
                       [&](const data::Example& ex) { return question_ids("", ex); });
   log::info("judge {}: {} ({} parameters, {} layers) on {}, {}; questions up to {} tokens, passes of {} tokens",
-            opts_.judge_path, m.architecture, judge_->num_parameters(), m.num_layers, judge_->device().str(),
-            verdict ? "verdict " + opts_.judge_yes + "/" + opts_.judge_no
-                    : "sampled judgements up to " + std::to_string(opts_.judge_max_new_tokens) + " tokens",
-            max_tokens_, opts_.model_batch_tokens);
+            opts_.path, m.architecture, judge_->num_parameters(), m.num_layers, judge_->device().str(),
+            verdict ? "verdict " + opts_.yes + "/" + opts_.no
+                    : "sampled judgements up to " + std::to_string(opts_.max_new_tokens) + " tokens",
+            max_tokens_, scoring_.batch_tokens);
 }
 
 Judge::~Judge() = default;
 
 std::string Judge::render(const std::string& response, const data::Example& ex) const {
-  const std::string q = fill(opts_.judge_template, ex, response);
-  if (opts_.judge_chat == config::ChatTemplate::kNone) return q;
+  const std::string q = fill(opts_.question, ex, response);
+  if (opts_.chat == config::ChatTemplate::kNone) return q;
   tokenizer::ChatOptions o;
   o.add_generation_prompt = true;
-  o.enable_thinking = opts_.judge_thinking;
-  return tokenizer::render_chat(opts_.judge_chat, {{"user", q}}, o);
+  o.enable_thinking = opts_.thinking;
+  return tokenizer::render_chat(opts_.chat, {{"user", q}}, o);
 }
 
 std::vector<int64_t> Judge::question_ids(const std::string& response, const data::Example& ex) const {
@@ -168,7 +168,7 @@ std::vector<Score> Judge::score_batch(const std::vector<std::string>& responses,
       [&](size_t i, const std::string& why) { out[i] = {0.0, false, "judge: " + why, {}, why}; });
   int64_t tokens = 0;
   std::lock_guard<std::mutex> lock(mu_);
-  if (opts_.judge_mode == config::JudgeMode::kVerdict) {
+  if (opts_.mode == config::JudgeMode::kVerdict) {
     verdicts(rows, out, tokens);
   } else {
     judgements(rows, out, tokens);
@@ -185,7 +185,7 @@ void Judge::verdicts(std::vector<Pending>& rows, std::vector<Score>& out, int64_
   torch::NoGradGuard no_grad;
   const int64_t pad = std::max<int64_t>(0, judge_->manifest().pad_token_id);
   const auto pick = torch::tensor({yes_id_, no_id_}, torch::kLong).to(judge_->device());
-  for (const auto& pass : passes_of(rows, opts_.model_batch_tokens)) {
+  for (const auto& pass : passes_of(rows, scoring_.batch_tokens)) {
     const int64_t B = static_cast<int64_t>(pass.size()), T = static_cast<int64_t>(pass.front()->ids.size());
     std::vector<int64_t> ids(B * T, pad), mask(B * T, 0);
     for (int64_t b = 0; b < B; ++b) {  // left-padded: every row's next token is column T's
@@ -213,7 +213,7 @@ void Judge::verdicts(std::vector<Pending>& rows, std::vector<Score>& out, int64_
       s.reward = 1.0 / (1.0 + std::exp(no - yes));  // P(yes) / (P(yes) + P(no))
       s.failure.clear();
       char buf[96];
-      std::snprintf(buf, sizeof buf, "judge: P(%s) %.3f of verdict mass %.3f", opts_.judge_yes.c_str(), s.reward,
+      std::snprintf(buf, sizeof buf, "judge: P(%s) %.3f of verdict mass %.3f", opts_.yes.c_str(), s.reward,
                     std::exp(yes) + std::exp(no));
       s.detail = buf;
     }
@@ -222,14 +222,14 @@ void Judge::verdicts(std::vector<Pending>& rows, std::vector<Score>& out, int64_
 }
 
 void Judge::judgements(std::vector<Pending>& rows, std::vector<Score>& out, int64_t& tokens) const {
-  for (const auto& pass : passes_of(rows, opts_.model_batch_tokens, opts_.judge_max_new_tokens)) {
+  for (const auto& pass : passes_of(rows, scoring_.batch_tokens, opts_.max_new_tokens)) {
     std::vector<std::vector<int64_t>> prompts;
     for (const auto* r : pass) prompts.push_back(r->ids);
     const rollout::NoiseKey noise{rollout::mix_seed(0x6a75646765ULL, calls_++), 0};
     const auto batch = sampler_->generate(prompts, 1, noise);
     for (size_t b = 0; b < pass.size(); ++b) {
       Score& s = out[pass[b]->index];
-      const auto parsed = parse_judgement(batch.response_text[b], opts_.judge_max_score);
+      const auto parsed = parse_judgement(batch.response_text[b], opts_.max_score);
       std::string why = parsed.failure;
       if (!why.empty() && batch.finish[b] == rollout::Finish::kLength) why += ", cut off at reward.judge_max_new_tokens";
       const std::string& said = batch.response_text[b];

@@ -55,7 +55,8 @@ class Judge : public ModelScorer {
   void verdicts(std::vector<Pending>& rows, std::vector<Score>& out, int64_t& tokens) const;
   void judgements(std::vector<Pending>& rows, std::vector<Score>& out, int64_t& tokens) const;
 
-  config::RewardOptions opts_;
+  config::JudgeOptions opts_;
+  config::ScorerOptions scoring_;
   int64_t max_tokens_ = 0;
   int64_t yes_id_ = -1, no_id_ = -1;
   std::unique_ptr<model::Policy> judge_;

@@ -36,19 +36,19 @@ void normalise(std::vector<Score>& out, const std::vector<bool>& scored, bool st
 }  // namespace
 
 ModelReward::ModelReward(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows)
-    : opts_(cfg.reward), data_(cfg.data) {
-  auto loaded = load_scorer(cfg.reward.model_path, io::ModelLoad::Head::kReward, cfg.reward.model_dtype, device);
+    : opts_(cfg.reward.model), scoring_(cfg.reward.scorer), data_(cfg.data) {
+  auto loaded = load_scorer(opts_.path, io::ModelLoad::Head::kReward, scoring_.dtype, device);
   rm_ = std::move(loaded.reward);
   tok_ = std::move(loaded.tok);
   const int64_t context = rm_->manifest().max_seq_len;
-  max_tokens_ = opts_.model_max_tokens > 0 ? std::min(opts_.model_max_tokens, context) : context;
+  max_tokens_ = scoring_.max_tokens > 0 ? std::min(scoring_.max_tokens, context) : context;
   probe();
-  check_some_row_fits(rows, max_tokens_, "the reward model " + cfg.reward.model_path,
-                      opts_.model_max_tokens > 0 ? "reward.model_max_tokens" : "reward.model_path",
+  check_some_row_fits(rows, max_tokens_, "the reward model " + opts_.path,
+                      scoring_.max_tokens > 0 ? "reward.model_max_tokens" : "reward.model_path",
                       [&](const data::Example& ex) { return tok_->encode(render("", ex)); });
   log::info("reward model {}: {} ({} parameters, {} layers) on {} in {}, conversations up to {} tokens, passes of {} "
-            "tokens", cfg.reward.model_path, rm_->manifest().architecture, rm_->num_parameters(),
-            rm_->manifest().num_layers, rm_->device().str(), c10::toString(rm_->dtype()), max_tokens_, opts_.model_batch_tokens);
+            "tokens", opts_.path, rm_->manifest().architecture, rm_->num_parameters(),
+            rm_->manifest().num_layers, rm_->device().str(), c10::toString(rm_->dtype()), max_tokens_, scoring_.batch_tokens);
 }
 
 ModelReward::~ModelReward() = default;
@@ -63,16 +63,16 @@ void ModelReward::probe() {
                            torch::ones({1, n}, torch::kLong).to(rm_->device())).to(torch::kFloat).cpu();
   const float v = s.reshape({-1})[0].item<float>();
   if (!std::isfinite(v))
-    throw ModelContractError(opts_.model_path + ": the reward model scores a probe conversation as " +
+    throw ModelContractError(opts_.path + ": the reward model scores a probe conversation as " +
                              (std::isnan(v) ? "nan" : "inf") + " (its weights or score head are broken; gspo inspect "
                              "checks this too): every row would fail and the policy would train on zeros");
 }
 
 std::string ModelReward::render(const std::string& response, const data::Example& ex) const {
-  if (opts_.model_template == config::ChatTemplate::kNone) return data::apply_template(data_.prompt_template, ex.prompt) + response;
+  if (opts_.chat == config::ChatTemplate::kNone) return data::apply_template(data_.prompt_template, ex.prompt) + response;
   tokenizer::ChatOptions o;
   o.add_generation_prompt = false;
-  return tokenizer::render_chat(opts_.model_template, {{"user", ex.prompt}, {"assistant", response}}, o);
+  return tokenizer::render_chat(opts_.chat, {{"user", ex.prompt}, {"assistant", response}}, o);
 }
 
 std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& responses,
@@ -89,7 +89,7 @@ std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& resp
       [&](size_t i) { return tok_->encode(render(responses[i], *examples[i])); }, fail);
   int64_t tokens = 0;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& pass : passes_of(rows, opts_.model_batch_tokens)) {
+  for (const auto& pass : passes_of(rows, scoring_.batch_tokens)) {
     const int64_t B = static_cast<int64_t>(pass.size()), T = static_cast<int64_t>(pass.front()->ids.size());
     auto ids = torch::full({B, T}, rm_->manifest().pad_token_id, torch::kLong);
     auto mask = torch::zeros({B, T}, torch::kLong);
@@ -112,7 +112,7 @@ std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& resp
     }
     tokens += B * T;
   }
-  normalise(out, scored, opts_.model_normalize, opts_.model_clip);
+  normalise(out, scored, opts_.normalize, opts_.clip);
   totals_.rows += static_cast<int64_t>(responses.size());
   for (size_t i = 0; i < out.size(); ++i)
     if (!scored[i]) note_failure(totals_, out[i].failure);

@@ -41,7 +41,8 @@ class ModelReward : public ModelScorer {
  private:
   void probe();
 
-  config::RewardOptions opts_;
+  config::ModelRewardOptions opts_;
+  config::ScorerOptions scoring_;
   config::DataOptions data_;
   int64_t max_tokens_;
   std::unique_ptr<tokenizer::Tokenizer> tok_;

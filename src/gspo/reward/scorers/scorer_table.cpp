@@ -16,9 +16,11 @@ std::unique_ptr<Verifier> make(const config::Config& cfg, c10::Device device, co
 const std::vector<ModelScorerRow>& model_scorers() {
   using Head = io::ModelLoad::Head;
   static const std::vector<ModelScorerRow> rows = {
-      {config::RewardKind::kModel, "reward model", "reward.model_path", &config::RewardOptions::model_path, Head::kReward,
+      {config::RewardKind::kModel, "reward model", "reward.model_path",
+       [](const config::RewardOptions& r) -> const std::string& { return r.model.path; }, Head::kReward,
        "reward model scoring pass", "reward scoring", false, &make<ModelReward>},
-      {config::RewardKind::kJudge, "judge", "reward.judge_path", &config::RewardOptions::judge_path, Head::kPolicy,
+      {config::RewardKind::kJudge, "judge", "reward.judge_path",
+       [](const config::RewardOptions& r) -> const std::string& { return r.judge.path; }, Head::kPolicy,
        "judge pass", "judging", true, &make<Judge>},
   };
   return rows;

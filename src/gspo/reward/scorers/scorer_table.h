@@ -2,8 +2,9 @@
 // of a model-backed scorer instead of listing the kinds. make_verifier builds it from its row, scores_with_models asks
 // the rows, and `gspo plan` reads its file, its weights and its pass from the row (plan/reward_memory.cpp); the
 // step's metrics (reward_model_*) sum every scorer's totals. A new one (a process reward model) is one file in this
-// room, its reward.kind choice, and one row here. (Its config keys and their rules stay in config/, which comes first:
-// config::load refuses a bad section before any of this runs.)
+// room, its reward.kind choice, and one row here. (Its config keys are a group of config/options_reward.h and their
+// rules a function of config/reward_rules.cpp: config comes first, and config::load refuses a bad section before any
+// of this runs.)
 #pragma once
 #include <c10/core/Device.h>
 
@@ -22,7 +23,7 @@ struct ModelScorerRow {
   config::RewardKind kind;                    // reward.kind, or a component's name
   const char* what;                           // "reward model": how plans and messages name it
   const char* path_key;                       // "reward.model_path": the key naming its file
-  std::string config::RewardOptions::*path;   // ... and that key's field
+  const std::string& (*path)(const config::RewardOptions&);  // ... and that key's field
   io::ModelLoad::Head head;                   // what the file is: a reward model's score head, or a policy export
   const char* pass_term;                      // gspo plan: the term of one scoring pass ("reward model scoring pass")
   const char* pass_phase;                     // ... and the phase it is ("reward scoring")

@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "gspo/core/error.h"
-#include "gspo/io/checkpoint_check.h"
+#include "gspo/io/tensor_checks.h"
 
 namespace gspo::train {
 
@@ -28,8 +28,7 @@ void AdamW8bit::step(double lr) {
     auto& s = slots_[i];
     ++s.step;
     auto p = params_[i].detach().view({-1});
-    const auto all = torch::ones({p.numel()}, p.options().dtype(torch::kBool));
-    s.moments->step(p, grad.reshape({-1}), all, lr, s.step, h_);
+    s.moments->step(p, grad.reshape({-1}), /*active=*/{}, lr, s.step, h_);  // every element: no mask to build or test
   }
 }
 

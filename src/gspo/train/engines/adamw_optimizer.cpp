@@ -5,7 +5,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/io/checkpoint.h"
-#include "gspo/io/checkpoint_check.h"
+#include "gspo/io/tensor_checks.h"
 #include "gspo/train/engines/adamw8bit_optimizer.h"
 #include "gspo/train/engines/fused_step.h"
 

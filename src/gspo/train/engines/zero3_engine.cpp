@@ -10,7 +10,7 @@
 #include "gspo/core/error.h"
 #include "gspo/core/fs.h"
 #include "gspo/io/checkpoint.h"
-#include "gspo/io/checkpoint_check.h"
+#include "gspo/io/tensor_checks.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
 #include "gspo/parallel/zero3.h"
