@@ -176,7 +176,7 @@ void validate_eval(const Config& c, std::vector<std::string>& e) {
     if (set.path.empty()) e.push_back(at(c, item + ".path") + ": " + item + ".path must name a problem set");
     if (set.verifier == "regex" && c.reward.regex.empty())
       e.push_back(at(c, item + ".verifier") + ": " + item + ".verifier regex grades with reward.regex, which is empty");
-    if (set.verifier == "external" && c.reward.external_command.empty())
+    if (set.verifier == "external" && c.reward.external.command.empty())
       e.push_back(at(c, item + ".verifier") + ": " + item + ".verifier external grades with "
                   "reward.external_command, which is empty");
   }
