@@ -227,6 +227,19 @@ void put_competition(ojson& j, const CompetitionSummary& c) {
 }
 
 // The figures after samples_per_problem (a set with problems and samples).
+// A split of a set's figures (by difficulty, by source) as {name: {problems, accuracy...}}; nothing when empty.
+void put_levels(ojson& j, const char* key, const std::vector<LevelSummary>& levels) {
+  if (levels.empty()) return;
+  ojson out;
+  for (const auto& l : levels) {
+    ojson one;
+    one["problems"] = l.problems;
+    put_accuracy(one, l.accuracy);
+    out[l.level] = one;
+  }
+  j[key] = out;
+}
+
 void put_figures(ojson& j, const SetSummary& s) {
   put_accuracy(j, s.accuracy);
   j["reward_mean"] = s.reward_mean;
@@ -237,26 +250,8 @@ void put_figures(ojson& j, const SetSummary& s) {
   if (const auto& t = s.tools)
     j["tools"] = {{"calls_mean", t->calls_mean}, {"calling_frac", t->calling_frac}, {"failed_frac", t->failed_frac}};
   if (s.references_without_answer > 0) j["references_without_answer"] = s.references_without_answer;
-  if (!s.by_difficulty.empty()) {
-    ojson levels;
-    for (const auto& l : s.by_difficulty) {
-      ojson one;
-      one["problems"] = l.problems;
-      put_accuracy(one, l.accuracy);
-      levels[l.level] = one;
-    }
-    j["by_difficulty"] = levels;
-  }
-  if (!s.by_source.empty()) {
-    ojson sources;
-    for (const auto& l : s.by_source) {
-      ojson one;
-      one["problems"] = l.problems;
-      put_accuracy(one, l.accuracy);
-      sources[l.level] = one;
-    }
-    j["by_source"] = sources;
-  }
+  put_levels(j, "by_difficulty", s.by_difficulty);
+  put_levels(j, "by_source", s.by_source);
   if (s.competition) put_competition(j, *s.competition);
 }
 
