@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -459,17 +458,25 @@ std::vector<Example> load_dataset(const config::DataOptions& o) {
   return rows;
 }
 
-Cursor make_cursor(const config::DataOptions& o, const std::vector<Example>& rows) {
-  const auto seed = static_cast<uint64_t>(o.seed);
-  if (o.task != config::Task::kJsonl || o.mix.empty()) return Cursor(static_cast<int64_t>(rows.size()), o.shuffle, seed);
+namespace {
+// Rows per dataset of data.mix in `rows` (load_dataset's, in the mix's order).
+std::vector<int64_t> mix_sizes(const config::DataOptions& o, const std::vector<Example>& rows) {
   std::vector<int64_t> sizes(o.mix.size(), 0);
-  std::vector<double> weights;
   for (size_t i = 0; i < rows.size(); ++i) {
     const int64_t d = rows[i].dataset;
     if (d < 0 || d >= static_cast<int64_t>(sizes.size()) || (i > 0 && d < rows[i - 1].dataset))
-      throw std::logic_error("make_cursor: the rows are not data.mix's datasets in order");
+      throw std::logic_error("the rows are not data.mix's datasets in order");
     ++sizes[d];
   }
+  return sizes;
+}
+}  // namespace
+
+Cursor make_cursor(const config::DataOptions& o, const std::vector<Example>& rows) {
+  const auto seed = static_cast<uint64_t>(o.seed);
+  if (o.task != config::Task::kJsonl || o.mix.empty()) return Cursor(static_cast<int64_t>(rows.size()), o.shuffle, seed);
+  const auto sizes = mix_sizes(o, rows);
+  std::vector<double> weights;
   for (size_t i = 0; i < o.mix.size(); ++i) {
     if (sizes[i] == 0)
       throw DataError(mix_name(o, i) + ": no prompt is left once prompts too long for rollout.max_new_tokens are "
@@ -481,16 +488,11 @@ Cursor make_cursor(const config::DataOptions& o, const std::vector<Example>& row
 
 std::string describe_mix(const config::DataOptions& o, const std::vector<Example>& rows) {
   if (o.task != config::Task::kJsonl || o.mix.empty()) return "";
-  std::vector<int64_t> sizes(o.mix.size(), 0);
-  for (const auto& ex : rows)
-    if (ex.dataset >= 0 && ex.dataset < static_cast<int64_t>(sizes.size())) ++sizes[ex.dataset];
+  const auto sizes = mix_sizes(o, rows);
   std::string out = "data.mix:";
-  for (size_t i = 0; i < o.mix.size(); ++i) {
-    char weight[32];
-    std::snprintf(weight, sizeof weight, "%g", o.mix[i].weight);
+  for (size_t i = 0; i < o.mix.size(); ++i)
     out += std::string(i ? "," : "") + " '" + o.mix[i].path + "' (" + std::to_string(sizes[i]) + " rows) at weight " +
-           weight;
-  }
+           config::value_text(o.mix[i].weight);
   return out;
 }
 
