@@ -472,6 +472,15 @@ if have_shared qwen3-export "$SHARED/data/tokenizers/qwen3/tokenizer.json"; then
 2+2?<|im_end|>
 <|im_start|>assistant
 " --max-new-tokens 4 --json
+  # Tool episodes through the model's own template (data.chat_template auto, #66 item 2): Qwen3's template read from
+  # the export, its calls read as hermes, its turns ended by <|im_end|>, the prompt listing the tool.
+  printf '{"prompt": "What is 6*7? Use python.", "answer": "42"}\n' > "$TMP/auto_tools.jsonl"
+  expect qwen3-auto-tools 0 "calls read as hermes through" -- "$GSPO" train --config "$SRC/configs/tiny.yaml" \
+    --set model.path="$MODELS/qwen3_tiny.pt" --set data.task=jsonl --set data.path="$TMP/auto_tools.jsonl" \
+    --set data.chat_template=auto --set rollout.group_size=2 --set rollout.prompts_per_step=1 \
+    --set algorithm.num_minibatches=1 --set rollout.max_new_tokens=4 --set train.max_steps=1 \
+    --set 'tools.list=[{name: python, description: Run Python code, parameters: {type: object, properties: {code: {type: string}}}}]' \
+    --set train.output_dir="$TMP/auto_tools_run"
 fi
 
 # Qwen3-MoE export (sparse MoE layers + a dense one): the contract check and sampling.

@@ -29,7 +29,9 @@ class EveryTurnCalls : public env::ToolFormat {
     c.arguments = {{"input", question}};
     return {c};
   }
-  std::vector<int64_t> observation(const std::vector<std::string>& outputs) const override {
+  using env::ToolFormat::observation;
+  std::vector<int64_t> observation(const std::vector<std::string>& outputs,
+                                   const std::vector<env::ToolCall>&) const override {
     std::string t = "<o>";
     for (const auto& o : outputs) t += o;
     return tok_.encode(t + "</o>");

@@ -17,9 +17,11 @@
 #include "gspo/core/error.h"
 #include "gspo/core/json_line.h"
 #include "gspo/data/lcb_row.h"
+#include "gspo/data/own_template.h"
 #include "gspo/data/parquet.h"
 #include "gspo/data/rng.h"
 #include "gspo/tokenizer/chat_template.h"
+#include "gspo/tokenizer/chat_tools.h"
 #include "gspo/tokenizer/jinja.h"
 
 namespace gspo::data {
@@ -43,16 +45,6 @@ std::string format_prompt(const config::DataOptions& o, const std::string& probl
 }
 
 namespace {
-// The model's own template (data.chat_template auto), parsed once per template text for the process.
-const tokenizer::jinja::ChatJinja& parsed_template(const config::DataOptions& o) {
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const tokenizer::jinja::ChatJinja>> parsed;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& t = parsed[o.chat_template_source];
-  if (!t) t = std::make_shared<const tokenizer::jinja::ChatJinja>(o.chat_template_source, o.chat_template_origin);
-  return *t;
-}
-
 // The conversation a prompt is: data.system_prompt's system message unless the row brings its own, then the row's
 // messages (data.prompt_template applied to the last user turn), or the one user turn `user`.
 std::vector<PromptMessage> conversation(const config::DataOptions& o, const std::vector<PromptMessage>& given,
@@ -73,19 +65,20 @@ std::vector<PromptMessage> conversation(const config::DataOptions& o, const std:
   return msgs;
 }
 
-// The conversation through the model's Jinja template, with the variables transformers passes: bos_token,
-// eos_token, enable_thinking, add_generation_prompt.
+// The conversation through the model's Jinja template, with the variables transformers passes (bos_token,
+// eos_token, enable_thinking, add_generation_prompt) and `tools` as transformers passes them ({"type": "function",
+// "function": {...}} each; null when none).
 std::string render_own_template(const config::DataOptions& o, const std::vector<PromptMessage>& conv,
                                 const std::vector<tokenizer::ChatTool>& tools) {
-  if (o.chat_template_source.empty())
-    throw ConfigError("data.chat_template auto: no template was resolved from the model (io::resolve_chat_template)");
-  if (!tools.empty())
-    throw ConfigError("data.chat_template auto with tools: tool episodes render through chatml or qwen2.5 for now");
+  const auto& tmpl = own_template(o);
   nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
   for (const auto& m : conv) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  nlohmann::ordered_json extra{{"bos_token", o.chat_bos_token}, {"eos_token", o.chat_eos_token},
-                               {"enable_thinking", o.enable_thinking}};
-  return tokenizer::jinja::apply_chat_template(parsed_template(o), msgs, true, nullptr, extra);
+  nlohmann::ordered_json shown = nullptr;
+  if (!tools.empty()) {
+    shown = nlohmann::ordered_json::array();
+    for (const auto& t : tools) shown.push_back(tokenizer::tool_json(t));
+  }
+  return tokenizer::jinja::apply_chat_template(tmpl, msgs, true, shown, own_template_variables(o));
 }
 }  // namespace
 

@@ -72,7 +72,7 @@ void EpisodeHook::start_turn(rollout::SlotControl& c, int64_t slot) {
   const auto& counts = rows_.at(row);
   const auto ids = c.tokens(slot);
   const std::vector<int64_t> turn(ids.begin() + std::min<int64_t>(turn_start_.at(row), ids.size()), ids.end() - 1);
-  auto calls = format_.calls(tok_.decode(turn), questions_.at(row / group_));
+  auto calls = format_.calls(tok_.decode(turn, format_.reads_special()), questions_.at(row / group_));
   if (calls.empty()) return c.end(slot, rollout::Finish::kEos);
   if (counts.turns >= max_turns_) return c.end(slot, rollout::Finish::kMaxTurns);
   {
@@ -96,7 +96,7 @@ void EpisodeHook::finish_turn(rollout::SlotControl& c, Job& job) {
   for (int64_t s = 0; s < c.num_slots() && slot < 0; ++s)
     if (c.row(s) == job.row) slot = s;
   if (slot < 0) return;  // (cannot happen: a row waiting on its tools keeps its slot)
-  const auto ids = format_.observation(job.result.observations);
+  const auto ids = format_.observation(job.result.observations, job.calls);
   if (static_cast<int64_t>(ids.size()) > c.room(slot)) return c.end(slot, rollout::Finish::kLength);
   c.append(slot, ids);
   counts.observation_tokens += static_cast<int64_t>(ids.size());

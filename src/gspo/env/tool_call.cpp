@@ -40,9 +40,8 @@ ToolCall failure(std::string why) {
   return c;
 }
 
-ToolCall parse_body(const std::string& raw) {
+ToolCall parse_body(const std::string& raw, const std::vector<std::string>& argument_keys) {
   const std::string body = trimmed(raw);
-  if (body.find(kCallOpen) != std::string::npos) return failure("nested <tool_call> inside a tool call");
   if (body.empty()) return failure("empty tool call");
   if (body.size() > kMaxCallBytes)
     return failure("tool call of " + std::to_string(body.size()) + " bytes, more than " +
@@ -65,12 +64,16 @@ ToolCall parse_body(const std::string& raw) {
     return failure("tool name longer than " + std::to_string(kMaxNameBytes) + " bytes");
   ToolCall call;
   call.name = name->get<std::string>();
-  if (const auto args = j.find("arguments"); args != j.end()) {
+  for (const auto& key : argument_keys) {
+    const auto args = j.find(key);
+    if (args == j.end()) continue;
     if (!args->is_object())
-      return failure(std::string("\"arguments\" of tool '") + call.name + "' must be a JSON object (got " +
-                     args->type_name() + ")");
+      return failure("\"" + key + "\" of tool '" + call.name + "' must be a JSON object (got " + args->type_name() +
+                     ")");
     call.arguments = *args;
+    break;
   }
+  if (const auto id = j.find("id"); id != j.end() && id->is_string()) call.id = id->get<std::string>().substr(0, 64);
   return call;
 }
 
@@ -88,13 +91,23 @@ std::vector<ToolCall> parse_tool_calls(const std::string& text) {
       break;
     }
     try {
-      calls.push_back(parse_body(text.substr(body, close - body)));
+      const std::string inner = text.substr(body, close - body);
+      calls.push_back(inner.find(kCallOpen) != std::string::npos ? failure("nested <tool_call> inside a tool call")
+                                                                 : parse_body(inner, {"arguments"}));
     } catch (const std::exception& e) {  // allocation or anything the JSON library did not foresee: still a failure
       calls.push_back(failure(std::string("tool call could not be read (") + e.what() + ")"));
     }
     pos = close + close_len;
   }
   return calls;
+}
+
+ToolCall parse_call_json(const std::string& body, const std::vector<std::string>& argument_keys) {
+  try {
+    return parse_body(body, argument_keys);
+  } catch (const std::exception& e) {  // allocation or anything the JSON library did not foresee: still a failure
+    return failure(std::string("tool call could not be read (") + e.what() + ")");
+  }
 }
 
 }  // namespace gspo::env

@@ -179,9 +179,7 @@ std::string tool_turn_text(config::ChatTemplate format, const std::vector<std::s
   return out;
 }
 
-std::vector<int64_t> tool_turn_ids(config::ChatTemplate format, const Tokenizer& tok,
-                                   const std::vector<std::string>& outputs, const ChatOptions& opts) {
-  // Special tokens are looked for in the template's text only.
+std::vector<int64_t> encode_parts(const Tokenizer& tok, const std::vector<std::pair<std::string, bool>>& parts) {
   std::vector<int64_t> ids;
   std::string span;  // text since the last special token: encoded plain in one piece
   auto flush = [&] {
@@ -189,7 +187,7 @@ std::vector<int64_t> tool_turn_ids(config::ChatTemplate format, const Tokenizer&
     ids.insert(ids.end(), plain.begin(), plain.end());
     span.clear();
   };
-  for (const auto& [text, trusted] : tool_turn_parts(format, outputs, opts)) {
+  for (const auto& [text, trusted] : parts) {
     if (!trusted) {
       span += text;
       continue;
@@ -206,6 +204,11 @@ std::vector<int64_t> tool_turn_ids(config::ChatTemplate format, const Tokenizer&
   }
   flush();
   return ids;
+}
+
+std::vector<int64_t> tool_turn_ids(config::ChatTemplate format, const Tokenizer& tok,
+                                   const std::vector<std::string>& outputs, const ChatOptions& opts) {
+  return encode_parts(tok, tool_turn_parts(format, outputs, opts));  // special tokens in the template's text only
 }
 
 }  // namespace gspo::tokenizer

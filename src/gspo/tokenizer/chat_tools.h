@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gspo/config/choices.h"
@@ -64,6 +65,11 @@ std::string tool_turn_text(config::ChatTemplate format, const std::vector<std::s
 // <think>) keeps its id, as in a full render.
 std::vector<int64_t> tool_turn_ids(config::ChatTemplate format, const Tokenizer& tok,
                                    const std::vector<std::string>& outputs, const ChatOptions& opts);
+
+// The ids of `parts` in order, each (text, trusted): special-token strings are looked for in trusted parts only (the
+// template's own text) and map to their ids; everything between two special tokens, trusted text and untrusted text
+// (tool outputs) together, is encoded as one plain span (Tokenizer::encode_text), as `tokenizers` splits a full render.
+std::vector<int64_t> encode_parts(const Tokenizer& tok, const std::vector<std::pair<std::string, bool>>& parts);
 
 // Python's repr of a float (float_repr_style "short"): the shortest digits that read back, fixed notation unless the
 // decimal exponent is below -4 or at least 16; nan, inf, -inf. The chat templates' JSON and Jinja's str() both use it.
