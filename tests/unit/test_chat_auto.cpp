@@ -16,6 +16,7 @@
 #include "gspo/io/model_load.h"
 #include "gspo/model/manifest.h"
 #include "gspo/model/policy.h"
+#include "gspo/reward/scorers/model_scoring.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -92,6 +93,24 @@ TEST_CASE("the loader finds an export's chat template, and auto renders prompts 
   CHECK(data::format_prompt(cfg.data, "1+1=") == bos + "[system]be brief[user]1+1=[assistant]");
 }
 
+TEST_CASE("reward.model_template and reward.judge_chat auto render the scoring model's own template",
+          "[chat][jinja]") {
+  // Qwen3's template in the scoring model's export renders what the built-in chatml renders (which equals
+  // transformers' render, test_chat_template.cpp): the reward model's [user, assistant] conversation, and the judge's
+  // question with the assistant's turn opened, thinking on and off.
+  const auto scorer = load(with_hf_files("qwen3_scorer", {{"chat_template.jinja",
+      read(std::string(GSPO_SOURCE_DIR) + "/tests/data/chat_templates/Qwen-Qwen3.jinja")}}));
+  reward::ScorerChat own(config::ChatTemplate::kAuto, scorer, "reward.model_template", "qwen3_scorer.pt");
+  reward::ScorerChat builtin(config::ChatTemplate::kChatml, scorer, "reward.model_template", "qwen3_scorer.pt");
+  CHECK_FALSE(own.none());
+  const std::vector<tokenizer::ChatMessage> rm{{"user", "What is 2+3?"}, {"assistant", "<think>\nadd\n</think>\n\n5"}};
+  CHECK(own.render(rm, {false, true}) == builtin.render(rm, {false, true}));
+  for (bool thinking : {true, false}) {
+    const std::vector<tokenizer::ChatMessage> q{{"user", "Is 5 the answer to 2+3? Say Yes or No."}};
+    CHECK(own.render(q, {true, thinking}) == builtin.render(q, {true, thinking}));
+  }
+}
+
 TEST_CASE("chat_template auto on a model without a template, and auto where it is not offered, are refused",
           "[chat][jinja]") {
   auto cfg = config::load_text("data: {task: jsonl, path: x.jsonl, chat_template: auto}\n", "t.yaml");
@@ -101,8 +120,11 @@ TEST_CASE("chat_template auto on a model without a template, and auto where it i
   CHECK_THROWS_WITH(io::resolve_chat_template(cfg, bare),
                     Catch::Contains("data.chat_template auto") &&
                         Catch::Contains("tiny.pt") && Catch::Contains("carries no chat template"));
-  CHECK_THROWS_WITH(config::load_text("reward: {kind: model, model_path: r.pt, model_template: auto}\n", "r.yaml"),
-                    Catch::Contains("reward.model_template auto is not available yet"));
+  // A scoring model's auto template: accepted by the config, refused when the model carries none.
+  CHECK_NOTHROW(config::load_text("reward: {kind: model, model_path: r.pt, model_template: auto}\n", "r.yaml"));
+  CHECK_THROWS_WITH(reward::ScorerChat(config::ChatTemplate::kAuto, bare, "reward.judge_chat", "judge.pt"),
+                    Catch::Contains("reward.judge_chat auto") && Catch::Contains("judge.pt") &&
+                        Catch::Contains("carries no chat template"));
   // An unsupported construct in a template is refused naming its line, not rendered wrong.
   config::DataOptions d;
   d.chat_template = config::ChatTemplate::kAuto;

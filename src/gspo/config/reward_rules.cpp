@@ -29,13 +29,6 @@ std::string misspelt_placeholder(const std::string& tmpl, std::string& word) {
   return "";
 }
 
-// A scorer's chat template: auto is data.chat_template's alone so far.
-void refuse_auto_template(const Config& c, const char* key, ChatTemplate t, std::vector<std::string>& e) {
-  if (t == ChatTemplate::kAuto)
-    e.push_back(where_set(c, key) + std::string(": ") + key + " auto is not available yet (data.chat_template auto is): "
-                "name the reward model's or judge's family (chatml, qwen2.5, deepseek_r1) or none");
-}
-
 }  // namespace
 
 void external_rules(const Config& c, bool used, std::vector<std::string>& e) {
@@ -45,7 +38,6 @@ void external_rules(const Config& c, bool used, std::vector<std::string>& e) {
 
 void model_reward_rules(const Config& c, bool used, std::vector<std::string>& e) {
   const auto& m = c.reward.model;
-  refuse_auto_template(c, "reward.model_template", m.chat, e);
   if (used && m.path.empty())
     e.push_back(where_set(c, "reward.kind") + ": the model reward needs reward.model_path (a reward model exported by "
                 "scripts/export_hf.py --reward)");
@@ -53,7 +45,6 @@ void model_reward_rules(const Config& c, bool used, std::vector<std::string>& e)
 
 void judge_rules(const Config& c, bool used, std::vector<std::string>& e) {
   const auto& j = c.reward.judge;
-  refuse_auto_template(c, "reward.judge_chat", j.chat, e);
   if (!used) return;
   if (j.path.empty())
     e.push_back(where_set(c, "reward.kind") + ": the judge reward needs reward.judge_path (a policy export: the judge)");

@@ -31,10 +31,10 @@ void start_adapters(const ModelLoad& what, LoadedModel& out, bool as_saved) {
 }
 
 // The chat template an export carries in its manifest's hf_source files (scripts/export_hf.py keeps them verbatim).
-void find_chat_template(const model::Policy& policy, const std::string& file, LoadedModel& out) {
+void find_chat_template(const std::string& manifest_json, const std::string& file, LoadedModel& out) {
   nlohmann::json manifest;
   try {
-    manifest = nlohmann::json::parse(policy.manifest().raw_json);
+    manifest = nlohmann::json::parse(manifest_json);
   } catch (const nlohmann::json::exception&) {
     return;  // (parse_manifest already accepted it; nothing more to find)
   }
@@ -94,6 +94,7 @@ LoadedModel load_reward_model(const ModelLoad& what) {
   out.reward = std::make_unique<model::RewardModel>(
       model::RewardModel::load(what.file, what.device, what.dtype.value_or(c10::kFloat)));
   if (what.tokenizer) out.tok = tokenizer::from_path_or_spec(what.tokenizer_path, out.reward->tokenizer_json(), what.file);
+  find_chat_template(out.reward->manifest().raw_json, what.file, out);
   return out;
 }
 
@@ -120,7 +121,7 @@ LoadedModel load_model(const ModelLoad& what) {
     if (!what.lora_start.empty()) start_adapters(what, out, !cast_on_load);
   }
   if (what.tokenizer) out.tok = tokenizer::from_path_or_spec(what.tokenizer_path, policy.tokenizer_json(), what.file);
-  find_chat_template(policy, what.file, out);
+  find_chat_template(policy.manifest().raw_json, what.file, out);
   return out;
 }
 

@@ -63,6 +63,7 @@ RewardManifest parse_reward_manifest(const std::string& text, const std::string&
   m.hidden_size = j.value("hidden_size", int64_t{0});
   m.architecture = j.value("architecture", std::string("unknown"));
   m.dtype = j.value("dtype", std::string("float32"));
+  m.raw_json = text;
   if (m.vocab_size <= 0 || m.max_seq_len <= 0)
     throw ModelContractError(path + ": reward-model manifest vocab_size and max_seq_len must be positive");
   if (m.pad_token_id < 0 || m.pad_token_id >= m.vocab_size)

@@ -24,6 +24,7 @@ struct RewardManifest {
   int64_t num_layers = 0;
   int64_t hidden_size = 0;
   std::string dtype;  // as exported
+  std::string raw_json;  // the manifest text as stored (its hf_source files: io::load_model finds the chat template)
 };
 
 // Whether the TorchScript file at `path` carries a reward-model manifest (reads the extra files only; false for a

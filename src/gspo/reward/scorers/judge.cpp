@@ -96,6 +96,7 @@ JudgementScore parse_judgement(const std::string& judgement, double max_score) {
 Judge::Judge(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows)
     : opts_(cfg.reward.judge), scoring_(cfg.reward.scorer) {
   auto loaded = load_scorer(opts_.path, io::ModelLoad::Head::kPolicy, scoring_.dtype, device);
+  chat_.emplace(opts_.chat, loaded, "reward.judge_chat", opts_.path);
   judge_ = std::move(loaded.policy);
   tok_ = std::move(loaded.tok);
   const auto& m = judge_->manifest();
@@ -130,11 +131,11 @@ Judge::~Judge() = default;
 
 std::string Judge::render(const std::string& response, const data::Example& ex) const {
   const std::string q = fill(opts_.question, ex, response);
-  if (opts_.chat == config::ChatTemplate::kNone) return q;
+  if (chat_->none()) return q;
   tokenizer::ChatOptions o;
   o.add_generation_prompt = true;
   o.enable_thinking = opts_.thinking;
-  return tokenizer::render_chat(opts_.chat, {{"user", q}}, o);
+  return chat_->render({{"user", q}}, o);
 }
 
 std::vector<int64_t> Judge::question_ids(const std::string& response, const data::Example& ex) const {

@@ -59,6 +59,7 @@ class Judge : public ModelScorer {
   config::ScorerOptions scoring_;
   int64_t max_tokens_ = 0;
   int64_t yes_id_ = -1, no_id_ = -1;
+  std::optional<ScorerChat> chat_;  // reward.judge_chat
   std::unique_ptr<model::Policy> judge_;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
   std::unique_ptr<rollout::Sampler> sampler_;  // sampled mode

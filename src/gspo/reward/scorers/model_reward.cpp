@@ -38,6 +38,7 @@ void normalise(std::vector<Score>& out, const std::vector<bool>& scored, bool st
 ModelReward::ModelReward(const config::Config& cfg, c10::Device device, const std::vector<data::Example>& rows)
     : opts_(cfg.reward.model), scoring_(cfg.reward.scorer), data_(cfg.data) {
   auto loaded = load_scorer(opts_.path, io::ModelLoad::Head::kReward, scoring_.dtype, device);
+  chat_.emplace(opts_.chat, loaded, "reward.model_template", opts_.path);
   rm_ = std::move(loaded.reward);
   tok_ = std::move(loaded.tok);
   const int64_t context = rm_->manifest().max_seq_len;
@@ -69,10 +70,10 @@ void ModelReward::probe() {
 }
 
 std::string ModelReward::render(const std::string& response, const data::Example& ex) const {
-  if (opts_.chat == config::ChatTemplate::kNone) return data::apply_template(data_.prompt_template, ex.prompt) + response;
+  if (chat_->none()) return data::apply_template(data_.prompt_template, ex.prompt) + response;
   tokenizer::ChatOptions o;
   o.add_generation_prompt = false;
-  return tokenizer::render_chat(opts_.chat, {{"user", ex.prompt}, {"assistant", response}}, o);
+  return chat_->render({{"user", ex.prompt}, {"assistant", response}}, o);
 }
 
 std::vector<Score> ModelReward::score_batch(const std::vector<std::string>& responses,

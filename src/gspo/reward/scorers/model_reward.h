@@ -45,6 +45,7 @@ class ModelReward : public ModelScorer {
   config::ScorerOptions scoring_;
   config::DataOptions data_;
   int64_t max_tokens_;
+  std::optional<ScorerChat> chat_;  // reward.model_template
   std::unique_ptr<tokenizer::Tokenizer> tok_;
   std::unique_ptr<model::RewardModel> rm_;  // (score() is not const: called under mu_)
 };

@@ -3,6 +3,11 @@
 #include <algorithm>
 
 #include "gspo/core/error.h"
+#include "gspo/model/policy.h"
+#include "gspo/model/reward_model.h"
+#include "gspo/tokenizer/chat_template.h"
+#include "gspo/tokenizer/jinja.h"
+#include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::reward {
 
@@ -24,6 +29,35 @@ io::LoadedModel load_scorer(const std::string& path, io::ModelLoad::Head head, c
   what.frozen = true;
   what.dtype = score_dtype(dtype, device);
   return io::load_model(what);
+}
+
+ScorerChat::ScorerChat(config::ChatTemplate chat, const io::LoadedModel& loaded, const std::string& key,
+                       const std::string& path)
+    : chat_(chat) {
+  if (chat != config::ChatTemplate::kAuto) return;
+  if (loaded.chat_template.empty())
+    throw ConfigError(key + " auto: '" + path + "' carries no chat template (chat_template.jinja, or " +
+                      "tokenizer_config.json's chat_template, which scripts/export_hf.py keeps from the model " +
+                      "directory); name its family (chatml, qwen2.5, deepseek_r1) or none");
+  own_ = std::make_unique<tokenizer::jinja::ChatJinja>(loaded.chat_template, loaded.chat_template_origin);
+  const auto& tok = *loaded.tok;
+  const int64_t eos = loaded.reward ? loaded.reward->manifest().eos_token_id
+                                    : (loaded.policy ? loaded.policy->manifest().eos_token_id : tok.eos_id());
+  auto text = [&](int64_t id) { return id >= 0 ? tok.decode({id}, true) : std::string(); };
+  vars_ = {{"bos_token", text(tok.bos_id())}, {"eos_token", text(eos >= 0 ? eos : tok.eos_id())}};
+}
+
+ScorerChat::ScorerChat(ScorerChat&&) noexcept = default;
+ScorerChat::~ScorerChat() = default;
+
+std::string ScorerChat::render(const std::vector<tokenizer::ChatMessage>& messages,
+                               const tokenizer::ChatOptions& o) const {
+  if (!own_) return tokenizer::render_chat(chat_, messages, o);
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+  for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+  auto vars = vars_;
+  vars["enable_thinking"] = o.enable_thinking;
+  return tokenizer::jinja::apply_chat_template(*own_, msgs, o.add_generation_prompt, nullptr, vars);
 }
 
 std::vector<Pending> rows_to_score(size_t n, int64_t max_tokens, const ScoringNames& names,

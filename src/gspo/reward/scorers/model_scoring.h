@@ -14,7 +14,10 @@
 #include "gspo/config/choices.h"
 #include "gspo/data/example.h"
 #include "gspo/io/model_load.h"
+#include "gspo/tokenizer/chat_message.h"
 #include "gspo/reward/base/verifier.h"
+
+namespace gspo::tokenizer::jinja { class ChatJinja; }
 
 namespace gspo::reward {
 
@@ -25,6 +28,27 @@ c10::ScalarType score_dtype(config::ScoreDtype d, c10::Device device);
 // own tokenizer; a policy export (a judge: its contract checked) or a reward model (`head` kReward).
 io::LoadedModel load_scorer(const std::string& path, io::ModelLoad::Head head, config::ScoreDtype dtype,
                             c10::Device device);
+
+// A scoring model's chat format (reward.model_template, reward.judge_chat): none, a built-in family's, or auto, the
+// model's own Jinja template (its export's chat_template.jinja or tokenizer_config.json's chat_template, found by
+// io::load_model) rendered as transformers' apply_chat_template renders it, with its bos_token and eos_token.
+class ScorerChat {
+ public:
+  // ConfigError naming `key` and the model's path when `chat` is auto and `loaded` carries no template, or when the
+  // template does not parse. `loaded` needs its tokenizer.
+  ScorerChat(config::ChatTemplate chat, const io::LoadedModel& loaded, const std::string& key,
+             const std::string& path);
+  ScorerChat(ScorerChat&&) noexcept;
+  ~ScorerChat();
+  bool none() const { return chat_ == config::ChatTemplate::kNone; }
+  // `messages` (role, content) in the format; enable_thinking is passed to auto templates as a variable.
+  std::string render(const std::vector<tokenizer::ChatMessage>& messages, const tokenizer::ChatOptions& o) const;
+
+ private:
+  config::ChatTemplate chat_;
+  std::unique_ptr<tokenizer::jinja::ChatJinja> own_;  // auto
+  nlohmann::ordered_json vars_;                        // auto: bos_token, eos_token
+};
 
 // A row to run: its place in the call and its ids.
 struct Pending {
