@@ -183,6 +183,14 @@ def main():
         f.write("---\nconfigs: [{config_name: default, data_files: [{split: train, path: data/train-*}]}]\n---\n")
     write_jsonl(f"{out}/shards.jsonl", pq.read_table(f"{out}/shards/data/train-00000-of-00002.parquet").to_pylist() +
                 pq.read_table(f"{out}/shards/data/train-00001-of-00002.parquet").to_pylist())
+    # Several splits in one directory: the Hub's data/SPLIT-0000K-of-0000N.parquet, and verl's train.parquet beside
+    # test.parquet; each split's rows also as JSONL.
+    os.makedirs(f"{out}/splits/data")
+    os.makedirs(f"{out}/verl_splits")
+    for split, rs in (("train", gsm8k_rows("train", 5, 0)), ("test", gsm8k_rows("test", 2, 0))):
+        pq.write_table(pa.Table.from_pylist(rs, GSM8K_SCHEMA), f"{out}/splits/data/{split}-00000-of-00001.parquet")
+        pq.write_table(pa.Table.from_pylist(rs, GSM8K_SCHEMA), f"{out}/verl_splits/{split}.parquet")
+        write_jsonl(f"{out}/splits_{split}.jsonl", rs)
     write_bad_inputs(out)
     print(f"parquet cases written to {out}")
 

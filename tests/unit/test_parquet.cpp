@@ -95,6 +95,30 @@ TEST_CASE("parquet: a directory reads every shard under it in sorted path order"
   check_twin(dir, cases() + "/shards.jsonl", names);
 }
 
+TEST_CASE("parquet: a directory of several splits is read one split at a time, named DIR:SPLIT", "[data][parquet]") {
+  for (const std::string dir : {cases() + "/splits", cases() + "/verl_splits"}) {
+    INFO(dir);
+    // Alone: refused, listing the splits, so a run never trains on its test split.
+    CHECK_THROWS_WITH(data::parquet_files(dir), Catch::Contains("several splits") && Catch::Contains("test (1 file)") &&
+                                                    Catch::Contains("train (1 file)") &&
+                                                    Catch::Contains("'" + dir + ":train'"));
+    CHECK(data::is_parquet_path(dir + ":train"));
+    const std::string train = dir == cases() + "/splits" ? dir + "/data/train-00000-of-00001.parquet"
+                                                          : dir + "/train.parquet";
+    CHECK(data::parquet_files(dir + ":train") == std::vector<std::string>{train});
+    check_twin(dir + ":train", cases() + "/splits_train.jsonl", row_names(train, 5));
+    check_twin(dir + ":test", cases() + "/splits_test.jsonl",
+               row_names(dir == cases() + "/splits" ? dir + "/data/test-00000-of-00001.parquet" : dir + "/test.parquet",
+                         2));
+    CHECK_THROWS_WITH(data::parquet_files(dir + ":dev"), Catch::Contains("no split 'dev'") && Catch::Contains("train"));
+    CHECK(data::load_jsonl(dir + ":test", "prompt", "reward_model.ground_truth").size() == 2);
+  }
+  // One split alone (the shards above: train only) is read whole, as before; a ':' in a file's own name is its name.
+  CHECK(data::parquet_files(cases() + "/shards").size() == 2);
+  CHECK(data::parquet_files(cases() + "/shards:train").size() == 2);
+  CHECK(data::parquet_files("no/such/dir:train") == std::vector<std::string>{"no/such/dir:train"});
+}
+
 TEST_CASE("parquet: bad inputs are data errors naming the file, column and type", "[data][parquet]") {
   using Catch::Matchers::Contains;
   const std::string dir = cases();

@@ -14,6 +14,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "gspo/core/error.h"
 
@@ -21,23 +22,76 @@ namespace gspo::data {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// "DIR:SPLIT" (DIR a directory, the whole path not an existing file): the directory and the split named.
+std::pair<std::string, std::string> split_path(const std::string& path) {
+  std::error_code ec;
+  const size_t colon = path.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == path.size() || fs::exists(path, ec)) return {path, ""};
+  const std::string dir = path.substr(0, colon), split = path.substr(colon + 1);
+  if (split.find('/') != std::string::npos || !fs::is_directory(dir, ec)) return {path, ""};
+  return {dir, split};
+}
+
+bool split_word(const std::string& s) {
+  for (const char* w : {"train", "test", "validation", "valid", "val", "dev", "eval", "evaluation"})
+    if (s == w) return true;
+  return false;
+}
+
+// The split a shard belongs to, as the Hub names shards: SPLIT-00000-of-00002.parquet, SPLIT/....parquet or
+// SPLIT.parquet (SPLIT a split word for the last two); "" when the name says none.
+std::string shard_split(const fs::path& relative) {
+  const std::string stem = relative.stem().string();
+  const size_t of = stem.rfind("-of-");
+  if (of != std::string::npos) {
+    const size_t dash = stem.rfind('-', of - 1);
+    const auto digits = [](const std::string& s) {
+      return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (dash != std::string::npos && dash > 0 && digits(stem.substr(dash + 1, of - dash - 1)) &&
+        digits(stem.substr(of + 4)))
+      return stem.substr(0, dash);
+  }
+  for (auto p = relative.parent_path(); !p.empty(); p = p.parent_path())
+    if (split_word(p.filename().string())) return p.filename().string();
+  return split_word(stem) ? stem : "";
+}
+
+}  // namespace
+
 bool is_parquet_path(const std::string& path) {
   if (path.size() >= 8 && path.compare(path.size() - 8, 8, ".parquet") == 0) return true;
   std::error_code ec;
-  return fs::is_directory(path, ec);
+  return fs::is_directory(split_path(path).first, ec);
 }
 
-std::vector<std::string> parquet_files(const std::string& path) {
+std::vector<std::string> parquet_files(const std::string& path_in) {
+  const auto [path, wanted] = split_path(path_in);
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return {path};
-  std::vector<std::string> files;
+  std::map<std::string, std::vector<std::string>> by_split;
   fs::recursive_directory_iterator it(path, fs::directory_options::follow_directory_symlink, ec), end;
   for (; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".parquet" && it->is_regular_file(ec)) files.push_back(it->path().string());
+    if (it->path().extension() == ".parquet" && it->is_regular_file(ec))
+      by_split[shard_split(fs::relative(it->path(), path))].push_back(it->path().string());
   if (ec) throw IoError("cannot list dataset directory '" + path + "': " + ec.message());
-  if (files.empty())
+  if (by_split.empty())
     throw DataError("dataset directory '" + path + "' holds no .parquet file (a directory is read as parquet shards, "
                     "e.g. DIR/train-00000-of-00002.parquet)");
+  std::string splits;
+  for (const auto& [name, files] : by_split)
+    splits += (splits.empty() ? "" : ", ") + (name.empty() ? std::string("(no split in the name)") : name) + " (" +
+              std::to_string(files.size()) + (files.size() == 1 ? " file)" : " files)");
+  if (!wanted.empty() && !by_split.count(wanted))
+    throw DataError("dataset '" + path_in + "': directory '" + path + "' has no split '" + wanted + "' (its shards: " +
+                    splits + ")");
+  if (wanted.empty() && by_split.size() > 1)
+    throw DataError("dataset directory '" + path + "' holds shards of several splits: " + splits + "; name the one " +
+                    "to read as '" + path + ":SPLIT' (e.g. '" + path + ":" +
+                    (by_split.count("train") ? "train" : by_split.rbegin()->first) + "')");
+  auto files = wanted.empty() ? by_split.begin()->second : by_split[wanted];
   std::sort(files.begin(), files.end());
   return files;
 }

@@ -13,7 +13,10 @@
 
 namespace gspo::data {
 
-// True for a path ending in ".parquet" or a directory: datasets given as a directory are read as parquet shards.
+// True for a path ending in ".parquet", a directory, or "DIR:SPLIT": datasets given as a directory are read as parquet
+// shards. A directory holding the shards of several splits (the Hub's DIR/data/train-00000-of-00002.parquet beside
+// test-00000-of-00001.parquet, DIR/train/*.parquet, or verl's train.parquet beside test.parquet) must be given with
+// the split to read, "DIR:train"; alone it is refused, listing its splits, so a run never trains on its test split.
 bool is_parquet_path(const std::string& path);
 
 // One row: its name for messages ("FILE:row N", N counted from 1 within FILE), its columns as a JSON object
@@ -36,7 +39,9 @@ void for_each_parquet_row(const std::string& path, const std::function<void(cons
 // Every row of for_each_parquet_row, collected.
 std::vector<ParquetRow> read_parquet_rows(const std::string& path);
 
-// The .parquet files for_each_parquet_row reads for `path`, in its order (`path` itself when it is not a directory).
+// The .parquet files for_each_parquet_row reads for `path`, in its order (`path` itself when it is not a directory):
+// with ":SPLIT", that split's shards. DataError for a directory of several splits given without one, or a split it
+// does not hold (naming the splits it has).
 std::vector<std::string> parquet_files(const std::string& path);
 
 // Bytes Arrow's memory pool (malloc's) has held at most in this process: pages and batches read.

@@ -32,7 +32,11 @@ int64_t eval_prompt_budget(const config::Config& cfg, int64_t max_seq_len, const
 
 std::string set_name(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
-  if (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0) name.resize(name.size() - 6);
+  for (const std::string ext : {".jsonl", ".json", ".parquet"})
+    if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
+      name.resize(name.size() - ext.size());
+      break;
+    }
   return name;
 }
 
