@@ -10,8 +10,11 @@ advantages is the step's advantage_mean (within the 4 significant digits written
 difference."""
 import argparse, json, math, os, sys
 
+VOCAB = 259  # the tiny model's (256 bytes and 3 specials); entropies are at most log V
+
 FIELDS = ["step", "row", "group", "prompt", "response", "reward", "correct", "advantage", "tokens",
-          "inserted_tokens", "finish", "version", "staleness", "logprobs"]
+          "inserted_tokens", "finish", "version", "staleness", "prompt_ids", "response_ids", "logprobs",
+          "trainer_logprobs", "entropy"]
 
 
 def fail(msg):
@@ -42,8 +45,15 @@ def check(args):
                 fail(f"step {step} row {i}: fields {list(r)}")
             if r["step"] != step or r["row"] != i or r["group"] != i // args.group:
                 fail(f"step {step} row {i}: step/row/group {r['step']}/{r['row']}/{r['group']}")
-            if len(r["logprobs"]) != r["tokens"] + r["inserted_tokens"]:
-                fail(f"step {step} row {i}: {len(r['logprobs'])} log-probs for {r['tokens']} tokens")
+            n = r["tokens"] + r["inserted_tokens"]
+            if any(len(r[f]) != n for f in ("logprobs", "trainer_logprobs", "entropy", "response_ids")):
+                fail(f"step {step} row {i}: per-token fields of other lengths than its {n} tokens")
+            # The sampler's and the trainer's log-probs of the same weights (float32 on the CPU): equal but for the
+            # batch shapes' rounding.
+            if any(abs(p - q) > 2e-3 for p, q in zip(r["logprobs"], r["trainer_logprobs"])):
+                fail(f"step {step} row {i}: behaviour and trainer log-probs differ by more than 2e-3")
+            if any(not (-1e-4 <= h <= math.log(VOCAB) + 1e-3) for h in r["entropy"]):
+                fail(f"step {step} row {i}: an entropy outside [0, log V]")
             if any(lp > 1e-6 for lp in r["logprobs"]) or r["staleness"] != 0 or r["version"] != step - 1:
                 fail(f"step {step} row {i}: log-probs, version or staleness wrong: {r}")
             if r["finish"] not in ("eos", "stop", "length", "max_turns"):
@@ -55,6 +65,29 @@ def check(args):
                 if key in m and not math.isclose(mean, m[key], abs_tol=2e-3):
                     fail(f"step {step}: mean {field} {mean} against metrics {key} {m[key]}")
     print(f"ok: steps {sorted(files)}, {args.rows} rows each")
+
+
+def reference(args):
+    """Step 1's trainer log-probs and entropies against the step-start model run by torch in Python: the TorchScript
+    export's forward on each row's prompt and response ids, log_softmax(logits / T), within 1e-4."""
+    import torch
+    model = torch.jit.load(args.reference)
+    rows = load(args.run)[1]
+    worst = 0.0
+    for r in rows:
+        ids = torch.tensor([r["prompt_ids"] + r["response_ids"]])
+        with torch.no_grad():
+            logits = model.forward(ids, torch.ones_like(ids)).float() / args.temperature
+        logp = torch.log_softmax(logits[0], -1)
+        P = len(r["prompt_ids"])
+        for t, tok in enumerate(r["response_ids"]):
+            lp = logp[P - 1 + t]
+            want_lp, want_h = lp[tok].item(), -(lp.exp() * lp).sum().item()
+            worst = max(worst, abs(want_lp - r["trainer_logprobs"][t]) / max(1.0, abs(want_lp)),
+                        abs(want_h - r["entropy"][t]) / max(1.0, abs(want_h)))
+    if worst > 1e-3:  # the file keeps 4 significant digits
+        fail(f"trainer log-probs or entropies differ from torch's by {worst:.2e} (relative)")
+    print(f"ok: {len(rows)} rows of step 1 against torch, worst relative difference {worst:.1e}")
 
 
 def same(args):
@@ -80,5 +113,7 @@ p.add_argument("--rows", type=int, default=0)
 p.add_argument("--group", type=int, default=1)
 p.add_argument("--all-rows", action="store_true", help="the files hold every row of their step")
 p.add_argument("--same", default="")
+p.add_argument("--reference", default="", help="a TorchScript export: step 1's trainer log-probs recomputed in torch")
+p.add_argument("--temperature", type=float, default=1.0)
 a = p.parse_args()
-same(a) if a.same else check(a)
+reference(a) if a.reference else same(a) if a.same else check(a)

@@ -19,7 +19,11 @@ expect() {  # expect NAME COMMAND...: the command prints ok and exits 0
 }
 
 # 5 steps, every 2nd: the first (1), 2, 4 and the last (5); 6 prompts x 4 samples = 24 rows each.
-launch r1 1 5 "${LOG[@]}" && expect one_process "${CHECK[@]}" "$TMP/r1" --steps 1,2,4,5 --rows 24 --group 4 --all-rows
+launch r1 1 5 "${LOG[@]}" && {
+  expect one_process "${CHECK[@]}" "$TMP/r1" --steps 1,2,4,5 --rows 24 --group 4 --all-rows
+  # The trainer's log-probs and entropies of step 1 against torch running the starting model.
+  expect trainer_logprobs "${CHECK[@]}" "$TMP/r1" --reference "$MODELS/tiny_prior.pt"
+}
 launch r2 2 5 "${LOG[@]}" && {
   expect two_ranks "${CHECK[@]}" "$TMP/r2" --steps 1,2,4,5 --rows 24 --group 4 --all-rows
   # Another world size samples with other batch shapes: a token whose draw lies within rounding of a CDF edge can flip
@@ -45,5 +49,22 @@ launch cap 1 5 "${LOG[@]}" --set logging.rollouts_max_mb=0.0001 && {
   got=$(ls "$TMP/cap/rollouts" | xargs)
   [ "$got" = "step_00000001.jsonl step_00000005.jsonl" ] && ok "size_cap: $got" || bad "size_cap: $got"
 }
+# Validation's samples beside the rollouts: every sample of every problem once per validation (before training and
+# after steps 1 and 2), on 1 rank and on 2.
+printf '{"prompt": "1+2=", "answer": "3"}\n{"prompt": "2+2=", "answer": "4"}\n{"prompt": "0+3=", "answer": "3"}\n' \
+  > "$TMP/val.jsonl"
+VAL=(--set eval.every=1 --set "eval.datasets=[$TMP/val.jsonl]" --set eval.samples=2 "${LOG[@]}")
+for n in 1 2; do
+  launch val$n $n 2 "${VAL[@]}" && {
+    got=$(ls "$TMP/val$n/validation_samples" | xargs)
+    lines=$(cat "$TMP/val$n/validation_samples/step_00000002.jsonl" | "$PY" -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+print(len(rows), sorted({(r["dataset"], r["index"], r["sample"]) for r in rows}) == sorted(
+    ("val", i, s) for i in range(3) for s in range(2)), all("response" in r for r in rows))')
+    [ "$got" = "step_00000000.jsonl step_00000001.jsonl step_00000002.jsonl" ] && [ "$lines" = "6 True True" ] \
+      && ok "validation_samples_$n: $got, $lines" || bad "validation_samples_$n: files '$got', lines '$lines'"
+  }
+done
 echo "rollout log: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

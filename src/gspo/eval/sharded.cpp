@@ -91,7 +91,8 @@ ProblemStats unpack_stats(const double* row, const std::vector<std::string>& lev
 }
 
 SetSummary evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
-                            const Standings& standings, parallel::Comm& comm, std::vector<ProblemStats>* gathered) {
+                            const Standings& standings, parallel::Comm& comm, std::vector<ProblemStats>* gathered,
+                            std::string* lines) {
   const size_t P = set.rows.size();
   const auto [begin, end] = shard_of(P, comm.rank(), comm.world_size());
   std::vector<ProblemStats> mine;
@@ -100,6 +101,9 @@ SetSummary evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set
     for (size_t start = begin; start < end; start += evaluator.chunk()) {
       auto graded = evaluator.run(set, set_index, grader, start, std::min(end, start + evaluator.chunk()));
       for (const auto& p : graded.problems) mine.push_back(stats_of(p));
+      if (lines)
+        for (const auto& l : graded.sample_lines)
+          *lines += l.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     }
   }
   if (comm.world_size() == 1) {

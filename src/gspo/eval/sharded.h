@@ -13,10 +13,11 @@ namespace gspo::eval {
 std::pair<size_t, size_t> shard_of(size_t problems, int64_t rank, int64_t world);
 
 // The set's summary (summarize_set, with CodeElo's rating when `standings` holds a pack), the same on every rank.
-// `gathered`, when given, receives every problem's statistics in row order (the same on every rank).
+// `gathered`, when given, receives every problem's statistics in row order (the same on every rank); `lines`, when
+// given, gets this rank's samples.jsonl lines (its problems', problem-major) appended as JSONL text.
 SetSummary evaluate_sharded(Evaluator& evaluator, const EvalSet& set, size_t set_index, const Grader& grader,
                             const Standings& standings, parallel::Comm& comm,
-                            std::vector<ProblemStats>* gathered = nullptr);
+                            std::vector<ProblemStats>* gathered = nullptr, std::string* lines = nullptr);
 
 // ProblemStats <-> a fixed row of doubles (difficulty as an index into `levels`, failures over a fixed reason list;
 // reasons outside it count as "other"). Exposed for the tests.

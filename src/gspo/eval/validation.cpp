@@ -36,11 +36,11 @@ bool Validation::due(int64_t step, int64_t max_steps) const {
   return cfg_.eval.every > 0 && (step % cfg_.eval.every == 0 || step == max_steps);
 }
 
-std::vector<SetSummary> Validation::run() {
+std::vector<SetSummary> Validation::run(std::string* samples) {
   torch::NoGradGuard no_grad;
   std::vector<SetSummary> out;
   for (size_t d = 0; d < sets_.size(); ++d) {
-    auto s = evaluate_sharded(evaluator_, sets_[d], d, *graders_[d], standings_, comm_);
+    auto s = evaluate_sharded(evaluator_, sets_[d], d, *graders_[d], standings_, comm_, nullptr, samples);
     s.skipped_prompts = sets_[d].skipped_prompts;
     s.verifier = graders_[d]->verifier->name();
     out.push_back(std::move(s));

@@ -32,8 +32,9 @@ class Validation {
 
   // After step `step` (every eval.every steps, and after the last step of the run).
   bool due(int64_t step, int64_t max_steps) const;
-  // One summary per set (identical on every rank; as JSON, validation.jsonl's "datasets").
-  std::vector<SetSummary> run();
+  // One summary per set (identical on every rank; as JSON, validation.jsonl's "datasets"). `samples`, when given,
+  // gets this rank's samples as gspo eval's samples.jsonl lines (JSONL text, set by set).
+  std::vector<SetSummary> run(std::string* samples = nullptr);
 
   // {"val/<set>/avg@K": ..., "val/<set>/pass@1": ..., ..., "val/<set>/codeelo_rating": ...} for the metrics line.
   static nlohmann::ordered_json headline(const std::vector<SetSummary>& summaries);

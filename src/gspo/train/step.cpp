@@ -205,6 +205,25 @@ void StepRunner::measure_routing(const std::vector<MiniBatch>& plan, int64_t P, 
   m.moe_routing_change_frac = tokens > 0 ? changed / tokens : 0.0;
 }
 
+// A due step's rollouts with the trainer's view of the logged rows: their log-probs and entropies at the step-start
+// weights and the sampling temperature (what the old-log-prob pass recomputes, before the rows are shuffled and
+// filtered). Every rank runs the pass, on one row when it logs none: ZeRO-3 and expert parallelism gather in it.
+void StepRunner::write_rollouts(int64_t step, const Scored& s, const algo::Advantages& adv, int64_t first_row) {
+  const auto& b = s.batch;
+  const int64_t keep = p_.rollouts->rows_here(b.num_rows(), b.group_size, first_row);
+  RolloutLog::TrainerView view;
+  if (b.num_rows() > 0) {
+    torch::NoGradGuard g;
+    const int64_t n = std::max<int64_t>(keep, 1);
+    auto t = response_logprobs(p_.policy, b.input_ids.narrow(0, 0, n), b.attention_mask.narrow(0, 0, n),
+                               b.prompt_len, temperature_, Entropy::kCompute, p_.cfg.train.logprob_chunk_tokens,
+                               eval_pass_);
+    const auto own = b.loss_mask.narrow(0, 0, n).to(torch::kFloat);
+    if (keep > 0) view = {(t.logprobs * own).cpu(), (t.entropy * own).cpu()};
+  }
+  p_.rollouts->write(step, s, adv, first_row, view);
+}
+
 StepMetrics StepRunner::run(Progress& progress) {
   const auto t_step = Clock::now();
   p_.comm.take_counters();  // the step's collectives only: not the checkpoint or stop agreement between steps
@@ -238,7 +257,7 @@ StepMetrics StepRunner::run(Progress& progress) {
   m.overlong_penalty.count = m.overlong_penalized.count = static_cast<double>(scored.penalty.size());
 
   const auto adv = advantages(scored);
-  if (p_.rollouts && p_.rollouts->due(progress.step + 1)) p_.rollouts->write(progress.step + 1, scored, adv, first_row);
+  if (p_.rollouts && p_.rollouts->due(progress.step + 1)) write_rollouts(progress.step + 1, scored, adv, first_row);
   record_rows(batch, adv, m);
   const auto rows = select_rows(batch, adv);
   m.update_sequences = static_cast<int64_t>(rows.size());

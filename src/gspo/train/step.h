@@ -81,6 +81,7 @@ class StepRunner {
   void pad_to_lockstep(const rollout::RolloutBatch& b, const at::Tensor& adv, std::vector<MiniBatch>& plan);
   void update(std::vector<MiniBatch>& plan, int64_t prompt_len, Progress& progress, StepMetrics& m);
   void measure_routing(const std::vector<MiniBatch>& plan, int64_t prompt_len, StepMetrics& m);
+  void write_rollouts(int64_t step, const Scored& s, const algo::Advantages& adv, int64_t first_row);
   void finish(StepMetrics& m, const Progress& progress);
 
   StepParts p_;

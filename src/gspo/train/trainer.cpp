@@ -87,10 +87,12 @@ struct Trainer::Impl {
 nlohmann::ordered_json Trainer::Impl::validate(int64_t step, TrainSummary& sum) {
   const auto t0 = std::chrono::steady_clock::now();
   a->eval_model(true);  // the merged copy takes this step's adapters
+  std::string samples;  // this rank's sample lines, written beside the rollouts (logging.rollouts_every > 0)
   auto summaries = [&] {
     const WholeWeights whole(*a->engine);  // ZeRO-3: sampling needs the whole weights
-    return validation->run();
+    return validation->run(rollout_log ? &samples : nullptr);
   }();
+  if (rollout_log) rollout_log->write_validation(step, samples);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto fields = eval::Validation::headline(summaries);
   if (comm.is_main()) {

@@ -57,7 +57,8 @@ int64_t step_of(const std::string& name) {  // step_00000050.jsonl -> 50; -1 for
 
 RolloutLog::RolloutLog(const config::Config& cfg, const tokenizer::Tokenizer& tok, parallel::Comm& comm,
                        c10::Device device)
-    : cfg_(cfg), tok_(tok), comm_(comm), device_(device), dir_(cfg.train.output_dir + "/rollouts") {
+    : cfg_(cfg), tok_(tok), comm_(comm), device_(device), dir_(cfg.train.output_dir + "/rollouts"),
+      validation_dir_(cfg.train.output_dir + "/validation_samples") {
   if (comm_.is_main()) core::ensure_dir(dir_);
 }
 
@@ -72,12 +73,21 @@ bool RolloutLog::due(int64_t step) const {
   return n > 0 && (step == 1 || step % n == 0 || step == cfg_.train.max_steps);
 }
 
-std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Advantages& adv, int64_t first_row) const {
+int64_t RolloutLog::rows_here(int64_t rows, int64_t group_size, int64_t first_row) const {
+  const int64_t G = std::max<int64_t>(group_size, 1);
+  const int64_t cap = std::max<int64_t>(cfg_.logging.rollouts_rows / G, 1) * G;  // whole groups, at least one
+  return std::clamp<int64_t>(cap - first_row, 0, rows);
+}
+
+std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Advantages& adv, int64_t first_row,
+                                  const TrainerView& view) const {
   const auto& b = s.batch;
   const int64_t G = b.group_size, P = b.prompt_len;
-  const int64_t cap = std::max<int64_t>(cfg_.logging.rollouts_rows / G, 1) * G;  // whole groups, at least one
-  const int64_t keep = std::clamp<int64_t>(cap - first_row, 0, b.num_rows());
+  const int64_t keep = rows_here(b.num_rows(), G, first_row);
   if (keep == 0) return "";
+  const bool trainer = view.logprobs.defined() && view.logprobs.size(0) >= keep;
+  const auto tlp = trainer ? view.logprobs.to(torch::kFloat).contiguous() : at::Tensor();
+  const auto ent = trainer && view.entropy.defined() ? view.entropy.to(torch::kFloat).contiguous() : at::Tensor();
   const auto ids = b.input_ids.narrow(0, 0, keep).cpu(), mask = b.attention_mask.narrow(0, 0, keep).cpu();
   const auto own = b.loss_mask.narrow(0, 0, keep).cpu().to(torch::kFloat).contiguous();
   const auto lp = b.behaviour_logprobs.narrow(0, 0, keep).cpu().to(torch::kFloat).contiguous();
@@ -90,8 +100,14 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
     for (int64_t t = 0; t < P; ++t)
       if (mask[r][t].item<int64_t>() != 0) prompt.push_back(ids[r][t].item<int64_t>());
     const int64_t n = b.response_lengths[r];
-    std::vector<double> logprobs;
-    for (int64_t t = 0; t < std::min(n, R); ++t) logprobs.push_back(short_float(lp[r][t].item<float>()));
+    std::vector<double> logprobs, trainer_lp, entropy;
+    std::vector<int64_t> response_ids;
+    for (int64_t t = 0; t < std::min(n, R); ++t) {
+      response_ids.push_back(ids[r][P + t].item<int64_t>());
+      logprobs.push_back(short_float(lp[r][t].item<float>()));
+      if (tlp.defined()) trainer_lp.push_back(short_float(tlp[r][t].item<float>()));
+      if (ent.defined()) entropy.push_back(short_float(ent[r][t].item<float>()));
+    }
     const int64_t row = first_row + r, version = s.versions.empty() ? step - 1 : s.versions[r];
     nlohmann::ordered_json j{{"step", step}, {"row", row}, {"group", row / G},
                              {"prompt", tok_.decode(prompt, true)}, {"response", b.response_text[r]},
@@ -108,27 +124,41 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
     j["finish"] = rollout::finish_name(b.finish[r]);
     j["version"] = version;
     j["staleness"] = step - 1 - version;
+    j["prompt_ids"] = prompt;
+    j["response_ids"] = response_ids;
     j["logprobs"] = logprobs;
+    if (tlp.defined()) j["trainer_logprobs"] = trainer_lp;
+    if (ent.defined()) j["entropy"] = entropy;
     out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   return out;
 }
 
-void RolloutLog::write(int64_t step, const Scored& s, const algo::Advantages& adv, int64_t first_row) {
-  const std::string all = gather_text(comm_, device_, rows_json(step, s, adv, first_row));
+void RolloutLog::write(int64_t step, const Scored& s, const algo::Advantages& adv, int64_t first_row,
+                       const TrainerView& view) {
+  const std::string all = gather_text(comm_, device_, rows_json(step, s, adv, first_row, view));
   if (!comm_.is_main()) return;
   core::atomic_write(dir_ + "/" + file_name(step), all);
-  keep_under_cap();
+  keep_under_cap(dir_);
 }
 
-// Past logging.rollouts_max_mb: the oldest step files go, the first step's stays (what the run began from).
-void RolloutLog::keep_under_cap() const {
+void RolloutLog::write_validation(int64_t step, const std::string& lines) {
+  const std::string all = gather_text(comm_, device_, lines);
+  if (!comm_.is_main()) return;
+  core::ensure_dir(validation_dir_);
+  core::atomic_write(validation_dir_ + "/" + file_name(step), all);
+  keep_under_cap(validation_dir_);
+}
+
+// Past logging.rollouts_max_mb (each folder on its own): the oldest step files go, the first step's stays (what the
+// run began from).
+void RolloutLog::keep_under_cap(const std::string& dir) const {
   std::vector<std::pair<int64_t, std::string>> files;
   double total = 0;
-  for (const auto& name : core::list_dir(dir_)) {
+  for (const auto& name : core::list_dir(dir)) {
     const int64_t step = step_of(name);
     if (step < 0) continue;
-    const std::string path = dir_ + "/" + name;
+    const std::string path = dir + "/" + name;
     files.emplace_back(step, path);
     total += static_cast<double>(std::filesystem::file_size(path));
   }
@@ -141,14 +171,18 @@ void RolloutLog::keep_under_cap() const {
 }
 
 void RolloutLog::truncate_after(int64_t step) const {
-  int64_t dropped = 0;
-  for (const auto& name : core::list_dir(dir_)) {
-    if (step_of(name) > step) {
-      std::filesystem::remove(dir_ + "/" + name);
-      ++dropped;
+  for (const auto& dir : {dir_, validation_dir_}) {
+    int64_t dropped = 0;
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) continue;
+    for (const auto& name : core::list_dir(dir)) {
+      if (step_of(name) > step) {
+        std::filesystem::remove(dir + "/" + name);
+        ++dropped;
+      }
     }
+    if (dropped > 0) log::info("{}: dropped {} file(s) of steps after the checkpoint; they run again", dir, dropped);
   }
-  if (dropped > 0) log::info("{}: dropped {} rollout file(s) of steps after the checkpoint; they run again", dir_, dropped);
 }
 
 }  // namespace gspo::train
