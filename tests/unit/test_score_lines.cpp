@@ -83,3 +83,27 @@ TEST_CASE("a reference answer in a list of one is read as its element, several a
   CHECK_THROWS_WITH(data::load_jsonl(nested, "auto", "answer"),
                     Catch::Contains("is a list whose element ([1]) is not a string"));
 }
+
+TEST_CASE("score: gspo ids of parquet rows (FILE:row N) place samples, in a shard directory too", "[score][parquet]") {
+  // gspo eval's samples of a parquet set, written in another order than the rows: their "index" counts the problems
+  // the eval kept, so the id decides. The test split of a verl-style directory (tests/golden/parquet_cases.py):
+  // row 1's answer is 0, row 2's is 4.
+  const std::string split = std::string(GSPO_TEST_MODELS) + "/parquet/verl_splits";
+  const auto cfg = config::load_text("reward: {kind: math}\ndata: {answer_key: reward_model.ground_truth}\n", "t.yaml");
+  const auto dir = test::fresh_dir("score_parquet_ids");
+  const auto resp = write(dir, "samples.jsonl",
+      "{\"dataset\": \"verl_splits:test\", \"index\": 0, \"id\": \"" + split + "/test.parquet:row 2\", "
+      "\"response\": \"\\\\boxed{4}\"}\n"
+      "{\"dataset\": \"verl_splits:test\", \"index\": 1, \"id\": \"" + split + "/test.parquet:row 1\", "
+      "\"response\": \"\\\\boxed{0}\"}\n");
+  const nlohmann::ordered_json s = eval::run_score(cfg, {split + ":test", resp, "", ""});
+  CHECK(s["problems"] == 2);
+  CHECK(s["avg@1"].get<double>() == Approx(1.0));
+  // A row the file does not have, and a shard of another dataset, are refused.
+  const auto missing = write(dir, "missing.jsonl", "{\"id\": \"test.parquet:row 9\", \"response\": \"4\"}\n");
+  CHECK_THROWS_WITH(eval::run_score(cfg, {split + ":test", missing, "", ""}),
+                    Catch::Contains("test.parquet:row 9 of") && Catch::Contains("holds no problem"));
+  const auto other = write(dir, "other.jsonl", "{\"id\": \"train.parquet:row 1\", \"response\": \"4\"}\n");
+  CHECK_THROWS_WITH(eval::run_score(cfg, {split + ":test", other, "", ""}),
+                    Catch::Contains("is a problem of 'train.parquet'"));
+}

@@ -1,6 +1,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "gspo/core/device.h"
 #include "gspo/core/error.h"
@@ -18,49 +19,66 @@
 namespace gspo::eval {
 namespace {
 
-// The line number of an id "path:LINE" (data::Example::id), or -1; `file` gets its path's last component.
-int64_t id_line(const std::string& id, std::string* file) {
+// A gspo row id (data::Example::id): "path:LINE" for a JSONL file, "path:row N" for a parquet file (N counted within
+// that file, a shard of a directory included). Its key is the path's last component and the locator ("x.jsonl:12",
+// "train-00000-of-00002.parquet:row 3"); nullopt for another generator's id.
+struct RowKey {
+  std::string file, key;
+};
+std::optional<RowKey> row_key(const std::string& id) {
   const auto colon = id.rfind(':');
-  if (colon == std::string::npos || colon + 1 == id.size()) return -1;
-  const std::string n = id.substr(colon + 1);
-  if (n.size() > 12 || n.find_first_not_of("0123456789") != std::string::npos) return -1;
-  *file = id.substr(0, colon);
-  *file = file->substr(file->find_last_of('/') + 1);
-  return std::stoll(n);
+  if (colon == std::string::npos || colon + 1 == id.size()) return std::nullopt;
+  std::string n = id.substr(colon + 1);
+  if (n.rfind("row ", 0) == 0) n = n.substr(4);
+  if (n.empty() || n.size() > 12 || n.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  RowKey k;
+  k.file = id.substr(0, colon);
+  k.file = k.file.substr(k.file.find_last_of('/') + 1);
+  k.key = k.file + id.substr(colon);
+  return k;
 }
 
-// A response line's "id": gspo's own "file.jsonl:LINE" (data::Example::id; `gspo` true when it names -d's file or
-// another .jsonl set), or another generator's (vLLM's "cmpl-...", a number), which places nothing.
+// The dataset's rows by key, and the files they come from (one, or a directory's shards).
+struct RowIndex {
+  std::map<std::string, int64_t> row;
+  std::set<std::string> files;
+};
+
+// A response line's "id": gspo's own (row_key; `gspo` true when it names one of -d's files or another dataset file),
+// or another generator's (vLLM's "cmpl-...", a number), which places nothing.
 struct IdRef {
   bool gspo = false;
-  std::string file;  // the path's last component
-  int64_t line = -1;
+  RowKey at;
 };
-IdRef read_id(const nlohmann::json& id, const std::string& base) {
+IdRef read_id(const nlohmann::json& id, const RowIndex& index) {
   IdRef r;
   if (!id.is_string()) return r;
-  r.line = id_line(id.get<std::string>(), &r.file);
-  const bool jsonl = r.file.size() > 6 && r.file.compare(r.file.size() - 6, 6, ".jsonl") == 0;
-  r.gspo = r.line >= 0 && (r.file == base || jsonl);
+  const auto k = row_key(id.get<std::string>());
+  if (!k) return r;
+  r.at = *k;
+  const auto ends = [&](const std::string& ext) {
+    return k->file.size() > ext.size() && k->file.compare(k->file.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  r.gspo = index.files.count(k->file) > 0 || ends(".jsonl") || ends(".json") || ends(".parquet");
   return r;
 }
 
 // The row a gspo id names; DataError for another set's id, a line that holds no row, or (a line without "dataset",
 // so not gspo eval's, whose index counts kept problems) an "index" naming another row.
 int64_t row_of_id(const nlohmann::json& j, const IdRef& ref, const std::string& where, const std::string& dataset,
-                  size_t rows, const std::map<int64_t, int64_t>& row_at_line) {
-  const std::string id = j["id"].get<std::string>(), base = dataset.substr(dataset.find_last_of('/') + 1);
-  if (ref.file != base)
-    throw DataError(where + ": id '" + id + "' is a problem of '" + ref.file + "', but -d is '" + dataset +
+                  size_t rows, const RowIndex& index) {
+  const std::string id = j["id"].get<std::string>();
+  if (!index.files.count(ref.at.file))
+    throw DataError(where + ": id '" + id + "' is a problem of '" + ref.at.file + "', but -d is '" + dataset +
                     "': these responses answer other problems");
-  const auto it = row_at_line.find(ref.line);
-  if (it == row_at_line.end())
-    throw DataError(where + ": id '" + id + "': line " + std::to_string(ref.line) + " of '" + dataset +
+  const auto it = index.row.find(ref.at.key);
+  if (it == index.row.end())
+    throw DataError(where + ": id '" + id + "': " + ref.at.key + " of '" + dataset +
                     "' holds no problem (the file has " + std::to_string(rows) + " rows)");
   if (!j.contains("dataset") && j.contains("index") && j["index"].is_number_integer() &&
       j["index"].get<int64_t>() != it->second)
     throw DataError(where + ": id '" + id + "' names row " + std::to_string(it->second) + " of '" + dataset +
-                    "' (line " + std::to_string(ref.line) + "), but 'index' is " + j["index"].dump() +
+                    "' (" + ref.at.key + "), but 'index' is " + j["index"].dump() +
                     ": the two disagree (index is the 0-based row)");
   return it->second;
 }
@@ -70,9 +88,8 @@ int64_t row_of_id(const nlohmann::json& j, const IdRef& ref, const std::string& 
 // prompts too long), not the file's rows: a gspo id decides when present, and a line of another set is refused.
 // Otherwise "index" is the 0-based row of the dataset; an id that is not gspo's is counted in `foreign` and ignored.
 int64_t row_of(const nlohmann::json& j, const std::string& where, const std::string& dataset,
-               const std::vector<data::Example>& rows, const std::map<int64_t, int64_t>& row_at_line,
-               int64_t& foreign) {
-  const std::string name = set_name(dataset), base = dataset.substr(dataset.find_last_of('/') + 1);
+               const std::vector<data::Example>& rows, const RowIndex& index, int64_t& foreign) {
+  const std::string name = set_name(dataset);
   if (j.contains("dataset")) {
     if (!j["dataset"].is_string())
       throw DataError(where + ": 'dataset' must be a string (the eval set's name), got " + j["dataset"].dump());
@@ -80,8 +97,8 @@ int64_t row_of(const nlohmann::json& j, const std::string& where, const std::str
       throw DataError(where + ": a sample of dataset '" + j["dataset"].get<std::string>() + "', but -d is '" +
                       dataset + "' ('" + name + "'): these responses answer other problems");
   }
-  const IdRef ref = j.contains("id") ? read_id(j["id"], base) : IdRef{};
-  if (ref.gspo) return row_of_id(j, ref, where, dataset, rows.size(), row_at_line);
+  const IdRef ref = j.contains("id") ? read_id(j["id"], index) : IdRef{};
+  if (ref.gspo) return row_of_id(j, ref, where, dataset, rows.size(), index);
   if (j.contains("id")) ++foreign;
   if (!j.contains("index") || !j["index"].is_number_integer())
     throw DataError(where + ": needs an integer 'index' (the problem's 0-based row in the dataset)" +
@@ -101,12 +118,12 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
                                                            const std::vector<data::Example>& rows) {
   std::ifstream in(path);
   if (!in) throw IoError("cannot read responses '" + path + "': " + std::strerror(errno));
-  std::map<int64_t, int64_t> row_at_line;  // file line -> row
-  for (size_t r = 0; r < rows.size(); ++r) {
-    std::string file;
-    const int64_t line = id_line(rows[r].id, &file);
-    if (line >= 0) row_at_line[line] = static_cast<int64_t>(r);
-  }
+  RowIndex index;  // row key -> row
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (const auto k = row_key(rows[r].id)) {
+      index.row[k->key] = static_cast<int64_t>(r);
+      index.files.insert(k->file);
+    }
   std::map<int64_t, std::vector<std::string>> out;
   std::string line, first_foreign;
   int64_t foreign = 0;
@@ -114,7 +131,7 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
     auto j = core::parse_json_object(line, where);
-    const int64_t idx = row_of(j, where, dataset, rows, row_at_line, foreign);
+    const int64_t idx = row_of(j, where, dataset, rows, index, foreign);
     if (foreign == 1 && first_foreign.empty()) first_foreign = config::clip_for_message(j["id"].dump());
     if (j.contains("response") && j["response"].is_string()) {
       out[idx].push_back(j["response"]);
@@ -129,7 +146,8 @@ std::map<int64_t, std::vector<std::string>> read_responses(const std::string& pa
   }
   if (out.empty()) throw DataError("responses '" + path + "' holds no responses");
   if (foreign > 0)  // (vLLM and other generators write their own ids)
-    log::warn("responses '{}': the 'id' of {} line(s) (the first {}) is not gspo's \"file.jsonl:LINE\" and is "
+    log::warn("responses '{}': the 'id' of {} line(s) (the first {}) is not gspo's \"file.jsonl:LINE\" (or "
+              "\"file.parquet:row N\") and is "
               "ignored; those lines are placed by their 'index', the 0-based row of '{}'", path, foreign,
               first_foreign, dataset);
   return out;
