@@ -9,6 +9,7 @@
 #include "gspo/cli/commands.h"
 #include "gspo/cli/eval_cmd.h"
 #include "gspo/cli/plan_cmd.h"
+#include "gspo/cli/report_cmd.h"
 #include "gspo/core/version.h"
 #include "gspo/cli/train_cmd.h"
 #include "gspo/config/suggest.h"
@@ -159,6 +160,17 @@ void add_prompts(CLI::App& app, gspo::cli::PromptsArgs& a) {
   c->add_flag("--tokens", a.tokens, "also print each token's text");
 }
 
+void add_report(CLI::App& app, gspo::cli::ReportArgs& a) {
+  auto* c = app.add_subcommand("report", "write one self-contained HTML page of one or more run directories: curves, "
+                               "rollout browser, config and summary (opens from disk, no server; docs/report.md)");
+  c->add_option("runs", a.runs, "run directories (train.output_dir); several are overlaid")->required();
+  c->add_option("--out,-o", a.out, "the HTML file; default RUN/report.html of the first run");
+  c->add_option("--rollout-mb", a.rollout_mb, "rollout rows kept in the page (MB of JSON); past it the rollout steps "
+                "are thinned evenly, the first and last kept")->capture_default_str();
+  c->add_option("--max-tokens", a.max_tokens, "per response, token detail (log-probs, pieces) kept for its first N "
+                "tokens; the text is kept whole")->capture_default_str()->check(int_at_least(1));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,6 +190,7 @@ int main(int argc, char** argv) {
   gspo::cli::TokenizeArgs tk;
   gspo::cli::PlanArgs pl;
   gspo::cli::PromptsArgs pr;
+  gspo::cli::ReportArgs rep;
   add_generate(app, gen);
   add_inspect(app, insp);
   add_config(app, cfg);
@@ -187,6 +200,7 @@ int main(int argc, char** argv) {
   add_tokenize(app, tk);
   add_plan(app, pl);
   add_prompts(app, pr);
+  add_report(app, rep);
   // A mistyped subcommand ("gspo trian") is named, with the nearest one, instead of "a subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;
@@ -215,6 +229,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("tokenize")) return gspo::cli::tokenize(tk);
     if (app.got_subcommand("plan")) return gspo::cli::plan(pl);
     if (app.got_subcommand("prompts")) return gspo::cli::prompts(pr);
+    if (app.got_subcommand("report")) return gspo::cli::report(rep);
   } catch (const gspo::Error& e) {
     std::cerr << "gspo: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_code();
