@@ -1,10 +1,12 @@
-// gspo report's reader of run directories (#67 items 2 and 4; docs/report.md): what a killed run, an older gspo, a
-// damaged line or an empty directory leaves is named and the rest read; model text cannot end the page's data element.
+// gspo report's reader of run directories and gspo gate's bands (#67 items 2-4; docs/report.md): what a killed run,
+// an older gspo, a damaged line or an empty directory leaves is named and the rest read; model text cannot end the
+// page's data element; the bands and the verdict equal values computed here by hand.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <fstream>
 
+#include "gspo/cli/gate.h"
 #include "gspo/cli/report_cmd.h"
 #include "gspo/cli/run_read.h"
 #include "gspo/core/error.h"
@@ -141,4 +143,72 @@ TEST_CASE("report_html: past --rollout-mb, every k-th rollout step is kept with 
   const auto html = cli::report_html({cli::read_run(dir)}, {0.0035, 2048}, notes);  // ~10 KB of rows, 3.5 KB kept
   CHECK(has_note(notes, "6 of 10 rollout steps left out"));  // kept: 1, 4, 7 (every 3rd) and 10
   CHECK(has_note(notes, "1 step in 3 kept"));
+}
+
+TEST_CASE("make_bands: three runs' window means, mean +- max(k * spread, floor, 10% of |mean|)", "[gate]") {
+  // Windows of 2 steps. Window 1 (steps 1-2): run means 0.2, 0.4, 0.6 -> mean 0.4, s_b = 0.2; each run's lines lie
+  // 0.1 either side of its mean -> s_w^2 = 3 * 0.02 / 3 = 0.02, m = 2. spread^2 = 0.04 * (1 + 1/3) + 0.02 / 2 = 0.19/3.
+  const auto a = run_with("gate_a", "reward_mean", {0.1, 0.3, 0.5, 0.5});
+  const auto b = run_with("gate_b", "reward_mean", {0.3, 0.5, 0.5, 0.5});
+  const auto c = run_with("gate_c", "reward_mean", {0.5, 0.7, 0.5, 0.5});
+  const auto bands = cli::make_bands({cli::read_run(a), cli::read_run(b), cli::read_run(c)},
+                                     {"reward_mean", "kl"}, 2, 3.0);
+  CHECK(bands.window == 2);
+  REQUIRE(bands.metrics.size() == 1);
+  CHECK(has_note(bands.notes, "kl: no baseline run wrote it"));
+  const auto& w = bands.metrics[0].windows;
+  REQUIRE(w.size() == 2);
+  CHECK(w[0].from == 1);
+  CHECK(w[0].to == 2);
+  CHECK(w[0].mean == Approx(0.4));
+  const double half = 3 * std::sqrt(0.19 / 3);  // 0.755 > floor 0.05 and 10% of 0.4
+  CHECK(w[0].lo == Approx(0.4 - half));
+  CHECK(w[0].hi == Approx(0.4 + half));
+  // Window 2: every line 0.5, spread 0: the floor, max(0.05, 10% of 0.5) = 0.05.
+  CHECK(w[1].lo == Approx(0.45));
+  CHECK(w[1].hi == Approx(0.55));
+  CHECK(w[1].runs == 3);
+}
+
+TEST_CASE("make_bands: one baseline run's spread is its lines' standard deviation over the root of their count",
+          "[gate]") {
+  const auto a = run_with("gate_one", "entropy", {1.0, 3.0});  // mean 2, s_w^2 = 2 (one degree of freedom), m = 2
+  const auto bands = cli::make_bands({cli::read_run(a)}, {"entropy"}, 0, 2.0);
+  CHECK(bands.window == 1);  // ceil(2 / 10)
+  const auto b2 = cli::make_bands({cli::read_run(a)}, {"entropy"}, 2, 2.0);  // spread 1, half 2
+  CHECK(b2.metrics[0].windows[0].lo == Approx(0.0));
+  CHECK(b2.metrics[0].windows[0].hi == Approx(4.0));
+}
+
+TEST_CASE("check_run: names the metric and steps outside the band, and what it cannot compare", "[gate]") {
+  const auto base = run_with("gate_base", "reward_mean", {0.5, 0.5, 0.5, 0.5});
+  const auto bands = cli::make_bands({cli::read_run(base)}, {"reward_mean"}, 2, 3.0);  // [0.45, 0.55] each window
+  const auto good = run_with("gate_good", "reward_mean", {0.48, 0.52, 0.5, 0.54});
+  const auto v = cli::check_run(cli::read_run(good), bands);
+  CHECK(v.passed());
+  CHECK(v.windows_checked == 2);
+  const auto bad = run_with("gate_bad", "reward_mean", {0.5, 0.5, 0.1});
+  const auto f = cli::check_run(cli::read_run(bad), bands);
+  CHECK_FALSE(f.passed());
+  REQUIRE(f.failures.size() == 1);
+  CHECK(f.failures[0].rfind("reward_mean at steps 3-4: 0.1 below the band [0.45, 0.55]", 0) == 0);
+  const auto other = run_with("gate_other", "entropy", {1, 1, 1, 1});
+  const auto o = cli::check_run(cli::read_run(other), bands);
+  CHECK_FALSE(o.passed());  // nothing compared is not a pass
+  CHECK(o.windows_checked == 0);
+  CHECK(has_note(o.not_compared, "reward_mean: the run wrote no reward_mean (the baseline did): not compared"));
+}
+
+TEST_CASE("bands file: written and read back equal, a bad one names the file and the key", "[gate]") {
+  const auto a = run_with("gate_json", "accuracy", {0.2, 0.4});
+  const auto bands = cli::make_bands({cli::read_run(a)}, {"accuracy"}, 1, 3.0);
+  const auto back = cli::bands_from_json(Json::parse(cli::bands_to_json(bands).dump()), "b.json");
+  REQUIRE(back.metrics.size() == 1);
+  CHECK(back.metrics[0].windows[1].mean == Approx(0.4));
+  CHECK(back.window == 1);
+  auto broken = Json::parse(cli::bands_to_json(bands).dump());
+  broken["metrics"]["accuracy"]["windows"][1].erase("hi");
+  CHECK_THROWS_WITH(cli::bands_from_json(broken, "b.json"),
+                    Catch::Contains("b.json metrics.accuracy.windows[1]: missing \"hi\""));
+  CHECK_THROWS_WITH(cli::bands_from_json(Json{{"x", 1}}, "c.json"), Catch::Contains("c.json: missing \"gspo_bands\""));
 }
