@@ -46,11 +46,10 @@ cd "$(dirname "$0")/.."
   echo "soft overlong penalty included), \`components\` (with \`reward.components\`), \`correct\`, \`advantage\`, \`tokens\`"
   echo "(the policy's own), \`inserted_tokens\` (tool output), \`finish\` (eos, stop, length, max_turns), \`version\` (the"
   echo "policy version that sampled it) and \`staleness\` (steps behind the one it trains), and \`logprobs\` (each response"
-  echo "token's behaviour log-prob, 0 on inserted tokens) with \`pieces\` (each response token's text). Floats have 4"
-  echo "significant digits. Rank 0 writes each file atomically; \`logging.rollouts_max_mb\` caps the folder (the oldest"
-  echo "files go, the first step's stays), and a resume drops the files of steps after its checkpoint."
-  echo "\`jq -c '{reward, response}' runs/x/rollouts/step_00000050.jsonl\` reads a step (ctest rollout_log_tests checks the"
-  echo "files against metrics.jsonl on 1 and 2 ranks); \`gspo report RUN\` shows them in a page (docs/report.md)."
+  echo "token's behaviour log-prob, 0 on inserted tokens). Floats have 4 significant digits. Rank 0 writes each file"
+  echo "atomically; \`logging.rollouts_max_mb\` caps the folder (the oldest files go, the first step's stays), and a resume"
+  echo "drops the files of steps after its checkpoint. \`jq -c '{reward, response}' runs/x/rollouts/step_00000050.jsonl\`"
+  echo "reads a step (ctest rollout_log_tests checks the files against metrics.jsonl on 1 and 2 ranks)."
   echo
   build/gspo config --metrics
 } > docs/metrics.md

@@ -3,6 +3,7 @@
 
 usage: check_report.py DOM.html [--no-charts] [--charts ID,ID,...] [--traces ID=N ...] [--group-rows N] [--runs N]
                        [--note TEXT ...] [--no-element-id ID ...] [--text TEXT ...] [--no-rollouts]
+                       [--colour-modes MODE ...]
 Prints one line per check and `ok` last; exits 1 on the first failed check."""
 import argparse
 import html.parser
@@ -63,6 +64,7 @@ def main():
     ap.add_argument("--no-element-id", nargs="*", default=[])
     ap.add_argument("--text", nargs="*", default=[])
     ap.add_argument("--no-rollouts", action="store_true")
+    ap.add_argument("--colour-modes", nargs="*", default=[], help="token colourings that must be offered (enabled)")
     ap.add_argument("--no-charts", action="store_true", help="a run without metrics: no chart, the page still built")
     args = ap.parse_args()
     d = Dom()
@@ -102,6 +104,11 @@ def main():
         if not titled:
             fail("no token coloured by log-prob with its value on hover")
         print(f"rollout browser: group of {len(cards)} responses, {len(toks)} tokens, e.g. '{titled[0]['title']}'")
+    for mode in args.colour_modes:
+        opts = [a for t, a in d.elements if t == "option" and a.get("value") == mode]
+        if not opts or "disabled" in opts[0]:
+            fail(f"colour tokens by {mode}: not offered")
+        print(f"colour tokens by {mode}: offered")
     for n in args.note:
         if not any(n in x for x in d.notes):
             fail(f"no note containing {n!r}; notes: {d.notes}")

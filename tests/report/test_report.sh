@@ -54,7 +54,10 @@ p = os.path.join(h, "rollouts", "step_00000030.jsonl")  # the step the browser o
 rows = [json.loads(x) for x in open(p)]
 rows[0]["response"] = '</script><img id="pwned" src="x" onerror="document.title=1"><!-- & "q"'
 rows[0]["prompt"] = "<b id=\"bold\">prompt</b>"
-rows[0].pop("pieces", None)
+for r in rows:  # the trainer's log-probs and entropies, as main's rollout rows carry them: mismatch and entropy views
+    r["trainer_logprobs"] = [x + 0.1 for x in r["logprobs"]]
+    r["entropy"] = [1.5 for _ in r["logprobs"]]
+    r["response_ids"] = list(range(len(r["logprobs"])))
 open(p, "w").write("".join(json.dumps(r) + "\n" for r in rows))
 os.makedirs(os.path.join(t, "empty"))
 run("killed", "\n".join(lines[:20]) + "\n" + lines[20][: len(lines[20]) // 2])
@@ -111,9 +114,11 @@ expect_dom() {  # expect_dom NAME HTML CHECK_ARGS...: opened in Chromium, its DO
 # the group of 8 responses; a step time split in 4 stacked parts.
 expect_dom demo "$TMP/demo.html" --charts reward,accuracy,length,clip,mismatch,entropy,grad_norm,time,lr \
   --traces reward=2 accuracy=2 clip=4 time=4 --group-rows 8
-# The hostile run first: the rollout browser opens on its last step, whose group 0 holds the hostile row (without
-# pieces: shown as text with a strip of coloured cells). It must read as text, and no element of it may exist.
+# The hostile run first: the rollout browser opens on its last step, whose group 0 holds the hostile row (longer
+# in characters than in tokens: shown whole, with a strip of cells). It must read as text, and no
+# element of it may exist.
 expect_dom both "$TMP/both.html" --traces reward=4 accuracy=4 --group-rows 8 --no-element-id pwned bold \
+  --colour-modes mismatch entropy \
   --text '</script><img id="pwned" src="x" onerror="document.title=1"><!-- & "q"' '<b id="bold">prompt</b>'
 grep -q '<img id="pwned"' "$TMP/both.dom" && bad "hostile text became an element" || ok "hostile response stayed text"
 expect_dom killed "$TMP/killed.html" --charts reward,entropy --note "cut off" --group-rows 8

@@ -129,6 +129,22 @@ TEST_CASE("report_html: one page holding the runs' data, hostile rollout text on
   CHECK(has_note(notes, "absent (an older gspo?)"));
 }
 
+TEST_CASE("report_html: fields of another type than gspo writes are passed over, not fatal", "[report]") {
+  const std::string dir = fresh_dir("report_types");
+  core::ensure_dir(dir + "/rollouts");
+  write(dir + "/metrics.jsonl", "{\"step\":1,\"time_step_s\":\"slow\",\"sample_tokens\":null,\"reward_mean\":[1]}\n"
+                                "{\"step\":2,\"time_step_s\":2.5,\"world_size\":\"x\"}\n");
+  write(dir + "/rollouts/step_00000001.jsonl", "{\"group\":0,\"response\":\"a\",\"logprobs\":\"bad\",\"prompt\":7}\n");
+  write(dir + "/rollouts/step_99999999999999999999.jsonl", "");
+  const auto r = cli::read_run(dir);
+  CHECK(r.rollout_files.size() == 1);
+  CHECK(has_note(r.notes, "step_99999999999999999999.jsonl: not a step file"));
+  std::vector<std::string> notes;
+  std::string html;
+  REQUIRE_NOTHROW(html = cli::report_html({r}, {}, notes));
+  CHECK(html.find("2.5 s") != std::string::npos);  // the summary's wall time: the string "slow" passed over
+}
+
 TEST_CASE("report_html: past --rollout-mb, every k-th rollout step is kept with the first and the last, and named",
           "[report]") {
   const std::string dir = run_with("report_thin", "reward_mean", {0.1});

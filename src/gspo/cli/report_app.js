@@ -44,6 +44,7 @@
     return e;
   }
   function add(parent, tag, attrs, text) { const e = el(tag, attrs, text); parent.appendChild(e); return e; }
+  function arr(v) { return Array.isArray(v) ? v : []; }  // a field a damaged row may hold as something else
   function num(v, d) { return (v === null || v === undefined || !isFinite(v)) ? '-' : Number(v).toPrecision(d || 4); }
 
   // TensorBoard's smoothing: an exponential moving average, debiased at the start; nulls are passed over.
@@ -231,21 +232,21 @@
     showGroup();
   }
 
-  // The response split into its tokens: the row's `pieces` when written; else one code point a token when the
-  // counts agree (byte-level models on ASCII); else null (the text is shown whole, the values as a strip).
+  // The response split into its tokens: the rows hold its text and one log-prob a token, not each token's text, so
+  // one code point a token where the counts agree (byte-level models on valid UTF-8); else null (the text is shown
+  // whole, the values as a strip of cells).
   function tokensOf(row) {
-    const lp = row.logprobs || [];
-    if (Array.isArray(row.pieces) && row.pieces.length === lp.length) return row.pieces;
+    const lp = arr(row.logprobs);
     const chars = Array.from(String(row.response));
     if (chars.length === lp.length) return chars;
     return null;
   }
 
   function perToken(row, mode) {
-    const lp = row.logprobs || [];
+    const lp = arr(row.logprobs);
     if (mode === 'logprob') return lp;
     if (mode === 'entropy') return Array.isArray(row.entropy) ? row.entropy : null;
-    const train = row.train_logprobs || row.recomputed_logprobs;
+    const train = row.trainer_logprobs;
     if (!Array.isArray(train)) return null;
     return lp.map(function (b, i) { return train[i] === undefined ? null : train[i] - b; });
   }
@@ -310,7 +311,7 @@
     const mode = document.getElementById('colour-by').value;
     const rows = stepRows().filter(function (x) { return x.group === id; });
     if (!rows.length) { add(view, 'p', {'class': 'muted'}, 'no rows'); return; }
-    add(view, 'div', {'class': 'prompt', id: 'group-prompt'}, rows[0].prompt);
+    add(view, 'div', {'class': 'prompt', id: 'group-prompt'}, String(rows[0].prompt === undefined ? '' : rows[0].prompt));
     let scale = 0;
     rows.forEach(function (r) { (perToken(r, mode) || []).forEach(function (v) {
       if (v !== null && isFinite(v)) scale = Math.max(scale, Math.abs(v)); }); });
@@ -349,7 +350,7 @@
       cs.textContent = '';
       const rows = [].concat.apply([], Object.values(rolloutRun().rollouts));
       add(cs, 'option', {value: 'logprob'}, 'behaviour log-prob');
-      const mm = rows.some(function (r) { return Array.isArray(r.train_logprobs || r.recomputed_logprobs); });
+      const mm = rows.some(function (r) { return Array.isArray(r.trainer_logprobs); });
       const en = rows.some(function (r) { return Array.isArray(r.entropy); });
       add(cs, 'option', mm ? {value: 'mismatch'} : {value: 'mismatch', disabled: 'disabled'},
         'sampler vs trainer mismatch' + (mm ? '' : ' (not in these rollouts)'));

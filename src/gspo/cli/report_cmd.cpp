@@ -103,9 +103,10 @@ Json run_summary(const RunRead& r) {
     for (const char* k : {"reward_mean", "accuracy", "response_len_mean", "entropy"})
       add(std::string(k) + " (first vs last 10%)", fmt(tenth_mean(r, k, false)) + " -> " + fmt(tenth_mean(r, k, true)));
     double seconds = 0, tokens = 0;
-    for (const auto& line : r.metrics) {
-      seconds += line.value("time_step_s", 0.0);
-      tokens += line.value("sample_tokens", 0.0);
+    for (const auto& line : r.metrics) {  // numeric_fields: a damaged line's field of another type is passed over
+      const auto f = numeric_fields(line);
+      seconds += f.count("time_step_s") ? f.at("time_step_s") : 0.0;
+      tokens += f.count("sample_tokens") ? f.at("sample_tokens") : 0.0;
     }
     add("wall time of the steps", fmt(seconds, "%.1f s"));
     add("tokens sampled", fmt(tokens, "%.0f"));
@@ -117,8 +118,11 @@ Json run_summary(const RunRead& r) {
   return rows;
 }
 
-// A rollout row with its per-token arrays cut to `max_tokens` ("trimmed_tokens" says how many there were).
+// A rollout row with its per-token arrays cut to `max_tokens` ("trimmed_tokens" says how many there were), without the
+// token ids (the page shows text; ids would double its size).
 Json trim_row(Json row, int64_t max_tokens) {
+  row.erase("prompt_ids");
+  row.erase("response_ids");
   int64_t longest = 0;
   for (auto it = row.begin(); it != row.end(); ++it)
     if (it->is_array() && static_cast<int64_t>(it->size()) > max_tokens && it.key() != "components") {

@@ -17,7 +17,7 @@ std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : s.
 int64_t step_of_file(const std::string& name) {  // step_00000050.jsonl -> 50; -1 for other names
   if (name.rfind("step_", 0) != 0 || name.size() < 12 || name.substr(name.size() - 6) != ".jsonl") return -1;
   const std::string digits = name.substr(5, name.size() - 11);
-  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  if (digits.empty() || digits.size() > 15 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return -1;
   return std::stoll(digits);
 }

@@ -91,11 +91,7 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
       if (mask[r][t].item<int64_t>() != 0) prompt.push_back(ids[r][t].item<int64_t>());
     const int64_t n = b.response_lengths[r];
     std::vector<double> logprobs;
-    std::vector<std::string> pieces;  // each response token's text, for gspo report's token view
-    for (int64_t t = 0; t < std::min(n, R); ++t) {
-      logprobs.push_back(short_float(lp[r][t].item<float>()));
-      pieces.push_back(tok_.token_bytes(ids[r][P + t].item<int64_t>(), true));
-    }
+    for (int64_t t = 0; t < std::min(n, R); ++t) logprobs.push_back(short_float(lp[r][t].item<float>()));
     const int64_t row = first_row + r, version = s.versions.empty() ? step - 1 : s.versions[r];
     nlohmann::ordered_json j{{"step", step}, {"row", row}, {"group", row / G},
                              {"prompt", tok_.decode(prompt, true)}, {"response", b.response_text[r]},
@@ -113,7 +109,6 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
     j["version"] = version;
     j["staleness"] = step - 1 - version;
     j["logprobs"] = logprobs;
-    j["pieces"] = pieces;
     out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   return out;

@@ -4,9 +4,8 @@
 // object a row: step, row, group, prompt, response, reward (with the soft overlong penalty), each reward component's,
 // correct, advantage, tokens (the policy's own), inserted tokens (tool output), how it ended (eos, stop, length,
 // max_turns), the policy version that sampled it and its staleness, and every response token's behaviour log-prob
-// (0 on inserted tokens) and text (`pieces`: the token's bytes, for gspo report's token view). Rank 0 writes each file
-// atomically; past logging.rollouts_max_mb the oldest step files are removed (the first step's is kept), and a resume
-// drops the files of steps after the checkpoint (they run again).
+// (0 on inserted tokens). Rank 0 writes each file atomically; past logging.rollouts_max_mb the oldest step files are
+// removed (the first step's is kept), and a resume drops the files of steps after the checkpoint (they run again).
 #pragma once
 #include <c10/core/Device.h>
 
