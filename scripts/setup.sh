@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what gspo needs to build, test and run its demo, idempotently and non-interactively:
-#  1. Debian packages (compiler, CMake/Ninja, ccache, the C++ libraries, bubblewrap, iproute2); runs `apt-get update` itself
-#     when something is missing. Needs root (or sudo).
+#  1. Debian packages (compiler, CMake/Ninja, ccache, the C++ libraries, bubblewrap, iproute2, chromium); runs
+#     `apt-get update` itself when something is missing. Needs root (or sudo).
 #  2. The pinned Python environment (scripts/requirements.txt: torch 2.11.0, whose LibTorch gspo links against,
 #     plus the test oracles and plotting) at a fixed per-machine place (scripts/pyenv.sh), built once per pin set.
 set -euo pipefail
@@ -15,6 +15,7 @@ PKGS=(
   zlib1g-dev                        # LiveCodeBench rows: private tests are base64(zlib(pickle))
   libgloo-dev                       # Gloo headers for c10d's ProcessGroupGloo (the torch wheel ships its library, not its headers)
   iproute2                          # ip netns / veth: the two-host link-failure test (tests/dist/test_multihost.sh)
+  chromium                          # headless browser: ctest report_browser opens gspo report's page (tests/report/test_report.sh)
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
 )
 

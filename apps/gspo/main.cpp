@@ -1,6 +1,7 @@
 // gspo: the command line. Parses flags into the library's argument structs, calls the library, and maps
 // exceptions to exit codes (the only place that decides them): 0 ok, 1 unexpected, 2 config/usage, 3 data,
-// 4 model contract, 5 io, 6 training fault, 7 distributed, 8 verifier, 130 interrupted.
+// 4 model contract, 5 io, 6 training fault, 7 distributed, 8 verifier, 9 a run
+// outside its baseline's bands (gspo gate), 130 interrupted.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -8,7 +9,9 @@
 
 #include "gspo/cli/commands.h"
 #include "gspo/cli/eval_cmd.h"
+#include "gspo/cli/gate_cmd.h"
 #include "gspo/cli/plan_cmd.h"
+#include "gspo/cli/report_cmd.h"
 #include "gspo/core/version.h"
 #include "gspo/cli/train_cmd.h"
 #include "gspo/config/suggest.h"
@@ -159,6 +162,34 @@ void add_prompts(CLI::App& app, gspo::cli::PromptsArgs& a) {
   c->add_flag("--tokens", a.tokens, "also print each token's text");
 }
 
+void add_report(CLI::App& app, gspo::cli::ReportArgs& a) {
+  auto* c = app.add_subcommand("report", "write one self-contained HTML page of one or more run directories: curves, "
+                               "rollout browser, config and summary (opens from disk, no server; docs/report.md)");
+  c->add_option("runs", a.runs, "run directories (train.output_dir); several are overlaid")->required();
+  c->add_option("--out,-o", a.out, "the HTML file; default RUN/report.html of the first run");
+  c->add_option("--rollout-mb", a.rollout_mb, "rollout rows kept in the page (MB of JSON); past it the rollout steps "
+                "are thinned evenly, the first and last kept")->capture_default_str();
+  c->add_option("--max-tokens", a.max_tokens, "per response, token detail (log-probs, pieces) kept for its first N "
+                "tokens; the text is kept whole")->capture_default_str()->check(int_at_least(1));
+}
+
+void add_gate(CLI::App& app, gspo::cli::GateArgs& a) {
+  auto* c = app.add_subcommand("gate", "compare a run with a baseline's bands (a run directory or a bands file) and "
+                               "fail naming the metric and steps that left them; --make-bands writes a bands file "
+                               "from several runs (docs/report.md)");
+  c->add_option("runs", a.runs, "the run directory to check; with --make-bands the baseline runs (seeds)")->required();
+  c->add_option("--baseline,-b", a.baseline, "bands.json (gspo gate --make-bands) or a baseline run directory");
+  c->add_flag("--make-bands", a.make_bands, "write the bands of RUNS to --out instead of checking a run");
+  c->add_option("--out,-o", a.out, "with --make-bands: the bands file")->capture_default_str();
+  c->add_option("--window", a.window, "steps per window (each window's mean is compared); 0 = about a tenth of the "
+                "baseline's steps")->capture_default_str()->check(int_at_least(0));
+  c->add_option("--k", a.k, "band half-width in spreads of the baseline runs (see docs/report.md)")
+      ->capture_default_str();
+  c->add_option("--metric", a.metrics, "gate only these metrics (repeatable); default: reward_mean, accuracy, "
+                "response_len_mean, kl, clip_seq_frac, entropy, mismatch_logprob_diff_mean");
+  c->add_flag("--json", a.json, "print the verdict as one JSON object");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,6 +209,8 @@ int main(int argc, char** argv) {
   gspo::cli::TokenizeArgs tk;
   gspo::cli::PlanArgs pl;
   gspo::cli::PromptsArgs pr;
+  gspo::cli::ReportArgs rep;
+  gspo::cli::GateArgs gate;
   add_generate(app, gen);
   add_inspect(app, insp);
   add_config(app, cfg);
@@ -187,6 +220,8 @@ int main(int argc, char** argv) {
   add_tokenize(app, tk);
   add_plan(app, pl);
   add_prompts(app, pr);
+  add_report(app, rep);
+  add_gate(app, gate);
   // A mistyped subcommand ("gspo trian") is named, with the nearest one, instead of "a subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;
@@ -215,6 +250,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("tokenize")) return gspo::cli::tokenize(tk);
     if (app.got_subcommand("plan")) return gspo::cli::plan(pl);
     if (app.got_subcommand("prompts")) return gspo::cli::prompts(pr);
+    if (app.got_subcommand("report")) return gspo::cli::report(rep);
+    if (app.got_subcommand("gate")) return gspo::cli::gate(gate) ? 0 : 9;  // 9: outside the baseline's bands
   } catch (const gspo::Error& e) {
     std::cerr << "gspo: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_code();

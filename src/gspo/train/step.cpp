@@ -256,7 +256,8 @@ StepMetrics StepRunner::run(Progress& progress) {
   }
   m.overlong_penalty.count = m.overlong_penalized.count = static_cast<double>(scored.penalty.size());
 
-  const auto adv = advantages(scored);
+  auto adv = advantages(scored);
+  if (p_.advantage_sign < 0) adv.values = -adv.values;  // GSPO_FAULT=advantage_sign, tests only (setup/fault.h)
   if (p_.rollouts && p_.rollouts->due(progress.step + 1)) write_rollouts(progress.step + 1, scored, adv, first_row);
   record_rows(batch, adv, m);
   const auto rows = select_rows(batch, adv);

@@ -56,6 +56,8 @@ struct StepParts {
   RolloutLog* rollouts = nullptr;
   // The training rows' data sources, sorted (data::number_sources): the names of the per-source metrics.
   std::vector<std::string> sources = {};
+  // -1 flips every advantage: only the test fault GSPO_FAULT=advantage_sign (setup/fault.h).
+  double advantage_sign = 1;
 };
 
 // This rank's per-row metric columns (response_len, truncated, advantage), zero_variance's sum and sample_tokens.

@@ -80,7 +80,7 @@ struct Trainer::Impl {
     source->resume_carried(carried);
     return StepRunner({cfg, *a->policy, a->reference ? &*a->reference : nullptr, *a->verifier, *source, comm,
                        *a->engine, config::reference_is_base(cfg) ? a->lora.get() : nullptr,
-                       a->experts ? &a->experts->shards->group() : nullptr, rollout_log.get(), a->sources});
+                       a->experts ? &a->experts->shards->group() : nullptr, rollout_log.get(), a->sources, a->fault.advantage_sign});
   }
 };
 

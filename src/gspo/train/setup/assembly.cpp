@@ -217,6 +217,8 @@ std::unique_ptr<UpdateEngine> make_engine(Assembly& a, const config::Config& cfg
 
 Assembly::Assembly(config::Config& cfg, const Role& role, c10::Device dev, parallel::Comm& comm) : device(dev) {
   if (cfg.train.threads > 0) torch::set_num_threads(static_cast<int>(cfg.train.threads));
+  fault = read_fault();
+  apply_fault(fault, cfg, role.main);
   auto rows = data::load_dataset(cfg.data);
   reward::check_competition_rows(rows);  // a competition row's limits and checker: refused before any sampling
   verifier = reward::make_verifier(cfg, rows, device);
@@ -241,6 +243,7 @@ Assembly::Assembly(config::Config& cfg, const Role& role, c10::Device dev, paral
   // After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
   auto sp = rollout::sampling_params(cfg);
   sp.progress = role.progress;
+  apply_fault(fault, sp);
   sampler = std::make_unique<rollout::Sampler>(sampling_model(), *tok, sp);
   tools = env::make_tool_env(cfg, *tok, sampling_model());
   if (reference) reference->set_param_dtype(policy->parameters().front().scalar_type());

@@ -20,6 +20,7 @@
 #include "gspo/io/model_load.h"
 #include "gspo/model/policy.h"
 #include "gspo/train/engines/update_engine.h"
+#include "gspo/train/setup/fault.h"
 #include "gspo/train/sources/rollout_source.h"
 #include "gspo/train/sources/sampling_copy.h"
 
@@ -67,6 +68,7 @@ struct Assembly {
   std::unique_ptr<reward::Verifier> verifier;
   std::unique_ptr<rollout::Sampler> sampler;
   std::unique_ptr<env::ToolEnv> tools;        // tools.list set: multi-turn episodes
+  Fault fault;                                // GSPO_FAULT: a bug injected for tests only (fault.h); none normally
 
   model::Policy& sampling_model() { return sampling_copy ? sampling_copy->model() : *policy; }
   // What validation and the held-out evaluation read: the policy, or with adapters the merged copy (`refresh`: taking
