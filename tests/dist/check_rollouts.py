@@ -13,7 +13,7 @@ import argparse, json, math, os, sys
 VOCAB = 259  # the tiny model's (256 bytes and 3 specials); entropies are at most log V
 
 FIELDS = ["step", "row", "group", "prompt", "response", "reward", "correct", "advantage", "tokens",
-          "inserted_tokens", "finish", "version", "staleness", "prompt_ids", "response_ids", "logprobs",
+          "inserted_tokens", "finish", "version", "staleness", "prompt_ids", "response_ids", "pieces", "logprobs",
           "trainer_logprobs", "entropy"]
 
 
@@ -46,8 +46,13 @@ def check(args):
             if r["step"] != step or r["row"] != i or r["group"] != i // args.group:
                 fail(f"step {step} row {i}: step/row/group {r['step']}/{r['row']}/{r['group']}")
             n = r["tokens"] + r["inserted_tokens"]
-            if any(len(r[f]) != n for f in ("logprobs", "trainer_logprobs", "entropy", "response_ids")):
+            if any(len(r[f]) != n for f in ("logprobs", "trainer_logprobs", "entropy", "response_ids", "pieces")):
                 fail(f"step {step} row {i}: per-token fields of other lengths than its {n} tokens")
+            # The tiny model's tokens are its bytes and 3 specials: ASCII pieces spell the response (a byte of a longer
+            # UTF-8 character is U+FFFD alone, so those rows are left out).
+            text = "".join(p for p in r["pieces"] if p not in ("<|eos|>", "<|bos|>", "<|pad|>"))
+            if text.isascii() and text != r["response"]:
+                fail(f"step {step} row {i}: pieces {r['pieces']} do not spell the response {r['response']!r}")
             # The sampler's and the trainer's log-probs of the same weights (float32 on the CPU): equal but for the
             # batch shapes' rounding.
             if any(abs(p - q) > 2e-3 for p, q in zip(r["logprobs"], r["trainer_logprobs"])):

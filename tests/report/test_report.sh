@@ -53,6 +53,10 @@ h = run("hostile", "\n".join(lines) + "\n")
 p = os.path.join(h, "rollouts", "step_00000030.jsonl")  # the step the browser opens at (the cursor's, the last)
 rows = [json.loads(x) for x in open(p)]
 rows[0]["response"] = '</script><img id="pwned" src="x" onerror="document.title=1"><!-- & "q"'
+# ... and its tokens' texts (pieces) cut from it, so the token view shows the hostile text too
+n = len(rows[0]["logprobs"])
+cut = [len(rows[0]["response"]) * k // n for k in range(n + 1)]
+rows[0]["pieces"] = [rows[0]["response"][cut[k]:cut[k + 1]] for k in range(n)]
 rows[0]["prompt"] = "<b id=\"bold\">prompt</b>"
 for r in rows:  # the trainer's log-probs and entropies, as main's rollout rows carry them: mismatch and entropy views
     r["trainer_logprobs"] = [x + 0.1 for x in r["logprobs"]]
@@ -114,8 +118,8 @@ expect_dom() {  # expect_dom NAME HTML CHECK_ARGS...: opened in Chromium, its DO
 # the group of 8 responses; a step time split in 4 stacked parts.
 expect_dom demo "$TMP/demo.html" --charts reward,accuracy,length,clip,mismatch,entropy,grad_norm,time,lr \
   --traces reward=2 accuracy=2 clip=4 time=4 --group-rows 8
-# The hostile run first: the rollout browser opens on its last step, whose group 0 holds the hostile row (longer
-# in characters than in tokens: shown whole, with a strip of cells). It must read as text, and no
+# The hostile run first: the rollout browser opens on its last step, whose group 0 holds the hostile row (its
+# pieces cut from the hostile text: shown token by token). It must read as text, and no
 # element of it may exist.
 expect_dom both "$TMP/both.html" --traces reward=4 accuracy=4 --group-rows 8 --no-element-id pwned bold \
   --colour-modes mismatch entropy \

@@ -102,7 +102,7 @@ TEST_CASE("score: gspo ids of parquet rows (FILE:row N) place samples, in a shar
   // A row the file does not have, and a shard of another dataset, are refused.
   const auto missing = write(dir, "missing.jsonl", "{\"id\": \"test.parquet:row 9\", \"response\": \"4\"}\n");
   CHECK_THROWS_WITH(eval::run_score(cfg, {split + ":test", missing, "", ""}),
-                    Catch::Contains("test.parquet:row 9 of") && Catch::Contains("holds no problem"));
+                    Catch::Contains("id 'test.parquet:row 9': row 9 of") && Catch::Contains("holds no problem"));
   const auto other = write(dir, "other.jsonl", "{\"id\": \"train.parquet:row 1\", \"response\": \"4\"}\n");
   CHECK_THROWS_WITH(eval::run_score(cfg, {split + ":test", other, "", ""}),
                     Catch::Contains("is a problem of 'train.parquet'"));

@@ -232,11 +232,12 @@
     showGroup();
   }
 
-  // The response split into its tokens: the rows hold its text and one log-prob a token, not each token's text, so
-  // one code point a token where the counts agree (byte-level models on valid UTF-8); else null (the text is shown
-  // whole, the values as a strip of cells).
+  // The response split into its tokens: each token's text when the row has it ("pieces"), else one code point a token
+  // where the counts agree (an older gspo's rows of a byte-level model); else null (the text is shown whole, the
+  // values as a strip of cells).
   function tokensOf(row) {
     const lp = arr(row.logprobs);
+    if (Array.isArray(row.pieces) && row.pieces.length === lp.length) return row.pieces.map(String);
     const chars = Array.from(String(row.response));
     if (chars.length === lp.length) return chars;
     return null;

@@ -24,17 +24,20 @@ namespace {
 // "train-00000-of-00002.parquet:row 3"); nullopt for another generator's id.
 struct RowKey {
   std::string file, key;
+  std::string place;  // for messages: "line 12" or "row 3"
 };
 std::optional<RowKey> row_key(const std::string& id) {
   const auto colon = id.rfind(':');
   if (colon == std::string::npos || colon + 1 == id.size()) return std::nullopt;
   std::string n = id.substr(colon + 1);
-  if (n.rfind("row ", 0) == 0) n = n.substr(4);
+  const bool row = n.rfind("row ", 0) == 0;
+  if (row) n = n.substr(4);
   if (n.empty() || n.size() > 12 || n.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   RowKey k;
   k.file = id.substr(0, colon);
   k.file = k.file.substr(k.file.find_last_of('/') + 1);
   k.key = k.file + id.substr(colon);
+  k.place = (row ? "row " : "line ") + n;
   return k;
 }
 
@@ -73,12 +76,12 @@ int64_t row_of_id(const nlohmann::json& j, const IdRef& ref, const std::string& 
                     "': these responses answer other problems");
   const auto it = index.row.find(ref.at.key);
   if (it == index.row.end())
-    throw DataError(where + ": id '" + id + "': " + ref.at.key + " of '" + dataset +
+    throw DataError(where + ": id '" + id + "': " + ref.at.place + " of '" + dataset +
                     "' holds no problem (the file has " + std::to_string(rows) + " rows)");
   if (!j.contains("dataset") && j.contains("index") && j["index"].is_number_integer() &&
       j["index"].get<int64_t>() != it->second)
     throw DataError(where + ": id '" + id + "' names row " + std::to_string(it->second) + " of '" + dataset +
-                    "' (" + ref.at.key + "), but 'index' is " + j["index"].dump() +
+                    "' (" + ref.at.place + "), but 'index' is " + j["index"].dump() +
                     ": the two disagree (index is the 0-based row)");
   return it->second;
 }

@@ -102,8 +102,11 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
     const int64_t n = b.response_lengths[r];
     std::vector<double> logprobs, trainer_lp, entropy;
     std::vector<int64_t> response_ids;
+    std::vector<std::string> pieces;  // each response token's text (special tokens written; a partial UTF-8 character
+                                      // of a byte token becomes U+FFFD in the JSON)
     for (int64_t t = 0; t < std::min(n, R); ++t) {
       response_ids.push_back(ids[r][P + t].item<int64_t>());
+      pieces.push_back(tok_.token_bytes(response_ids.back(), true));
       logprobs.push_back(short_float(lp[r][t].item<float>()));
       if (tlp.defined()) trainer_lp.push_back(short_float(tlp[r][t].item<float>()));
       if (ent.defined()) entropy.push_back(short_float(ent[r][t].item<float>()));
@@ -126,6 +129,7 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
     j["staleness"] = step - 1 - version;
     j["prompt_ids"] = prompt;
     j["response_ids"] = response_ids;
+    j["pieces"] = pieces;
     j["logprobs"] = logprobs;
     if (tlp.defined()) j["trainer_logprobs"] = trainer_lp;
     if (ent.defined()) j["entropy"] = entropy;

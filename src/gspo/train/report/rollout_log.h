@@ -3,9 +3,10 @@
 // logging.rollouts_rows rows (whole groups, in global row order: each row once, whatever the world size), one JSON
 // object a row: step, row, group, prompt, response, reward (with the soft overlong penalty), each reward component's,
 // correct, advantage, tokens (the policy's own), inserted tokens (tool output), how it ended (eos, stop, length,
-// max_turns), the policy version that sampled it and its staleness, the prompt's and the response's token ids, every
-// response token's behaviour log-prob (the sampler's) and, recomputed by the trainer at the step-start weights, its
-// log-prob and the entropy of its distribution (trainer_logprobs, entropy; 0 on inserted tokens). Validation's
+// max_turns), the policy version that sampled it and its staleness, the prompt's and the response's token ids, each
+// response token's text (pieces), its behaviour log-prob (the sampler's) and, recomputed by the trainer at the
+// step-start weights, its log-prob and the entropy of its distribution (trainer_logprobs, entropy; 0 on inserted
+// tokens). Validation's
 // samples (gspo eval's samples.jsonl lines) go to RUN/validation_samples/step_NNNNNNNN.jsonl. Rank 0 writes each file
 // atomically; past logging.rollouts_max_mb (each folder on its own) the oldest step files are removed (the first
 // step's is kept), and a resume drops the files of steps after the checkpoint (they run again).
