@@ -57,7 +57,8 @@ void check_tool_format(config::ChatTemplate format, const char* what) {
                     " has no tool format in gspo (chatml and qwen2.5 have)");
 }
 
-// The longest special-token string of `tok` at `pos` of `text`, or nullptr.
+}  // namespace
+
 const std::pair<const std::string, int64_t>* special_at(const Tokenizer& tok, const std::string& text, size_t pos) {
   const std::pair<const std::string, int64_t>* best = nullptr;
   for (const auto& entry : tok.special_tokens())
@@ -66,7 +67,6 @@ const std::pair<const std::string, int64_t>* special_at(const Tokenizer& tok, co
       best = &entry;
   return best;
 }
-}  // namespace
 
 // Python's repr of a float: the shortest digits that read back, in fixed notation unless the decimal exponent is
 // below -4 or at least 16 (float_repr_style "short").

@@ -66,6 +66,9 @@ std::string tool_turn_text(config::ChatTemplate format, const std::vector<std::s
 std::vector<int64_t> tool_turn_ids(config::ChatTemplate format, const Tokenizer& tok,
                                    const std::vector<std::string>& outputs, const ChatOptions& opts);
 
+// The longest special token of `tok` whose text starts at `pos` of `text` (name and id), or nullptr.
+const std::pair<const std::string, int64_t>* special_at(const Tokenizer& tok, const std::string& text, size_t pos);
+
 // The ids of `parts` in order, each (text, trusted): special-token strings are looked for in trusted parts only (the
 // template's own text) and map to their ids; everything between two special tokens, trusted text and untrusted text
 // (tool outputs) together, is encoded as one plain span (Tokenizer::encode_text), as `tokenizers` splits a full render.

@@ -42,16 +42,6 @@ std::string around(const std::string& s, size_t at) {
   return tojson(ordered_json(s.substr(from, 60)));
 }
 
-// The longest special token of `tok` at the start of `text`, or nullptr.
-const std::pair<const std::string, int64_t>* special_prefix(const Tokenizer& tok, const std::string& text) {
-  const std::pair<const std::string, int64_t>* best = nullptr;
-  for (const auto& entry : tok.special_tokens())
-    if (!entry.first.empty() && text.compare(0, entry.first.size(), entry.first) == 0 &&
-        (!best || entry.first.size() > best->first.size()))
-      best = &entry;
-  return best;
-}
-
 }  // namespace
 
 const char* output_form_name(TemplateToolTurns::OutputForm f) {
@@ -105,7 +95,7 @@ void TemplateToolTurns::probe_turn_end() {
     throw ConfigError(tmpl_.origin() + ": tools with data.chat_template auto: the template does not write an " +
                       "assistant message's content as it is, so gspo cannot tell where its turns end");
   turn_end_ = text.substr(at + std::string(kProbeAnswer).size());
-  const auto* special = special_prefix(tok_, turn_end_);
+  const auto* special = special_at(tok_, turn_end_, 0);
   if (!special)
     throw ConfigError(tmpl_.origin() + ": tools with data.chat_template auto: the template ends an assistant message " +
                       "with " + tojson(ordered_json(turn_end_)) + ", which does not start with one of the tokenizer's " +
