@@ -237,30 +237,33 @@ def write_safetensors(path: str, tensors: dict) -> None:
             f.write(b)
 
 
-def export_tiny_qwen3_checkpoint(out: str) -> None:
+def export_tiny_qwen3_checkpoint(out: str, stem: str = "qwen3_tiny", seed: int = 11, hidden: int = 32,
+                                 layers: int = 2) -> None:
     """A random Qwen3-shaped Hugging Face directory (safetensors + the real Qwen3 tokenizer files from ../shared)
-    through export_hf.py: checks the qwen3 family path, the safetensors reader and the embedded HF tokenizer."""
+    through export_hf.py: checks the qwen3 family path, the safetensors reader and the embedded HF tokenizer. A
+    second, wider one (qwen3_teacher) is the distillation teacher of tests/golden/distill_reference.py."""
     tok_dir = os.path.join(HERE, "..", "..", "shared", "data", "tokenizers", "qwen3")
     if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
         print("no ../shared qwen3 tokenizer: skipping the qwen3 export")
         return
-    d = f"{out}/qwen3_tiny_hf"
+    d = f"{out}/{stem}_hf"
     os.makedirs(d, exist_ok=True)
-    cfg = {"model_type": "qwen3", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+    cfg = {"model_type": "qwen3", "hidden_size": hidden, "intermediate_size": 64, "num_hidden_layers": layers,
            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 151936,
            "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
            "tie_word_embeddings": True, "bos_token_id": 151643, "eos_token_id": 151645}
     json.dump(cfg, open(f"{d}/config.json", "w"))
-    g = torch.Generator().manual_seed(11)
-    sd = {"model.embed_tokens.weight": torch.randn(151936, 32, generator=g) * 0.02, "model.norm.weight": torch.ones(32)}
-    for i in range(2):
+    g = torch.Generator().manual_seed(seed)
+    H = hidden
+    sd = {"model.embed_tokens.weight": torch.randn(151936, H, generator=g) * 0.02, "model.norm.weight": torch.ones(H)}
+    for i in range(layers):
         p = f"model.layers.{i}."
-        for name, shape in [("self_attn.q_proj", (64, 32)), ("self_attn.k_proj", (32, 32)), ("self_attn.v_proj", (32, 32)),
-                            ("self_attn.o_proj", (32, 64)), ("mlp.gate_proj", (64, 32)), ("mlp.up_proj", (64, 32)),
-                            ("mlp.down_proj", (32, 64))]:
+        for name, shape in [("self_attn.q_proj", (64, H)), ("self_attn.k_proj", (32, H)), ("self_attn.v_proj", (32, H)),
+                            ("self_attn.o_proj", (H, 64)), ("mlp.gate_proj", (64, H)), ("mlp.up_proj", (64, H)),
+                            ("mlp.down_proj", (H, 64))]:
             sd[p + name + ".weight"] = torch.randn(*shape, generator=g) * 0.05
         for name in ["input_layernorm", "post_attention_layernorm"]:
-            sd[p + name + ".weight"] = torch.ones(32)
+            sd[p + name + ".weight"] = torch.ones(H)
         sd[p + "self_attn.q_norm.weight"] = torch.ones(16) + 0.1 * torch.randn(16, generator=g)
         sd[p + "self_attn.k_norm.weight"] = torch.ones(16) + 0.1 * torch.randn(16, generator=g)
     write_safetensors(f"{d}/model.safetensors", sd)
@@ -268,7 +271,7 @@ def export_tiny_qwen3_checkpoint(out: str) -> None:
         with open(os.path.join(tok_dir, name)) as src, open(f"{d}/{name}", "w") as dst:
             dst.write(src.read())
     subprocess.run([sys.executable, os.path.join(HERE, "..", "scripts", "export_hf.py"), "--hf", d, "--out",
-                    f"{out}/qwen3_tiny.pt", "--max-seq-len", "256"], check=True, stdout=subprocess.DEVNULL)
+                    f"{out}/{stem}.pt", "--max-seq-len", "256"], check=True, stdout=subprocess.DEVNULL)
 
 
 def export_tiny_qwen3_moe_checkpoint(out: str) -> None:
@@ -377,6 +380,7 @@ def main() -> None:
         f.write("this is not a zip archive\n")
     export_stories260k(out)
     export_tiny_qwen3_checkpoint(out)
+    export_tiny_qwen3_checkpoint(out, "qwen3_teacher", seed=12, hidden=48, layers=3)
     export_tiny_qwen3_moe_checkpoint(out)
     print(f"test models written to {out}")
 

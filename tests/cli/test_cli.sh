@@ -481,7 +481,33 @@ if have_shared qwen3-export "$SHARED/data/tokenizers/qwen3/tokenizer.json"; then
     --set algorithm.num_minibatches=1 --set rollout.max_new_tokens=4 --set train.max_steps=1 \
     --set 'tools.list=[{name: python, description: Run Python code, parameters: {type: object, properties: {code: {type: string}}}}]' \
     --set train.output_dir="$TMP/auto_tools_run"
+  # On-policy distillation (#69): a wider random Qwen3 teaches qwen3_tiny (one Qwen3 vocabulary); the step's line
+  # shows the teacher's KL, the summary its first and last, the rollouts the teacher's log-probs.
+  DISTILL=(train --config "$SRC/configs/tiny.yaml" --set model.path="$MODELS/qwen3_tiny.pt" --set rollout.group_size=2
+           --set rollout.prompts_per_step=2 --set algorithm.num_minibatches=1 --set rollout.max_new_tokens=4
+           --set train.max_steps=2 --set algorithm.loss=gspo_token --set distill.teacher="$MODELS/qwen3_teacher.pt")
+  expect distill-qwen3 0 "distill      reverse KL to the teacher" -- "$GSPO" "${DISTILL[@]}" \
+    --set train.output_dir="$TMP/distill_run" --set logging.rollouts_every=1
+  if grep -q '"distill_kl"' "$TMP/distill_run/metrics.jsonl" 2>/dev/null \
+     && grep -q '"teacher_logprobs"' "$TMP/distill_run/rollouts/step_00000001.jsonl" 2>/dev/null; then pass=$((pass+1))
+  else echo "FAIL distill-qwen3-files: no distill_kl in metrics.jsonl or no teacher_logprobs in the rollouts"; fail=$((fail+1)); fi
+  expect distill-narrow-teacher 2 "259 token ids, fewer than the 151936 the policy" -- "$GSPO" "${DISTILL[@]}" \
+    --set train.output_dir="$TMP/distill_narrow" --set distill.teacher="$MODELS/tiny.pt"
+  expect distill-reward-model 4 "reward_qwen3.pt" -- "$GSPO" "${DISTILL[@]}" \
+    --set train.output_dir="$TMP/distill_rm" --set distill.teacher="$MODELS/reward/reward_qwen3.pt"
+  GSPO_FAULT=teacher_nan expect distill-nan 0 "got no teacher term (1 with a non-finite teacher log-prob" -- "$GSPO" \
+    "${DISTILL[@]}" --set train.output_dir="$TMP/distill_nan"
 fi
+expect distill-needs-token-loss 2 "set algorithm.loss gspo_token" -- "$GSPO" train --config "$SRC/configs/tiny.yaml" \
+  --set model.path="$MODELS/tiny.pt" --set distill.teacher="$MODELS/tiny.pt" --set train.output_dir="$TMP/distill_gspo"
+expect distill-not-torchscript 4 "not_torchscript.pt" -- "$GSPO" train --config "$SRC/configs/tiny.yaml" \
+  --set model.path="$MODELS/tiny.pt" --set distill.teacher="$MODELS/not_torchscript.pt" --set algorithm.loss=grpo \
+  --set train.output_dir="$TMP/distill_bad"
+expect distill-missing 5 "no_such_teacher.pt" -- "$GSPO" train --config "$SRC/configs/tiny.yaml" \
+  --set model.path="$MODELS/tiny.pt" --set distill.teacher="$MODELS/no_such_teacher.pt" --set algorithm.loss=grpo \
+  --set train.output_dir="$TMP/distill_missing"
+expect plan-distill 0 "distillation teacher" -- "$GSPO" plan -c "$SRC/configs/qwen3-1.7b-distill.yaml" \
+  --hf-config "$SRC/configs/hf/qwen3-1.7b.json" --set distill.teacher="$SRC/configs/hf/qwen3-8b.json" -n 8 --prompt-tokens 1024
 
 # Qwen3-MoE export (sparse MoE layers + a dense one): the contract check and sampling.
 expect moe-inspect 0 "architecture qwen3_moe" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"

@@ -24,7 +24,7 @@ import shlex
 import sys
 
 # Keys that name files or folders though their names do not say so.
-PATH_KEYS = {"eval.datasets", "algorithm.reference_model"}
+PATH_KEYS = {"eval.datasets", "algorithm.reference_model", "distill.teacher"}
 # Where runs write: never expected to exist.
 OUTPUT_KEYS = {"train.output_dir", "output_dir"}
 OUTPUT_PREFIXES = ("runs/",)
@@ -37,6 +37,8 @@ GENERATED = {
     "models/qwen3-0.6b.pt": "scripts/export_hf.py",           # from a Hugging Face Qwen3-0.6B checkout (README)
     "models/qwen3-30b-a3b.pt": "scripts/export_hf.py",        # from Qwen3-30B-A3B (its config's header)
     "models/qwen3-8b-judge.pt": "scripts/export_hf.py",       # from Qwen3-8B: configs/qwen3-0.6b-judge.yaml's judge
+    "models/qwen3-1.7b.pt": "scripts/export_hf.py",           # from Qwen3-1.7B: configs/qwen3-1.7b-distill.yaml's student
+    "models/qwen3-8b.pt": "scripts/export_hf.py",             # from Qwen3-8B: configs/qwen3-1.7b-distill.yaml's teacher
 }
 # Public data too large to ship, downloaded by the user: path -> (the doc that says where from, what it must say).
 DOWNLOADED = {

@@ -60,6 +60,14 @@ for a, b in zip(runs["r2z3"], runs["r2z3b"]):
 held, freed = runs["r2z3k"][-1]["model_state_mb_per_rank"], runs["r2z3"][-1]["model_state_mb_per_rank"]
 assert held > 1.1 * freed, (held, freed)  # + 4 bytes x the decoder layers' parameters
 PY
+# On-policy distillation (distill.teacher, #69): each rank's teacher scores its own rows; the per-token advantages,
+# distill_kl and the teacher's counts over 2 ranks (ZeRO-1) and 3 (ZeRO-3, idle micro-batches in lockstep) are the
+# one process's. The teacher: another random byte model of the same vocabulary.
+DIST=(--set "distill.teacher=$MODELS/tiny.pt" --set algorithm.loss=gspo_token --set distill.reward_weight=0.5)
+run d1 1 "${DIST[@]}" && run d2z 2 "${DIST[@]}" --set distributed.zero_stage=1 && run d3z3 3 "${DIST[@]}" "${Z3[@]}" && {
+  same "distillation: 2 ranks ZeRO-1 = 1 process" d1 d2z
+  same "distillation: 3 ranks ZeRO-3 = 1 process" d1 d3z3
+}
 run t3z3 3 "${TIED[@]}" "${Z3[@]}" && INITIAL="$MODELS/tiny_qwen3.pt" same "tied embeddings: 3 ranks ZeRO-3 = 1 process" t1 t3z3
 run mr2z3 2 "${MOE[@]}" --set algorithm.routing_replay=old "${Z3[@]}" && \
   INITIAL="$MODELS/qwen3_moe_tiny.pt" same "qwen3_moe with routing replay: 2 ranks ZeRO-3 = 1 process" mr1 mr2z3

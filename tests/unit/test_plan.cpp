@@ -507,3 +507,30 @@ TEST_CASE("plan: a judge's weights and its pass (working set and KV cache) are c
   CHECK(exported.num_parameters() == model::Policy::load(test::model_path("judge/judge_qwen3.pt")).num_parameters());
 }
 
+
+TEST_CASE("plan: a distillation teacher's weights on every training rank and its pass, by hand", "[plan][distill]") {
+  // Qwen3-1.7B (tied head): 28 layers x 50,336,000 + embedding 151936 x 2048 + final norm 2048 = 1.72B (the model
+  // card's 1.7B, 1.4B without the embedding); Qwen3-8B teaches it.
+  const auto student = plan::read_hf_config(std::string(GSPO_SOURCE_DIR) + "/configs/hf/qwen3-1.7b.json");
+  CHECK(student.num_parameters() == 1720574976);
+  const auto teacher = plan::read_hf_config(std::string(GSPO_SOURCE_DIR) + "/configs/hf/qwen3-8b.json");
+  auto cfg = config::load("", {"model.device=cuda", "model.dtype=bfloat16", "algorithm.loss=gspo_token",
+                               "distill.teacher=t.pt", "rollout.prompts_per_step=8", "rollout.group_size=4",
+                               "rollout.max_new_tokens=1024", "algorithm.num_minibatches=2"});
+  plan::PlanInputs in;
+  in.world_size = 1;
+  in.prompt_tokens = 128;
+  const auto without = plan::plan_memory(student, cfg, in);
+  in.teacher = teacher;
+  const auto p = plan::plan_memory(student, cfg, in);
+  CHECK(term(p.resident, "distillation teacher") == 8190735360.0 * 2);  // distill.dtype auto: bf16 on CUDA
+  CHECK(p.resident_bytes == without.resident_bytes + 8190735360.0 * 2);
+  REQUIRE(p.phases.size() == without.phases.size() + 1);
+  CHECK(p.phases[2].name == "teacher");
+  // 16 rows x (128 + 1024) tokens a micro-batch; Qwen3-8B's layer: 2 x 4096 + (32 + 16) x 128 + 32 x 128 + 3 x 12288
+  const double T = 16 * (128 + 1024), width = 2 * 4096 + 48 * 128 + 32 * 128 + 3 * 12288;
+  CHECK(term(p.phases[2].terms, "teacher layer forward") == T * width * 2);
+  CHECK(term(p.phases[2].terms, "teacher head") == 1024 * 151936.0 * (2 + 8));  // a 1024-token chunk of the head
+  cfg.distill.dtype = config::ScoreDtype::kFloat32;
+  CHECK(term(plan::plan_memory(student, cfg, in).resident, "distillation teacher") == 8190735360.0 * 4);
+}

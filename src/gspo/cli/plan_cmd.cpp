@@ -11,6 +11,7 @@
 #include "gspo/core/error.h"
 #include "gspo/plan/memory.h"
 #include "gspo/plan/model_shape.h"
+#include "gspo/io/model_ref.h"
 #include "gspo/reward/scorers/scorer_table.h"
 
 namespace gspo::cli {
@@ -140,6 +141,10 @@ int plan(const PlanArgs& a) {
     // A policy export's shape, or a config.json's (a judge planned before its export).
     const bool hf = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
     in.scorers.push_back({row.kind, hf ? plan::read_hf_config(path) : plan::read_model_shape(path)});
+  }
+  if (const auto& t = cfg.distill.teacher; !t.empty()) {  // distillation: the teacher's weights and pass on trainers
+    const bool hf = t.size() >= 5 && t.compare(t.size() - 5, 5, ".json") == 0;
+    in.teacher = hf ? plan::read_hf_config(t) : plan::read_model_shape(io::resolve_model_ref(t).model);
   }
   const auto p = plan::plan_memory(shape, cfg, in);
   const int64_t K = cfg.distributed.rollout_ranks;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gspo/config/choices.h"
+#include "gspo/config/options_distill.h"
 #include "gspo/config/options_parallel.h"
 #include "gspo/config/options_reward.h"
 #include "gspo/config/rule.h"
@@ -486,6 +487,7 @@ struct Config {
   RewardOptions reward;
   ToolsOptions tools;
   AlgorithmOptions algorithm;
+  DistillOptions distill;
   OptimizerOptions optimizer;
   TrainOptions train;
   CheckpointOptions checkpoint;
@@ -504,6 +506,7 @@ struct Config {
     v("reward", reward, "verifiers that score responses");
     v("tools", tools, "tools the model may call (multi-turn rollouts)");
     v("algorithm", algorithm, "advantages and the policy loss");
+    v("distill", distill, "on-policy distillation: a teacher's per-token log-probs in the advantage");
     v("optimizer", optimizer, "AdamW and the learning-rate schedule");
     v("train", train, "the step loop");
     v("checkpoint", checkpoint, "checkpoint cadence and retention");

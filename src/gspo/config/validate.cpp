@@ -412,6 +412,15 @@ void validate_async(const Config& c, std::vector<std::string>& e) {
                 "trainers keep); turn one of them off");
 }
 
+// On-policy distillation: per-token advantages need the token-level loss.
+void validate_distill(const Config& c, std::vector<std::string>& e) {
+  if (c.distill.teacher.empty()) return;
+  if (c.algorithm.loss == LossKind::kGspo)
+    e.push_back(at(c, "distill.teacher") + ": distill.teacher gives every token its own advantage, which the "
+                "sequence-level algorithm.loss gspo cannot take (one advantage per sequence); set algorithm.loss "
+                "gspo_token (GSPO's clipped loss per token) or grpo");
+}
+
 std::vector<std::string> validate(const Config& c) {
   std::vector<std::string> e;
   const int64_t batch = c.rollout.prompts_per_step * c.rollout.group_size;
@@ -460,6 +469,7 @@ std::vector<std::string> validate(const Config& c) {
   validate_lora(c, e);
   validate_async(c, e);
   validate_shaping(c, e);
+  validate_distill(c, e);
   return e;
 }
 

@@ -343,6 +343,9 @@ void add_phases(const Sizes& z, const config::Config& cfg, const PlanInputs& in,
   else
     p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
   p.phases.push_back(phase("logprobs", logprobs_terms(z), p.resident_bytes));
+  if (in.teacher)  // (after each micro-batch's old log-probs, on its own)
+    p.phases.push_back(phase("teacher", teacher_pass_terms(cfg, in, z.Tm, z.head_tokens, z.head_what),
+                             p.resident_bytes));
   // The update's peak: the backward of one micro-batch, or the optimizer step, whichever is larger.
   const auto backward = backward_terms(z);
   const auto step = step_terms(z);
@@ -446,6 +449,7 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   p.resident = resident_terms(z, in.runtime_mb, p.host);
   if (z.offload) add_offload(z, p);
   for (auto& t : scoring_resident_terms(cfg, in)) p.resident.push_back(std::move(t));  // scoring, validation
+  for (auto& t : teacher_resident_terms(cfg, in)) p.resident.push_back(std::move(t));  // distill.teacher
   p.resident_bytes = sum(p.resident);
   if (z.lora)
     p.notes.push_back("LoRA rank " + std::to_string(cfg.model.lora_rank) + ": " + num(z.Na) + " adapter parameters (" +

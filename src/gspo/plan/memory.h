@@ -43,6 +43,13 @@ MemoryPlan plan_rollout_rank(const ModelShape& shape, const config::Config& cfg,
 std::vector<Term> scoring_resident_terms(const config::Config& cfg, const PlanInputs& in);
 std::vector<std::pair<std::string, Term>> scoring_pass_terms(const config::Config& cfg, const PlanInputs& in);
 
+// On-policy distillation (PlanInputs::teacher): the teacher's frozen weights on every training rank (distill.dtype),
+// and its pass over one micro-batch of `micro_tokens` tokens (a layer's working set at once, and the head's
+// `head_tokens` positions x vocab, as the student's old-log-prob pass): empty without a teacher.
+std::vector<Term> teacher_resident_terms(const config::Config& cfg, const PlanInputs& in);
+std::vector<Term> teacher_pass_terms(const config::Config& cfg, const PlanInputs& in, double micro_tokens,
+                                     double head_tokens, const std::string& head_what);
+
 // Activation bytes one token leaves for backward in one decoder layer (no checkpointing), and the transient bytes
 // of one layer's forward without autograd; `bytes` is the training dtype's size.
 double layer_saved_bytes_per_token(const ModelShape& s, int64_t layer, double bytes);

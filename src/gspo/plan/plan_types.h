@@ -2,6 +2,7 @@
 // whole plan. Apart from memory.h so the pieces that build and print a plan (sizes.h, plan_text.h) need not include it.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct PlanInputs {
   double runtime_mb = 0;        // the process's own memory before any model: LibTorch, the binary (measured)
   double device_gb = 80;        // what one rank may use, for the fit verdict
   std::vector<ScorerShape> scorers;  // the model-backed rewards in use (reward::model_scorers' order), with their shapes
+  std::optional<ModelShape> teacher;  // distill.teacher's shape, when set
 };
 
 struct Term {

@@ -12,14 +12,16 @@ namespace gspo::plan {
 namespace {
 
 // A model-backed scorer: bytes a parameter of its frozen weights (reward.model_dtype; auto: bfloat16 on CUDA).
-double reward_bytes(const config::Config& cfg) {
-  switch (cfg.reward.scorer.dtype) {
+double frozen_bytes(config::ScoreDtype dtype, const config::Config& cfg) {
+  switch (dtype) {
     case config::ScoreDtype::kFloat32: return 4;
     case config::ScoreDtype::kBFloat16: return 2;
     case config::ScoreDtype::kAuto: break;
   }
   return core::device_type(cfg.model.device, /*cuda_available=*/true, "model.device") == c10::kCPU ? 4 : 2;
 }
+
+double reward_bytes(const config::Config& cfg) { return frozen_bytes(cfg.reward.scorer.dtype, cfg); }
 
 // Its weights, held beside the policy on every rank that scores (and validates).
 Term weights_term(const reward::ModelScorerRow& row, const ModelShape& m, const config::Config& cfg) {
@@ -68,6 +70,24 @@ std::vector<std::pair<std::string, Term>> scoring_pass_terms(const config::Confi
   std::vector<std::pair<std::string, Term>> t;
   for (const auto& s : in.scorers) t.emplace_back(row_of(s).pass_phase, pass_term(row_of(s), s.shape, cfg));
   return t;
+}
+
+std::vector<Term> teacher_resident_terms(const config::Config& cfg, const PlanInputs& in) {
+  if (!in.teacher) return {};
+  const double b = frozen_bytes(cfg.distill.dtype, cfg), n = static_cast<double>(in.teacher->num_parameters());
+  return {{"distillation teacher", n * b, num(n) + " params x " + num(b) + " B (distill.teacher in distill.dtype, "
+           "frozen, whole on every training rank)"}};
+}
+
+std::vector<Term> teacher_pass_terms(const config::Config& cfg, const PlanInputs& in, double micro_tokens,
+                                     double head_tokens, const std::string& head_what) {
+  if (!in.teacher) return {};
+  const auto& m = *in.teacher;
+  const double b = frozen_bytes(cfg.distill.dtype, cfg), width = pass_width(m), V = static_cast<double>(m.vocab_size);
+  return {{"teacher layer forward", micro_tokens * width * b, num(micro_tokens) + " tokens x " + num(width) +
+           " (2H + q/k/v + attention out + 3 x intermediate) x " + num(b) + " B"},
+          {"teacher head", head_tokens * V * (b + 8), head_what + " x vocab " + num(V) + " x (" + num(b) +
+           " + 8) B (logits, float32 copy and log-softmax)"}};
 }
 
 }  // namespace gspo::plan

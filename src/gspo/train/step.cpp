@@ -18,6 +18,7 @@
 #include "gspo/train/rank_share.h"
 #include "gspo/train/report/rollout_log.h"
 #include "gspo/train/routing.h"
+#include "gspo/train/teacher_term.h"
 #include "gspo/train/engines/update_engine.h"
 
 namespace gspo::train {
@@ -92,7 +93,8 @@ std::vector<int64_t> StepRunner::select_rows(const rollout::RolloutBatch& b, con
   auto ka = keep.accessor<double, 1>();
   auto zv = adv.zero_variance.accessor<bool, 1>();
   for (int64_t r = 0; r < b.num_rows(); ++r) {
-    if (a.filter_zero_variance && zv[r / b.group_size]) continue;
+    // (a teacher gives every token a signal: zero-variance groups still learn from it)
+    if (a.filter_zero_variance && !p_.teacher && zv[r / b.group_size]) continue;
     if (a.filter_truncated && b.finish[r] == rollout::Finish::kLength) continue;
     ka[r] = 1.0;
   }
@@ -165,6 +167,7 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
                                       {}, mi.shape).logprobs;
       }
       if (mi.idle) continue;
+      if (p_.teacher) p_.teacher->apply(mi, P);  // (after old_lp: the per-token advantages compare with it)
       if (p_.reference)
         mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
                                       eval_pass_, {}, mi.shape).logprobs;
@@ -219,7 +222,10 @@ void StepRunner::write_rollouts(int64_t step, const Scored& s, const algo::Advan
                                b.prompt_len, temperature_, Entropy::kCompute, p_.cfg.train.logprob_chunk_tokens,
                                eval_pass_);
     const auto own = b.loss_mask.narrow(0, 0, n).to(torch::kFloat);
-    if (keep > 0) view = {(t.logprobs * own).cpu(), (t.entropy * own).cpu()};
+    if (keep > 0) view = {(t.logprobs * own).cpu(), (t.entropy * own).cpu(), {}};
+    if (keep > 0 && p_.teacher)  // (the teacher is whole on every rank: only the ranks that log run it)
+      view.teacher_logprobs = (p_.teacher->logprobs(b.input_ids.narrow(0, 0, n), b.attention_mask.narrow(0, 0, n),
+                                                    b.prompt_len) * own).cpu();
   }
   p_.rollouts->write(step, s, adv, first_row, view);
 }
@@ -268,6 +274,7 @@ StepMetrics StepRunner::run(Progress& progress) {
     auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);
     auto t = Clock::now();
     fill_old_logprobs(plan, batch.prompt_len, m);
+    if (p_.teacher) p_.teacher->take(m);
     m.time_old_logprobs_s = core::seconds_since(t);
     m.peak_mb_logprobs = logprobs_peak.mb();
     PhasePeak update_peak(device);

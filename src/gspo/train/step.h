@@ -27,6 +27,7 @@ namespace gspo::train {
 
 class UpdateEngine;
 class RolloutLog;
+class TeacherTerm;
 struct MiniBatch;
 
 // What a checkpoint restores besides the weights and the optimizer state.
@@ -56,6 +57,8 @@ struct StepParts {
   RolloutLog* rollouts = nullptr;
   // The training rows' data sources, sorted (data::number_sources): the names of the per-source metrics.
   std::vector<std::string> sources = {};
+  // distill.teacher set: the teacher whose per-token log-probs replace the rows' advantages (teacher_term.h).
+  TeacherTerm* teacher = nullptr;
   // -1 flips every advantage: only the test fault GSPO_FAULT=advantage_sign (setup/fault.h).
   double advantage_sign = 1;
 };

@@ -31,6 +31,7 @@
 #include "gspo/train/setup/assembly.h"
 #include "gspo/train/setup/expert_setup.h"
 #include "gspo/train/step.h"
+#include "gspo/train/teacher_term.h"
 
 namespace gspo::train {
 
@@ -45,6 +46,7 @@ struct Trainer::Impl {
   RunLogs logs;                                     // rank 0's files
   std::unique_ptr<eval::Validation> validation;     // eval.every > 0
   std::unique_ptr<RolloutLog> rollout_log;          // logging.rollouts_every > 0
+  std::unique_ptr<TeacherTerm> teacher;             // distill.teacher set: the assembly's teacher in the step
   std::vector<int64_t> carried;  // from the checkpoint resumed: groups partial rollouts carried past it
 
   Impl(const config::Config& c, parallel::Comm& cm) : cfg(c), config_yaml(config::to_yaml(c)), comm(cm) {}
@@ -80,7 +82,8 @@ struct Trainer::Impl {
     source->resume_carried(carried);
     return StepRunner({cfg, *a->policy, a->reference ? &*a->reference : nullptr, *a->verifier, *source, comm,
                        *a->engine, config::reference_is_base(cfg) ? a->lora.get() : nullptr,
-                       a->experts ? &a->experts->shards->group() : nullptr, rollout_log.get(), a->sources, a->fault.advantage_sign});
+                       a->experts ? &a->experts->shards->group() : nullptr, rollout_log.get(), a->sources,
+                       teacher.get(), a->fault.advantage_sign});
   }
 };
 
@@ -132,6 +135,7 @@ Trainer::Trainer(const config::Config& cfg_in, const std::string& resume, const 
   if (cfg.eval.every > 0)
     s.validation = std::make_unique<eval::Validation>(cfg, a.eval_model(false), *a.tok,
                                                       a.policy->manifest().max_seq_len, s.comm, *a.verifier);
+  if (a.teacher) s.teacher = std::make_unique<TeacherTerm>(cfg, *a.teacher, a.fault.teacher_nan);
   if (cfg.logging.rollouts_every > 0) s.rollout_log = std::make_unique<RolloutLog>(cfg, *a.tok, s.comm, where.device);
   if (s.comm.is_main())  // only rank 0 writes the run directory
     s.logs.open(cfg, s.config_yaml, s.progress->step, s.validation != nullptr, s.rollout_log.get());

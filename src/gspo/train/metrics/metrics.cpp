@@ -85,6 +85,7 @@ constexpr ShownRule kShownRules[] = {
        return reward::scores_with_models(in.cfg);
      }},
     {Shown::kSources, "rows name data sources", [](const ShownInputs& in) { return !in.m.source_names.empty(); }},
+    {Shown::kDistill, "distill.teacher set", [](const ShownInputs& in) { return !in.cfg.distill.teacher.empty(); }},
 };
 
 constexpr bool every_shown_once() {

@@ -61,6 +61,7 @@ enum class Shown {
   kComponents, // reward.components set
   kScoring,    // a reward model or a judge scores (reward.kind or a component model or judge)
   kSources,    // the training rows name data sources (data.source_key)
+  kDistill,    // distill.teacher set (on-policy distillation)
   kCount
 };
 
@@ -164,6 +165,11 @@ struct StepMetrics {
   int64_t optimizer_steps = 0, skipped_updates = 0;
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
   double time_routing_s = 0;
+  Mean distill_kl, distill_share;     // per trained token: log pi_old - log pi_T; |teacher term| over |both terms|
+  int64_t distill_failed_rows = 0;    // rows whose teacher log-probs were not finite (no teacher term), every rank
+  int64_t distill_long_rows = 0;      // rows longer than the teacher's context (no teacher term), every rank
+  int64_t teacher_tokens = 0;         // tokens through the teacher (padding included), every rank
+  double time_teacher_s = 0;
   int64_t sample_tokens = 0;
   int64_t sample_graph_captures = 0;  // CUDA graphs the sampler captured this step (rank 0)
   double kv_cache_mb = 0;             // KV cache the sampler allocated (largest at once, largest rank)
@@ -344,6 +350,22 @@ struct StepMetrics {
       "of those, rows they could not score (longer than reward.model_max_tokens, a judge's {answer} on a row without "
       "one, a non-finite score, a judgement without a score): each got reward 0 from that scorer; a warning names the "
       "reason when it is half of the rows or more");
+    v("distill_kl", distill_kl, Reduce::kMean, Match::kClose, Shown::kDistill,
+      "mean over the updated rows' trained tokens of log pi_old - log pi_teacher of the sampled token: the k1 "
+      "estimate of the per-token reverse KL to the teacher, which distillation drives down");
+    v("distill_teacher_share", distill_share, Reduce::kMean, Match::kClose, Shown::kDistill,
+      "sum of |coef x teacher term| over the sum of it and |reward_weight x A_i|, over trained tokens: how much of "
+      "the advantage comes from the teacher (1 with distill.reward_weight 0)");
+    v("distill_failed_rows", distill_failed_rows, Reduce::kSum, Match::kExact, Shown::kDistill,
+      "updated rows whose teacher log-probs were not finite on a trained token: they kept their reward term only "
+      "(a warning names the step), every rank");
+    v("distill_long_rows", distill_long_rows, Reduce::kSum, Match::kExact, Shown::kDistill,
+      "updated rows longer (prompt + response) than the teacher's context (its max_seq_len): they kept their reward "
+      "term only (a warning names the step), every rank");
+    v("teacher_tokens", teacher_tokens, Reduce::kSum, Match::kExact, Shown::kDistill,
+      "prompt and response tokens through the teacher this step (its micro-batches, padding included), every rank");
+    v("time_teacher_s", time_teacher_s, Reduce::kLocal, Match::kNone, Shown::kDistill,
+      "wall seconds of the teacher's passes (within time_old_logprobs_s)");
     v("time_old_logprobs_s", time_old_logprobs_s, Reduce::kLocal, Match::kNone, A,
       "wall seconds recomputing old (and reference) log-probs");
     v("time_update_s", time_update_s, Reduce::kLocal, Match::kNone, A, "wall seconds of the mini-batch updates");

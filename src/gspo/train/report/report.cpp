@@ -38,6 +38,13 @@ std::string progress_line(const StepMetrics& m, int64_t max_steps) {
                   m.tool_timeouts > 0 ? (" (" + std::to_string(m.tool_timeouts) + " timed out)").c_str() : "");
     line += buf;
   }
+  if (m.shown(Shown::kDistill)) {  // distillation: the student's reverse KL to the teacher on its samples
+    std::snprintf(buf, sizeof buf, " | teacher kl %.4f%s", m.distill_kl.value(),
+                  m.distill_failed_rows + m.distill_long_rows > 0
+                      ? (" (" + std::to_string(m.distill_failed_rows + m.distill_long_rows) + " rows unscored)").c_str()
+                      : "");
+    line += buf;
+  }
   if (m.shown(Shown::kAsync)) {  // rollout ranks: who waited for whom
     std::snprintf(buf, sizeof buf, " | idle trainer %.0f%% rollout %.0f%%", 100 * m.trainer_idle_frac,
                   100 * m.rollout_idle.value());
@@ -97,6 +104,12 @@ std::string summary_text(const TrainSummary& s) {
                   static_cast<long long>(s.tool_calls), static_cast<long long>(s.tool_errors),
                   s.tool_calls > 0 ? 100.0 * static_cast<double>(s.tool_errors) / static_cast<double>(s.tool_calls) : 0.0,
                   static_cast<long long>(s.tool_timeouts));
+    text += line;
+  }
+  if (s.distill) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  distill      reverse KL to the teacher %.4f -> %.4f   (first vs last 10%% of "
+                  "steps)\n", s.distill_kl_start, s.distill_kl_end);
     text += line;
   }
   if (s.dropped_prompts > 0)

@@ -88,6 +88,8 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
   const bool trainer = view.logprobs.defined() && view.logprobs.size(0) >= keep;
   const auto tlp = trainer ? view.logprobs.to(torch::kFloat).contiguous() : at::Tensor();
   const auto ent = trainer && view.entropy.defined() ? view.entropy.to(torch::kFloat).contiguous() : at::Tensor();
+  const auto teach = trainer && view.teacher_logprobs.defined() ? view.teacher_logprobs.to(torch::kFloat).contiguous()
+                                                                 : at::Tensor();
   const auto ids = b.input_ids.narrow(0, 0, keep).cpu(), mask = b.attention_mask.narrow(0, 0, keep).cpu();
   const auto own = b.loss_mask.narrow(0, 0, keep).cpu().to(torch::kFloat).contiguous();
   const auto lp = b.behaviour_logprobs.narrow(0, 0, keep).cpu().to(torch::kFloat).contiguous();
@@ -100,7 +102,7 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
     for (int64_t t = 0; t < P; ++t)
       if (mask[r][t].item<int64_t>() != 0) prompt.push_back(ids[r][t].item<int64_t>());
     const int64_t n = b.response_lengths[r];
-    std::vector<double> logprobs, trainer_lp, entropy;
+    std::vector<double> logprobs, trainer_lp, entropy, teacher_lp;
     std::vector<int64_t> response_ids;
     std::vector<std::string> pieces;  // each response token's text (special tokens written; a partial UTF-8 character
                                       // of a byte token becomes U+FFFD in the JSON)
@@ -110,6 +112,7 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
       logprobs.push_back(short_float(lp[r][t].item<float>()));
       if (tlp.defined()) trainer_lp.push_back(short_float(tlp[r][t].item<float>()));
       if (ent.defined()) entropy.push_back(short_float(ent[r][t].item<float>()));
+      if (teach.defined()) teacher_lp.push_back(short_float(teach[r][t].item<float>()));  // (NaN: null)
     }
     const int64_t row = first_row + r, version = s.versions.empty() ? step - 1 : s.versions[r];
     nlohmann::ordered_json j{{"step", step}, {"row", row}, {"group", row / G},
@@ -133,6 +136,7 @@ std::string RolloutLog::rows_json(int64_t step, const Scored& s, const algo::Adv
     j["logprobs"] = logprobs;
     if (tlp.defined()) j["trainer_logprobs"] = trainer_lp;
     if (ent.defined()) j["entropy"] = entropy;
+    if (teach.defined()) j["teacher_logprobs"] = teacher_lp;
     out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   return out;

@@ -38,6 +38,7 @@ class RolloutLog {
   // [rows_here(), R] float32 on the CPU, 0 on inserted tokens; undefined = not computed.
   struct TrainerView {
     at::Tensor logprobs, entropy;
+    at::Tensor teacher_logprobs;  // distill.teacher set: the teacher's log-probs of the same tokens
   };
 
   // Whether rollout step `step` (counted from 1, as metrics.jsonl's "step") writes its rollouts.

@@ -28,6 +28,10 @@ void RunTally::add(const StepMetrics& m, int64_t step, TrainSummary& sum) {
   sum.skipped_updates += m.skipped_updates;
   warn_flat(m, step);
   if (m.shown(Shown::kScoring)) warn_scoring_failures(m);
+  if (m.shown(Shown::kDistill)) {
+    distill_kl_.push_back(m.distill_kl.value());
+    warn_teacher_failures(m);
+  }
   if (m.shown(Shown::kTools)) {
     sum.tools = true;
     sum.tool_calls += std::llround(m.tool_calls.sum);
@@ -53,6 +57,9 @@ void RunTally::into(TrainSummary& s) const {
   s.reward_end = window_mean(rewards_, false);
   s.accuracy_start = window_mean(accs_, true);
   s.accuracy_end = window_mean(accs_, false);
+  s.distill = !distill_kl_.empty();
+  s.distill_kl_start = window_mean(distill_kl_, true);
+  s.distill_kl_end = window_mean(distill_kl_, false);
   const auto& a = async_;
   s.lag_mean = a.rows > 0 ? a.lag / a.rows : 0;
   s.lag_max = a.lag_max;
@@ -68,6 +75,7 @@ void RunTally::warn_flat(const StepMetrics& m, int64_t step) {
   flat_steps_ = m.reward.max() == m.reward.min() ? flat_steps_ + 1 : 0;
   if (!main_ || !say_in_a_row(flat_steps_)) return;
   const double r = m.reward.min();
+  if (m.shown(Shown::kDistill)) return;  // (the teacher's per-token terms still teach)
   log::warn("step {}: every reward of the batch is {} ({} step(s) in a row): no learning signal this step{}", step, r,
             flat_steps_, r <= 0 ? "; if it persists, check the answers and the verifier (gspo generate shows responses)"
                                 : "");
@@ -95,6 +103,17 @@ void RunTally::warn_scoring_failures(const StepMetrics& m) {
             "{}): they get reward 0 from it; metrics.jsonl counts them in reward_model_failed",
             m.step, m.reward_model_failed, m.reward_model_rows, unscored_steps_,
             m.reward_model_failure.empty() ? "on another rank" : m.reward_model_failure);
+}
+
+// A step with rows the distillation teacher could not score (every rank's): they kept their reward term only.
+void RunTally::warn_teacher_failures(const StepMetrics& m) {
+  const int64_t bad = m.distill_failed_rows + m.distill_long_rows;
+  untaught_steps_ = bad > 0 ? untaught_steps_ + 1 : 0;
+  if (!main_ || !say_in_a_row(untaught_steps_)) return;
+  log::warn("step {}: {} of {} updated rows got no teacher term ({} with a non-finite teacher log-prob, {} longer "
+            "than the teacher's context; {} step(s) in a row): they kept their reward term only; metrics.jsonl counts "
+            "them in distill_failed_rows and distill_long_rows", m.step, bad, m.update_sequences,
+            m.distill_failed_rows, m.distill_long_rows, untaught_steps_);
 }
 
 }  // namespace gspo::train

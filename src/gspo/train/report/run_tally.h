@@ -1,6 +1,6 @@
 // What the training loop keeps across its steps for the end-of-run summary (summary.h) and for the warnings that count
 // steps in a row: a batch of equal rewards, tool calls that mostly failed, rows the reward model or judge could not
-// score. Each is said on its first step and every 20th in a row, so a persistent problem is noticed without a line
+// score, rows the distillation teacher could not score. Each is said on its first step and every 20th in a row, so a persistent problem is noticed without a line
 // every step.
 #pragma once
 #include <cstdint>
@@ -30,12 +30,15 @@ class RunTally {
   void warn_flat(const StepMetrics& m, int64_t step);
   void warn_tool_errors(const StepMetrics& m);
   void warn_scoring_failures(const StepMetrics& m);
+  void warn_teacher_failures(const StepMetrics& m);
 
   bool main_;
   std::vector<double> rewards_, accs_;
   int64_t flat_steps_ = 0;      // consecutive steps whose rewards were all equal
   int64_t tool_steps_ = 0;      // consecutive steps at least half of whose tool calls failed
   int64_t unscored_steps_ = 0;  // consecutive steps at least half of whose rows the reward model or judge failed
+  int64_t untaught_steps_ = 0;  // consecutive steps with rows the distillation teacher could not score
+  std::vector<double> distill_kl_;
   Async async_;
 };
 

@@ -35,6 +35,9 @@ struct TrainSummary {
   // Multi-turn rollouts (tools.list set): over this invocation's steps, every rank's calls.
   bool tools = false;
   int64_t tool_calls = 0, tool_errors = 0, tool_timeouts = 0;
+  // On-policy distillation (distill.teacher): distill_kl over the first / last 10% of this invocation's steps.
+  bool distill = false;
+  double distill_kl_start = 0, distill_kl_end = 0;
   bool interrupted = false;
   bool is_main = true;                     // rank 0 (or a single process): the one that wrote metrics and checkpoints
   std::string last_checkpoint;  // "" when none was written

@@ -18,6 +18,7 @@
 #include "gspo/rollout/sampling_config.h"
 #include "gspo/tokenizer/tokenizer.h"
 #include "gspo/train/setup/expert_setup.h"
+#include "gspo/train/setup/teacher.h"
 #include "gspo/train/sources/partial_source.h"
 #include "gspo/train/sources/training_data.h"
 
@@ -239,6 +240,8 @@ Assembly::Assembly(config::Config& cfg, const Role& role, c10::Device dev, paral
   sources = data::number_sources(examples);  // (every process numbers the same rows alike)
   if (role.trains && role.main && !cfg.data.mix.empty()) log::info("{}", data::describe_mix(cfg.data, examples));
   if (role.trains) engine = make_engine(*this, cfg, comm);
+  if (role.trains && !cfg.distill.teacher.empty())  // (the rollout ranks sample only: the trainers score their rows)
+    teacher.emplace(load_teacher(cfg, device, *tok, *policy));
   if (lora) merged_copy(*this, cfg, role);
   // After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
   auto sp = rollout::sampling_params(cfg);

@@ -61,6 +61,7 @@ struct Assembly {
   std::unique_ptr<UpdateEngine> engine;       // a trainer's
   std::optional<SamplingCopy> sampling_copy;  // what samples when the policy cannot (see sampling_copy.h)
   std::optional<model::Policy> reference;     // a trainer's KL reference (algorithm.kl_coef > 0, not the base)
+  std::optional<model::Policy> teacher;       // a trainer's distillation teacher (distill.teacher; teacher.h)
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<data::Example> examples;        // the training rows that fit the model
   std::vector<std::string> sources;            // their data sources, sorted: what each row's source_id counts in

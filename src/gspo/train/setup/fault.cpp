@@ -16,9 +16,10 @@ Fault read_fault() {
   else if (f.name == "clip_x10") f.clip_scale = 10;
   else if (f.name == "temperature_2") f.temperature = 2.0;
   else if (f.name == "advantage_sign") f.advantage_sign = -1;
+  else if (f.name == "teacher_nan") f.teacher_nan = true;
   else
-    throw ConfigError("GSPO_FAULT='" + f.name + "' is not a test fault: lr_x10, temperature_2, advantage_sign or "
-                      "clip_x10 (unset it to train normally)");
+    throw ConfigError("GSPO_FAULT='" + f.name + "' is not a test fault: lr_x10, temperature_2, advantage_sign, "
+                      "clip_x10 or teacher_nan (unset it to train normally)");
   return f;
 }
 
