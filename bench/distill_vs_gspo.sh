@@ -3,26 +3,32 @@
 # docs/distillation.md, "Measured"). A measurement, not a test. Needs build/gspo (bash scripts/build.sh) and the pinned
 # Python environment; the models are made here (nothing downloaded).
 #
-#   bash bench/distill_vs_gspo.sh [DIR]      # DIR defaults to runs/distill-bench; table and curves in DIR/table.md
+#   bash bench/distill_vs_gspo.sh [DIR]      # DIR defaults to runs/distill-bench; the table also in DIR/table.md
 #
-# The task is the demo's (configs/tiny.yaml: single-digit sums, 16 prompts x 8 samples a step). The teacher is the
-# demo trained to its final accuracy (TEACHER_STEPS steps, seed 0). Each student starts from the demo's starting model
-# (the byte model with the digit prior, accuracy ~0.03) and trains STEPS steps, SEEDS times (train.seed and rollout.seed
-# 0, 1, ...), with
-#   gspo      the demo's recipe: the exact reward, algorithm.loss gspo (the baseline)
-#   distill   distill.teacher = the teacher, reward_weight 0 (the reward only logged), algorithm.loss LOSS
-# Printed: per method the mean over seeds of the sampled accuracy (correct_mean) every 5 steps, the first step whose
-# 5-step mean reaches 90% of the teacher's final accuracy (each seed), and distill_kl at the start and the end.
-# Environment: STEPS (60), SEEDS (3), TEACHER_STEPS (200), LOSS (gspo_token).
+# The task is the demo's (configs/tiny.yaml: sums, 16 prompts x 8 samples a step), harder with TASK (extra --set
+# arguments of every run). The teacher is the demo's recipe (GSPO, the exact reward) run TEACHER_STEPS steps from the
+# demo's starting model (the byte model with the digit prior). Each student starts from that same model and trains
+# STEPS steps, SEEDS times (train.seed and rollout.seed 0, 1, ...), with
+#   gspo      the demo's recipe: the exact reward, algorithm.loss gspo, optimizer.lr 5e-4, grad_clip 1 (the baseline)
+#   distill   distill.teacher = the teacher, distill.objective OBJECTIVE, reward_weight DISTILL_RW (0: the reward only
+#             logged), algorithm.loss LOSS, optimizer.lr DISTILL_LR, grad_clip DISTILL_CLIP, distill.clip
+#             DISTILL_TERM_CLIP
+# Printed: per method the mean over seeds of the sampled accuracy every 5 steps, the first step whose 5-step mean
+# reaches 90% of the teacher's final accuracy (its last 10% of steps), per seed, and distill_kl at the start and end.
+# Environment (defaults): STEPS (60), SEEDS (3), TEACHER_STEPS (200), TASK (""), OBJECTIVE (reverse_kl), LOSS (grpo),
+# DISTILL_LR (5e-4), DISTILL_CLIP (10), DISTILL_TERM_CLIP (0), DISTILL_RW (0). Runs already in DIR are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR="${1:-runs/distill-bench}"
-STEPS="${STEPS:-60}" SEEDS="${SEEDS:-3}" TEACHER_STEPS="${TEACHER_STEPS:-200}" LOSS="${LOSS:-gspo_token}"
+STEPS="${STEPS:-60}" SEEDS="${SEEDS:-3}" TEACHER_STEPS="${TEACHER_STEPS:-200}" LOSS="${LOSS:-grpo}"
+DISTILL_CLIP="${DISTILL_CLIP:-10}" DISTILL_LR="${DISTILL_LR:-5.0e-4}" DISTILL_TERM_CLIP="${DISTILL_TERM_CLIP:-0}"
+DISTILL_RW="${DISTILL_RW:-0}" OBJECTIVE="${OBJECTIVE:-reverse_kl}"
 source scripts/pyenv.sh
 mkdir -p "$DIR"
 START="$DIR/start.pt"
 [ -f "$START" ] || "$GSPO_PY" scripts/make_tiny_model.py --out "$START" --prior-text 0123456789 --prior-logit 3.0 >/dev/null
-COMMON=(--config configs/tiny.yaml --set "model.path=$START" --set checkpoint.every=0)
+read -ra TASK <<<"${TASK:-}"  # extra --set arguments of every run (the teacher's too), e.g. a harder task
+COMMON=(--config configs/tiny.yaml --set "model.path=$START" --set checkpoint.every=0 "${TASK[@]}")
 if [ ! -f "$DIR/teacher/metrics.jsonl" ]; then
   echo "teacher: the demo, $TEACHER_STEPS steps"
   build/gspo train "${COMMON[@]}" --set "train.output_dir=$DIR/teacher" --set "train.max_steps=$TEACHER_STEPS" \
@@ -33,7 +39,10 @@ for seed in $(seq 0 $((SEEDS - 1))); do
     out="$DIR/$method-$seed"
     [ -f "$out/metrics.jsonl" ] && [ "$(wc -l < "$out/metrics.jsonl")" -ge "$STEPS" ] && continue
     extra=()
-    [ "$method" = distill ] && extra=(--set "distill.teacher=$DIR/teacher" --set "algorithm.loss=$LOSS")
+    [ "$method" = distill ] && extra=(--set "distill.teacher=$DIR/teacher" --set "algorithm.loss=$LOSS"
+                                     --set "optimizer.grad_clip=$DISTILL_CLIP" --set "optimizer.lr=$DISTILL_LR"
+                                     --set "distill.clip=$DISTILL_TERM_CLIP" --set "distill.reward_weight=$DISTILL_RW"
+                                     --set "distill.objective=$OBJECTIVE")
     echo "$method seed $seed"
     build/gspo train "${COMMON[@]}" --set "train.output_dir=$out" --set "train.max_steps=$STEPS" \
       --set "train.seed=$seed" --set "rollout.seed=$seed" --set data.holdout=0 "${extra[@]}" > "$out.log" 2>&1 \
@@ -47,17 +56,17 @@ def lines(run):
     return [json.loads(l) for l in open(f"{d}/{run}/metrics.jsonl") if l.strip()]
 teacher = lines("teacher")
 tail = teacher[-max(1, len(teacher) // 10):]
-t_acc = sum(m["correct_mean"] for m in tail) / len(tail)
+t_acc = sum(m["accuracy"] for m in tail) / len(tail)
 target = 0.9 * t_acc
 print(f"teacher: {len(teacher)} steps of the demo, sampled accuracy over its last 10% of steps {t_acc:.3f}; "
       f"target 90% of it = {target:.3f}\n")
 curves, reach, kl = {}, {}, {}
 for method in ("gspo", "distill"):
     runs = [lines(f"{method}-{s}") for s in range(seeds)]
-    curves[method] = [sum(r[i]["correct_mean"] for r in runs) / seeds for i in range(steps)]
+    curves[method] = [sum(r[i]["accuracy"] for r in runs) / seeds for i in range(steps)]
     reach[method] = []
     for r in runs:
-        acc = [m["correct_mean"] for m in r]
+        acc = [m["accuracy"] for m in r]
         hit = next((i + 1 for i in range(4, len(acc)) if sum(acc[i - 4:i + 1]) / 5 >= target), None)
         reach[method].append(hit)
     if method == "distill":

@@ -491,6 +491,11 @@ if have_shared qwen3-export "$SHARED/data/tokenizers/qwen3/tokenizer.json"; then
   if grep -q '"distill_kl"' "$TMP/distill_run/metrics.jsonl" 2>/dev/null \
      && grep -q '"teacher_logprobs"' "$TMP/distill_run/rollouts/step_00000001.jsonl" 2>/dev/null; then pass=$((pass+1))
   else echo "FAIL distill-qwen3-files: no distill_kl in metrics.jsonl or no teacher_logprobs in the rollouts"; fail=$((fail+1)); fi
+  expect distill-qwen3-jsd 0 "teacher kl" -- "$GSPO" "${DISTILL[@]}" --set train.output_dir="$TMP/distill_jsd" \
+    --set distill.objective=jsd --set distill.top_k=8 --set distill.reward_weight=0.5 --set algorithm.loss=gspo
+  if "$PYTHON" -c "import json,sys; ms=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if all(m['distill_divergence'] > 0 for m in ms) else 1)" \
+     "$TMP/distill_jsd/metrics.jsonl" 2>/dev/null; then pass=$((pass+1))
+  else echo "FAIL distill-qwen3-jsd-divergence: distill_divergence not positive at every step"; fail=$((fail+1)); fi
   expect distill-narrow-teacher 2 "259 token ids, fewer than the 151936 the policy" -- "$GSPO" "${DISTILL[@]}" \
     --set train.output_dir="$TMP/distill_narrow" --set distill.teacher="$MODELS/tiny.pt"
   expect distill-reward-model 4 "reward_qwen3.pt" -- "$GSPO" "${DISTILL[@]}" \

@@ -51,6 +51,12 @@ mb = [m["weight_sync_mb"] for m in lines]
 assert all(x > 0 for x in mb[:-1]) and mb[-1] == 0 and len(set(mb[:-1])) == 1, mb
 PY
 
+# On-policy distillation beside a rollout rank (#69): the trainer's teacher scores the rows it receives (the rollout
+# rank never loads it: the terms are made where the update runs); max_staleness 0: the one process's run.
+DIST=(--set "distill.teacher=$MODELS/tiny.pt" --set algorithm.loss=gspo_token --set distill.reward_weight=0.5)
+run d1 1 "${DIST[@]}" && run da11 2 "${K1[@]}" "${DIST[@]}" && \
+  CMP_EXTRA="--one-sided $ASYNC_ONLY" same "distillation: 1 rollout rank + 1 trainer, max_staleness 0 = 1 process" d1 da11
+
 # --- max_staleness 1 and 2: bounded, exact lags; the schedule does not depend on the layout --------------------------
 run s1 2 "${K1[@]}" --set async.max_staleness=1 && run s1b 3 "${K2[@]}" --set async.max_staleness=1 && {
   if out=$(lags s1 1); then ok "max_staleness 1: lag per step $out"; else bad "max_staleness 1 lags: $out" "$TMP/s1.log"; fi

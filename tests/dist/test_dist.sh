@@ -68,6 +68,9 @@ run d1 1 "${DIST[@]}" && run d2z 2 "${DIST[@]}" --set distributed.zero_stage=1 &
   same "distillation: 2 ranks ZeRO-1 = 1 process" d1 d2z
   same "distillation: 3 ranks ZeRO-3 = 1 process" d1 d3z3
 }
+JSD=(--set "distill.teacher=$MODELS/tiny.pt" --set distill.objective=jsd --set distill.top_k=16 --set distill.reward_weight=0.5)
+run dj1 1 "${JSD[@]}" && run dj2z 2 "${JSD[@]}" --set distributed.zero_stage=1 \
+  && same "distillation over the teacher's top-16 (jsd): 2 ranks ZeRO-1 = 1 process" dj1 dj2z
 run t3z3 3 "${TIED[@]}" "${Z3[@]}" && INITIAL="$MODELS/tiny_qwen3.pt" same "tied embeddings: 3 ranks ZeRO-3 = 1 process" t1 t3z3
 run mr2z3 2 "${MOE[@]}" --set algorithm.routing_replay=old "${Z3[@]}" && \
   INITIAL="$MODELS/qwen3_moe_tiny.pt" same "qwen3_moe with routing replay: 2 ranks ZeRO-3 = 1 process" mr1 mr2z3

@@ -107,6 +107,14 @@ print(max(sync))" "$TMP/la11/metrics.jsonl")" && "$PY" -c "import sys; sys.exit(
   else bad "LoRA weight sync size: $mb MB" "$TMP/la11.rank0.log"; fi
 }
 
+# --- a LoRA student with a distillation teacher (#69): the teacher scores the merged-adapter student's rows; ZeRO-3
+# shards the student's frozen base, the teacher stays whole on each rank. (lr 1e-3: at L's 5e-3 an Adam step of a
+# near-zero gradient element amplifies summation-order rounding to ~1e-5 after 4 steps, the comparison's tolerance.)
+DIST=(--set "distill.teacher=$MODELS/tiny.pt" --set algorithm.loss=gspo_token --set distill.reward_weight=0.5
+      --set optimizer.lr=1e-3)
+run ld1 1 "${L[@]}" "${DIST[@]}" && run ld2z3 2 "${L[@]}" "${DIST[@]}" "${Z3[@]}" \
+  && same "LoRA student distilled, 2 ranks ZeRO-3 = 1 process" ld1 ld2z3
+
 # --- resume: bit for bit; another base or a full-fine-tuning config refused --------------------------------------
 launch lres 1 2 "${L[@]}" && launch lres 1 "$STEPS" "${L[@]}" --resume auto && {
   if CMP_EXTRA="--weight-tol 0" compare "LoRA resumed at step 2" l1 lres; then

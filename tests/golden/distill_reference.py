@@ -9,7 +9,9 @@ log_softmax(logits / T) of the sampled id under each, and for a few option sets 
 
     A_{i,t} = reward_weight * A_i + coef * clip(log pi_T - log pi_S, -c, c)    (c = 0: no clip)
 
-on the trained tokens (0 elsewhere), and the mean k1 reverse-KL estimate log pi_S - log pi_T over them. Written in the
+on the trained tokens (0 elsewhere), and the mean k1 reverse-KL estimate log pi_S - log pi_T over them; the teacher's
+top-k log-probs and ids, and each sequence's forward KL and generalised JSD over the top k (and over the whole
+vocabulary, directly). Written in the
 rollout layout gspo's passes take (prompts left-padded to P columns, responses right-padded to R) to
 TEST_MODELS_DIR/distill_cases.json. Skips (saying so, no file written) without the Qwen3 models."""
 import json, os, sys
@@ -71,6 +73,54 @@ for coef, reward_weight, clip in [(1.0, 0.0, 0.0), (0.5, 0.3, 0.0), (2.0, 1.0, 0
         adv.append(row)
     cases.append({"coef": coef, "reward_weight": reward_weight, "clip": clip, "advantages": adv, "kl_mean": kl / tokens,
                   "teacher_share": teacher_abs / (teacher_abs + reward_abs)})
+
+
+# forward_kl and jsd over the teacher's top-k at each response position (docs/algorithm.md): the teacher renormalised
+# over its top k; forward KL against the student's full log-softmax, JSD against the student renormalised over them
+# too. With k = V (the whole vocabulary) the same formulas are the exact divergences, computed here directly.
+def full_logprobs(model, p, r):
+    x = torch.tensor([p + r])
+    with torch.no_grad():
+        logits = model(input_ids=x).logits[0].double() / T
+    return torch.log_softmax(logits, -1)[len(p) - 1:len(p) - 1 + len(r)]  # [len(r), V]
+
+
+def divergence(objective, beta, lt, ls):
+    if objective == "forward_kl":
+        return (lt.exp() * (lt - ls)).sum(-1)
+    lm = torch.logsumexp(torch.stack([lt + torch.log(torch.tensor(beta, dtype=lt.dtype)),
+                                      ls + torch.log(torch.tensor(1 - beta, dtype=lt.dtype))]), 0)
+    return beta * (lt.exp() * (lt - lm)).sum(-1) + (1 - beta) * (ls.exp() * (ls - lm)).sum(-1)
+
+
+K = 8
+top_lp, top_ids, topk_cases = [], [], []
+full_t = [full_logprobs(teacher, p, r) for p, r in zip(prompts, responses)]
+full_s = [full_logprobs(student, p, r) for p, r in zip(prompts, responses)]
+for ft in full_t:
+    v, i = ft.topk(K, -1)
+    pad = R - v.shape[0]
+    top_lp.append(v.tolist() + [[0.0] * K] * pad)
+    top_ids.append(i.tolist() + [[0] * K] * pad)
+for objective, beta, k in [("forward_kl", 0.5, K), ("jsd", 0.5, K), ("jsd", 0.3, K), ("forward_kl", 0.5, 0),
+                           ("jsd", 0.3, 0)]:
+    per_seq = []
+    for i in range(n):
+        ft, fs = full_t[i], full_s[i]
+        if k:  # the top-k sets: teacher renormalised; the student full (forward KL) or renormalised (JSD)
+            ids_k = ft.topk(k, -1).indices
+            lt = torch.log_softmax(ft.gather(-1, ids_k), -1)
+            ls = fs.gather(-1, ids_k)
+            if objective == "jsd":
+                ls = torch.log_softmax(ls, -1)
+        else:  # the whole vocabulary, directly
+            lt, ls = ft, fs
+        d = divergence(objective, beta, lt, ls)
+        m = torch.tensor(loss_mask[i][:len(responses[i])], dtype=d.dtype)
+        per_seq.append(((d * m).sum() / m.sum()).item())
+    topk_cases.append({"objective": objective, "jsd_beta": beta, "top_k": k, "per_sequence": per_seq})
 json.dump({"temperature": T, "prompt_len": P, "ids": ids, "mask": mask, "loss_mask": loss_mask, "seq_adv": seq_adv,
-           "teacher_lp": t_lp, "student_lp": s_lp, "cases": cases}, open(f"{out}/distill_cases.json", "w"))
-print(f"distill_cases.json: {n} rows (P {P}, R {R}), {len(cases)} option sets, temperature {T}")
+           "teacher_lp": t_lp, "student_lp": s_lp, "cases": cases, "top_k": K, "teacher_top_lp": top_lp,
+           "teacher_top_ids": top_ids, "topk_cases": topk_cases}, open(f"{out}/distill_cases.json", "w"))
+print(f"distill_cases.json: {n} rows (P {P}, R {R}), {len(cases)} option sets, {len(topk_cases)} divergences, "
+      f"temperature {T}")

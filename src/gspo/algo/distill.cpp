@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 namespace gspo::algo {
 
 DistillTerms distill_advantages(const at::Tensor& seq_adv, const at::Tensor& teacher_lp, const at::Tensor& old_lp,
@@ -31,6 +33,22 @@ DistillTerms distill_advantages(const at::Tensor& seq_adv, const at::Tensor& tea
   out.reward_abs = s[3];
   out.failed_rows = static_cast<int64_t>(s[4]);
   return out;
+}
+
+at::Tensor topk_divergence(const at::Tensor& student_lp, const at::Tensor& teacher_lp, const at::Tensor& mask,
+                           config::DistillObjective objective, double jsd_beta) {
+  const auto lt = teacher_lp - teacher_lp.logsumexp(-1, /*keepdim=*/true);  // log q_T over S
+  const auto qt = lt.exp();
+  at::Tensor d;
+  if (objective == config::DistillObjective::kForwardKl) {
+    d = (qt * (lt - student_lp)).sum(-1);
+  } else {
+    const auto ls = student_lp - student_lp.logsumexp(-1, /*keepdim=*/true);  // log q_S over S
+    const auto lm = torch::logsumexp(torch::stack({lt + std::log(jsd_beta), ls + std::log1p(-jsd_beta)}), 0);
+    d = jsd_beta * (qt * (lt - lm)).sum(-1) + (1 - jsd_beta) * (ls.exp() * (ls - lm)).sum(-1);
+  }
+  const auto m = mask.to(torch::kFloat);
+  return (d * m).sum(1) / m.sum(1).clamp_min(1);
 }
 
 }  // namespace gspo::algo

@@ -31,4 +31,15 @@ struct DistillTerms {
 DistillTerms distill_advantages(const at::Tensor& seq_adv, const at::Tensor& teacher_lp, const at::Tensor& old_lp,
                                 const at::Tensor& mask, const config::DistillOptions& opts);
 
+// forward_kl and jsd (distill.objective) at each trained position t, over S = the teacher's top-k ids there, the
+// teacher renormalised over S: q_T(v) = p_T(v) / sum_{u in S} p_T(u).
+//   forward_kl: D_t = sum_{v in S} q_T(v) (log q_T(v) - log p_S(v))     (p_S: the student's full softmax)
+//   jsd:        q_S = p_S renormalised over S, M = beta q_T + (1 - beta) q_S,
+//               D_t = beta KL(q_T || M) + (1 - beta) KL(q_S || M)
+// With S the whole vocabulary both are the exact divergences. student_lp / teacher_lp [n, R, k] float32 (log p at
+// the ids of S), mask [n, R]. Returns the per-sequence mean (1/|y_i|) sum_t mask D_t, [n], differentiable with
+// respect to student_lp (a row without masked tokens: 0).
+at::Tensor topk_divergence(const at::Tensor& student_lp, const at::Tensor& teacher_lp, const at::Tensor& mask,
+                           config::DistillObjective objective, double jsd_beta);
+
 }  // namespace gspo::algo

@@ -102,6 +102,13 @@ const std::vector<Choice<RewardScale>>& choices(RewardScale) {
       {"group", RewardScale::kGroup}, {"batch", RewardScale::kBatch}, {"none", RewardScale::kNone}};
   return c;
 }
+const std::vector<Choice<DistillObjective>>& choices(DistillObjective) {
+  static const std::vector<Choice<DistillObjective>> c{{"reverse_kl", DistillObjective::kReverseKl},
+                                                       {"forward_kl", DistillObjective::kForwardKl},
+                                                       {"jsd", DistillObjective::kJsd}};
+  return c;
+}
+
 const std::vector<Choice<ScoreDtype>>& choices(ScoreDtype) {
   static const std::vector<Choice<ScoreDtype>> c{
       {"auto", ScoreDtype::kAuto}, {"float32", ScoreDtype::kFloat32}, {"bfloat16", ScoreDtype::kBFloat16}};

@@ -25,6 +25,7 @@ enum class RewardKind { kAuto, kExact, kLeadingInteger, kMath, kCode, kRegex, kF
                         kJudge };
 enum class ScoreDtype { kAuto, kFloat32, kBFloat16 };  // reward.model_dtype: auto = bfloat16 on CUDA, float32 on the CPU
 enum class JudgeMode { kVerdict, kSampled };  // reward.judge_mode
+enum class DistillObjective { kReverseKl, kForwardKl, kJsd };  // distill.objective
 enum class LossKind { kGspo, kGspoToken, kGrpo };
 enum class AdvantageKind {
   kGroupNorm,    // (r - mean) / (std + eps)
@@ -69,6 +70,7 @@ const std::vector<Choice<IsLevel>>& choices(IsLevel);
 const std::vector<Choice<RewardScale>>& choices(RewardScale);
 const std::vector<Choice<ScoreDtype>>& choices(ScoreDtype);
 const std::vector<Choice<JudgeMode>>& choices(JudgeMode);
+const std::vector<Choice<DistillObjective>>& choices(DistillObjective);
 const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm);
 const std::vector<Choice<RolloutDtype>>& choices(RolloutDtype);
 const std::vector<Choice<CudaGraphs>>& choices(CudaGraphs);
@@ -84,7 +86,7 @@ GSPO_CHOICE(LossKind); GSPO_CHOICE(AdvantageKind); GSPO_CHOICE(StdKind); GSPO_CH
 GSPO_CHOICE(OldLogprobs); GSPO_CHOICE(Schedule); GSPO_CHOICE(OnNonfinite); GSPO_CHOICE(Backend); GSPO_CHOICE(LogLevel);
 GSPO_CHOICE(IsCorrection); GSPO_CHOICE(IsLevel); GSPO_CHOICE(RewardScale); GSPO_CHOICE(ComponentNorm);
 GSPO_CHOICE(RolloutDtype); GSPO_CHOICE(RoutingReplay); GSPO_CHOICE(MathGold); GSPO_CHOICE(ToolKind);
-GSPO_CHOICE(CudaGraphs); GSPO_CHOICE(ScoreDtype); GSPO_CHOICE(JudgeMode);
+GSPO_CHOICE(CudaGraphs); GSPO_CHOICE(ScoreDtype); GSPO_CHOICE(JudgeMode); GSPO_CHOICE(DistillObjective);
 #undef GSPO_CHOICE
 
 // The name of a value ("bfloat16").

@@ -1,6 +1,7 @@
 // The distill section of options.h: on-policy distillation from a teacher (docs/algorithm.md "On-policy
 // distillation"). Kept apart only for length; options.h includes this file and the Config there holds it.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "gspo/config/choices.h"
@@ -8,11 +9,15 @@
 
 namespace gspo::config {
 
-// A frozen teacher scores every token the student sampled; the per-token advantage is
+// A frozen teacher scores every token the student sampled. reverse_kl: the per-token advantage is
 // reward_weight * A_i (the group-normalised sequence reward) + coef * clip(log pi_teacher(y_t) - log pi_old(y_t)),
-// optimised with the token-level clipped loss (algorithm.loss gspo_token or grpo).
+// optimised with the token-level clipped loss (algorithm.loss gspo_token or grpo). forward_kl / jsd: the policy loss
+// takes reward_weight * A_i, and coef x the divergence over the teacher's top-k at each sampled position is added.
 struct DistillOptions {
   std::string teacher = "";
+  DistillObjective objective = DistillObjective::kReverseKl;
+  int64_t top_k = 32;
+  double jsd_beta = 0.5;
   double coef = 1.0;
   double reward_weight = 0.0;
   double clip = 0.0;
@@ -24,11 +29,21 @@ struct DistillOptions {
       "newest checkpoint) whose per-token log-probs teach the policy on its own samples (on-policy distillation, "
       "reverse KL; docs/distillation.md); it shares the policy's vocabulary, is frozen on the training device and "
       "scores each update's rows in one pass per micro-batch; \"\" = off", any());
-    v("coef", coef, "weight of the per-token teacher term log pi_teacher - log pi_old in the advantage",
-      greater_than(0));
+    v("objective", objective, "reverse_kl: on the sampled tokens, advantage log pi_teacher - log pi_old per token (the "
+      "on-policy reverse KL; needs algorithm.loss gspo_token or grpo); forward_kl: KL(teacher || student) over the "
+      "teacher's top_k tokens at each sampled position (the teacher renormalised over them), a loss term beside the "
+      "policy loss; jsd: the generalised Jensen-Shannon divergence over them with jsd_beta (GKD), both renormalised",
+      choice_rule(objective));
+    v("top_k", top_k, "forward_kl and jsd: the teacher's most likely tokens at each position the divergence runs over "
+      "(the whole vocabulary when at least its size: the exact divergence)", at_least(1));
+    v("jsd_beta", jsd_beta, "jsd: the mixture M = beta x teacher + (1 - beta) x student and the divergence "
+      "beta KL(teacher || M) + (1 - beta) KL(student || M) (TRL GKD's beta)", strictly_between(0, 1));
+    v("coef", coef, "weight of the teacher's term: of log pi_teacher - log pi_old in the advantage (reverse_kl), or "
+      "of the divergence added to the loss (forward_kl, jsd)", greater_than(0));
     v("reward_weight", reward_weight, "weight of the group-normalised sequence reward beside it (0 = distillation "
       "alone: the reward is still computed and logged)", at_least(0));
-    v("clip", clip, "clip of the per-token teacher term to [-clip, clip] before coef (0 = none)", at_least(0));
+    v("clip", clip, "reverse_kl: clip of the per-token teacher term to [-clip, clip] before coef (0 = none)",
+      at_least(0));
     v("dtype", dtype, "the teacher's compute dtype: auto (bfloat16 on CUDA, float32 on the CPU), float32 or "
       "bfloat16", choice_rule(dtype));
   }

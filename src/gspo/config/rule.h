@@ -21,6 +21,8 @@ inline Rule between(double lo, double hi) { Rule r; r.min = lo; r.max = hi; retu
 inline Rule above_up_to(double lo, double hi) { Rule r = between(lo, hi); r.min_exclusive = true; return r; }
 // [lo, hi): "in [0, 1)"
 inline Rule from_below(double lo, double hi) { Rule r = between(lo, hi); r.max_exclusive = true; return r; }
+// (lo, hi): "in (0, 1)"
+inline Rule strictly_between(double lo, double hi) { Rule r = above_up_to(lo, hi); r.max_exclusive = true; return r; }
 inline Rule one_of(std::vector<std::string> c) { Rule r; r.choices = std::move(c); return r; }
 inline Rule any() { return Rule{}; }
 

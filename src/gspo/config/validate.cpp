@@ -415,10 +415,14 @@ void validate_async(const Config& c, std::vector<std::string>& e) {
 // On-policy distillation: per-token advantages need the token-level loss.
 void validate_distill(const Config& c, std::vector<std::string>& e) {
   if (c.distill.teacher.empty()) return;
-  if (c.algorithm.loss == LossKind::kGspo)
+  const bool sampled = c.distill.objective == DistillObjective::kReverseKl;
+  if (sampled && c.algorithm.loss == LossKind::kGspo)
     e.push_back(at(c, "distill.teacher") + ": distill.teacher gives every token its own advantage, which the "
                 "sequence-level algorithm.loss gspo cannot take (one advantage per sequence); set algorithm.loss "
-                "gspo_token (GSPO's clipped loss per token) or grpo");
+                "gspo_token (GSPO's clipped loss per token) or grpo, or distill.objective forward_kl or jsd");
+  if (!sampled && c.distill.clip > 0)
+    e.push_back(at(c, "distill.clip") + ": distill.clip clips reverse_kl's per-token advantage; distill.objective " +
+                name_of(c.distill.objective) + " adds a divergence to the loss instead: set distill.clip 0");
 }
 
 std::vector<std::string> validate(const Config& c) {

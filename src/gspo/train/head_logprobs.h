@@ -8,11 +8,11 @@
 namespace gspo::train {
 
 struct HeadLogprobs {
-  at::Tensor logprobs;  // [N] float32, differentiable with respect to hidden, weight and bias
+  at::Tensor logprobs;  // [N] (or [N, K]) float32, differentiable with respect to hidden, weight and bias
   at::Tensor entropy;   // [N] float32, no gradient
 };
 
-// hidden [N, H] (after the final norm), weight [V, H], bias [V] or undefined, targets [N] int64 ->
+// hidden [N, H] (after the final norm), weight [V, H], bias [V] or undefined, targets [N] (or [N, K]) int64 ->
 // log_softmax((hidden @ weight^T + bias) / temperature)[target] and the entropy of that softmax, in float32 whatever
 // the weights' dtype (the product runs in the weights' dtype, as the model's own head does). `chunk_tokens` rows
 // of hidden per chunk (0 = all at once): forward keeps hidden, weight and the [N] log-sum-exp; backward recomputes

@@ -25,20 +25,22 @@ struct ChunkedLogprob : torch::autograd::Function<ChunkedLogprob> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& pred, const at::Tensor& targets, double T,
                             int64_t chunk_tokens) {
     const int64_t n = pred.size(0), R = pred.size(1);
+    const auto many = targets.dim() == 2 ? targets.unsqueeze(-1) : targets;  // [n, R, K]
     auto lse = torch::empty({n, R}, pred.options().dtype(torch::kFloat));
-    auto picked = torch::empty_like(lse);
+    auto picked = torch::empty(many.sizes(), lse.options());
     const int64_t step = rows_per_chunk(n, R, chunk_tokens);
     for (int64_t i = 0; i < n; i += step) {
       const int64_t c = std::min(step, n - i);
       auto x = pred.narrow(0, i, c).to(torch::kFloat);
       if (T != 1.0) x = x / T;
       lse.narrow(0, i, c).copy_(x.logsumexp(-1));
-      picked.narrow(0, i, c).copy_(x.gather(-1, targets.narrow(0, i, c).unsqueeze(-1)).squeeze(-1));
+      picked.narrow(0, i, c).copy_(x.gather(-1, many.narrow(0, i, c)));
     }
     ctx->save_for_backward({pred, targets, lse});
     ctx->saved_data["T"] = T;
     ctx->saved_data["step"] = step;
-    return picked - lse;
+    auto out = picked - lse.unsqueeze(-1);
+    return targets.dim() == 2 ? out.squeeze(-1) : out;
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -48,16 +50,18 @@ struct ChunkedLogprob : torch::autograd::Function<ChunkedLogprob> {
     const auto& lse = saved[2];
     const double T = ctx->saved_data["T"].toDouble();
     const int64_t step = ctx->saved_data["step"].toInt();
+    const auto many = targets.dim() == 2 ? targets.unsqueeze(-1) : targets;
     auto g = grads[0].to(torch::kFloat);
+    if (g.dim() == 2) g = g.unsqueeze(-1);                             // [n, R, K]
     auto out = torch::empty_like(pred);
     const int64_t n = pred.size(0);
     for (int64_t i = 0; i < n; i += step) {
       const int64_t c = std::min(step, n - i);
       auto x = pred.narrow(0, i, c).to(torch::kFloat);
       if (T != 1.0) x = x / T;
-      auto gi = g.narrow(0, i, c).unsqueeze(-1);                       // [c, R, 1]
-      auto d = (x - lse.narrow(0, i, c).unsqueeze(-1)).exp_().mul_(-gi);  // -softmax * g
-      d.scatter_add_(-1, targets.narrow(0, i, c).unsqueeze(-1), gi);    // + onehot * g
+      auto gi = g.narrow(0, i, c);                                                         // [c, R, K]
+      auto d = (x - lse.narrow(0, i, c).unsqueeze(-1)).exp_().mul_(-gi.sum(-1, true));  // -softmax * sum g
+      d.scatter_add_(-1, many.narrow(0, i, c), gi);                                        // + onehot * g
       if (T != 1.0) d.div_(T);
       out.narrow(0, i, c).copy_(d);
     }
@@ -143,7 +147,7 @@ at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpo
 // real response tokens only. Padded response positions get log-prob 0 and entropy 0 (callers mask them).
 TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
                                double temperature, Entropy entropy, int64_t chunk_tokens, const LogprobPass& pass,
-                               RouteIO routes, const KnownShape& known) {
+                               RouteIO routes, const KnownShape& known, const at::Tensor& extra) {
   const int64_t n = ids.size(0), R = ids.size(1) - P;
   auto a = right_align(ids, mask, P, known.width);
   const int64_t W = a.ids.size(1);
@@ -155,6 +159,8 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   auto pred_col = a.starts.index_select(0, row) + j - 1;
   auto hidden = x.reshape({n * W, x.size(2)}).index_select(0, row * W + pred_col);  // [N, H]
   auto targets = ids.narrow(1, P, R).reshape({-1}).index_select(0, row * R + j);  // [N], same order as rc
+  if (extra.defined())  // [N, 1 + k]: the response token, then the extra ids of its position
+    targets = torch::cat({targets.unsqueeze(1), extra.reshape({n * R, -1}).index_select(0, row * R + j)}, 1);
   hidden = policy.final_norm(hidden);
   HeadLogprobs head;
   if (pass.chunked_head) {
@@ -167,8 +173,13 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   auto zeros = torch::zeros({n, R}, x.options().dtype(at::kFloat));
   TokenLogprobs out;
   out.host_reads = (known.width > 0 ? 0 : 1) + (known.real_index.defined() ? 0 : 1);  // the shapes of what follows
-  out.logprobs = zeros.masked_scatter(real, head.logprobs);
+  out.logprobs = zeros.masked_scatter(real, extra.defined() ? head.logprobs.select(1, 0).contiguous() : head.logprobs);
   if (entropy == Entropy::kCompute) out.entropy = zeros.masked_scatter(real, head.entropy);
+  if (extra.defined()) {
+    const int64_t k = extra.size(2);
+    out.extra = torch::zeros({n, R, k}, zeros.options())
+                    .masked_scatter(real.unsqueeze(-1).expand({n, R, k}), head.logprobs.narrow(1, 1, k).contiguous());
+  }
   return out;
 }
 
@@ -176,21 +187,96 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
 
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
                                 double temperature, Entropy entropy, int64_t chunk_tokens, LogprobPass pass,
-                                RouteIO routes, const KnownShape& known) {
+                                RouteIO routes, const KnownShape& known, const at::Tensor& extra) {
   const bool routed = routes.replay || routes.record;
   if (routed) require_routing(policy);
   if (pass.runner && pass.runner->needs_layers() && !(policy.has_layers() && pass.layers))
     throw Error("expert parallelism runs the per-layer pass ('" + policy.path() + "', LogprobPass::layers)");
   if ((policy.has_layers() && pass.layers) || routed)
-    return layered_logprobs(policy, ids, mask, P, temperature, entropy, chunk_tokens, pass, routes, known);
+    return layered_logprobs(policy, ids, mask, P, temperature, entropy, chunk_tokens, pass, routes, known, extra);
   const int64_t R = ids.size(1) - P;
   // Position t predicts column t + 1: the response's R tokens are predicted by columns P-1 .. P+R-2, so the
   // lm_head runs from column P-1 (its last column, P+R-1, predicts past the response and is dropped).
   auto pred = policy.logits_from(ids, mask, P - 1).narrow(1, 0, R);  // [n, R, V]
   auto targets = ids.narrow(1, P, R);
   TokenLogprobs out;
-  out.logprobs = token_logprobs(pred, targets, temperature, chunk_tokens);
+  if (extra.defined()) {  // [n, R, 1 + k]: the response token, then its position's extra ids
+    auto all = token_logprobs(pred, torch::cat({targets.unsqueeze(-1), extra}, -1), temperature, chunk_tokens);
+    out.logprobs = all.select(2, 0);
+    out.extra = all.narrow(2, 1, extra.size(2));
+  } else {
+    out.logprobs = token_logprobs(pred, targets, temperature, chunk_tokens);
+  }
   if (entropy == Entropy::kCompute) out.entropy = token_entropy(pred.detach(), temperature, chunk_tokens);
+  return out;
+}
+
+namespace {
+
+// log_softmax(logits / T) [c, V] (any dtype) -> the targets' log-probs [c] and the top k [c, k].
+void pick_topk(const at::Tensor& logits, const at::Tensor& targets, double T, int64_t k, at::Tensor lp,
+               at::Tensor top_lp, at::Tensor top_ids) {
+  auto x = logits.to(torch::kFloat);
+  if (T != 1.0) x = x / T;
+  auto l = torch::log_softmax(x, -1);
+  lp.copy_(l.gather(-1, targets.unsqueeze(-1)).squeeze(-1));
+  auto [v, i] = l.topk(k, -1);
+  top_lp.copy_(v);
+  top_ids.copy_(i);
+}
+
+}  // namespace
+
+TopkLogprobs response_topk(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P,
+                           double temperature, int64_t k, int64_t chunk_tokens, LogprobPass pass,
+                           const KnownShape& known) {
+  torch::NoGradGuard g;
+  const int64_t n = ids.size(0), R = ids.size(1) - P;
+  auto fopts = ids.options().dtype(torch::kFloat);
+  TopkLogprobs out;
+  if (!(policy.has_layers() && pass.layers)) {  // the forward path: [n, R, V] logits, a chunk of rows at a time
+    auto pred = policy.logits_from(ids, mask, P - 1).narrow(1, 0, R);
+    k = std::min(k, pred.size(2));
+    out.logprobs = torch::empty({n, R}, fopts);
+    out.top_lp = torch::empty({n, R, k}, fopts);
+    out.top_ids = torch::empty({n, R, k}, ids.options());
+    const int64_t step = rows_per_chunk(n, R, chunk_tokens);
+    for (int64_t i = 0; i < n; i += step) {
+      const int64_t c = std::min(step, n - i);
+      pick_topk(pred.narrow(0, i, c).reshape({c * R, -1}), ids.narrow(1, P, R).narrow(0, i, c).reshape({-1}),
+                temperature, k, out.logprobs.narrow(0, i, c).view({c * R}),
+                out.top_lp.narrow(0, i, c).view({c * R, k}), out.top_ids.narrow(0, i, c).view({c * R, k}));
+    }
+    const auto pad = (mask.narrow(1, P, R) == 0).unsqueeze(-1);  // padded positions: 0, id 0
+    out.logprobs.masked_fill_(pad.squeeze(-1), 0);
+    out.top_lp.masked_fill_(pad, 0);
+    out.top_ids.masked_fill_(pad, 0);
+    return out;
+  }
+  auto a = right_align(ids, mask, P, known.width);
+  const int64_t W = a.ids.size(1);
+  auto x = run_layers(policy, a, false, {}, pass.runner ? *pass.runner : own_layers());
+  auto real = mask.narrow(1, P, R) > 0;
+  auto rc = known.real_index.defined() ? known.real_index : real.nonzero();
+  auto row = rc.select(1, 0), j = rc.select(1, 1);
+  auto pred_col = a.starts.index_select(0, row) + j - 1;
+  auto hidden = policy.final_norm(x.reshape({n * W, x.size(2)}).index_select(0, row * W + pred_col));
+  auto targets = ids.narrow(1, P, R).reshape({-1}).index_select(0, row * R + j);
+  const int64_t N = hidden.size(0);
+  k = std::min(k, policy.head_weight().size(0));
+  auto lp = torch::empty({N}, fopts), top_lp = torch::empty({N, k}, fopts);
+  auto top_ids = torch::empty({N, k}, ids.options());
+  const int64_t step = chunk_tokens > 0 ? std::max<int64_t>(1, chunk_tokens) : std::max<int64_t>(1, N);
+  for (int64_t i = 0; i < N; i += step) {
+    const int64_t c = std::min(step, N - i);
+    pick_topk(at::linear(hidden.narrow(0, i, c), policy.head_weight(), policy.head_bias()),
+              targets.narrow(0, i, c), temperature, k, lp.narrow(0, i, c), top_lp.narrow(0, i, c),
+              top_ids.narrow(0, i, c));
+  }
+  const auto spread = real.unsqueeze(-1).expand({n, R, k});
+  out.logprobs = torch::zeros({n, R}, fopts).masked_scatter(real, lp);
+  out.top_lp = torch::zeros({n, R, k}, fopts).masked_scatter(spread, top_lp);
+  out.top_ids = torch::zeros({n, R, k}, ids.options()).masked_scatter(spread, top_ids);
   return out;
 }
 

@@ -17,6 +17,8 @@ enum class Entropy { kSkip, kCompute };
 struct TokenLogprobs {
   at::Tensor logprobs;    // [n, R] float32, differentiable when grad mode is on
   at::Tensor entropy;     // [n, R] float32, detached; undefined unless Entropy::kCompute
+  at::Tensor extra;       // [n, R, k] float32: the log-probs of response_logprobs' extra_targets (else undefined),
+                          // differentiable as logprobs, from the same head pass
   int64_t host_reads = 0;  // device-to-host reads the pass made (the per-layer pass: its width and token count)
 };
 
@@ -44,19 +46,34 @@ struct LogprobPass {
 // tensor exists: head_logprobs.h) and padded response positions get log-prob and entropy 0; on the forward path see
 // token_logprobs (padded positions then hold unspecified finite values). Callers mask padded positions either way.
 // `routes` (a policy with has_routing(); forces the per-layer path): MoE layers run with routes.replay's experts and/or
-// record the experts they used into routes.record (train/routing.h).
+// record the experts they used into routes.record (train/routing.h). `extra_targets` [n, R, k] int64 (undefined:
+// none): k more token ids per response position whose log-probs come back in TokenLogprobs::extra (distillation's
+// divergence over the teacher's top-k), gathered from the same logits (padded positions: any id, value unspecified).
 TokenLogprobs response_logprobs(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask,
                                 int64_t prompt_len, double temperature, Entropy entropy,
                                 int64_t chunk_tokens = 1024, LogprobPass pass = {}, RouteIO routes = {},
-                                const KnownShape& known = {});
+                                const KnownShape& known = {}, const at::Tensor& extra_targets = {});
+
+// A frozen model's view of each response position: the log-prob of the sampled token and its k most likely tokens.
+struct TopkLogprobs {
+  at::Tensor logprobs;  // [n, R] float32, log_softmax(logits / T) of the response tokens
+  at::Tensor top_lp;    // [n, R, k] float32, the k largest log-probs at each position, descending
+  at::Tensor top_ids;   // [n, R, k] int64, their token ids (padded positions: 0 and id 0)
+};
+
+// No gradient. As response_logprobs (same layout, temperature, passes; no routes), plus each position's top k
+// (k clamped to the vocabulary), the head run `chunk_tokens` positions at a time: the [N, V] logits never whole.
+TopkLogprobs response_topk(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len,
+                           double temperature, int64_t k, int64_t chunk_tokens = 1024, LogprobPass pass = {},
+                           const KnownShape& known = {});
 
 // The experts every MoE layer routes each token of ids/mask [n, P + R] to (rollout layout), in the per-layer pass's
 // layout: the decoder layers only (no head), no gradient. Needs policy.has_routing(). `experts`: as LogprobPass's.
 RouteRecord route_experts(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len,
                           const KnownShape& known = {}, LayerRunner* runner = nullptr);
 
-// pred [n, R, V] (float32, bfloat16 or half; may be a strided view), targets [n, R] int64 ->
-// log_softmax(pred / temperature)[target] as [n, R] float32, differentiable with respect to pred. Computed a chunk
+// pred [n, R, V] (float32, bfloat16 or half; may be a strided view), targets [n, R] (or [n, R, K]) int64 ->
+// log_softmax(pred / temperature)[target] as [n, R] (or [n, R, K]) float32, differentiable with respect to pred. Computed a chunk
 // of about `chunk_tokens` positions at a time, forward and backward (which recomputes the chunk's softmax), so
 // memory holds one chunk's float32 copy and an [n, R] log-sum-exp, never a float32 [n, R, V] tensor.
 at::Tensor token_logprobs(const at::Tensor& pred, const at::Tensor& targets, double temperature, int64_t chunk_tokens);

@@ -25,6 +25,11 @@ struct Micro {
   at::Tensor advantages;      // [n] float32
   at::Tensor old_lp;          // [n, r] float32 log pi_old (recomputed or = behaviour_lp)
   at::Tensor ref_lp;          // [n, r] float32 log pi_ref, only with a KL term
+  // distill.objective forward_kl / jsd (teacher_term.h): the teacher's top-k at each response position, and the
+  // trained tokens of the rows it scored (loss_mask, 0 on a row it could not score).
+  at::Tensor teacher_ids;     // [n, r, k] int64
+  at::Tensor teacher_lp;      // [n, r, k] float32
+  at::Tensor teacher_mask;    // [n, r] float32
   algo::IsWeights is;         // mismatch correction weights (algorithm.is_correction), filled with old_lp
   RouteRecord routes;         // MoE: the experts of the old-log-prob pass (routing replay, moe_routing_change_frac)
   int64_t real_tokens = 0;    // prompt + response tokens (mask sum), for throughput

@@ -274,13 +274,13 @@ StepMetrics StepRunner::run(Progress& progress) {
     auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);
     auto t = Clock::now();
     fill_old_logprobs(plan, batch.prompt_len, m);
-    if (p_.teacher) p_.teacher->take(m);
     m.time_old_logprobs_s = core::seconds_since(t);
     m.peak_mb_logprobs = logprobs_peak.mb();
     PhasePeak update_peak(device);
     t = Clock::now();
     update(plan, batch.prompt_len, progress, m);
     m.time_update_s = core::seconds_since(t);
+    if (p_.teacher) p_.teacher->take(m);  // (the scoring's figures and the update's divergence)
     m.peak_mb_update = update_peak.mb();
     if (measure_routes_) {
       t = Clock::now();

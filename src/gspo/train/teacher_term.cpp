@@ -42,9 +42,42 @@ at::Tensor TeacherTerm::logprobs(const at::Tensor& ids, const at::Tensor& mask, 
   return lp;
 }
 
+TopkLogprobs TeacherTerm::topk(const at::Tensor& ids, const at::Tensor& mask, int64_t P, const KnownShape& shape,
+                               at::Tensor* too_long) {
+  const int64_t widest = shape.width > 0 ? shape.width : mask.sum(1).max().item<int64_t>();
+  if (context_ <= 0 || widest <= context_) {
+    if (too_long) *too_long = torch::zeros({ids.size(0)}, ids.options().dtype(torch::kBool));
+    return response_topk(teacher_, ids, mask, P, temperature_, opts_.top_k, chunk_, pass_, shape);
+  }
+  const auto longer = mask.sum(1) > context_;
+  if (too_long) *too_long = longer;
+  const auto fit = torch::nonzero(torch::logical_not(longer)).squeeze(1);
+  const int64_t n = ids.size(0), R = ids.size(1) - P, k = std::min(opts_.top_k, teacher_.manifest().vocab_size);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto f = ids.options().dtype(torch::kFloat);
+  TopkLogprobs out{torch::full({n, R}, nan, f), torch::full({n, R, k}, nan, f), torch::zeros({n, R, k}, ids.options())};
+  if (fit.numel() == 0) return out;
+  auto part = response_topk(teacher_, ids.index_select(0, fit), mask.index_select(0, fit), P, temperature_,
+                            opts_.top_k, chunk_, pass_);
+  out.logprobs.index_copy_(0, fit, part.logprobs);
+  out.top_lp = out.top_lp.narrow(2, 0, part.top_lp.size(2)).index_copy(0, fit, part.top_lp);
+  out.top_ids = out.top_ids.narrow(2, 0, part.top_ids.size(2)).index_copy(0, fit, part.top_ids);
+  return out;
+}
+
 void TeacherTerm::apply(Micro& mi, int64_t P) {
   torch::NoGradGuard g;
   const auto t0 = core::Clock::now();
+  if (opts_.objective == config::DistillObjective::kReverseKl)
+    apply_sampled(mi, P);
+  else
+    apply_topk(mi, P);
+  teacher_tokens_ += mi.real_tokens;
+  seconds_ += core::seconds_since(t0);
+}
+
+// reverse_kl: the per-token advantages (algo::distill_advantages).
+void TeacherTerm::apply_sampled(Micro& mi, int64_t P) {
   at::Tensor too_long;
   auto t_lp = logprobs(mi.ids, mi.mask, P, mi.shape, &too_long);
   if (nan_fault_) t_lp[0].fill_(std::numeric_limits<float>::quiet_NaN());
@@ -57,18 +90,58 @@ void TeacherTerm::apply(Micro& mi, int64_t P) {
   reward_abs_ += terms.reward_abs;
   long_rows_ += long_rows;
   failed_rows_ += terms.failed_rows - long_rows;
-  teacher_tokens_ += mi.real_tokens;
-  seconds_ += core::seconds_since(t0);
+}
+
+// forward_kl / jsd: the teacher's top-k kept with the rows; a row whose teacher log-probs are not finite on a trained
+// token is left out of the divergence (teacher_mask 0) and keeps reward_weight x A_i.
+void TeacherTerm::apply_topk(Micro& mi, int64_t P) {
+  at::Tensor too_long;
+  auto t = topk(mi.ids, mi.mask, P, mi.shape, &too_long);
+  if (nan_fault_) t.logprobs[0].fill_(std::numeric_limits<float>::quiet_NaN());
+  const auto m = mi.loss_mask.to(torch::kFloat);
+  const auto finite = torch::isfinite(t.logprobs).logical_and(torch::isfinite(t.top_lp).all(-1));
+  const auto bad_row = torch::logical_not(finite).logical_and(m > 0).any(1);
+  const auto ok = torch::logical_not(bad_row).unsqueeze(1).to(torch::kFloat) * m;
+  mi.teacher_ids = t.top_ids;
+  mi.teacher_lp = torch::nan_to_num(t.top_lp, 0, 0, 0);
+  mi.teacher_mask = ok;
+  mi.advantages = opts_.reward_weight * mi.advantages;
+  const auto kl = torch::where(ok > 0, mi.old_lp - t.logprobs, torch::zeros_like(ok));
+  const auto stats = torch::stack({kl.sum(), ok.sum(), (mi.advantages.abs() * torch::logical_not(bad_row)).sum(),
+                                   bad_row.sum().to(torch::kFloat), too_long.sum().to(torch::kFloat)})
+                         .to(torch::kDouble)
+                         .cpu();
+  const auto s = stats.accessor<double, 1>();
+  kl_sum_ += s[0];
+  tokens_ += s[1];
+  reward_abs_ += s[2];  // (per sequence: the divergence is a sequence's token mean)
+  long_rows_ += static_cast<int64_t>(s[4]);
+  failed_rows_ += static_cast<int64_t>(s[3] - s[4]);
+}
+
+at::Tensor TeacherTerm::loss_term(const at::Tensor& student_topk, const Micro& mi) const {
+  return opts_.coef * algo::topk_divergence(student_topk, mi.teacher_lp, mi.teacher_mask, opts_.objective,
+                                            opts_.jsd_beta);
+}
+
+void TeacherTerm::add_divergence(double sum, double sequences) {
+  divergence_sum_ += sum;
+  divergence_sequences_ += sequences;
 }
 
 void TeacherTerm::take(StepMetrics& m) {
   m.distill_kl = {kl_sum_, tokens_};
-  m.distill_share = {teacher_abs_, teacher_abs_ + reward_abs_};
+  if (opts_.objective == config::DistillObjective::kReverseKl) {
+    m.distill_share = {teacher_abs_, teacher_abs_ + reward_abs_};
+  } else {  // per sequence: coef x its divergence against reward_weight x |A_i|
+    m.distill_share = {divergence_sum_, divergence_sum_ + reward_abs_};
+    m.distill_divergence = {divergence_sum_ / opts_.coef, divergence_sequences_};
+  }
   m.distill_failed_rows = failed_rows_;
   m.distill_long_rows = long_rows_;
   m.teacher_tokens = teacher_tokens_;
   m.time_teacher_s = seconds_;
-  kl_sum_ = tokens_ = teacher_abs_ = reward_abs_ = seconds_ = 0;
+  kl_sum_ = tokens_ = teacher_abs_ = reward_abs_ = seconds_ = divergence_sum_ = divergence_sequences_ = 0;
   failed_rows_ = long_rows_ = teacher_tokens_ = 0;
 }
 

@@ -1,8 +1,11 @@
 // On-policy distillation in the step (distill.teacher; docs/algorithm.md "On-policy distillation"): a frozen teacher
-// scores every micro-batch's rows by one no-grad pass after the old log-probs, and the rows' sequence advantages
-// become per-token ones (algo/distill.h):
+// scores every micro-batch's rows by one no-grad pass after the old log-probs. reverse_kl: the rows' sequence
+// advantages become per-token ones (algo/distill.h):
 //
 //   A_{i,t} = reward_weight * A_i + coef * clip(log pi_T(y_{i,t}) - log pi_old(y_{i,t}))
+//
+// forward_kl / jsd: the teacher's top-k at each position is kept with the rows, and the update adds coef x the
+// divergence of the student's distribution there (loss_term) to the policy loss of reward_weight * A_i.
 //
 // Both log-probs are taken at the sampling temperature (rollout::logprob_temperature). The teacher runs on the
 // training ranks, on their own rows (beside rollout ranks too: the rows reach the trainers, the terms are made there).
@@ -26,8 +29,14 @@ class TeacherTerm {
   // `teacher` loaded (setup/teacher.h), held by the caller; `nan_fault`: GSPO_FAULT=teacher_nan (setup/fault.h),
   // tests only.
   TeacherTerm(const config::Config& cfg, model::Policy& teacher, bool nan_fault = false);
-  // No gradient. mi.old_lp filled; mi.advantages [n] -> [n, r] per-token advantages.
+  // No gradient. mi.old_lp filled. reverse_kl: mi.advantages [n] -> [n, r] per-token advantages. forward_kl / jsd:
+  // mi.advantages scaled by reward_weight, the teacher's top-k into mi.teacher_ids / teacher_lp / teacher_mask.
   void apply(Micro& mi, int64_t prompt_len);
+  // forward_kl / jsd, in the update: coef x the per-sequence divergence (algo::topk_divergence) of the student's
+  // log-probs at mi.teacher_ids [n, r, k], [n], differentiable. Undefined for reverse_kl.
+  at::Tensor loss_term(const at::Tensor& student_topk, const Micro& mi) const;
+  // After an applied update: the divergence summed over its sequences (read with the loss statistics) and their count.
+  void add_divergence(double sum, double sequences);
   // This rank's figures since the last take (distill_kl, distill_teacher_share, the failed rows, teacher tokens and
   // seconds) into `m`, then starts over.
   void take(StepMetrics& m);
@@ -38,6 +47,11 @@ class TeacherTerm {
   model::Policy& model() { return teacher_; }
 
  private:
+  // As logprobs, with each position's top k (forward_kl, jsd).
+  TopkLogprobs topk(const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len, const KnownShape& shape,
+                    at::Tensor* too_long);
+  void apply_sampled(Micro& mi, int64_t prompt_len);
+  void apply_topk(Micro& mi, int64_t prompt_len);
 
   config::DistillOptions opts_;
   model::Policy& teacher_;
@@ -46,6 +60,7 @@ class TeacherTerm {
   LogprobPass pass_;
   int64_t context_;  // the teacher's max_seq_len (0: unbounded)
   bool nan_fault_;
+  double divergence_sum_ = 0, divergence_sequences_ = 0;
   double kl_sum_ = 0, tokens_ = 0, teacher_abs_ = 0, reward_abs_ = 0, seconds_ = 0;
   int64_t failed_rows_ = 0, long_rows_ = 0, teacher_tokens_ = 0;
 };

@@ -14,6 +14,7 @@
 #include "gspo/train/minibatch.h"
 #include "gspo/train/schedule.h"
 #include "gspo/train/step.h"
+#include "gspo/train/teacher_term.h"
 #include "gspo/train/engines/update_engine.h"
 
 namespace gspo::train {
@@ -94,11 +95,12 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     p_.engine.zero_grad();
     const double loss_before = t.loss_sum, entropy_before = t.entropy_sum;
     algo::LossStats mb_stats;
+    double mb_divergence = 0;  // forward_kl / jsd: coef x divergence summed over the mini-batch's sequences
     std::optional<std::string> bad;
     for (auto& mi : plan[k].micros) {
       auto tl = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kCompute,
                                   c.train.logprob_chunk_tokens, train_pass_,
-                                  {replay_routes_ ? &mi.routes : nullptr, nullptr}, mi.shape);
+                                  {replay_routes_ ? &mi.routes : nullptr, nullptr}, mi.shape, mi.teacher_ids);
       if (mi.idle || bad) {  // reached with `bad` set by lockstep engines only
         keep_in_step(p_.engine, tl);
         continue;
@@ -110,22 +112,27 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
         in.keep = high_entropy_tokens(tl.entropy, mi.loss_mask, c.algorithm.top_entropy_quantile);
         t.host_reads += 2;  // the token count of masked_select, the quantile
       }
+      // distill.objective forward_kl / jsd: coef x each sequence's divergence to the teacher's top-k (teacher_term.h)
+      const auto teach = mi.teacher_ids.defined() ? p_.teacher->loss_term(tl.extra, mi) : at::Tensor();
       in.extra = (tl.entropy * mi.loss_mask).sum().reshape({1});  // comes back with the loss statistics
+      if (teach.defined()) in.extra = torch::cat({in.extra, teach.detach().sum().reshape({1})});
       auto res = algo::policy_loss(in, loss_opts_);
       ++t.host_reads;
-      const double lv = res.loss_value;
+      const double rows = static_cast<double>(mi.rows.size());
+      const double lv = res.loss_value + (teach.defined() ? res.extra.at(1) / rows : 0.0);
+      if (teach.defined()) res.loss = res.loss + teach.mean();
       if (!std::isfinite(lv)) {
         bad = "loss (" + std::to_string(lv) + ")";
         if (!p_.engine.lockstep()) break;
         keep_in_step(p_.engine, tl);
         continue;
       }
-      const double rows = static_cast<double>(mi.rows.size());
       (res.loss * (rows / static_cast<double>(plan[k].global_rows))).backward();
       p_.engine.after_backward();
       mb_stats.add(res.stats);
       t.loss_sum += lv * rows;
       t.entropy_sum += res.extra.at(0);
+      if (teach.defined()) mb_divergence += res.extra.at(1);
       t.train_tokens += static_cast<double>(mi.real_tokens);
       t.slots += static_cast<double>(mi.ids.numel());
     }
@@ -150,6 +157,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     t.lr = learning_rate(progress.optimizer_steps, total_optimizer_steps_, o.lr, o.warmup_steps, o.schedule,
                          o.min_lr_ratio);
     p_.engine.step(t.lr);
+    if (p_.teacher) p_.teacher->add_divergence(mb_divergence, mb_stats.sequences);
     ++progress.optimizer_steps;
     ++t.updates;
     t.grad_norm_sum += gnorm;

@@ -166,6 +166,7 @@ struct StepMetrics {
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
   double time_routing_s = 0;
   Mean distill_kl, distill_share;     // per trained token: log pi_old - log pi_T; |teacher term| over |both terms|
+  Mean distill_divergence;            // forward_kl / jsd: per sequence, its token mean of the top-k divergence
   int64_t distill_failed_rows = 0;    // rows whose teacher log-probs were not finite (no teacher term), every rank
   int64_t distill_long_rows = 0;      // rows longer than the teacher's context (no teacher term), every rank
   int64_t teacher_tokens = 0;         // tokens through the teacher (padding included), every rank
@@ -353,6 +354,9 @@ struct StepMetrics {
     v("distill_kl", distill_kl, Reduce::kMean, Match::kClose, Shown::kDistill,
       "mean over the updated rows' trained tokens of log pi_old - log pi_teacher of the sampled token: the k1 "
       "estimate of the per-token reverse KL to the teacher, which distillation drives down");
+    v("distill_divergence", distill_divergence, Reduce::kMean, Match::kClose, Shown::kDistill,
+      "distill.objective forward_kl or jsd: the divergence over the teacher's top-k, a token mean per sequence, "
+      "averaged over the applied updates' sequences (what coef multiplies in the loss); 0 with reverse_kl");
     v("distill_teacher_share", distill_share, Reduce::kMean, Match::kClose, Shown::kDistill,
       "sum of |coef x teacher term| over the sum of it and |reward_weight x A_i|, over trained tokens: how much of "
       "the advantage comes from the teacher (1 with distill.reward_weight 0)");
