@@ -15,19 +15,22 @@
 #             DISTILL_TERM_CLIP
 # Printed: per method the mean over seeds of the sampled accuracy every 5 steps, the first step whose 5-step mean
 # reaches 90% of the teacher's final accuracy (its last 10% of steps), per seed, and distill_kl at the start and end.
-# Environment (defaults): STEPS (60), SEEDS (3), TEACHER_STEPS (200), TASK (""), OBJECTIVE (reverse_kl), LOSS (grpo),
-# DISTILL_LR (5e-4), DISTILL_CLIP (10), DISTILL_TERM_CLIP (0), DISTILL_RW (0). Runs already in DIR are kept.
+# Environment (defaults: the figures of docs/distillation.md): STEPS (200), SEEDS (3), TEACHER_STEPS (300), TASK (sums
+# up to 18: max_operand 9, 40 problems, 4 new tokens; TASK= gives the demo's own task), OBJECTIVE (reverse_kl), LOSS
+# (grpo), DISTILL_LR (1e-3), DISTILL_CLIP (10), DISTILL_TERM_CLIP (0), DISTILL_RW (0). Runs already in DIR are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR="${1:-runs/distill-bench}"
-STEPS="${STEPS:-60}" SEEDS="${SEEDS:-3}" TEACHER_STEPS="${TEACHER_STEPS:-200}" LOSS="${LOSS:-grpo}"
-DISTILL_CLIP="${DISTILL_CLIP:-10}" DISTILL_LR="${DISTILL_LR:-5.0e-4}" DISTILL_TERM_CLIP="${DISTILL_TERM_CLIP:-0}"
+STEPS="${STEPS:-200}" SEEDS="${SEEDS:-3}" TEACHER_STEPS="${TEACHER_STEPS:-300}" LOSS="${LOSS:-grpo}"
+DISTILL_CLIP="${DISTILL_CLIP:-10}" DISTILL_LR="${DISTILL_LR:-1e-3}" DISTILL_TERM_CLIP="${DISTILL_TERM_CLIP:-0}"
 DISTILL_RW="${DISTILL_RW:-0}" OBJECTIVE="${OBJECTIVE:-reverse_kl}"
 source scripts/pyenv.sh
 mkdir -p "$DIR"
 START="$DIR/start.pt"
 [ -f "$START" ] || "$GSPO_PY" scripts/make_tiny_model.py --out "$START" --prior-text 0123456789 --prior-logit 3.0 >/dev/null
-read -ra TASK <<<"${TASK:-}"  # extra --set arguments of every run (the teacher's too), e.g. a harder task
+# extra --set arguments of every run (the teacher's too): by default sums up to 18 (docs/distillation.md, "Measured")
+HARDER="--set data.max_operand=9 --set data.num_prompts=40 --set data.holdout=0 --set rollout.max_new_tokens=4"
+read -ra TASK <<<"${TASK-$HARDER}"
 COMMON=(--config configs/tiny.yaml --set "model.path=$START" --set checkpoint.every=0 "${TASK[@]}")
 if [ ! -f "$DIR/teacher/metrics.jsonl" ]; then
   echo "teacher: the demo, $TEACHER_STEPS steps"

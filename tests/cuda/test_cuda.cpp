@@ -16,7 +16,10 @@
 #include "gspo/eval/eval_sets.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/rollout/sampling_config.h"
+#include "gspo/config/options.h"
 #include "gspo/train/logprobs.h"
+#include "gspo/train/minibatch.h"
+#include "gspo/train/teacher_term.h"
 #include "unit/helpers.h"
 #include "unit/sample_compare.h"
 
@@ -389,4 +392,44 @@ TEST_CASE("CUDA: bf16 sampling with flash_ok off (a pre-Ampere GPU's path) agree
   int64_t same = 0;
   for (int64_t r = 0; r < a.num_rows(); ++r) same += test::same_row(a, r, b, r, margin, 2e-2);
   CHECK(same * 4 >= a.num_rows() * 3);
+}
+
+TEST_CASE("CUDA: the distillation teacher's terms and top-k divergence on the GPU equal the CPU's",
+          "[cuda][distill]") {
+  if (!cuda_or_skip()) return;
+  torch::manual_seed(4);
+  auto student_cpu = model::Policy::load(test::model_path("tiny_prior.pt"));
+  auto student_gpu = model::Policy::load(test::model_path("tiny_prior.pt"), kGpu);
+  auto teacher_cpu = model::Policy::load(test::model_path("tiny.pt"));
+  auto teacher_gpu = model::Policy::load(test::model_path("tiny.pt"), kGpu);
+  auto [ids, mask] = batch();
+  const int64_t P = 6;
+  train::Micro cpu;
+  cpu.ids = ids, cpu.mask = mask;
+  cpu.loss_mask = mask.narrow(1, P, 6).to(torch::kFloat);
+  cpu.real_tokens = mask.sum().item<int64_t>();
+  cpu.advantages = torch::tensor({0.5, -1.0});
+  cpu.old_lp = train::response_logprobs(student_cpu, ids, mask, P, 1.0, train::Entropy::kSkip).logprobs;
+  for (const auto obj : {config::DistillObjective::kReverseKl, config::DistillObjective::kJsd}) {
+    config::Config cfg;
+    cfg.distill.teacher = "tiny.pt";
+    cfg.distill.objective = obj;
+    cfg.distill.top_k = 16;
+    cfg.distill.reward_weight = 0.5;
+    train::TeacherTerm on_cpu(cfg, teacher_cpu), on_gpu(cfg, teacher_gpu);
+    auto c = cpu, g = cpu;
+    g.ids = ids.to(kGpu), g.mask = mask.to(kGpu), g.loss_mask = cpu.loss_mask.to(kGpu);
+    g.advantages = cpu.advantages.to(kGpu), g.old_lp = cpu.old_lp.to(kGpu);
+    on_cpu.apply(c, P);
+    on_gpu.apply(g, P);
+    CHECK((g.advantages.cpu() - c.advantages).abs().max().item<double>() < 1e-4);
+    if (obj == config::DistillObjective::kReverseKl) continue;
+    CHECK((g.teacher_lp.cpu() - c.teacher_lp).abs().max().item<double>() < 1e-4);
+    auto s_cpu = train::response_logprobs(student_cpu, ids, mask, P, 1.0, train::Entropy::kSkip, 1024, {}, {}, {},
+                                          c.teacher_ids);
+    auto s_gpu = train::response_logprobs(student_gpu, g.ids, g.mask, P, 1.0, train::Entropy::kSkip, 1024, {}, {}, {},
+                                          g.teacher_ids);
+    const auto d_cpu = on_cpu.loss_term(s_cpu.extra, c), d_gpu = on_gpu.loss_term(s_gpu.extra, g);
+    CHECK((d_gpu.cpu() - d_cpu).abs().max().item<double>() < 1e-4);
+  }
 }

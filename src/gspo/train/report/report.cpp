@@ -39,7 +39,10 @@ std::string progress_line(const StepMetrics& m, int64_t max_steps) {
     line += buf;
   }
   if (m.shown(Shown::kDistill)) {  // distillation: the student's reverse KL to the teacher on its samples
-    std::snprintf(buf, sizeof buf, " | teacher kl %.4f%s", m.distill_kl.value(),
+    std::snprintf(buf, sizeof buf, " | teacher kl %.4f%s%s", m.distill_kl.value(),
+                  m.distill_divergence.count > 0
+                      ? (" div " + std::to_string(m.distill_divergence.value()).substr(0, 6)).c_str()
+                      : "",
                   m.distill_failed_rows + m.distill_long_rows > 0
                       ? (" (" + std::to_string(m.distill_failed_rows + m.distill_long_rows) + " rows unscored)").c_str()
                       : "");
