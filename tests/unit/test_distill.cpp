@@ -333,7 +333,7 @@ TEST_CASE("the teacher's top-k and the student's divergence over it equal transf
   }
 }
 
-TEST_CASE("distill.clip is reverse_kl's; forward_kl and jsd take any loss", "[distill][config]") {
+TEST_CASE("distill.clip is reverse_kl's, and forward_kl and jsd take any loss", "[distill][config]") {
   const std::string yaml = "model: {path: m.pt}\ndistill: {teacher: t.pt, objective: jsd}\n";
   CHECK(test::config_error_of(yaml) == "<no error>");  // (algorithm.loss gspo: the divergence is a loss of its own)
   CHECK_THAT(test::config_error_of(yaml, {"distill.clip=1"}), Catch::Contains("distill.clip clips reverse_kl"));
