@@ -511,7 +511,9 @@ expect distill-not-torchscript 4 "not_torchscript.pt" -- "$GSPO" train --config 
 expect distill-missing 5 "no_such_teacher.pt" -- "$GSPO" train --config "$SRC/configs/tiny.yaml" \
   --set model.path="$MODELS/tiny.pt" --set distill.teacher="$MODELS/no_such_teacher.pt" --set algorithm.loss=grpo \
   --set train.output_dir="$TMP/distill_missing"
-expect plan-distill 0 "distillation teacher" -- "$GSPO" plan -c "$SRC/configs/qwen3-1.7b-distill.yaml" \
+expect plan-distill 0 "fits 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-1.7b-distill.yaml" \
+  --hf-config "$SRC/configs/hf/qwen3-1.7b.json" --set distill.teacher="$SRC/configs/hf/qwen3-8b.json" -n 8 --prompt-tokens 1024
+expect plan-distill-teacher 0 "distillation teacher                             15623 MiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-1.7b-distill.yaml" \
   --hf-config "$SRC/configs/hf/qwen3-1.7b.json" --set distill.teacher="$SRC/configs/hf/qwen3-8b.json" -n 8 --prompt-tokens 1024
 
 # Qwen3-MoE export (sparse MoE layers + a dense one): the contract check and sampling.
