@@ -61,6 +61,7 @@ rows[0]["prompt"] = "<b id=\"bold\">prompt</b>"
 for r in rows:  # the trainer's log-probs and entropies, as main's rollout rows carry them: mismatch and entropy views
     r["trainer_logprobs"] = [x + 0.1 for x in r["logprobs"]]
     r["entropy"] = [1.5 for _ in r["logprobs"]]
+    r["teacher_logprobs"] = [x - 0.4 for x in r["logprobs"]]  # a distillation run's: the teacher view
     r["response_ids"] = list(range(len(r["logprobs"])))
 open(p, "w").write("".join(json.dumps(r) + "\n" for r in rows))
 os.makedirs(os.path.join(t, "empty"))
@@ -122,7 +123,7 @@ expect_dom demo "$TMP/demo.html" --charts reward,accuracy,length,clip,mismatch,e
 # pieces cut from the hostile text: shown token by token). It must read as text, and no
 # element of it may exist.
 expect_dom both "$TMP/both.html" --traces reward=4 accuracy=4 --group-rows 8 --no-element-id pwned bold \
-  --colour-modes mismatch entropy \
+  --colour-modes mismatch entropy teacher \
   --text '</script><img id="pwned" src="x" onerror="document.title=1"><!-- & "q"' '<b id="bold">prompt</b>'
 grep -q '<img id="pwned"' "$TMP/both.dom" && bad "hostile text became an element" || ok "hostile response stayed text"
 expect_dom killed "$TMP/killed.html" --charts reward,entropy --note "cut off" --group-rows 8

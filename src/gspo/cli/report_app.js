@@ -249,6 +249,12 @@
     if (mode === 'entropy') return Array.isArray(row.entropy) ? row.entropy : null;
     const train = row.trainer_logprobs;
     if (!Array.isArray(train)) return null;
+    if (mode === 'teacher') {  // distillation: log pi_teacher - log pi_student, the token's term before coef
+      const teach = row.teacher_logprobs;
+      if (!Array.isArray(teach)) return null;
+      return train.map(function (s, i) {
+        return teach[i] === null || teach[i] === undefined || s === null ? null : teach[i] - s; });
+    }
     return lp.map(function (b, i) { return train[i] === undefined ? null : train[i] - b; });
   }
 
@@ -258,7 +264,7 @@
       const p = Math.exp(Math.min(0, v));
       return 'hsla(' + Math.round(120 * p) + ',75%,55%,0.35)';
     }
-    if (mode === 'mismatch') {
+    if (mode === 'mismatch' || mode === 'teacher') {
       const a = Math.min(1, Math.abs(v) / Math.max(scale, 1e-6));
       return (v > 0 ? 'rgba(30,120,255,' : 'rgba(230,40,40,') + (0.08 + 0.6 * a).toFixed(3) + ')';
     }
@@ -269,6 +275,7 @@
   function describe(mode, v) {
     if (mode === 'logprob') return 'logprob ' + num(v) + ' (p ' + num(Math.exp(v), 3) + ')';
     if (mode === 'mismatch') return 'log pi_train - log pi_sampler ' + num(v);
+    if (mode === 'teacher') return 'log pi_teacher - log pi_student ' + num(v);
     return 'entropy ' + num(v);
   }
 
@@ -357,6 +364,8 @@
         'sampler vs trainer mismatch' + (mm ? '' : ' (not in these rollouts)'));
       add(cs, 'option', en ? {value: 'entropy'} : {value: 'entropy', disabled: 'disabled'},
         'entropy' + (en ? '' : ' (not in these rollouts)'));
+      if (rows.some(function (r) { return Array.isArray(r.teacher_logprobs); }))  // distill.teacher runs
+        add(cs, 'option', {value: 'teacher'}, 'teacher vs student (distillation)');
       showStepGroups();
     }
     ss.addEventListener('change', showStepGroups);
