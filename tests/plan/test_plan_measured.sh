@@ -25,10 +25,12 @@ COMMON=(--set rollout.prompts_per_step=2 --set rollout.group_size=2 --set rollou
         --set rollout.min_new_tokens=192 --set algorithm.num_minibatches=1 --set train.max_steps=2
         --set train.threads=2 --set logging.progress=false --set data.holdout=0)
 
-# run NAME MODEL [--set ...]: trains (RANKS processes over Gloo, default 1), then plans; prints and checks the figures.
-run() {
+# run_once NAME MODEL [--set ...]: trains (RANKS processes over Gloo, default 1), then plans; prints and checks the
+# figures. Returns 2 when a figure is off (the run itself worked).
+run_once() {
   local name="$1" model="$2"; shift 2
   local out="$WORK/$name" n="${RANKS:-1}" launch=()
+  rm -rf "$out"  # (a retry's run directory starts empty)
   if [ "$n" -gt 1 ]; then
     launch=("$SRC/scripts/launch_local.sh" -n "$n" --port "$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')")
   fi
@@ -40,7 +42,7 @@ run() {
       -n "$n" --json >"$WORK/$name.plan.json" 2>"$WORK/$name.plan.err"; then
     echo "FAIL $name: gspo plan failed"; cat "$WORK/$name.plan.err"; fail=$((fail+1)); return
   fi
-  "$PY" - "$name" "$out/metrics.jsonl" "$WORK/$name.plan.json" "${CHECK:-1}" <<'PY' || fail=$((fail+1))
+  "$PY" - "$name" "$out/metrics.jsonl" "$WORK/$name.plan.json" "${CHECK:-1}" <<'PY' || return 2
 import json, sys
 name, metrics, plan, check = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 m = [json.loads(l) for l in open(metrics)][-1]
@@ -62,6 +64,17 @@ if bad:
     print(f"FAIL {name}: {', '.join(bad)} off by more than 25%")
     sys.exit(1)
 PY
+}
+
+# run NAME MODEL [--set ...]: run_once, and once more when a figure is off: a process's peak RSS beside other tests
+# (ctest -j2) can hold more than alone (allocator arenas, Gloo's buffers in flight), so a miss must repeat to count.
+run() {
+  run_once "$@"
+  [ $? -eq 2 ] || return 0
+  echo "  (retrying $1 once: a figure off by more than 25% must repeat to fail)"
+  run_once "$@"
+  [ $? -eq 2 ] && fail=$((fail+1))
+  return 0
 }
 
 # Baseline: the runtime term (plan::kRuntimeMb) against a 0.16M-parameter run's peak.
