@@ -23,17 +23,23 @@ TeacherTerm::TeacherTerm(const config::Config& cfg, model::Policy& teacher, bool
   pass_ = {tr.chunked_head || tr.activation_checkpointing, false, tr.chunked_head};  // (no expert parallelism)
 }
 
-at::Tensor TeacherTerm::logprobs(const at::Tensor& ids, const at::Tensor& mask, int64_t P, const KnownShape& shape,
-                                 at::Tensor* too_long) {
-  torch::NoGradGuard g;
+// The rows of mask that fit the teacher's context: undefined when all do (known from the width on the host, no read),
+// else their indices (one read), the others counted in `long_rows`.
+at::Tensor TeacherTerm::fitting_rows(const at::Tensor& mask, const KnownShape& shape, int64_t* long_rows) const {
+  if (long_rows) *long_rows = 0;
   const int64_t widest = shape.width > 0 ? shape.width : mask.sum(1).max().item<int64_t>();
-  if (context_ <= 0 || widest <= context_) {
-    if (too_long) *too_long = torch::zeros({ids.size(0)}, ids.options().dtype(torch::kBool));
+  if (context_ <= 0 || widest <= context_) return {};
+  const auto fit = torch::nonzero(mask.sum(1) <= context_).squeeze(1);
+  if (long_rows) *long_rows = mask.size(0) - fit.numel();
+  return fit;
+}
+
+at::Tensor TeacherTerm::logprobs(const at::Tensor& ids, const at::Tensor& mask, int64_t P, const KnownShape& shape,
+                                 int64_t* long_rows) {
+  torch::NoGradGuard g;
+  const auto fit = fitting_rows(mask, shape, long_rows);
+  if (!fit.defined())
     return response_logprobs(teacher_, ids, mask, P, temperature_, Entropy::kSkip, chunk_, pass_, {}, shape).logprobs;
-  }
-  const auto longer = mask.sum(1) > context_;
-  if (too_long) *too_long = longer;
-  const auto fit = torch::nonzero(torch::logical_not(longer)).squeeze(1);
   auto lp = torch::full({ids.size(0), ids.size(1) - P}, std::numeric_limits<float>::quiet_NaN(),
                         ids.options().dtype(torch::kFloat));
   if (fit.numel() > 0)  // (the rows that fit, as a batch of their own: its width is theirs)
@@ -43,15 +49,9 @@ at::Tensor TeacherTerm::logprobs(const at::Tensor& ids, const at::Tensor& mask, 
 }
 
 TopkLogprobs TeacherTerm::topk(const at::Tensor& ids, const at::Tensor& mask, int64_t P, const KnownShape& shape,
-                               at::Tensor* too_long) {
-  const int64_t widest = shape.width > 0 ? shape.width : mask.sum(1).max().item<int64_t>();
-  if (context_ <= 0 || widest <= context_) {
-    if (too_long) *too_long = torch::zeros({ids.size(0)}, ids.options().dtype(torch::kBool));
-    return response_topk(teacher_, ids, mask, P, temperature_, opts_.top_k, chunk_, pass_, shape);
-  }
-  const auto longer = mask.sum(1) > context_;
-  if (too_long) *too_long = longer;
-  const auto fit = torch::nonzero(torch::logical_not(longer)).squeeze(1);
+                               int64_t* long_rows) {
+  const auto fit = fitting_rows(mask, shape, long_rows);
+  if (!fit.defined()) return response_topk(teacher_, ids, mask, P, temperature_, opts_.top_k, chunk_, pass_, shape);
   const int64_t n = ids.size(0), R = ids.size(1) - P, k = std::min(opts_.top_k, teacher_.manifest().vocab_size);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const auto f = ids.options().dtype(torch::kFloat);
@@ -78,12 +78,11 @@ void TeacherTerm::apply(Micro& mi, int64_t P) {
 
 // reverse_kl: the per-token advantages (algo::distill_advantages).
 void TeacherTerm::apply_sampled(Micro& mi, int64_t P) {
-  at::Tensor too_long;
-  auto t_lp = logprobs(mi.ids, mi.mask, P, mi.shape, &too_long);
+  int64_t long_rows = 0;
+  auto t_lp = logprobs(mi.ids, mi.mask, P, mi.shape, &long_rows);
   if (nan_fault_) t_lp[0].fill_(std::numeric_limits<float>::quiet_NaN());
   auto terms = algo::distill_advantages(mi.advantages, t_lp, mi.old_lp, mi.loss_mask, opts_);
   mi.advantages = terms.advantages;
-  const auto long_rows = too_long.any().item<bool>() ? too_long.sum().item<int64_t>() : 0;
   kl_sum_ += terms.kl_sum;
   tokens_ += terms.tokens;
   teacher_abs_ += terms.teacher_abs;
@@ -95,8 +94,8 @@ void TeacherTerm::apply_sampled(Micro& mi, int64_t P) {
 // forward_kl / jsd: the teacher's top-k kept with the rows; a row whose teacher log-probs are not finite on a trained
 // token is left out of the divergence (teacher_mask 0) and keeps reward_weight x A_i.
 void TeacherTerm::apply_topk(Micro& mi, int64_t P) {
-  at::Tensor too_long;
-  auto t = topk(mi.ids, mi.mask, P, mi.shape, &too_long);
+  int64_t long_rows = 0;
+  auto t = topk(mi.ids, mi.mask, P, mi.shape, &long_rows);
   if (nan_fault_) t.logprobs[0].fill_(std::numeric_limits<float>::quiet_NaN());
   const auto m = mi.loss_mask.to(torch::kFloat);
   const auto finite = torch::isfinite(t.logprobs).logical_and(torch::isfinite(t.top_lp).all(-1));
@@ -108,15 +107,15 @@ void TeacherTerm::apply_topk(Micro& mi, int64_t P) {
   mi.advantages = opts_.reward_weight * mi.advantages;
   const auto kl = torch::where(ok > 0, mi.old_lp - t.logprobs, torch::zeros_like(ok));
   const auto stats = torch::stack({kl.sum(), ok.sum(), (mi.advantages.abs() * torch::logical_not(bad_row)).sum(),
-                                   bad_row.sum().to(torch::kFloat), too_long.sum().to(torch::kFloat)})
+                                   bad_row.sum().to(torch::kFloat)})
                          .to(torch::kDouble)
                          .cpu();
   const auto s = stats.accessor<double, 1>();
   kl_sum_ += s[0];
   tokens_ += s[1];
   reward_abs_ += s[2];  // (per sequence: the divergence is a sequence's token mean)
-  long_rows_ += static_cast<int64_t>(s[4]);
-  failed_rows_ += static_cast<int64_t>(s[3] - s[4]);
+  long_rows_ += long_rows;
+  failed_rows_ += static_cast<int64_t>(s[3]) - long_rows;
 }
 
 at::Tensor TeacherTerm::loss_term(const at::Tensor& student_topk, const Micro& mi) const {

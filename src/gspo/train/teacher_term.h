@@ -41,15 +41,16 @@ class TeacherTerm {
   // seconds) into `m`, then starts over.
   void take(StepMetrics& m);
   // The teacher's log-probs of the response tokens of ids/mask [n, P + R] (rollout layout), [n, R] float32, NaN on
-  // the rows longer than its context (true in `too_long` [n], when given). No gradient.
+  // the rows longer than its context (counted in `long_rows`, when given). No gradient.
   at::Tensor logprobs(const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len, const KnownShape& shape = {},
-                      at::Tensor* too_long = nullptr);
+                      int64_t* long_rows = nullptr);
   model::Policy& model() { return teacher_; }
 
  private:
   // As logprobs, with each position's top k (forward_kl, jsd).
   TopkLogprobs topk(const at::Tensor& ids, const at::Tensor& mask, int64_t prompt_len, const KnownShape& shape,
-                    at::Tensor* too_long);
+                    int64_t* long_rows);
+  at::Tensor fitting_rows(const at::Tensor& mask, const KnownShape& shape, int64_t* long_rows) const;
   void apply_sampled(Micro& mi, int64_t prompt_len);
   void apply_topk(Micro& mi, int64_t prompt_len);
 
