@@ -500,11 +500,20 @@ if have_shared qwen3-export "$SHARED/data/tokenizers/qwen3/tokenizer.json"; then
     --set train.output_dir="$TMP/distill_narrow" --set distill.teacher="$MODELS/tiny.pt"
   expect distill-reward-model 4 "reward_qwen3.pt" -- "$GSPO" "${DISTILL[@]}" \
     --set train.output_dir="$TMP/distill_rm" --set distill.teacher="$MODELS/reward/reward_qwen3.pt"
+  # The teacher reads the prompts in its own Jinja template (Qwen3's) while the policy reads them raw.
+  expect distill-qwen3-own-template 0 "reads prompts in its own chat template, from" -- "$GSPO" "${DISTILL[@]}" \
+    --set train.output_dir="$TMP/distill_own" --set data.chat_template=none --set distill.chat_template=auto
   GSPO_FAULT=teacher_nan expect distill-nan 0 "got no teacher term (1 with a non-finite teacher log-prob" -- "$GSPO" \
     "${DISTILL[@]}" --set train.output_dir="$TMP/distill_nan"
 fi
 expect distill-needs-token-loss 2 "set algorithm.loss gspo_token" -- "$GSPO" train --config "$SRC/configs/tiny.yaml" \
   --set model.path="$MODELS/tiny.pt" --set distill.teacher="$MODELS/tiny.pt" --set train.output_dir="$TMP/distill_gspo"
+expect distill-chatml 0 "reads prompts in chatml" -- "$GSPO" train --config "$SRC/configs/tiny.yaml" \
+  --set model.path="$MODELS/tiny.pt" --set distill.teacher="$MODELS/tiny.pt" --set algorithm.loss=grpo \
+  --set distill.chat_template=chatml --set train.max_steps=2 --set train.output_dir="$TMP/distill_chatml"
+expect distill-auto-no-template 2 "distill.chat_template auto: the teacher" -- "$GSPO" train --config "$SRC/configs/tiny.yaml" \
+  --set model.path="$MODELS/tiny.pt" --set distill.teacher="$MODELS/tiny.pt" --set algorithm.loss=grpo \
+  --set distill.chat_template=auto --set train.output_dir="$TMP/distill_auto"
 expect distill-not-torchscript 4 "not_torchscript.pt" -- "$GSPO" train --config "$SRC/configs/tiny.yaml" \
   --set model.path="$MODELS/tiny.pt" --set distill.teacher="$MODELS/not_torchscript.pt" --set algorithm.loss=grpo \
   --set train.output_dir="$TMP/distill_bad"

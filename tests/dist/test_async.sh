@@ -56,6 +56,11 @@ PY
 DIST=(--set "distill.teacher=$MODELS/tiny.pt" --set algorithm.loss=gspo_token --set distill.reward_weight=0.5)
 run d1 1 "${DIST[@]}" && run da11 2 "${K1[@]}" "${DIST[@]}" && \
   CMP_EXTRA="--one-sided $ASYNC_ONLY" same "distillation: 1 rollout rank + 1 trainer, max_staleness 0 = 1 process" d1 da11
+# The teacher reading chatml (distill.chat_template): the shipped rows carry their examples' indices, which the
+# trainer renders from its own copy of the data.
+run dc1 1 "${DIST[@]}" --set distill.chat_template=chatml && \
+  run dca11 2 "${K1[@]}" "${DIST[@]}" --set distill.chat_template=chatml && \
+  CMP_EXTRA="--one-sided $ASYNC_ONLY" same "distillation in chatml: 1 rollout rank + 1 trainer = 1 process" dc1 dca11
 
 # --- max_staleness 1 and 2: bounded, exact lags; the schedule does not depend on the layout --------------------------
 run s1 2 "${K1[@]}" --set async.max_staleness=1 && run s1b 3 "${K2[@]}" --set async.max_staleness=1 && {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -19,6 +20,7 @@
 #include "gspo/train/metrics/metrics.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/setup/teacher.h"
+#include "gspo/train/sources/rollout_source.h"
 #include "gspo/train/teacher_term.h"
 #include "helpers.h"
 
@@ -349,4 +351,145 @@ TEST_CASE("distill.clip is reverse_kl's, and forward_kl and jsd take any loss", 
   CHECK(test::config_error_of(yaml) == "<no error>");  // (algorithm.loss gspo: the divergence is a loss of its own)
   CHECK_THAT(test::config_error_of(yaml, {"distill.clip=1"}), Catch::Contains("distill.clip clips reverse_kl"));
   CHECK_THAT(test::config_error_of(yaml, {"distill.jsd_beta=1"}), Catch::Contains("in (0, 1)"));
+}
+
+namespace {
+
+// Two groups of two rows in the rollout layout (raw prompts, left-padded; responses of 5, 3, 7 and 1 tokens), their
+// examples 0 and 1: what a step's Scored holds.
+train::Scored two_groups(const tokenizer::Tokenizer& tok, const std::vector<data::Example>& examples) {
+  const std::vector<std::vector<int64_t>> prompts{tok.encode_prompt(examples[0].prompt),
+                                                  tok.encode_prompt(examples[1].prompt)};
+  const std::vector<std::vector<int64_t>> responses{{51, 52, 53, 54, 258}, {55, 56, 258}, {57, 58, 59, 60, 61, 62, 258},
+                                                    {258}};
+  const int64_t P = static_cast<int64_t>(std::max(prompts[0].size(), prompts[1].size())), R = 7, n = 4;
+  train::Scored s;
+  auto& b = s.batch;
+  b.input_ids = torch::full({n, P + R}, 256, torch::kLong);
+  b.attention_mask = torch::zeros({n, P + R}, torch::kLong);
+  b.loss_mask = torch::zeros({n, R});
+  for (int64_t r = 0; r < n; ++r) {
+    const auto& p = prompts[static_cast<size_t>(r / 2)];
+    const auto& y = responses[static_cast<size_t>(r)];
+    const auto q = static_cast<int64_t>(p.size()), len = static_cast<int64_t>(y.size());
+    b.input_ids[r].narrow(0, P - q, q).copy_(torch::tensor(p, torch::kLong));
+    b.input_ids[r].narrow(0, P, len).copy_(torch::tensor(y, torch::kLong));
+    b.attention_mask[r].narrow(0, P - q, q + len).fill_(1);
+    b.loss_mask[r].narrow(0, 0, len).fill_(1);
+    b.response_lengths.push_back(len);
+    b.finish.push_back(rollout::Finish::kEos);
+    s.examples.push_back(r / 2);
+  }
+  b.response_mask = b.loss_mask.clone();
+  b.behaviour_logprobs = torch::zeros({n, R});
+  b.prompt_len = P;
+  b.group_size = 2;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a teacher reading its own chat format scores the policy's responses after its own prompts", "[distill]") {
+  // The policy reads raw prompts (data.chat_template none); the teacher the same conversations in chatml, with the
+  // run's system prompt. Each row's teacher log-probs equal the teacher's over [its chatml prompt, the response]
+  // computed alone, row by row (1e-5: other batch shapes).
+  auto student = load("tiny.pt");
+  config::Config cfg;
+  cfg.model.path = test::model_path("tiny.pt");
+  cfg.distill.teacher = test::model_path("tiny.pt");
+  cfg.distill.chat_template = config::TeacherChat::kChatml;
+  cfg.data.system_prompt = "Answer briefly.";
+  const std::vector<data::Example> examples{{"a", "What is 2+3?", "5"}, {"b", "And 10*4, twice?", "80"}};
+  auto teacher = train::load_teacher(cfg, c10::Device(c10::kCPU), *student.tok, *student.policy);
+  REQUIRE(teacher.format.chat_template == config::ChatTemplate::kChatml);
+  train::TeacherPrompts prompts(teacher.format, std::move(teacher.tok), examples, {});
+  CHECK_THAT(prompts.text(1), Catch::Contains("<|im_start|>system\nAnswer briefly.<|im_end|>") &&
+                                  Catch::Contains("And 10*4, twice?"));
+  CHECK_THROWS_AS(prompts.ids(2), std::out_of_range);
+  auto s = two_groups(*student.tok, examples);
+  const auto& b = s.batch;
+  const int64_t P = b.prompt_len;
+  for (const auto objective : {config::DistillObjective::kReverseKl, config::DistillObjective::kForwardKl}) {
+    cfg.distill.objective = objective;
+    cfg.rollout.temperature = 1.0;
+    train::TeacherTerm term(cfg, teacher.policy, false, &prompts);
+    CHECK_THROWS_AS(term.logprobs(b.input_ids, b.attention_mask, P, {0, 1, 2, 3}), std::out_of_range);
+    term.begin_step(s);
+    const auto mine = term.logprobs(b.input_ids, b.attention_mask, P, {0, 1, 2, 3});
+    const auto same_format = train::response_logprobs(teacher.policy, b.input_ids, b.attention_mask, P, 1.0,
+                                                      train::Entropy::kSkip).logprobs;
+    // The micro-batch path: rows 3, 0 and 2 (out of order), old log-probs 0, so reverse_kl's advantage is the
+    // teacher's log-prob; forward_kl keeps the sampled token's among the teacher's top k only where it is there.
+    auto mi = train::slice_rows(b, {3, 0, 2}, torch::zeros({4}));
+    mi.old_lp = torch::zeros_like(mi.loss_mask);
+    term.apply(mi, P);
+    double differs = 0;
+    for (int64_t r = 0; r < 4; ++r) {
+      const int64_t len = b.response_lengths[static_cast<size_t>(r)];
+      auto ids = prompts.ids(r / 2);
+      const auto q = static_cast<int64_t>(ids.size());
+      for (int64_t j = 0; j < len; ++j) ids.push_back(b.input_ids[r][P + j].item<int64_t>());
+      const auto t = torch::tensor(ids, torch::kLong).unsqueeze(0);
+      const auto want = train::response_logprobs(teacher.policy, t, torch::ones_like(t), q, 1.0,
+                                                 train::Entropy::kSkip).logprobs[0];
+      INFO("row " << r);
+      CHECK((mine[r].narrow(0, 0, len) - want).abs().max().item<double>() < 1e-5);
+      differs = std::max(differs, (same_format[r].narrow(0, 0, len) - want).abs().max().item<double>());
+      if (objective == config::DistillObjective::kReverseKl) {
+        const std::vector<int64_t> order{3, 0, 2};
+        const auto at = std::find(order.begin(), order.end(), r);
+        if (at != order.end())
+          CHECK((mi.advantages[at - order.begin()].narrow(0, 0, len) - want).abs().max().item<double>() < 1e-5);
+      }
+    }
+    CHECK(differs > 1e-3);  // (the format matters: the raw prompts give other log-probs)
+    train::StepMetrics m;
+    term.take(m);
+    const auto q0 = static_cast<int64_t>(prompts.ids(0).size()), q1 = static_cast<int64_t>(prompts.ids(1).size());
+    CHECK(m.teacher_tokens == (q1 + 1) + (q0 + 5) + (q1 + 7));  // (its own prompts counted, not the policy's)
+    CHECK(m.distill_failed_rows == 0);
+    CHECK(m.distill_long_rows == 0);
+  }
+}
+
+TEST_CASE("a teacher prompt past its context fails that row only; auto needs a template; student needs no teacher",
+          "[distill]") {
+  auto student = load("tiny.pt");
+  config::Config cfg;
+  cfg.model.path = test::model_path("tiny.pt");
+  cfg.distill.teacher = test::model_path("tiny.pt");
+  cfg.distill.chat_template = config::TeacherChat::kChatml;
+  const std::vector<data::Example> examples{{"a", "What is 2+3?", "5"}, {"b", "And 10*4, twice?", "80"}};
+  auto teacher = train::load_teacher(cfg, c10::Device(c10::kCPU), *student.tok, *student.policy);
+  // A system prompt that leaves example 1's teacher prompt 252 of the teacher's 256 positions (byte tokens): row 2's
+  // 7 response tokens do not fit after it, rows 3 (1 token), 0 and 1 (example 0's 4 bytes shorter) do.
+  teacher.format.system_prompt = "s";
+  const auto base = static_cast<int64_t>(student.tok->encode_prompt(data::format_prompt(teacher.format, examples[1])).size());
+  teacher.format.system_prompt = std::string(static_cast<size_t>(252 - base + 1), 's');
+  train::TeacherPrompts prompts(teacher.format, std::move(teacher.tok), examples, {});
+  REQUIRE(prompts.ids(1).size() == 252);
+  REQUIRE(prompts.ids(0).size() == 248);
+  auto s = two_groups(*student.tok, examples);
+  train::TeacherTerm term(cfg, teacher.policy, false, &prompts);
+  term.begin_step(s);
+  auto mi = train::slice_rows(s.batch, {0, 1, 2, 3}, torch::tensor({1.0, -1.0, 0.5, -0.5}));
+  mi.old_lp = torch::zeros_like(mi.loss_mask);
+  term.apply(mi, s.batch.prompt_len);
+  train::StepMetrics m;
+  term.take(m);
+  CHECK(m.distill_long_rows == 1);
+  CHECK(torch::isfinite(mi.advantages).all().item<bool>());
+  CHECK((mi.advantages[2] == 0).all().item<bool>());  // (reward_weight 0: nothing from the failed row)
+
+  cfg.distill.chat_template = config::TeacherChat::kAuto;  // tiny.pt carries no template
+  try {
+    train::load_teacher(cfg, c10::Device(c10::kCPU), *student.tok, *student.policy);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("distill.chat_template auto") &&
+                                          Catch::Contains("carries no chat template"));
+  }
+  const std::string yaml = "model: {path: m.pt}\ndistill: {chat_template: chatml}\n";
+  CHECK_THAT(test::config_error_of(yaml), Catch::Contains("distill.chat_template chatml") &&
+                                              Catch::Contains("distill.teacher is not set"));
 }

@@ -108,6 +108,12 @@ const std::vector<Choice<DistillObjective>>& choices(DistillObjective) {
                                                        {"jsd", DistillObjective::kJsd}};
   return c;
 }
+const std::vector<Choice<TeacherChat>>& choices(TeacherChat) {
+  static const std::vector<Choice<TeacherChat>> c{
+      {"student", TeacherChat::kStudent}, {"auto", TeacherChat::kAuto},     {"none", TeacherChat::kNone},
+      {"chatml", TeacherChat::kChatml},   {"qwen2.5", TeacherChat::kQwen25}, {"deepseek_r1", TeacherChat::kDeepseekR1}};
+  return c;
+}
 
 const std::vector<Choice<ScoreDtype>>& choices(ScoreDtype) {
   static const std::vector<Choice<ScoreDtype>> c{

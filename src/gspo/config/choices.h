@@ -26,6 +26,8 @@ enum class RewardKind { kAuto, kExact, kLeadingInteger, kMath, kCode, kRegex, kF
 enum class ScoreDtype { kAuto, kFloat32, kBFloat16 };  // reward.model_dtype: auto = bfloat16 on CUDA, float32 on the CPU
 enum class JudgeMode { kVerdict, kSampled };  // reward.judge_mode
 enum class DistillObjective { kReverseKl, kForwardKl, kJsd };  // distill.objective
+// distill.chat_template: the teacher reads the student's prompt tokens, or the conversation in a format of its own
+enum class TeacherChat { kStudent, kAuto, kNone, kChatml, kQwen25, kDeepseekR1 };
 enum class LossKind { kGspo, kGspoToken, kGrpo };
 enum class AdvantageKind {
   kGroupNorm,    // (r - mean) / (std + eps)
@@ -71,6 +73,7 @@ const std::vector<Choice<RewardScale>>& choices(RewardScale);
 const std::vector<Choice<ScoreDtype>>& choices(ScoreDtype);
 const std::vector<Choice<JudgeMode>>& choices(JudgeMode);
 const std::vector<Choice<DistillObjective>>& choices(DistillObjective);
+const std::vector<Choice<TeacherChat>>& choices(TeacherChat);
 const std::vector<Choice<ComponentNorm>>& choices(ComponentNorm);
 const std::vector<Choice<RolloutDtype>>& choices(RolloutDtype);
 const std::vector<Choice<CudaGraphs>>& choices(CudaGraphs);
@@ -87,6 +90,7 @@ GSPO_CHOICE(OldLogprobs); GSPO_CHOICE(Schedule); GSPO_CHOICE(OnNonfinite); GSPO_
 GSPO_CHOICE(IsCorrection); GSPO_CHOICE(IsLevel); GSPO_CHOICE(RewardScale); GSPO_CHOICE(ComponentNorm);
 GSPO_CHOICE(RolloutDtype); GSPO_CHOICE(RoutingReplay); GSPO_CHOICE(MathGold); GSPO_CHOICE(ToolKind);
 GSPO_CHOICE(CudaGraphs); GSPO_CHOICE(ScoreDtype); GSPO_CHOICE(JudgeMode); GSPO_CHOICE(DistillObjective);
+GSPO_CHOICE(TeacherChat);
 #undef GSPO_CHOICE
 
 // The name of a value ("bfloat16").

@@ -22,6 +22,7 @@ struct DistillOptions {
   double reward_weight = 0.0;
   double clip = 0.0;
   ScoreDtype dtype = ScoreDtype::kAuto;
+  TeacherChat chat_template = TeacherChat::kStudent;
 
   template <class V>
   void visit(V&& v) {
@@ -46,6 +47,12 @@ struct DistillOptions {
       at_least(0));
     v("dtype", dtype, "the teacher's compute dtype: auto (bfloat16 on CUDA, float32 on the CPU), float32 or "
       "bfloat16", choice_rule(dtype));
+    v("chat_template", chat_template, "how the teacher reads the prompt: student (the prompt tokens the policy read, "
+      "as sampled), or the conversation rendered again in the teacher's format: auto (the teacher export's own Jinja "
+      "chat template, as data.chat_template auto renders the policy's), none, chatml, qwen2.5, deepseek_r1; with "
+      "data.system_prompt, prompt_template and the tools list as the policy's prompt has them. The response is "
+      "scored as the policy wrote it (per-token terms compare the same tokens; a tool episode's observation turns "
+      "stay in the policy's format)", choice_rule(chat_template));
   }
 };
 

@@ -414,7 +414,13 @@ void validate_async(const Config& c, std::vector<std::string>& e) {
 
 // On-policy distillation: per-token advantages need the token-level loss.
 void validate_distill(const Config& c, std::vector<std::string>& e) {
-  if (c.distill.teacher.empty()) return;
+  if (c.distill.teacher.empty()) {
+    if (c.distill.chat_template != TeacherChat::kStudent)
+      e.push_back(at(c, "distill.chat_template") + ": distill.chat_template " + name_of(c.distill.chat_template) +
+                  " says how a teacher reads the prompt, but distill.teacher is not set: set distill.teacher, or "
+                  "leave distill.chat_template student");
+    return;
+  }
   const bool sampled = c.distill.objective == DistillObjective::kReverseKl;
   if (sampled && c.algorithm.loss == LossKind::kGspo)
     e.push_back(at(c, "distill.teacher") + ": distill.teacher gives every token its own advantage, which the "

@@ -50,7 +50,8 @@ Scored StepRunner::keep_signal_groups(std::vector<Scored>& rounds) {
   for (size_t i = 0; static_cast<int64_t>(chosen.size()) < quota; ++i) chosen.push_back(filler.at(i));
   std::vector<const rollout::RolloutBatch*> batches;
   for (const auto& r : rounds) batches.push_back(&r.batch);
-  Scored out{rollout::merge_groups(batches, chosen, p_.policy.manifest().pad_token_id), {}, {}, {}, {}, {}};
+  Scored out;
+  out.batch = rollout::merge_groups(batches, chosen, p_.policy.manifest().pad_token_id);
   for (const auto& ref : chosen)
     for (int64_t i = 0; i < G; ++i) {
       const auto& src = rounds[ref.batch];
@@ -61,6 +62,7 @@ Scored StepRunner::keep_signal_groups(std::vector<Scored>& rounds) {
       out.components.push_back(src.components[r]);
       out.versions.push_back(src.versions[r]);
       out.sources.push_back(src.sources[r]);
+      out.examples.push_back(src.examples.empty() ? -1 : src.examples[r]);
     }
   return out;
 }

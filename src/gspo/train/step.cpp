@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <numeric>
+
 #include "gspo/core/resources.h"
 #include "gspo/core/clock.h"
 #include "gspo/model/lora.h"
@@ -223,9 +225,12 @@ void StepRunner::write_rollouts(int64_t step, const Scored& s, const algo::Advan
                                eval_pass_);
     const auto own = b.loss_mask.narrow(0, 0, n).to(torch::kFloat);
     if (keep > 0) view = {(t.logprobs * own).cpu(), (t.entropy * own).cpu(), {}};
-    if (keep > 0 && p_.teacher)  // (the teacher is whole on every rank: only the ranks that log run it)
+    if (keep > 0 && p_.teacher) {  // (the teacher is whole on every rank: only the ranks that log run it)
+      std::vector<int64_t> rows(static_cast<size_t>(n));
+      std::iota(rows.begin(), rows.end(), 0);
       view.teacher_logprobs = (p_.teacher->logprobs(b.input_ids.narrow(0, 0, n), b.attention_mask.narrow(0, 0, n),
-                                                    b.prompt_len) * own).cpu();
+                                                    b.prompt_len, rows) * own).cpu();
+    }
   }
   p_.rollouts->write(step, s, adv, first_row, view);
 }
@@ -262,6 +267,7 @@ StepMetrics StepRunner::run(Progress& progress) {
   }
   m.overlong_penalty.count = m.overlong_penalized.count = static_cast<double>(scored.penalty.size());
 
+  if (p_.teacher) p_.teacher->begin_step(scored);  // (its own prompts for the rows, when it reads its format)
   auto adv = advantages(scored);
   if (p_.advantage_sign < 0) adv.values = -adv.values;  // GSPO_FAULT=advantage_sign, tests only (setup/fault.h)
   if (p_.rollouts && p_.rollouts->due(progress.step + 1)) write_rollouts(progress.step + 1, scored, adv, first_row);

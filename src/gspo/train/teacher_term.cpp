@@ -3,22 +3,29 @@
 #include <torch/torch.h>
 
 #include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
 
 #include "gspo/algo/distill.h"
 #include "gspo/core/clock.h"
 #include "gspo/rollout/sampling.h"
 #include "gspo/train/metrics/metrics.h"
 #include "gspo/train/minibatch.h"
+#include "gspo/train/setup/teacher.h"
+#include "gspo/train/sources/rollout_source.h"
 
 namespace gspo::train {
 
-TeacherTerm::TeacherTerm(const config::Config& cfg, model::Policy& teacher, bool nan_fault)
+TeacherTerm::TeacherTerm(const config::Config& cfg, model::Policy& teacher, bool nan_fault,
+                         const TeacherPrompts* prompts)
     : opts_(cfg.distill),
       teacher_(teacher),
       temperature_(rollout::logprob_temperature(cfg.rollout.temperature)),
       chunk_(cfg.train.logprob_chunk_tokens),
       context_(teacher_.manifest().max_seq_len),
-      nan_fault_(nan_fault) {
+      nan_fault_(nan_fault),
+      prompts_(prompts) {
   const auto& tr = cfg.train;
   pass_ = {tr.chunked_head || tr.activation_checkpointing, false, tr.chunked_head};  // (no expert parallelism)
 }
@@ -34,24 +41,80 @@ at::Tensor TeacherTerm::fitting_rows(const at::Tensor& mask, const KnownShape& s
   return fit;
 }
 
-at::Tensor TeacherTerm::logprobs(const at::Tensor& ids, const at::Tensor& mask, int64_t P, const KnownShape& shape,
-                                 int64_t* long_rows) {
+void TeacherTerm::begin_step(const Scored& s) {
+  row_prompts_.clear();
+  row_response_.clear();
+  if (!prompts_) return;
+  const auto t0 = core::Clock::now();
+  const auto& b = s.batch;
+  std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> made;  // (a group's rows share one)
+  for (int64_t r = 0; r < b.num_rows(); ++r) {
+    const int64_t ex = r < static_cast<int64_t>(s.examples.size()) ? s.examples[static_cast<size_t>(r)] : -1;
+    if (ex < 0)
+      throw std::logic_error("distill.chat_template: row " + std::to_string(r) + " of the step's batch names no "
+                             "example to render for the teacher");
+    auto& ids = made[ex];
+    if (!ids) ids = std::make_shared<const std::vector<int64_t>>(prompts_->ids(ex));
+    row_prompts_.push_back(ids);
+    row_response_.push_back(b.response_lengths[static_cast<size_t>(r)]);
+  }
+  seconds_ += core::seconds_since(t0);
+}
+
+TeacherTerm::Input TeacherTerm::input(const at::Tensor& ids, const at::Tensor& mask, int64_t P,
+                                      const std::vector<int64_t>& rows, const KnownShape& shape) const {
+  if (!prompts_) return {ids, mask, P, shape};
+  const int64_t n = ids.size(0), R = ids.size(1) - P;
+  if (static_cast<int64_t>(rows.size()) != n)
+    throw std::logic_error("TeacherTerm: " + std::to_string(n) + " rows given with " + std::to_string(rows.size()) +
+                           " batch rows (begin_step first)");
+  int64_t Q = 1, width = 1;
+  for (int64_t r : rows) {
+    const auto q = static_cast<int64_t>(row_prompts_.at(static_cast<size_t>(r))->size());
+    Q = std::max(Q, q);
+    width = std::max(width, q + row_response_.at(static_cast<size_t>(r)));
+  }
+  // The prompts left-padded into Q columns on the host, then beside the response columns on the device.
+  auto p_ids = torch::full({n, Q}, teacher_.manifest().pad_token_id, torch::kLong);
+  auto p_mask = torch::zeros({n, Q}, torch::kLong);
+  auto pi = p_ids.accessor<int64_t, 2>();
+  auto pm = p_mask.accessor<int64_t, 2>();
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& p = *row_prompts_[static_cast<size_t>(rows[static_cast<size_t>(i)])];
+    const int64_t q = static_cast<int64_t>(p.size());
+    for (int64_t j = 0; j < q; ++j) pi[i][Q - q + j] = p[static_cast<size_t>(j)], pm[i][Q - q + j] = 1;
+  }
+  Input in;
+  in.ids = torch::cat({p_ids.to(ids.device()), ids.narrow(1, P, R)}, 1);
+  in.mask = torch::cat({p_mask.to(mask.device(), mask.scalar_type()), mask.narrow(1, P, R)}, 1);
+  in.prompt_len = Q;
+  in.shape.width = width;
+  in.shape.real_index = shape.real_index;  // (response columns as they were)
+  return in;
+}
+
+at::Tensor TeacherTerm::logprobs(const at::Tensor& ids, const at::Tensor& mask, int64_t P,
+                                 const std::vector<int64_t>& rows, const KnownShape& shape, int64_t* long_rows) {
   torch::NoGradGuard g;
-  const auto fit = fitting_rows(mask, shape, long_rows);
+  const auto in = input(ids, mask, P, rows, shape);
+  const auto fit = fitting_rows(in.mask, in.shape, long_rows);
   if (!fit.defined())
-    return response_logprobs(teacher_, ids, mask, P, temperature_, Entropy::kSkip, chunk_, pass_, {}, shape).logprobs;
+    return response_logprobs(teacher_, in.ids, in.mask, in.prompt_len, temperature_, Entropy::kSkip, chunk_, pass_,
+                             {}, in.shape).logprobs;
   auto lp = torch::full({ids.size(0), ids.size(1) - P}, std::numeric_limits<float>::quiet_NaN(),
                         ids.options().dtype(torch::kFloat));
   if (fit.numel() > 0)  // (the rows that fit, as a batch of their own: its width is theirs)
-    lp.index_copy_(0, fit, response_logprobs(teacher_, ids.index_select(0, fit), mask.index_select(0, fit), P,
-                                             temperature_, Entropy::kSkip, chunk_, pass_).logprobs);
+    lp.index_copy_(0, fit, response_logprobs(teacher_, in.ids.index_select(0, fit), in.mask.index_select(0, fit),
+                                             in.prompt_len, temperature_, Entropy::kSkip, chunk_, pass_).logprobs);
   return lp;
 }
 
-TopkLogprobs TeacherTerm::topk(const at::Tensor& ids, const at::Tensor& mask, int64_t P, const KnownShape& shape,
-                               int64_t* long_rows) {
-  const auto fit = fitting_rows(mask, shape, long_rows);
-  if (!fit.defined()) return response_topk(teacher_, ids, mask, P, temperature_, opts_.top_k, chunk_, pass_, shape);
+TopkLogprobs TeacherTerm::topk(const Input& in, int64_t* long_rows) {
+  const auto& ids = in.ids;
+  const auto& mask = in.mask;
+  const int64_t P = in.prompt_len;
+  const auto fit = fitting_rows(mask, in.shape, long_rows);
+  if (!fit.defined()) return response_topk(teacher_, ids, mask, P, temperature_, opts_.top_k, chunk_, pass_, in.shape);
   const int64_t n = ids.size(0), R = ids.size(1) - P, k = std::min(opts_.top_k, teacher_.manifest().vocab_size);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const auto f = ids.options().dtype(torch::kFloat);
@@ -72,14 +135,20 @@ void TeacherTerm::apply(Micro& mi, int64_t P) {
     apply_sampled(mi, P);
   else
     apply_topk(mi, P);
-  teacher_tokens_ += mi.real_tokens;
+  if (!prompts_) {
+    teacher_tokens_ += mi.real_tokens;
+  } else {
+    for (int64_t r : mi.rows)
+      teacher_tokens_ += static_cast<int64_t>(row_prompts_.at(static_cast<size_t>(r))->size()) +
+                         row_response_.at(static_cast<size_t>(r));
+  }
   seconds_ += core::seconds_since(t0);
 }
 
 // reverse_kl: the per-token advantages (algo::distill_advantages).
 void TeacherTerm::apply_sampled(Micro& mi, int64_t P) {
   int64_t long_rows = 0;
-  auto t_lp = logprobs(mi.ids, mi.mask, P, mi.shape, &long_rows);
+  auto t_lp = logprobs(mi.ids, mi.mask, P, mi.rows, mi.shape, &long_rows);
   if (nan_fault_) t_lp[0].fill_(std::numeric_limits<float>::quiet_NaN());
   auto terms = algo::distill_advantages(mi.advantages, t_lp, mi.old_lp, mi.loss_mask, opts_);
   mi.advantages = terms.advantages;
@@ -95,7 +164,7 @@ void TeacherTerm::apply_sampled(Micro& mi, int64_t P) {
 // token is left out of the divergence (teacher_mask 0) and keeps reward_weight x A_i.
 void TeacherTerm::apply_topk(Micro& mi, int64_t P) {
   int64_t long_rows = 0;
-  auto t = topk(mi.ids, mi.mask, P, mi.shape, &long_rows);
+  auto t = topk(input(mi.ids, mi.mask, P, mi.rows, mi.shape), &long_rows);
   if (nan_fault_) t.logprobs[0].fill_(std::numeric_limits<float>::quiet_NaN());
   const auto m = mi.loss_mask.to(torch::kFloat);
   const auto finite = torch::isfinite(t.logprobs).logical_and(torch::isfinite(t.top_lp).all(-1));

@@ -135,7 +135,8 @@ Trainer::Trainer(const config::Config& cfg_in, const std::string& resume, const 
   if (cfg.eval.every > 0)
     s.validation = std::make_unique<eval::Validation>(cfg, a.eval_model(false), *a.tok,
                                                       a.policy->manifest().max_seq_len, s.comm, *a.verifier);
-  if (a.teacher) s.teacher = std::make_unique<TeacherTerm>(cfg, *a.teacher, a.fault.teacher_nan);
+  if (a.teacher)
+    s.teacher = std::make_unique<TeacherTerm>(cfg, *a.teacher, a.fault.teacher_nan, a.teacher_prompts.get());
   if (cfg.logging.rollouts_every > 0) s.rollout_log = std::make_unique<RolloutLog>(cfg, *a.tok, s.comm, where.device);
   if (s.comm.is_main())  // only rank 0 writes the run directory
     s.logs.open(cfg, s.config_yaml, s.progress->step, s.validation != nullptr, s.rollout_log.get());

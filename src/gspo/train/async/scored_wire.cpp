@@ -67,6 +67,9 @@ at::Tensor pack_share(const Share& s) {
   a.write("component_lengths", c10::IValue(comp_lengths));
   a.write("versions", c10::IValue(s.scored.versions));
   a.write("sources", c10::IValue(s.scored.sources));
+  auto examples = s.scored.examples;  // (a Scored made without them: unknown, -1)
+  examples.resize(s.scored.rewards.size(), -1);
+  a.write("examples", c10::IValue(examples));
   a.write("metrics", c10::IValue(s.metrics));
   std::ostringstream out;
   a.save_to(out);
@@ -106,6 +109,7 @@ Share unpack_share(const at::Tensor& bytes) {
     s.scored.components = unflatten(doubles("components"), ints("component_lengths"));
     s.scored.versions = ints("versions");
     s.scored.sources = doubles("sources");
+    s.scored.examples = ints("examples");
     s.metrics = doubles("metrics");
   } catch (const gspo::Error&) {
     throw;
@@ -116,6 +120,7 @@ Share unpack_share(const at::Tensor& bytes) {
   if (b.response_lengths.size() != n || b.response_ids.size() != n || b.response_text.size() != n ||
       s.scored.rewards.size() != n || s.scored.correct.size() != n || s.scored.penalty.size() != n ||
       s.scored.components.size() != n || s.scored.versions.size() != n || s.scored.sources.size() != n ||
+      s.scored.examples.size() != n ||
       (b.input_ids.defined() && b.input_ids.size(0) != static_cast<int64_t>(n)))
     throw DistributedError("a batch share from a rollout rank has per-row lists of different lengths");
   return s;
@@ -148,6 +153,7 @@ Scored slice_groups(const Scored& s, int64_t first, int64_t count, int64_t pad_i
   out.components.assign(s.components.begin() + from, s.components.begin() + to);
   out.versions.assign(s.versions.begin() + from, s.versions.begin() + to);
   out.sources.assign(s.sources.begin() + from, s.sources.begin() + to);
+  if (s.examples.size() >= to) out.examples.assign(s.examples.begin() + from, s.examples.begin() + to);
   return out;
 }
 
@@ -167,6 +173,8 @@ Scored join_groups(std::vector<Scored> pieces, int64_t pad_id) {
     out.components.insert(out.components.end(), p.components.begin(), p.components.end());
     out.versions.insert(out.versions.end(), p.versions.begin(), p.versions.end());
     out.sources.insert(out.sources.end(), p.sources.begin(), p.sources.end());
+    out.examples.insert(out.examples.end(), p.examples.begin(), p.examples.end());
+    out.examples.resize(out.rewards.size(), -1);
   }
   out.batch = rollout::merge_groups(batches, refs, pad_id);
   return out;

@@ -240,8 +240,11 @@ Assembly::Assembly(config::Config& cfg, const Role& role, c10::Device dev, paral
   sources = data::number_sources(examples);  // (every process numbers the same rows alike)
   if (role.trains && role.main && !cfg.data.mix.empty()) log::info("{}", data::describe_mix(cfg.data, examples));
   if (role.trains) engine = make_engine(*this, cfg, comm);
-  if (role.trains && !cfg.distill.teacher.empty())  // (the rollout ranks sample only: the trainers score their rows)
-    teacher.emplace(load_teacher(cfg, device, *tok, *policy));
+  std::optional<LoadedTeacher> loaded_teacher;  // (the rollout ranks sample only: the trainers score their rows)
+  if (role.trains && !cfg.distill.teacher.empty()) {
+    loaded_teacher.emplace(load_teacher(cfg, device, *tok, *policy));
+    teacher.emplace(std::move(loaded_teacher->policy));
+  }
   if (lora) merged_copy(*this, cfg, role);
   // After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
   auto sp = rollout::sampling_params(cfg);
@@ -249,6 +252,10 @@ Assembly::Assembly(config::Config& cfg, const Role& role, c10::Device dev, paral
   apply_fault(fault, sp);
   sampler = std::make_unique<rollout::Sampler>(sampling_model(), *tok, sp);
   tools = env::make_tool_env(cfg, *tok, sampling_model());
+  if (loaded_teacher && cfg.distill.chat_template != config::TeacherChat::kStudent)
+    teacher_prompts = std::make_unique<TeacherPrompts>(std::move(loaded_teacher->format),
+                                                       std::move(loaded_teacher->tok), examples,
+                                                       env::shown_tools(tools.get()));
   if (reference) reference->set_param_dtype(policy->parameters().front().scalar_type());
 }
 

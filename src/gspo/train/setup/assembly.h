@@ -30,6 +30,7 @@ namespace gspo::env { class ToolEnv; }
 namespace gspo::train {
 
 struct ExpertParallel;
+class TeacherPrompts;
 
 // Who assembles, as data.
 struct Role {
@@ -62,6 +63,7 @@ struct Assembly {
   std::optional<SamplingCopy> sampling_copy;  // what samples when the policy cannot (see sampling_copy.h)
   std::optional<model::Policy> reference;     // a trainer's KL reference (algorithm.kl_coef > 0, not the base)
   std::optional<model::Policy> teacher;       // a trainer's distillation teacher (distill.teacher; teacher.h)
+  std::unique_ptr<TeacherPrompts> teacher_prompts;  // its prompts, when it reads them in its own format
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<data::Example> examples;        // the training rows that fit the model
   std::vector<std::string> sources;            // their data sources, sorted: what each row's source_id counts in

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gspo/config/validate.h"
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/io/model_load.h"
@@ -40,9 +41,49 @@ void probe(model::Policy& teacher, const std::string& file, c10::Device device) 
                       "a non-finite log-prob for a token")) + " in a probe at start-up");
 }
 
+// distill.chat_template's format for the teacher: the run's data options (system prompt, prompt template, thinking)
+// rendered with the teacher's template instead of the policy's.
+config::DataOptions teacher_format(const config::Config& cfg, const io::LoadedModel& m) {
+  auto f = cfg.data;
+  const auto chat = cfg.distill.chat_template;
+  switch (chat) {
+    case config::TeacherChat::kStudent: return f;
+    case config::TeacherChat::kNone: f.chat_template = config::ChatTemplate::kNone; return f;
+    case config::TeacherChat::kChatml: f.chat_template = config::ChatTemplate::kChatml; return f;
+    case config::TeacherChat::kQwen25: f.chat_template = config::ChatTemplate::kQwen25; return f;
+    case config::TeacherChat::kDeepseekR1: f.chat_template = config::ChatTemplate::kDeepseekR1; return f;
+    case config::TeacherChat::kAuto: break;
+  }
+  if (m.chat_template.empty())
+    throw ConfigError(config::set_at(cfg, "distill.chat_template") + "distill.chat_template auto: the teacher '" +
+                      cfg.distill.teacher + "' carries no chat template (chat_template.jinja, or tokenizer_config.json's "
+                      "chat_template, which scripts/export_hf.py keeps from the model directory); set chatml, qwen2.5, "
+                      "deepseek_r1 or none, or student to give it the policy's prompt tokens");
+  f.chat_template = config::ChatTemplate::kAuto;
+  f.chat_template_source = m.chat_template;
+  f.chat_template_origin = m.chat_template_origin;
+  const auto token = [&](int64_t id) { return id >= 0 && m.tok ? m.tok->decode({id}, true) : std::string(); };
+  f.chat_bos_token = token(m.tok ? m.tok->bos_id() : -1);
+  f.chat_eos_token = token(m.policy->manifest().eos_token_id);
+  return f;
+}
+
 }  // namespace
 
-model::Policy load_teacher(const config::Config& cfg, c10::Device device, const tokenizer::Tokenizer& student_tok,
+TeacherPrompts::TeacherPrompts(config::DataOptions format, std::unique_ptr<tokenizer::Tokenizer> tok,
+                               const std::vector<data::Example>& examples, std::vector<tokenizer::ChatTool> tools)
+    : format_(std::move(format)), tok_(std::move(tok)), examples_(examples), tools_(std::move(tools)) {}
+
+std::string TeacherPrompts::text(int64_t index) const {
+  if (index < 0 || index >= examples())
+    throw std::out_of_range("distill.chat_template: a row names example " + std::to_string(index) + " of " +
+                            std::to_string(examples()));
+  return data::format_prompt(format_, examples_[static_cast<size_t>(index)], tools_);
+}
+
+std::vector<int64_t> TeacherPrompts::ids(int64_t index) const { return tok_->encode_prompt(text(index)); }
+
+LoadedTeacher load_teacher(const config::Config& cfg, c10::Device device, const tokenizer::Tokenizer& student_tok,
                            const model::Policy& student) {
   const auto& d = cfg.distill;
   const auto ref = io::resolve_model_ref(d.teacher);  // a model file, a checkpoint or a run (its newest checkpoint)
@@ -77,12 +118,18 @@ model::Policy load_teacher(const config::Config& cfg, c10::Device device, const 
   if (student_tok.vocab_size() != loaded.tok->vocab_size())
     log::info("distill.teacher: its tokenizer has {} ids, the policy's {}: the {} the policy can sample agree",
               loaded.tok->vocab_size(), student_tok.vocab_size(), ids);
+  auto format = teacher_format(cfg, loaded);
   probe(*loaded.policy, d.teacher, device);
   log::info("distillation teacher {}: {} ({} parameters, {} layers) on {} in {}; advantage = {} x A_i + {} x "
             "(log pi_teacher - log pi_old){}", d.teacher, tm.architecture, loaded.policy->num_parameters(),
             tm.num_layers, device.str(), c10::toString(*what.dtype), d.reward_weight, d.coef,
             d.clip > 0 ? " clipped to +-" + std::to_string(d.clip) : std::string());
-  return std::move(*loaded.policy);
+  if (d.chat_template == config::TeacherChat::kAuto)
+    log::info("distillation teacher reads prompts in its own chat template, from {} (distill.chat_template auto)",
+              format.chat_template_origin);
+  else if (d.chat_template != config::TeacherChat::kStudent)
+    log::info("distillation teacher reads prompts in {} (distill.chat_template)", config::name_of(d.chat_template));
+  return {std::move(*loaded.policy), std::move(loaded.tok), std::move(format)};
 }
 
 }  // namespace gspo::train

@@ -187,7 +187,7 @@ Scored PartialSource::next_round(data::Cursor& cursor, const RolloutId& id, Step
   m.spanned_rows.count += static_cast<double>(quota_ * G);
 
   auto graded = taken.response_text;
-  auto s = score_batch(cfg_, verifier_, std::move(taken), graded, per_row, nullptr, v, m);
+  auto s = score_batch(cfg_, verifier_, std::move(taken), graded, per_row, examples_, nullptr, v, m);
   s.versions = std::move(versions);
   return s;
 }

@@ -51,7 +51,8 @@ void record_sampler(const rollout::SamplerStats& st, StepMetrics& m) {
 
 Scored score_batch(const config::Config& c, const reward::Verifier& verifier, rollout::RolloutBatch batch,
                    const std::vector<std::string>& graded, const std::vector<const data::Example*>& per_row,
-                   const std::vector<reward::ToolUse>* uses, int64_t version, StepMetrics& m) {
+                   const std::vector<data::Example>& all, const std::vector<reward::ToolUse>* uses, int64_t version,
+                   StepMetrics& m) {
   const auto t = Clock::now();
   const auto before = verifier.scoring_totals();
   Scored s;
@@ -78,7 +79,11 @@ Scored score_batch(const config::Config& c, const reward::Verifier& verifier, ro
   m.reward_model_failed += after.failed - before.failed;
   if (after.failed > before.failed) m.reward_model_failure = after.last_failure;
   s.versions.assign(s.rewards.size(), version);
-  for (const auto* ex : per_row) s.sources.push_back(static_cast<double>(ex->source_id));
+  for (const auto* ex : per_row) {
+    s.sources.push_back(static_cast<double>(ex->source_id));
+    const bool ours = !all.empty() && ex >= all.data() && ex < all.data() + all.size();
+    s.examples.push_back(ours ? static_cast<int64_t>(ex - all.data()) : -1);
+  }
   s.batch = std::move(batch);
   return s;
 }
@@ -139,7 +144,8 @@ Scored InProcessSource::next_round(data::Cursor& cursor, const RolloutId& id, St
   std::vector<const data::Example*> per_row;
   for (int64_t r = 0; r < batch.num_rows(); ++r) per_row.push_back(exs[r / G]);
   auto graded = sampled.graded();  // (a copy: the batch moves into the Scored)
-  return score_batch(c, verifier_, std::move(sampled.batch), graded, per_row, sampled.tool_use(), id.version, m);
+  return score_batch(c, verifier_, std::move(sampled.batch), graded, per_row, examples_, sampled.tool_use(),
+                     id.version, m);
 }
 
 }  // namespace gspo::train

@@ -34,6 +34,8 @@ struct Scored {
   std::vector<std::vector<double>> components;  // reward.components: per row, each component's reward
   std::vector<int64_t> versions;  // per row: the policy version whose weights sampled it (RolloutId::version)
   std::vector<double> sources;    // per row: its row's data source id (Example::source_id), -1 = none
+  std::vector<int64_t> examples;  // per row: the prompt's index in the run's training examples (every rank's same
+                                  // list), -1 = unknown; what a distillation teacher re-renders in its own format
 };
 
 // Names one generation round: the policy version that samples it (rollout steps completed when its weights were
@@ -73,9 +75,11 @@ class RolloutSource {
 // answering per_row[r], `graded` its text the verifier sees, `uses` its tool use or null) are scored, DAPO's soft
 // overlong penalty applied, into a Scored whose rows were all sampled by `version`.
 void record_sampler(const rollout::SamplerStats& st, StepMetrics& m);
+// `all`: the run's training examples, which per_row points into (Scored::examples).
 Scored score_batch(const config::Config& c, const reward::Verifier& verifier, rollout::RolloutBatch batch,
                    const std::vector<std::string>& graded, const std::vector<const data::Example*>& per_row,
-                   const std::vector<reward::ToolUse>* uses, int64_t version, StepMetrics& m);
+                   const std::vector<data::Example>& all, const std::vector<reward::ToolUse>* uses, int64_t version,
+                   StepMetrics& m);
 
 class SamplingCopy;
 
