@@ -452,7 +452,7 @@ TEST_CASE("a teacher reading its own chat format scores the policy's responses a
   }
 }
 
-TEST_CASE("a teacher prompt past its context fails that row only; auto needs a template; student needs no teacher",
+TEST_CASE("a teacher prompt past its context fails that row only, auto needs a template, student needs no teacher",
           "[distill]") {
   auto student = load("tiny.pt");
   config::Config cfg;
