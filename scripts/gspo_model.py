@@ -550,11 +550,27 @@ class CausalLM(nn.Module):
 
     # ---- Routing methods (optional, route_api 1): a decoder layer that reports the experts its MoE routed each token
     # to, or runs with given experts (Routing Replay). `layer` and `routed_layer(..., None)` are the same computation.
+    # route_api 2 adds routed_feed_forward: the feed-forward of a slot pass one layer at a time (ep_api 2) with the
+    # experts it used, so a rollout records the experts that produced its tokens (Rollout Routing Replay).
 
     @torch.jit.export
     def route_api(self) -> int:
         """Version of the routing methods (docs/model-contract.md, "Routing methods")."""
-        return 1  # ROUTE_API_VERSION
+        return 2  # ROUTE_API_VERSION
+
+    @torch.jit.export
+    def routed_feed_forward(self, index: int, n: Tensor, routes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """feed_forward(index, n) of n [..., H], and the experts each token used: [..., top_k] int64 for an MoE layer,
+        an empty int64 tensor for a dense one. routes (int64 [..., top_k], MoE layers only): those experts instead of
+        the router's top-k, gating weights from the current router over them. Without routes it is feed_forward."""
+        out = n
+        chosen = torch.zeros(0, dtype=torch.long, device=n.device)
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out, chosen = block.mlp.routed(n, routes)
+            i += 1
+        return out, chosen
 
     @torch.jit.export
     def moe_layers(self) -> List[int]:

@@ -108,6 +108,14 @@ class EpApiOne(gspo_model.CausalLM):
         return 1
 
 
+class RouteApiOne(gspo_model.CausalLM):
+    """An MoE export from before the rollout's route record: route_api 1 (routing replay of the old pass only)."""
+
+    @torch.jit.export
+    def route_api(self) -> int:
+        return 1
+
+
 class BadFeedForward(gspo_model.CausalLM):
     """feed_forward drops the MoE layers' experts (returns zeros): the slot passes one layer at a time disagree with
     the whole slot methods."""
@@ -358,6 +366,7 @@ def main() -> None:
     gspo_model.save_scripted(BadRoutes(moe_cfg), moe_cfg, tok, "float32", f"{out}/broken_routes.pt")
     gspo_model.save_scripted(EpApiOne(moe_cfg), moe_cfg, tok, "float32", f"{out}/ep_api1.pt")
     gspo_model.save_scripted(BadFeedForward(moe_cfg), moe_cfg, tok, "float32", f"{out}/broken_feed_forward.pt")
+    gspo_model.save_scripted(RouteApiOne(moe_cfg), moe_cfg, tok, "float32", f"{out}/moe_route_api1.pt")
     # tiny.pt's weights behind the required methods alone (no per-layer methods): the forward path of training.
     tiny = gspo_model.CausalLM(make_tiny_model.tiny_config(argparse.Namespace(
         hidden=64, heads=4, kv_heads=2, layers=2, intermediate=0, max_seq_len=256, tie=False, qkv_bias=False,

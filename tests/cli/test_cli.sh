@@ -527,7 +527,7 @@ expect plan-distill-teacher 0 "distillation teacher                             
 
 # Qwen3-MoE export (sparse MoE layers + a dense one): the contract check and sampling.
 expect moe-inspect 0 "architecture qwen3_moe" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
-expect moe-inspect-routing 0 "routing      route_api 1, MoE layers 0,2" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
+expect moe-inspect-routing 0 "routing      route_api 2, MoE layers 0,2" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
 expect broken-routes 4 "routed_layer(0) ignores the routes it is given" -- "$GSPO" inspect "$MODELS/broken_routes.pt"
 expect moe-generate 0 "--- prompt 0 sample 1" -- "$GSPO" generate -m "$MODELS/qwen3_moe_tiny.pt" -p "3+4=" -n 2 --max-new-tokens 6
 
@@ -538,6 +538,8 @@ expect plan-json 0 '"peak_phase"' -- "$GSPO" plan -c "$SRC/configs/tiny.yaml" --
 expect plan-moe 0 "2 MoE layers x 4 experts" -- "$GSPO" plan --set "model.path=$MODELS/qwen3_moe_tiny.pt" -n 2 --set rollout.prompts_per_step=4
 expect plan-30b-80gb 0 "fits 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 32
 expect plan-30b-16-too-big 0 "in the update phase; does NOT fit 80 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 16 --set distributed.expert_parallel=16
+expect plan-30b-r3 0 "rollout routes (R3)" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" \
+  --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 32 --set algorithm.routing_replay=rollout
 expect plan-30b-h200 0 "fits 141 GiB" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 32 --device-gb 141
 expect plan-30b-ep-ranks 2 "distributed.expert_parallel 32 must divide --world-size (8)" -- "$GSPO" plan -c "$SRC/configs/qwen3-30b-a3b-gspo.yaml" --hf-config "$SRC/configs/hf/qwen3-30b-a3b.json" -n 8
 expect plan-offload 0 "host memory per rank (distributed.optimizer_offload)" -- "$GSPO" plan --set "model.path=$MODELS/tiny.pt" -n 2 --set distributed.zero_stage=1 --set distributed.optimizer_offload=true

@@ -25,10 +25,12 @@ std::string eos_list(const model::Manifest& m) {
 
 std::string routing_line(const model::Policy& policy) {
   if (!policy.has_routing()) return "none (no routing-change metric or algorithm.routing_replay; re-export for them)";
-  if (policy.moe_layers().empty()) return "route_api 1, dense (no MoE layers)";
+  const std::string api = "route_api " + std::to_string(policy.route_api());
+  if (policy.moe_layers().empty()) return api + ", dense (no MoE layers)";
   std::string layers;
   for (int64_t i : policy.moe_layers()) layers += (layers.empty() ? "" : ",") + std::to_string(i);
-  return "route_api 1, MoE layers " + layers + " (moe_routing_change_frac, algorithm.routing_replay; checked)";
+  return api + ", MoE layers " + layers + " (moe_routing_change_frac, algorithm.routing_replay" +
+         (policy.can_record_routes() ? ", the rollout's experts recorded" : "") + "; checked)";
 }
 
 // A reward model (docs/model-contract.md, "Reward models"): its manifest, its tokenizer, and the contract's one check
@@ -119,7 +121,7 @@ int inspect(const InspectArgs& a) {
                    {"pad_token_id", m.pad_token_id}, {"tokenizer", tok_type},
                    {"methods", policy.methods()}, {"kv_cache_max_abs_diff", diff}, {"contract", "ok"},
                    {"layer_api", policy.has_layers() ? 1 : 0}, {"slot_api", policy.slot_api()},
-                   {"route_api", policy.has_routing() ? 1 : 0}, {"moe_layers", policy.moe_layers()}};
+                   {"route_api", policy.route_api()}, {"moe_layers", policy.moe_layers()}};
   if (adapter)
     j["adapter"] = {{"path", a.adapter}, {"rank", adapter->rank}, {"alpha", adapter->alpha},
                     {"weights", adapter->names.size()}, {"targets", adapter->targets}, {"experts", adapter->experts}};

@@ -64,7 +64,8 @@ const std::vector<Choice<MathGold>>& choices(MathGold) {
   return c;
 }
 const std::vector<Choice<RoutingReplay>>& choices(RoutingReplay) {
-  static const std::vector<Choice<RoutingReplay>> c{{"none", RoutingReplay::kNone}, {"old", RoutingReplay::kOld}};
+  static const std::vector<Choice<RoutingReplay>> c{
+      {"none", RoutingReplay::kNone}, {"old", RoutingReplay::kOld}, {"rollout", RoutingReplay::kRollout}};
   return c;
 }
 const std::vector<Choice<Schedule>>& choices(Schedule) {

@@ -46,7 +46,8 @@ enum class IsLevel { kToken, kSequenceGeometric, kSequenceProduct };
 enum class RewardScale { kGroup, kBatch, kNone };  // the std that group_norm advantages divide by
 enum class ComponentNorm { kAfterSum, kBeforeSum };  // reward.components: normalised after or before summing
 enum class RolloutDtype { kSame, kBFloat16 };  // weights the sampler runs with
-enum class RoutingReplay { kNone, kOld };  // MoE: the update's experts are its own, or the old-log-prob pass's
+// MoE: the update's experts are its own, the old-log-prob pass's (R2), or the rollout's (R3)
+enum class RoutingReplay { kNone, kOld, kRollout };
 enum class MathGold { kAuto, kAnswer, kExtract };  // math: the reference is the answer field, or extracted from it
 enum class ToolKind { kPython, kCommand };  // tools.list: the code sandbox, or a user's program
 // rollout.cuda_graphs: on a CUDA device when the model can (auto), always (true: saying so when it cannot), never

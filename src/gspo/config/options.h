@@ -288,11 +288,14 @@ struct AlgorithmOptions {
     v("top_entropy_quantile", top_entropy_quantile, "policy gradient only on tokens whose entropy is in the top "
       "fraction of each micro-batch's response tokens (0.2 = the 20% highest-entropy tokens); 1 = every token",
       above_up_to(0, 1));
-    v("routing_replay", routing_replay, "MoE policies (GSPO paper, Routing Replay; verl's R2): none, or old: the "
+    v("routing_replay", routing_replay, "MoE policies: none; old (GSPO paper's Routing Replay, verl's R2): the "
       "old-log-prob pass records each token's top-k experts per MoE layer and the update's forward uses them (gating "
-      "weights from the current router over those experts), so token ratios compare the same sub-networks. Costs "
-      "2 bytes x top_k x MoE layers per micro-batch column for the step; needs a model with the routing methods "
-      "(gspo inspect); refused for dense models", choice_rule(routing_replay));
+      "weights from the current router over those experts), so token ratios compare the same sub-networks; rollout "
+      "(Rollout Routing Replay, R3): the sampler records the experts that produced every token and the old, "
+      "reference and update passes all use them, so the trainer's log-probs are the sampler's sub-networks' "
+      "(docs/algorithm.md). Costs 2 bytes (old) or 1 byte (rollout, up to 256 experts) x top_k x MoE layers a "
+      "token; needs a model with the routing methods (rollout: route_api 2; gspo inspect); refused for dense models",
+      choice_rule(routing_replay));
     v("routing_metrics", routing_metrics, "MoE policies: log moe_routing_change_frac (the share of response tokens' "
       "top-k expert sets that the step's updates changed, per MoE layer and overall) every step; costs one forward "
       "of the decoder layers (no head, no gradient) over the step's rows after the update; no effect on dense "

@@ -167,6 +167,17 @@ class OwnExperts final : public ExpertRunner {
   int64_t tokens_ = 0;
 };
 
+// The slot and append checks again with the slot passes run another way (`how` says which, in a failure).
+void check_slots_as(Policy& policy, const at::Tensor& ids, const at::Tensor& full, int64_t pad, bool low_precision,
+                    const char* how) {
+  try {
+    check_slots(policy, ids, full, pad, low_precision);
+    check_append(policy, ids, full, pad, low_precision);
+  } catch (const ModelContractError& e) {
+    throw ModelContractError(std::string(e.what()) + ", " + how);
+  }
+}
+
 // The slot methods again, one layer at a time (ep_api 2): each MoE layer's feed-forward through a runner.
 void check_expert_slots(Policy& policy, const at::Tensor& ids, const at::Tensor& full, int64_t pad,
                         bool low_precision) {
@@ -176,16 +187,31 @@ void check_expert_slots(Policy& policy, const at::Tensor& ids, const at::Tensor&
     Policy& p;
     ~Unset() { p.set_expert_runner(nullptr); }
   } unset{policy};
-  try {
-    check_slots(policy, ids, full, pad, low_precision);
-    check_append(policy, ids, full, pad, low_precision);
-  } catch (const ModelContractError& e) {
-    throw ModelContractError(std::string(e.what()) + ", run one layer at a time (ep_api 2: the *_context methods, "
-                             "slot_attention, feed_forward, slot_logits)");
-  }
+  check_slots_as(policy, ids, full, pad, low_precision,
+                 "run one layer at a time (ep_api 2: the *_context methods, slot_attention, feed_forward, slot_logits)");
   if (!policy.moe_layers().empty() && own.calls == 0)
     throw ModelContractError(policy.path() + ": the slot passes one layer at a time ran no MoE layer through the "
                              "runner, though moe_layers() names some");
+}
+
+// route_api 2: the slot passes one layer at a time through routed_feed_forward (the rollout's route record) sample as
+// the whole-model slot methods do, and each records int64 experts [tokens, MoE layers, top_k] in range.
+void check_recorded_slots(Policy& policy, const at::Tensor& ids, const at::Tensor& full, int64_t pad,
+                          bool low_precision) {
+  policy.record_routes(true);
+  struct Off {
+    Policy& p;
+    ~Off() { p.record_routes(false); }
+  } off{policy};
+  check_slots_as(policy, ids, full, pad, low_precision,
+                 "run one layer at a time recording the experts (route_api 2: routed_feed_forward)");
+  const auto& r = policy.pass_routes();
+  const auto L = static_cast<int64_t>(policy.moe_layers().size());
+  if (!r.defined() || r.dim() != 3 || r.size(1) != L || r.size(2) < 1 || r.scalar_type() != at::kLong ||
+      (r.numel() > 0 && r.min().item<int64_t>() < 0))
+    throw ModelContractError(policy.path() + ": routed_feed_forward's experts over a slot pass came to " +
+                             (r.defined() ? c10::str(r.sizes()) + " " + c10::toString(r.scalar_type()) : "nothing") +
+                             "; the contract needs int64 [tokens, " + std::to_string(L) + " MoE layers, top_k] >= 0");
 }
 
 // The routing methods (route_api 1), layer by layer on the same batch: routed_layer without routes is layer; an MoE
@@ -268,6 +294,7 @@ double check_contract(Policy& policy) {
   if (policy.has_append()) check_append(policy, gen, full, m.pad_token_id, low_precision);
   if (policy.has_routing()) check_routing(policy, gen, mask, low_precision);
   if (policy.has_expert_slots()) check_expert_slots(policy, gen, full, m.pad_token_id, low_precision);
+  if (policy.can_record_routes()) check_recorded_slots(policy, gen, full, m.pad_token_id, low_precision);
 
   auto cache = call("init_cache(2, T)", file, [&] { return policy.init_cache(B, T + 2); });
   auto first = call("prefill", file, [&] {

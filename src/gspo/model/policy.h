@@ -118,6 +118,7 @@ class Policy {
   // ---- Optional routing methods (docs/model-contract.md, "Routing methods", route_api 1; only with the per-layer
   // methods): which experts each token of an MoE layer went to, and layers run with given experts (routes above).
   bool has_routing() const;
+  int64_t route_api() const;  // 0 (none), 1, or 2 (routed_feed_forward: can_record_routes below)
   // Decoder layers whose feed-forward routes tokens to experts (empty: dense, or no routing methods).
   const std::vector<int64_t>& moe_layers() const;
   // Decoder layer `index` without checkpointing, and the experts its router chose: [B, T, top_k] int64 for an MoE
@@ -145,6 +146,15 @@ class Policy {
   ExpertRunner* expert_runner() const;
   // Decoder layer `index`'s feed-forward (its MLP, or its routed experts) of n [..., H] (ep_api 2).
   at::Tensor feed_forward(int64_t index, const at::Tensor& n);
+  // Rollout Routing Replay's record (an MoE model with route_api 2, ep_api 2 and slot_api 2: can_record_routes()). While on,
+  // prefill_slots, decode_slots and append_slots run one layer at a time, each layer's feed-forward through the
+  // model's routed_feed_forward, and pass_routes() holds the experts of the last such pass: int64 [B x T, MoE layers,
+  // top_k] on the model's device, the pass's tokens in its (row, column) order (padding included), the MoE layers in
+  // moe_layers() order. The experts recorded are the ones the layer ran. Not with an expert runner set.
+  bool can_record_routes() const;
+  void record_routes(bool on);
+  bool recording_routes() const;
+  const at::Tensor& pass_routes() const;
 
   std::vector<at::Tensor> parameters() const;
   // Every parameter by its module name ("layers.3.self_attn.q_proj.weight"), each once (a tied weight under its first

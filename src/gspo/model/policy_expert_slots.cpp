@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "gspo/core/error.h"
 #include "gspo/model/expert_runner.h"
@@ -14,6 +15,8 @@ namespace gspo::model {
 bool Policy::has_expert_slots() const { return impl_->ep_api >= 2 && impl_->slot_api >= 2; }
 
 void Policy::set_expert_runner(ExpertRunner* runner) {
+  if (runner && impl_->record_routes)
+    throw std::logic_error("an expert runner and the route record of the slot passes cannot be set together (yet)");
   if (runner && !has_expert_slots())
     throw ModelContractError("'" + impl_->path + "' cannot sample with its experts on other ranks: it needs the "
                              "expert-parallel methods of ep_api 2 and the slot methods of slot_api 2 "
@@ -30,6 +33,24 @@ at::Tensor Policy::feed_forward(int64_t index, const at::Tensor& n) {
   return impl_->module.get_method("feed_forward")({index, n}).toTensor();
 }
 
+bool Policy::can_record_routes() const {
+  return impl_->route_api >= 2 && has_expert_slots() && !impl_->moe_layers.empty();  // (a dense model: nothing to record)
+}
+
+void Policy::record_routes(bool on) {
+  if (on && !can_record_routes())
+    throw ModelContractError("'" + impl_->path + "' cannot record the experts of its rollout: it needs the routing "
+                             "method routed_feed_forward (route_api 2) and the slot passes one layer at a time "
+                             "(ep_api 2, slot_api 2; docs/model-contract.md): re-export it with scripts/export_hf.py");
+  if (on && impl_->runner)
+    throw std::logic_error("an expert runner and the route record of the slot passes cannot be set together (yet)");
+  impl_->record_routes = on;
+  impl_->pass_routes = at::Tensor();
+}
+
+bool Policy::recording_routes() const { return impl_->record_routes; }
+const at::Tensor& Policy::pass_routes() const { return impl_->pass_routes; }
+
 at::Tensor run_slot_pass(Policy::Impl& impl, ExpertRunner* runner, const char* context, std::vector<c10::IValue> args,
                          at::Tensor& cache, int64_t start, const at::Tensor& slots, const c10::IValue& source,
                          const c10::IValue& last) {
@@ -40,17 +61,25 @@ at::Tensor run_slot_pass(Policy::Impl& impl, ExpertRunner* runner, const char* c
   if (runner) runner->begin_pass(x.size(0) * x.size(1));
   auto attention = impl.module.get_method("slot_attention");
   auto feed_forward = impl.module.get_method("feed_forward");
+  std::vector<at::Tensor> routes;  // impl.record_routes: each MoE layer's experts [tokens, top_k]
   for (int64_t i = 0; i < impl.num_layers; ++i) {
     GateHold hold(impl.gate, i);
     const auto hn = attention({i, x, cos, sin, mask, cache, start, slots, source, columns}).toTuple();
     const auto& h = hn->elements()[0].toTensor();
     const auto& n = hn->elements()[1].toTensor();
     const bool moe = std::find(impl.moe_layers.begin(), impl.moe_layers.end(), i) != impl.moe_layers.end();
-    if (runner && moe)
+    if (runner && moe) {
       x = h + runner->feed_forward(i, n.reshape({-1, n.size(-1)})).view(n.sizes());
-    else
+    } else if (impl.record_routes && moe) {
+      const auto out = impl.module.get_method("routed_feed_forward")({i, n, c10::IValue()}).toTuple();
+      const auto& chosen = out->elements()[1].toTensor();
+      routes.push_back(chosen.reshape({-1, chosen.size(-1)}));
+      x = h + out->elements()[0].toTensor();
+    } else {
       x = h + feed_forward({i, n}).toTensor();
+    }
   }
+  if (impl.record_routes) impl.pass_routes = torch::stack(routes, 1);  // [tokens, MoE layers, top_k]
   return impl.module.get_method("slot_logits")({x, last}).toTensor();
 }
 

@@ -28,6 +28,8 @@ struct Policy::Impl {
   std::vector<int64_t> moe_layers;  // decoder layers that route tokens to experts, when route_api > 0
   int64_t ep_api = 0;               // version of the expert-parallel methods (0 = none), probed once at load
   ExpertRunner* runner = nullptr;   // set: the slot methods run one layer at a time, MoE layers through it
+  bool record_routes = false;       // the slot methods run one layer at a time, recording the experts (pass_routes)
+  at::Tensor pass_routes;           // the last recorded pass's experts [tokens, MoE layers, top_k]
   GateChain gates;                  // who holds the layers' weights (add_gate): ZeRO-3, adapters
   ParamGate* gate = nullptr;        // &gates while it holds any, else nullptr (no gate: nothing to ask)
 };
@@ -52,7 +54,8 @@ void probe_slots(Policy::Impl& impl);
 void probe_routing(Policy::Impl& impl);
 // A slot method's pass one layer at a time (ep_api 2): `context` (prefill_context, decode_context, append_context) with
 // `args`, then every layer's slot_attention (start, slots, source as the slot method passes them) and its feed-forward,
-// through `runner` for the MoE layers (null: the model's feed_forward for every layer), then slot_logits(x, last).
+// through `runner` for the MoE layers (null: the model's feed_forward for every layer; with impl.record_routes, its
+// routed_feed_forward, the experts kept in impl.pass_routes), then slot_logits(x, last).
 at::Tensor run_slot_pass(Policy::Impl& impl, ExpertRunner* runner, const char* context, std::vector<c10::IValue> args,
                          at::Tensor& cache, int64_t start, const at::Tensor& slots, const c10::IValue& source,
                          const c10::IValue& last);

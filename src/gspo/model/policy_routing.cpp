@@ -9,9 +9,12 @@
 namespace gspo::model {
 
 void probe_routing(Policy::Impl& impl) {
-  const int64_t version = probe_interface(impl, "route_api", 1, {"moe_layers", "routed_layer"}, "Routing methods",
-                                          "routing method");
+  const int64_t version = probe_interface(impl, "route_api", 2, {"moe_layers", "routed_layer"}, "Routing methods",
+                                          "routing method", 1);
   if (version == 0) return;
+  if (version >= 2 && !impl.module.find_method("routed_feed_forward"))
+    throw ModelContractError("'" + impl.path + "' has route_api() 2 but lacks the routing method "
+                             "'routed_feed_forward' (docs/model-contract.md)");
   if (impl.layer_api == 0)
     throw ModelContractError("'" + impl.path + "' has route_api() but not the per-layer methods it runs through "
                              "(layer_api; docs/model-contract.md, \"Routing methods\")");
@@ -25,6 +28,7 @@ void probe_routing(Policy::Impl& impl) {
 }
 
 bool Policy::has_routing() const { return impl_->route_api > 0; }
+int64_t Policy::route_api() const { return impl_->route_api; }
 const std::vector<int64_t>& Policy::moe_layers() const { return impl_->moe_layers; }
 
 Policy::Routed Policy::routed_layer(int64_t index, const at::Tensor& x, const LayerContext& c) {

@@ -21,7 +21,7 @@ int64_t Policy::slot_api() const { return impl_->slot_api; }
 
 at::Tensor Policy::prefill_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache,
                                  const at::Tensor& slots, const at::Tensor& source) {
-  if (impl_->runner)
+  if (impl_->runner || impl_->record_routes)
     return run_slot_pass(*impl_, impl_->runner, "prefill_context", {ids, lengths}, cache, 0, slots, source,
                          lengths - 1);
   require_whole(*impl_, "prefill_slots");
@@ -29,7 +29,7 @@ at::Tensor Policy::prefill_slots(const at::Tensor& ids, const at::Tensor& length
 }
 
 at::Tensor Policy::decode_slots(const at::Tensor& ids, at::Tensor& cache, const at::Tensor& columns, int64_t width) {
-  if (impl_->runner)
+  if (impl_->runner || impl_->record_routes)
     return run_slot_pass(*impl_, impl_->runner, "decode_context", {ids, columns, width}, cache, width, columns,
                          c10::IValue(), c10::IValue());
   return impl_->module.get_method("decode_slots")({ids, cache, columns, width}).toTensor();
@@ -37,7 +37,7 @@ at::Tensor Policy::decode_slots(const at::Tensor& ids, at::Tensor& cache, const 
 
 at::Tensor Policy::append_slots(const at::Tensor& ids, const at::Tensor& lengths, at::Tensor& cache,
                                 const at::Tensor& slots, const at::Tensor& columns, int64_t width) {
-  if (impl_->runner)
+  if (impl_->runner || impl_->record_routes)
     return run_slot_pass(*impl_, impl_->runner, "append_context", {ids, columns, width}, cache, width, slots,
                          c10::IValue(), lengths - 1);
   return impl_->module.get_method("append_slots")({ids, lengths, cache, slots, columns, width}).toTensor();

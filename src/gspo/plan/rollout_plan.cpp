@@ -48,6 +48,16 @@ std::vector<Term> rollout_terms(const Sizes& z, int64_t rows_per_rank, int64_t& 
   if (z.zero3 && !z.cfg.distributed.zero3_keep_whole)
     t.push_back({"ZeRO-3 gathered layers", (z.N - z.N0) * z.b, num(z.N - z.N0) + " x " + z.bs +
                  " B (every decoder layer gathered for the sampler, freed after)"});
+  if (z.cfg.algorithm.routing_replay == config::RoutingReplay::kRollout && s.num_experts > 0) {
+    int64_t moe = 0;  // rollout/route_store.h: every row's tokens' experts while the call samples
+    for (int64_t l = 0; l < s.num_layers; ++l) moe += s.is_moe_layer(l);
+    const double id = s.num_experts <= 256 ? 1 : 2;
+    const double per_token = static_cast<double>(moe * s.experts_per_token) * id;
+    t.push_back({"rollout routes (R3)", (rows_per_rank + 1.0) * z.T * per_token, std::to_string(rows_per_rank) +
+                 " rows x " + std::to_string(z.T) + " columns x " + num(per_token) + " B (" + std::to_string(moe) +
+                 " MoE layers x top-" + std::to_string(s.experts_per_token) + " x " + num(id) +
+                 " B: algorithm.routing_replay rollout's record, kept with the batch for the update)"});
+  }
   if (z.E > 1) {  // parallel/expert_rollout.h: a pass's rows of the whole group gathered, float32 sums back
     const double chunk = static_cast<double>(
         std::max<int64_t>(64, parallel::RolloutExperts::kDefaultGatherRows / z.E));

@@ -25,6 +25,14 @@ RolloutBatch merge_groups(const std::vector<const RolloutBatch*>& batches, const
   out.response_mask = torch::zeros({N, R}, torch::kFloat);
   out.loss_mask = torch::zeros({N, R}, torch::kFloat);
   out.behaviour_logprobs = torch::zeros({N, R}, torch::kFloat);
+  int64_t with_routes = 0;  // (the rollout's experts, RolloutBatch::routes: every batch or none)
+  for (const auto* b : batches) with_routes += b->routes.defined();
+  if (with_routes != 0 && with_routes != static_cast<int64_t>(batches.size()))
+    throw std::invalid_argument("merge_groups: batches with and without the rollout's routes");
+  if (with_routes) {
+    const auto& f = batches.front()->routes;  // padding: experts 0..top_k-1, as route_store.h fills it
+    out.routes = torch::arange(f.size(3), f.options()).expand({N, P + R, f.size(2), f.size(3)}).contiguous();
+  }
   int64_t row = 0;
   for (const auto& g : groups) {
     const auto& b = *batches.at(static_cast<size_t>(g.batch));
@@ -39,6 +47,10 @@ RolloutBatch merge_groups(const std::vector<const RolloutBatch*>& batches, const
       out.response_mask[row].narrow(0, 0, Rb).copy_(b.response_mask[r]);
       out.loss_mask[row].narrow(0, 0, Rb).copy_(b.loss_mask[r]);
       out.behaviour_logprobs[row].narrow(0, 0, Rb).copy_(b.behaviour_logprobs[r]);
+      if (with_routes) {
+        out.routes[row].narrow(0, P - Pb, Pb).copy_(b.routes[r].narrow(0, 0, Pb));
+        out.routes[row].narrow(0, P, Rb).copy_(b.routes[r].narrow(0, Pb, Rb));
+      }
       out.response_lengths.push_back(b.response_lengths[r]);
       out.finish.push_back(b.finish[r]);
       out.response_ids.push_back(b.response_ids[r]);

@@ -10,6 +10,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/rollout/decode_graph.h"
 #include "gspo/rollout/progress.h"
+#include "gspo/rollout/route_store.h"
 
 namespace gspo::rollout {
 namespace {
@@ -288,6 +289,7 @@ void DecodeLoop::append_rows(const std::vector<std::pair<int64_t, std::vector<in
 
   auto ids = torch::cat({s_.next.index_select(0, slots), toks}, 1).narrow(1, 0, K);
   layout_.append(ids, lengths, slots, cols, width);
+  if (ctx_.routes) record_append(appends, K);
   s_.next.index_copy_(0, slots, toks.gather(1, (lengths - 1).unsqueeze(1)));
   written_.tokens.index_put_({wr, wp}, wt);
   written_.inserted.index_put_({wr, wp}, torch::ones({total}, u.options().dtype(torch::kBool)));
@@ -302,6 +304,21 @@ void DecodeLoop::append_rows(const std::vector<std::pair<int64_t, std::vector<in
       for (auto id : t) stops_.append(text_[s_.row[slot]], id);
   }
   any_ins_ = true;
+}
+
+// The experts of an append_slots call's [M, K] tokens: row m's column j is its token at response position step + j
+// (its pending token, then all but the last of the new ones); columns past its length are padding.
+void DecodeLoop::record_append(const std::vector<std::pair<int64_t, std::vector<int64_t>>>& appends, int64_t K) {
+  std::vector<int64_t> where;  // rows, then positions, M x K each
+  for (int part = 0; part < 2; ++part)
+    for (const auto& [slot, t] : appends)
+      for (int64_t j = 0; j < K; ++j) {
+        const bool real = j < static_cast<int64_t>(t.size());
+        where.push_back(part == 0 ? (real ? s_.row[slot] : n_) : s_.step[slot] + j);
+      }
+  const int64_t MK = static_cast<int64_t>(appends.size()) * K;
+  auto u = upload(where);
+  ctx_.routes->put(u.narrow(0, 0, MK), u.narrow(0, MK, MK), ctx_.policy.pass_routes());
 }
 
 // Samples one token in every slot with a running, unpaused row and records it (token, log-prob, end), each slot at
@@ -494,6 +511,9 @@ void DecodeLoop::decode() {
     }
   }
   s_.logits = graph ? layout_.replay(*graph) : layout_.decode();
+  if (ctx_.routes)  // (eager: recording runs the slot pass one layer at a time) each written token at its position
+    ctx_.routes->put(torch::where(wrote.logical_and(s_.done.logical_not()), s_.rows, n_), s_.steps,
+                     ctx_.policy.pass_routes());
   ctx_.stats.decode_steps++;
   ctx_.stats.row_steps += s_.size();
   const bool slot_cols = layout_.can_pause();  // per-slot columns: the slot layout's (a batch shares one column)

@@ -35,6 +35,7 @@ namespace gspo::rollout {
 class DecodeGraph;
 class DecodeLoop;
 class RolloutProgress;
+class RouteStore;
 
 struct SlotState {
   // On the model's device.
@@ -110,6 +111,9 @@ struct LoopContext {
   RolloutProgress& progress;
   std::unique_ptr<DecodeGraph>& graph;  // null: eager decode; reset to null for good when a capture fails
   SlotHook* hook;                       // may be null
+  // SamplingParams::record_routes (route_store.h): the policy records its passes' experts (eager, slot layout), the
+  // loop and the layout put them here. Null: none.
+  RouteStore* routes = nullptr;
 };
 
 class DecodeLoop final : public SlotControl {
@@ -124,6 +128,7 @@ class DecodeLoop final : public SlotControl {
   // For layouts.
   model::Policy& policy() { return ctx_.policy; }
   SamplerStats& stats() { return ctx_.stats; }
+  RouteStore* routes() { return ctx_.routes; }
   const SlotState& slots() const { return s_; }
   at::Tensor upload(const std::vector<int64_t>& v);  // one host-to-device transfer, counted (as a refill's)
   // Puts rows into free slots with their first logits ([k, V] on the device): state in one upload.
@@ -149,6 +154,7 @@ class DecodeLoop final : public SlotControl {
   int64_t call_hook(int64_t running);  // returns the rows still running after the hook ended some
   void apply_appends();
   void append_rows(const std::vector<std::pair<int64_t, std::vector<int64_t>>>& appends);
+  void record_append(const std::vector<std::pair<int64_t, std::vector<int64_t>>>& appends, int64_t K);
   void apply_ends();
   void running_slot(int64_t slot, const char* what) const;  // throws std::logic_error unless it runs a row
   void compact();

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include "gspo/core/error.h"
@@ -13,6 +14,7 @@
 #include "gspo/rollout/decode_graph.h"
 #include "gspo/rollout/progress.h"
 #include "gspo/rollout/decode_loop.h"
+#include "gspo/rollout/route_store.h"
 #include "gspo/rollout/slot_hook.h"
 #include "gspo/tokenizer/tokenizer.h"
 
@@ -135,13 +137,35 @@ void Sampler::run_static(const std::vector<std::vector<int64_t>>& prompts, int64
 
 void Sampler::run_slots(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
                         int64_t slots, int64_t columns, SampledRows& rows, RolloutProgress& progress,
-                        const CallPlan* plan) {
+                        const CallPlan* plan, RouteStore* routes) {
   auto layout = slot_layout(policy_, prompts, G, slots, columns, plan);
   const int64_t n = static_cast<int64_t>(prompts.size()) * G;
-  std::unique_ptr<DecodeGraph> eager;  // experts on other ranks: each MoE layer's exchange runs on the host
-  auto& graph = policy_.expert_runner() ? eager : slot_graph_;
-  DecodeLoop({policy_, tok_, params_, stats_, progress, graph, hook_}, *layout, noise, n, 0, plan, G).run(rows);
+  // Eager with experts on other ranks (each MoE layer's exchange runs on the host) or a route record (layer by layer).
+  std::unique_ptr<DecodeGraph> eager;
+  auto& graph = policy_.expert_runner() || routes ? eager : slot_graph_;
+  DecodeLoop({policy_, tok_, params_, stats_, progress, graph, hook_, routes}, *layout, noise, n, 0, plan, G)
+      .run(rows);
 }
+
+namespace {
+
+// SamplingParams::record_routes: the call's route store, the policy recording while it lives.
+struct RouteRecording {
+  RouteRecording(model::Policy& policy, int64_t prompts, int64_t rows, int64_t span) : policy(policy) {
+    const auto& moe = policy.moe_layers();
+    if (moe.empty()) throw std::logic_error("record_routes: the policy has no MoE layers");
+    const int64_t top_k = policy.moe_routing(moe.front()).first;
+    const int64_t experts = policy.parameter("layers." + std::to_string(moe.front()) + ".mlp.gate.weight").size(0);
+    store = std::make_unique<RouteStore>(prompts, rows, span, static_cast<int64_t>(moe.size()), top_k, experts,
+                                         policy.device());
+    policy.record_routes(true);  // (throws for a model that cannot: before anything is sampled)
+  }
+  ~RouteRecording() { policy.record_routes(false); }
+  model::Policy& policy;
+  std::unique_ptr<RouteStore> store;
+};
+
+}  // namespace
 
 void Sampler::run_batches(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
                           int64_t slots, SampledRows& rows, RolloutProgress& progress) {
@@ -206,6 +230,10 @@ RolloutBatch Sampler::run(const std::vector<std::vector<int64_t>>& prompts, int6
   const int64_t slots = budget_rows(N, P + R);
   stats_.slots = slots;
   SampledRows rows(N);
+  if (params_.record_routes && plan)
+    throw std::logic_error("record_routes: a partial rollout's continued rows do not carry their routes yet");
+  std::optional<RouteRecording> recording;
+  if (params_.record_routes) recording.emplace(policy_, B, N, R);
   {
     RolloutProgress progress(params_.progress, N);
     // A hook with a turn token pauses rows: they need their own cache columns (the slot layout), budget or not.
@@ -217,10 +245,12 @@ RolloutBatch Sampler::run(const std::vector<std::vector<int64_t>>& prompts, int6
     // (model/expert_runner.h): the slot methods are what runs one layer at a time.
     const bool experts_elsewhere = policy_.expert_runner() != nullptr;
     const bool live_keys = policy_.device().is_cuda() && policy_.slot_api() >= 3;
-    switch (turns || plan || experts_elsewhere ? Schedule::kSlotPool
+    switch (turns || plan || experts_elsewhere || recording ? Schedule::kSlotPool
                                                : schedule_for(N, slots, params_.continuous, policy_.has_slots(), live_keys)) {
       case Schedule::kAllRows: run_static(prompts, G, noise, rows, 0, progress); break;
-      case Schedule::kSlotPool: run_slots(prompts, G, noise, slots, P + R, rows, progress, plan); break;
+      case Schedule::kSlotPool:
+        run_slots(prompts, G, noise, slots, P + R, rows, progress, plan, recording ? recording->store.get() : nullptr);
+        break;
       case Schedule::kStaticBatches: run_batches(prompts, G, noise, slots, rows, progress); break;
     }
   }
@@ -238,6 +268,7 @@ RolloutBatch Sampler::run(const std::vector<std::vector<int64_t>>& prompts, int6
   }
   auto [pids, pmask] = left_pad(prompts, P, pad);
   fill_layout(batch, pids, pmask, rows, pad);
+  if (recording) batch.routes = recording->store->layout(G, P, batch.input_ids.size(1) - P);
   stats_.busy_slot_steps = batch.generated_tokens();
   if (plan)  // the rows' tokens so far were sampled by an earlier call
     for (const auto& r : plan->rows) stats_.busy_slot_steps -= static_cast<int64_t>(r.ids.size());

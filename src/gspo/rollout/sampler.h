@@ -24,6 +24,8 @@ class RolloutProgress;
 struct SampledRows;  // written.h
 class SlotHook;      // slot_hook.h
 
+class RouteStore;
+
 class Sampler {
  public:
   Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, SamplingParams params);
@@ -67,7 +69,8 @@ class Sampler {
                    SampledRows& out, RolloutProgress& progress);
   // Continuous batching in `slots` cache rows of `columns` columns (the slot layout).
   void run_slots(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise, int64_t slots,
-                 int64_t columns, SampledRows& out, RolloutProgress& progress, const CallPlan* plan = nullptr);
+                 int64_t columns, SampledRows& out, RolloutProgress& progress, const CallPlan* plan = nullptr,
+                 RouteStore* routes = nullptr);
   RolloutBatch run(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
                    const CallPlan* plan);
   // How many rows of `columns` cache columns fit the budget (`rows` when there is none, at most `rows`).

@@ -47,6 +47,9 @@ struct RolloutBatch {
                                   // sampler/trainer mismatch and the length metrics count these
   at::Tensor behaviour_logprobs;  // [N, R] float32; policy log-probs at the sampling temperature before top-k, top-p
                                   // and min_new_tokens masking (what training recomputes), 0 on padding
+  at::Tensor routes;              // SamplingParams::record_routes: [N, P + R, MoE layers, top_k] on the host, uint8
+                                  // (int16 past 256 experts): the experts each token ran through in the rollout,
+                                  // in the rollout layout (rollout/route_store.h); undefined otherwise
   int64_t prompt_len = 0;         // P
   int64_t group_size = 1;         // G
   std::vector<int64_t> response_lengths;      // tokens per response (= response_mask row sums)

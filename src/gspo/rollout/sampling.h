@@ -32,6 +32,10 @@ struct SamplingParams {
   bool progress = false;             // a live line on stderr (finished responses, tokens/s) when it is a terminal
   int64_t insert_capacity = 0;       // response positions per row a slot hook may fill with tokens it writes (tool
                                      // output, slot_hook.h), besides max_new_tokens; cache and buffers grow by it
+  // MoE (algorithm.routing_replay rollout): RolloutBatch::routes, the experts of every token the call ran
+  // (route_store.h); the call then runs in a slot pool, eagerly, its slot passes one layer at a time
+  // (Policy::record_routes).
+  bool record_routes = false;
 };
 
 // The temperature the policy's log-probs are taken at: `temperature`, or 1 when greedy. Training computes

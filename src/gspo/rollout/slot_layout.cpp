@@ -20,6 +20,7 @@
 #include "gspo/model/policy.h"
 #include "gspo/rollout/decode_graph.h"
 #include "gspo/rollout/decode_loop.h"
+#include "gspo/rollout/route_store.h"
 
 namespace gspo::rollout {
 namespace {
@@ -176,8 +177,11 @@ at::Tensor SlotLayout::prefill(DecodeLoop& loop, const RefillPlan& r) {
   auto first_of_fill = policy_.prefill_slots(loop.upload(ids).view({K, T}), loop.upload(lengths), cache_,
                                              loop.upload(r.fill_slots), loop.upload(r.fill_source));
   loop.stats().prefill_tokens += K * T;
-  for (int64_t k = 0; k < K; ++k)
-    if (r.fill_prompt[k] >= 0) first_logits_[r.fill_prompt[k]] = first_of_fill[k];
+  for (int64_t k = 0; k < K; ++k) {
+    if (r.fill_prompt[k] < 0) continue;
+    first_logits_[r.fill_prompt[k]] = first_of_fill[k];
+    if (auto* routes = loop.routes()) routes->set_prompt(r.fill_prompt[k], policy_.pass_routes(), k * T, lengths[k]);
+  }
   return first_of_fill;
 }
 

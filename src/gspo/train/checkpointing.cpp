@@ -80,7 +80,15 @@ std::vector<int64_t> restore(const std::string& ckpt, UpdateEngine& engine, Prog
   const std::string saved = core::read_text(ckpt + "/config.yaml");
   if (saved != config_yaml) {
     std::string keys;
-    for (const auto& k : config::differing_keys(saved, config_yaml)) keys += "\n  " + k;
+    for (const auto& k : config::differing_keys(saved, config_yaml)) {
+      // The experts a step's passes run through: a run that changes them mid-way compares log-probs of other
+      // sub-networks than it trained with (R3's routes come from its own rollouts; R2's from its old pass).
+      if (k.rfind("algorithm.routing_replay:", 0) == 0)
+        throw ConfigError("checkpoint '" + ckpt + "' was trained with another algorithm.routing_replay (" +
+                          k.substr(k.find(':') + 2) + "): resume with the mode it was trained with, or start a new "
+                          "run (train.output_dir) from its weights (model.path: " + ckpt + "/policy.pt)");
+      keys += "\n  " + k;
+    }
     log::warn("the config differs from the one checkpoint {} was trained with:{}", ckpt, keys);
   }
   log::info("resumed from {} (step {}, optimizer step {})", ckpt, meta.step, meta.optimizer_steps);

@@ -21,6 +21,7 @@ Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& row
   m.loss_mask = b.loss_mask.index_select(0, idx).narrow(1, 0, r).contiguous();
   m.behaviour_lp = b.behaviour_logprobs.index_select(0, idx).narrow(1, 0, r).contiguous();
   m.advantages = advantages.index_select(0, idx);
+  if (b.routes.defined()) m.rollout_routes = b.routes.index_select(0, idx).narrow(1, 0, P + r).contiguous();
   m.real_tokens = m.mask.sum().item<int64_t>();  // (on the host: the batch lives there)
   std::vector<int64_t> real;  // (row, j) of each response token, row-major: a response is a prefix of its columns
   for (size_t i = 0; i < rows.size(); ++i)
@@ -37,6 +38,7 @@ void Micro::to(c10::Device d) {
   loss_mask = loss_mask.to(d);
   behaviour_lp = behaviour_lp.to(d);
   advantages = advantages.to(d);
+  if (rollout_routes.defined()) rollout_routes = rollout_routes.to(d);
   if (shape.real_index.defined()) shape.real_index = shape.real_index.to(d);
 }
 

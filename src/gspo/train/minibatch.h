@@ -32,6 +32,10 @@ struct Micro {
   at::Tensor teacher_mask;    // [n, r] float32
   algo::IsWeights is;         // mismatch correction weights (algorithm.is_correction), filled with old_lp
   RouteRecord routes;         // MoE: the experts of the old-log-prob pass (routing replay, moe_routing_change_frac)
+  // algorithm.routing_replay rollout: the rollout's experts of the rows ([n, P + r, L, k], RolloutBatch::routes), and
+  // as the per-layer passes replay them (routing.h: rollout_record), made on the device by the old-log-prob pass.
+  at::Tensor rollout_routes;
+  RouteRecord sampled;
   int64_t real_tokens = 0;    // prompt + response tokens (mask sum), for throughput
   KnownShape shape;           // the rows' shapes, computed on the host: the log-prob passes read none from the device
   bool idle = false;          // lockstep engines (ZeRO-3): a pass that only keeps this rank in step with the others

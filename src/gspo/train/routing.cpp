@@ -13,6 +13,28 @@ at::Tensor RouteRecord::replay(int64_t index) const {
   return experts[index].to(at::kLong);
 }
 
+RouteRecord rollout_record(const at::Tensor& routes, const at::Tensor& mask, int64_t P, int64_t width,
+                           const std::vector<int64_t>& moe_layers, int64_t num_layers) {
+  const int64_t n = routes.size(0), T = routes.size(1), L = routes.size(2), k = routes.size(3);
+  if (mask.size(0) != n || mask.size(1) != T || L != static_cast<int64_t>(moe_layers.size()))
+    throw Error("the rollout's routes [" + std::to_string(n) + ", " + std::to_string(T) + ", " + std::to_string(L) +
+                ", " + std::to_string(k) + "] do not fit rows of " + std::to_string(mask.size(1)) + " columns and " +
+                std::to_string(moe_layers.size()) + " MoE layers");
+  const auto opts = mask.options().dtype(at::kLong);
+  const auto shift = P - mask.narrow(1, 0, P).sum(1);  // [n] left padding per row (as the per-layer pass aligns them)
+  if (width <= 0) width = std::max<int64_t>(1, mask.sum(1).max().item<int64_t>());
+  const auto col = torch::arange(width, opts).unsqueeze(0);
+  const auto src = (col + shift.unsqueeze(1)).clamp_max(T - 1);  // [n, W] source column of each column
+  const auto aligned = routes.gather(1, src.view({n, width, 1, 1}).expand({n, width, L, k})).to(at::kShort);
+  RouteRecord out;
+  out.experts.assign(static_cast<size_t>(num_layers), at::Tensor());
+  for (int64_t j = 0; j < L; ++j) out.experts[static_cast<size_t>(moe_layers[j])] = aligned.select(2, j).contiguous();
+  // Response tokens but each row's last: columns [P - shift, real - 1) of the aligned row.
+  const auto real = mask.sum(1).unsqueeze(1);
+  out.response = (col >= (P - shift).unsqueeze(1)) & (col < real - 1);
+  return out;
+}
+
 void RoutingChange::add(const RouteRecord& before, const RouteRecord& after, const std::vector<int64_t>& moe_layers) {
   const double n = before.response.sum().item<double>();
   for (size_t j = 0; j < moe_layers.size(); ++j) {

@@ -27,6 +27,14 @@ struct RouteIO {
   RouteRecord* record = nullptr;
 };
 
+// Rollout Routing Replay (algorithm.routing_replay rollout): the rollout's experts of some rows, `routes` [n, P + r,
+// L, k] in the rollout layout (RolloutBatch::routes: uint8 or int16; L = moe_layers.size()), as the per-layer pass
+// over ids/mask [n, P + r] replays them: right-aligned as it aligns the rows (`width`: the most real tokens of a row,
+// 0 = read from the mask), each MoE layer's [n, W, k] int16. Its `response` marks the response tokens the rollout ran
+// (every one but each row's last, which it never ran): what the routing comparison counts.
+RouteRecord rollout_record(const at::Tensor& routes, const at::Tensor& mask, int64_t P, int64_t width,
+                           const std::vector<int64_t>& moe_layers, int64_t num_layers);
+
 // (token, MoE layer) pairs whose top-k expert set differs between two records of the same rows, over response tokens.
 struct RoutingChange {
   explicit RoutingChange(size_t moe_layers) : changed(moe_layers, 0.0), tokens(moe_layers, 0.0) {}

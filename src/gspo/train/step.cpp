@@ -75,6 +75,7 @@ StepRunner::StepRunner(StepParts parts) : p_(parts), experts_(make_step_experts(
   total_optimizer_steps_ = p_.cfg.train.max_steps * a.num_minibatches;
   const bool moe = p_.policy.has_routing() && !p_.policy.moe_layers().empty();
   replay_routes_ = moe && a.routing_replay == config::RoutingReplay::kOld;
+  rollout_routes_ = moe && a.routing_replay == config::RoutingReplay::kRollout;
   measure_routes_ = moe && a.routing_metrics;
 }
 
@@ -156,23 +157,27 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
   for (auto& mb : plan)
     for (auto& mi : mb.micros) {
       at::Tensor train_lp;  // the trainer's log-probs at the step-start weights
-      RouteIO routes{nullptr, replay_routes_ || measure_routes_ ? &mi.routes : nullptr};
+      RouteIO routes{rollout_routes_ ? &mi.sampled : nullptr,
+                     replay_routes_ || measure_routes_ ? &mi.routes : nullptr};
       if (recompute || measure)
         train_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
                                      eval_pass_, routes, mi.shape).logprobs;
       else if (routes.record)
-        mi.routes = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape, experts_.get());
+        mi.routes = rollout_routes_ ? mi.sampled : route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape, experts_.get());
       mi.old_lp = recompute ? train_lp : mi.behaviour_lp;
+      // R3: the record replayed the rollout's experts; it counts the tokens the rollout ran (each row's last: never)
+      if (rollout_routes_ && routes.record) mi.routes.response = mi.sampled.response;
       if (p_.reference_base) {  // the policy's base (its adapters off); an idle micro-batch too: ZeRO-3 gathers in it
         const model::AdaptersOff base_only(*p_.reference_base);
         mi.ref_lp = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk, eval_pass_,
-                                      {}, mi.shape).logprobs;
+                                      {rollout_routes_ ? &mi.sampled : nullptr, nullptr}, mi.shape).logprobs;
       }
       if (mi.idle) continue;
       if (p_.teacher) p_.teacher->apply(mi, P);  // (after old_lp: the per-token advantages compare with it)
       if (p_.reference)
         mi.ref_lp = response_logprobs(*p_.reference, mi.ids, mi.mask, P, temperature_, Entropy::kSkip, chunk,
-                                      eval_pass_, {}, mi.shape).logprobs;
+                                      eval_pass_, {rollout_routes_ ? &mi.sampled : nullptr, nullptr}, mi.shape)
+                     .logprobs;
       if (!measure) continue;
       mm.add(algo::mismatch_stats(train_lp, mi.behaviour_lp, mi.loss_mask, is_opts_));
       mi.is = algo::importance_weights(train_lp, mi.behaviour_lp, mi.loss_mask, is_opts_);
@@ -185,6 +190,27 @@ void StepRunner::fill_old_logprobs(std::vector<MiniBatch>& plan, int64_t P, Step
   m.is_weight_max = mm.weight_count > 0 ? mm.weight_max : -kNoValue;
   m.is_truncated = {mm.truncated, mm.weight_count};
   m.is_rejected = {mm.rejected, mm.weight_count};
+}
+
+const RouteRecord* StepRunner::replayed(const Micro& mi) const {
+  return replay_routes_ ? &mi.routes : rollout_routes_ ? &mi.sampled : nullptr;
+}
+
+void StepRunner::rollout_routes(std::vector<MiniBatch>& plan, int64_t P, StepMetrics& m) {
+  torch::NoGradGuard g;
+  const auto& moe = p_.policy.moe_layers();
+  RoutingChange diff(moe.size());
+  for (auto& mb : plan)
+    for (auto& mi : mb.micros) {
+      if (!mi.rollout_routes.defined())
+        throw std::logic_error("algorithm.routing_replay rollout: a micro-batch came without the rollout's routes");
+      mi.sampled = rollout_record(mi.rollout_routes, mi.mask, P, mi.shape.width, moe, p_.policy.num_layers());
+      if (!measure_routes_) continue;  // (an idle micro-batch too: ZeRO-3 and expert parallelism gather in it)
+      auto own = route_experts(p_.policy, mi.ids, mi.mask, P, mi.shape, experts_.get());
+      if (!mi.idle) diff.add(mi.sampled, own, moe);
+    }
+  if (!measure_routes_) return;
+  m.moe_rollout_route_diff = {diff.changed_total(), diff.tokens_total()};
 }
 
 // moe_routing_change_frac: the experts of the step's rows after the last update against the old-log-prob pass's,
@@ -279,6 +305,7 @@ StepMetrics StepRunner::run(Progress& progress) {
     PhasePeak logprobs_peak(device);
     auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);
     auto t = Clock::now();
+    if (rollout_routes_) rollout_routes(plan, batch.prompt_len, m);
     fill_old_logprobs(plan, batch.prompt_len, m);
     m.time_old_logprobs_s = core::seconds_since(t);
     m.peak_mb_logprobs = logprobs_peak.mb();

@@ -29,6 +29,7 @@ class UpdateEngine;
 class RolloutLog;
 class TeacherTerm;
 struct MiniBatch;
+struct Micro;
 
 // What a checkpoint restores besides the weights and the optimizer state.
 struct Progress {
@@ -99,6 +100,12 @@ class StepRunner {
   LogprobPass eval_pass_;   // the no-grad passes (old and reference log-probs)
   int64_t total_optimizer_steps_;
   bool replay_routes_ = false;   // algorithm.routing_replay old on an MoE policy
+  bool rollout_routes_ = false;  // algorithm.routing_replay rollout on an MoE policy (R3)
+  // What the update's and the reference's passes replay: the old pass's record (R2), the rollout's (R3), or none.
+  const RouteRecord* replayed(const Micro& mi) const;
+  // R3: each micro-batch's rollout record on the device, and moe_rollout_route_diff_frac (the trainer's own routing
+  // at the step start against the rollout's, one more forward of the decoder layers) when routing_metrics is on.
+  void rollout_routes(std::vector<MiniBatch>& plan, int64_t prompt_len, StepMetrics& m);
   bool measure_routes_ = false;  // algorithm.routing_metrics on an MoE policy
 };
 

@@ -100,7 +100,7 @@ void StepRunner::update(std::vector<MiniBatch>& plan, int64_t P, Progress& progr
     for (auto& mi : plan[k].micros) {
       auto tl = response_logprobs(p_.policy, mi.ids, mi.mask, P, temperature_, Entropy::kCompute,
                                   c.train.logprob_chunk_tokens, train_pass_,
-                                  {replay_routes_ ? &mi.routes : nullptr, nullptr}, mi.shape, mi.teacher_ids);
+                                  {replayed(mi), nullptr}, mi.shape, mi.teacher_ids);
       if (mi.idle || bad) {  // reached with `bad` set by lockstep engines only
         keep_in_step(p_.engine, tl);
         continue;

@@ -86,6 +86,10 @@ constexpr ShownRule kShownRules[] = {
      }},
     {Shown::kSources, "rows name data sources", [](const ShownInputs& in) { return !in.m.source_names.empty(); }},
     {Shown::kDistill, "distill.teacher set", [](const ShownInputs& in) { return !in.cfg.distill.teacher.empty(); }},
+    {Shown::kRolloutRoutes, "MoE policy with algorithm.routing_metrics and routing_replay rollout",
+     [](const ShownInputs& in) {
+       return in.facts.routing && in.cfg.algorithm.routing_replay == config::RoutingReplay::kRollout;
+     }},
 };
 
 constexpr bool every_shown_once() {

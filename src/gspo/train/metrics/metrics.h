@@ -62,6 +62,7 @@ enum class Shown {
   kScoring,    // a reward model or a judge scores (reward.kind or a component model or judge)
   kSources,    // the training rows name data sources (data.source_key)
   kDistill,    // distill.teacher set (on-policy distillation)
+  kRolloutRoutes,  // kRouting with algorithm.routing_replay rollout (R3)
   kCount
 };
 
@@ -199,6 +200,7 @@ struct StepMetrics {
   std::vector<double> moe_load_imbalance;  // per MoE layer; empty for dense models
   double moe_load_imbalance_max = 0;
   double moe_routing_change_frac = 0;          // (token, MoE layer) pairs whose experts changed, over all ranks
+  Mean moe_rollout_route_diff;  // R3: (token, MoE layer) pairs whose trainer routing differs from the rollout's
   std::vector<double> moe_routing_change_layers;  // per MoE layer, summed over the ranks
 
   // The table. v(name, field, Reduce, Match, Shown, doc) for each metric in line order; `field` is an int64_t&,
@@ -452,6 +454,10 @@ struct StepMetrics {
       "(the old-log-prob pass), every rank's rows (algorithm.routing_metrics)");
     v("moe_routing_change_frac_layers", moe_routing_change_layers, Reduce::kSame, Match::kNone, Shown::kRouting,
       "the same per MoE layer, in layer order");
+    v("moe_rollout_route_diff_frac", moe_rollout_route_diff, Reduce::kMean, Match::kNone, Shown::kRolloutRoutes,
+      "algorithm.routing_replay rollout (R3): the share of (response token, MoE layer) pairs of the step's updated "
+      "rows whose top-k expert set in the trainer's own routing at the step's start differs from the one the rollout "
+      "ran (what R3 replays instead; every response token the rollout ran, all ranks)");
     v("time_routing_s", time_routing_s, Reduce::kLocal, Match::kNone, Shown::kRouting,
       "seconds measuring moe_routing_change_frac (one forward of the decoder layers over the step's rows)");
   }

@@ -68,6 +68,19 @@ void check_routing_replay(const config::Config& c, const model::Policy& policy) 
   if (policy.moe_layers().empty())
     throw ConfigError(head + "is dense (no MoE layers): there is no routing to replay; set algorithm.routing_replay: "
                       "none");
+  if (c.algorithm.routing_replay != config::RoutingReplay::kRollout) return;
+  if (!policy.can_record_routes())
+    throw ConfigError(head + "cannot record the experts its rollout runs: that needs routed_feed_forward (route_api 2) "
+                      "and the slot passes one layer at a time (ep_api 2, slot_api 2; docs/model-contract.md): "
+                      "re-export it with scripts/export_hf.py, or set algorithm.routing_replay: old");
+  // Not yet: the rows these carry between calls or ranks do not carry their routes (#70).
+  const char* where = c.async.partial_rollout            ? "partial rollouts (async.partial_rollout)"
+                      : c.distributed.rollout_ranks > 0   ? "rollout ranks (distributed.rollout_ranks)"
+                      : c.distributed.expert_parallel > 1 ? "expert parallelism (distributed.expert_parallel)"
+                                                          : nullptr;
+  if (where)
+    throw ConfigError(head + "records its experts in this process's sampler: with " + std::string(where) +
+                      " the rollout's routes do not reach the update yet; set algorithm.routing_replay: old");
 }
 
 // What a role loads as its policy. A trainer: trainable, from a checkpoint's policy.pt when resuming without adapters
@@ -249,6 +262,7 @@ Assembly::Assembly(config::Config& cfg, const Role& role, c10::Device dev, paral
   // After the update engine: the policy is on its device then (ZeRO-3 moves it), which the sampler's set-up reads.
   auto sp = rollout::sampling_params(cfg);
   sp.progress = role.progress;
+  sp.record_routes = cfg.algorithm.routing_replay == config::RoutingReplay::kRollout;  // (R3: checked at load)
   apply_fault(fault, sp);
   sampler = std::make_unique<rollout::Sampler>(sampling_model(), *tok, sp);
   tools = env::make_tool_env(cfg, *tok, sampling_model());

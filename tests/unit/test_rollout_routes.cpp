@@ -1,0 +1,219 @@
+// Rollout Routing Replay (#70, algorithm.routing_replay rollout): the sampler records the experts every token ran
+// through (prefill, decode, refills and compaction of a slot pool), laid out with the batch; the trainer's replay of
+// them gives the sampler's log-probs back; what it changes in a run where the rollout runs in bfloat16 and training in
+// float32; and what is refused.
+#include <catch2/catch.hpp>
+
+#include "gspo/cli/train_job.h"
+#include "gspo/config/load.h"
+#include "gspo/core/error.h"
+#include "gspo/model/policy.h"
+#include "gspo/rollout/sampler.h"
+#include "gspo/rollout/slot_hook.h"
+#include "gspo/tokenizer/tokenizer.h"
+#include "gspo/train/logprobs.h"
+#include "gspo/train/routing.h"
+#include "helpers.h"
+
+using namespace gspo;
+
+namespace {
+
+const train::LogprobPass kLayers{true, false, true};
+
+// Row `row`, once `at` tokens in, is paused and `tokens` appended to its response (a tool's output in miniature),
+// then resumed at the next sync.
+class Append : public rollout::SlotHook {
+ public:
+  Append(int64_t row, int64_t at, std::vector<int64_t> tokens) : row_(row), at_(at), tokens_(std::move(tokens)) {}
+  void at_sync(rollout::SlotControl& c) override {
+    for (int64_t s = 0; s < c.num_slots(); ++s) {
+      if (c.row(s) != row_) continue;
+      if (c.paused(s)) {
+        c.resume(s);
+      } else if (taken < 0 && c.step(s) >= at_) {
+        c.pause(s);
+        taken = c.append(s, tokens_);
+      }
+    }
+  }
+  int64_t taken = -1;
+
+ private:
+  int64_t row_, at_;
+  std::vector<int64_t> tokens_;
+};
+
+// Three prompts of different lengths, G = 2, sampled in a pool of 3 slots (refills, shared prefills, compaction).
+rollout::RolloutBatch sample_recorded(model::Policy& policy, bool record, rollout::SlotHook* hook = nullptr) {
+  const auto tok = tokenizer::from_spec(policy.tokenizer_json(), "qwen3_moe_tiny.pt");
+  rollout::SamplingParams sp;
+  sp.max_new_tokens = 10;
+  sp.record_routes = record;
+  sp.insert_capacity = hook ? 6 : 0;
+  const std::vector<std::vector<int64_t>> prompts{{5, 17, 33, 40, 41}, {7, 8}, {60, 61, 62, 63, 64, 65, 66, 67}};
+  const int64_t columns = 8 + sp.max_new_tokens + sp.insert_capacity;
+  const int64_t one = policy.init_cache(1, 1).nbytes(), two = policy.init_cache(1, 2).nbytes();
+  sp.kv_cache_bytes = 3 * (one + (two - one) * (columns - 1));
+  rollout::Sampler s(policy, *tok, sp);
+  s.set_hook(hook);
+  auto b = s.generate(prompts, 2, {11, 0});
+  REQUIRE(s.last_stats().slots == 3);
+  return b;
+}
+
+// The share of (token, MoE layer) pairs, over every token the rollout ran (each row's prompt and response but its
+// last token), whose experts in `routes` differ from the trainer's own routing of the rows (route_experts: the
+// per-layer pass as training runs it, in `trainer`).
+double differing(model::Policy& trainer, const rollout::RolloutBatch& b, const at::Tensor& routes) {
+  const int64_t P = b.prompt_len;
+  const auto& moe = trainer.moe_layers();
+  const auto own = train::route_experts(trainer, b.input_ids, b.attention_mask, P);
+  const auto rec = train::rollout_record(routes, b.attention_mask, P, 0, moe, trainer.num_layers());
+  const int64_t W = rec.experts[moe[0]].size(1);
+  const auto col = torch::arange(W).unsqueeze(0);
+  const auto ran = col < (b.attention_mask.sum(1, true) - 1);  // [n, W] right-aligned
+  double differ = 0, pairs = 0;
+  for (int64_t l : moe) {
+    const auto a = std::get<0>(rec.experts[l].sort(-1)), o = std::get<0>(own.experts[l].sort(-1));
+    differ += (a.ne(o).any(-1) & ran).sum().item<double>();
+    pairs += ran.sum().item<double>();
+  }
+  return differ / pairs;
+}
+
+// The trainer's log-probs of the response tokens, replaying `routes` (undefined: its own routing).
+at::Tensor trainer_logprobs(model::Policy& trainer, const rollout::RolloutBatch& b, const at::Tensor& routes) {
+  train::RouteRecord rec;
+  if (routes.defined())
+    rec = train::rollout_record(routes, b.attention_mask, b.prompt_len, 0, trainer.moe_layers(), trainer.num_layers());
+  return train::response_logprobs(trainer, b.input_ids, b.attention_mask, b.prompt_len, 1.0, train::Entropy::kSkip,
+                                  1024, kLayers, {routes.defined() ? &rec : nullptr, nullptr})
+      .logprobs;
+}
+
+double max_abs(const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask) {
+  return ((a - b) * mask).abs().max().item<double>();
+}
+
+double mean_abs(const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask) {
+  return (((a - b) * mask).abs().sum() / mask.sum()).item<double>();
+}
+
+config::Config run_cfg(const std::string& out, const std::string& model, std::vector<std::string> sets) {
+  sets.insert(sets.begin(), {"model.path=" + test::model_path(model), "train.output_dir=" + out});
+  return config::load_text(R"(
+data: {task: arithmetic, max_operand: 3, num_prompts: 12}
+rollout: {prompts_per_step: 4, group_size: 4, max_new_tokens: 6}
+reward: {kind: regex, regex: "^[\\x00-\\x7f]"}
+algorithm: {num_minibatches: 2, loss: grpo, routing_replay: rollout, mismatch_metrics: true}
+optimizer: {lr: 3.0e-2}
+train: {max_steps: 2}
+checkpoint: {every: 0}
+logging: {progress: false}
+)", "test.yaml", sets);
+}
+
+}  // namespace
+
+TEST_CASE("the rollout records the experts each token ran through, and replaying them gives its log-probs back",
+          "[routing][moe][rollout]") {
+  auto policy = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"));
+  REQUIRE(policy.can_record_routes());
+  const auto plain = sample_recorded(policy, false);
+  const auto b = sample_recorded(policy, true);
+  // Recording runs the slot passes one layer at a time: the same samples, the same behaviour log-probs.
+  CHECK(b.response_ids == plain.response_ids);
+  CHECK(max_abs(b.behaviour_logprobs, plain.behaviour_logprobs, b.loss_mask) < 1e-5);
+  CHECK_FALSE(plain.routes.defined());
+  REQUIRE(b.routes.defined());
+  const int64_t top_k = policy.moe_routing(policy.moe_layers()[0]).first;
+  CHECK(b.routes.sizes() == at::IntArrayRef({b.num_rows(), b.input_ids.size(1), 2, top_k}));
+  CHECK(b.routes.scalar_type() == at::kByte);  // (4 experts: one byte an expert)
+  CHECK(b.routes.max().item<int64_t>() < 4);
+
+  // Float32 both sides: the trainer routes as the rollout did (near-ties aside: none in this batch), and its
+  // log-probs replaying the rollout's experts are the sampler's.
+  const double diff = differing(policy, b, b.routes);
+  INFO("differing (token, layer) pairs: " << diff);
+  CHECK(diff == 0.0);
+  const auto mask = b.loss_mask;
+  CHECK(max_abs(trainer_logprobs(policy, b, b.routes), b.behaviour_logprobs, mask) < 1e-4);
+  // The record is where the tokens are: one column off, most expert sets differ and the log-probs move.
+  const auto shifted = b.routes.roll(1, 1);
+  CHECK(differing(policy, b, shifted) > 0.2);
+  CHECK(max_abs(trainer_logprobs(policy, b, shifted), b.behaviour_logprobs, mask) > 1e-2);
+}
+
+TEST_CASE("the experts of tokens a hook appends to a response are recorded where they sit", "[routing][moe][rollout]") {
+  auto policy = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"));
+  Append hook(2, 3, {70, 71, 72, 73});
+  const auto b = sample_recorded(policy, true, &hook);
+  REQUIRE(hook.taken == 4);
+  REQUIRE(b.response_lengths[2] > 3 + 4 + 1);  // (the row went on after the appended tokens)
+  CHECK(differing(policy, b, b.routes) == 0.0);
+  CHECK(max_abs(trainer_logprobs(policy, b, b.routes), b.behaviour_logprobs, b.loss_mask) < 1e-4);
+}
+
+TEST_CASE("a bfloat16 rollout's experts replayed in float32 training: the trainer routes every token as the rollout did",
+          "[routing][moe][rollout]") {
+  auto trainer = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"));
+  auto sampler = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"));
+  sampler.set_param_dtype(at::kBFloat16);
+  const auto b = sample_recorded(sampler, true);
+  const auto mask = b.loss_mask;
+  const double own_diff = differing(trainer, b, b.routes);
+  const auto own = trainer_logprobs(trainer, b, {}), replayed = trainer_logprobs(trainer, b, b.routes);
+  const double own_gap = mean_abs(own, b.behaviour_logprobs, mask);
+  const double replay_gap = mean_abs(replayed, b.behaviour_logprobs, mask);
+  WARN("bf16 rollout vs float32 trainer: " << own_diff << " of (token, layer) pairs routed otherwise; mean "
+       "|log pi_trainer - log pi_sampler| " << own_gap << " with its own routing, " << replay_gap
+       << " replaying the rollout's (largest " << max_abs(own, b.behaviour_logprobs, mask) << ", "
+       << max_abs(replayed, b.behaviour_logprobs, mask) << ")");
+  CHECK(own_diff > 0);  // (bfloat16 moves some routes on this model and these prompts)
+  CHECK(replay_gap < own_gap);
+}
+
+TEST_CASE("training with routing_replay rollout: a bf16 rollout, float32 updates, the routing gap measured",
+          "[routing][moe][rollout][train]") {
+  const auto dir = test::fresh_dir("rollout_routes_bf16");
+  cli::TrainJob(run_cfg(dir, "qwen3_moe_tiny.pt", {"rollout.dtype=bfloat16"}), "").run();
+  const auto m = test::read_metrics(dir);
+  REQUIRE(m.size() == 2);
+  for (const auto& line : m) {
+    REQUIRE(line.contains("moe_rollout_route_diff_frac"));
+    const double d = line["moe_rollout_route_diff_frac"];
+    CHECK((d >= 0 && d <= 1));
+    CHECK(std::isfinite(line["loss"].get<double>()));
+  }
+  // float32 both sides: the trainer's own routing at the step start is the rollout's.
+  const auto same = test::fresh_dir("rollout_routes_f32");
+  cli::TrainJob(run_cfg(same, "qwen3_moe_tiny.pt", {"train.max_steps=1"}), "").run();
+  CHECK(test::read_metrics(same)[0]["moe_rollout_route_diff_frac"].get<double>() == 0.0);
+}
+
+TEST_CASE("routing_replay rollout is refused for models that cannot record, and a resume may not change the mode",
+          "[routing][moe][rollout][config]") {
+  auto refused = [](const std::string& model, std::vector<std::string> sets, const std::string& needle) {
+    INFO(model << " " << needle);
+    try {
+      cli::TrainJob(run_cfg(test::fresh_dir("rollout_routes_refused"), model, std::move(sets)), "").run();
+      FAIL("accepted");
+    } catch (const ConfigError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("algorithm.routing_replay") && Catch::Contains(needle));
+    }
+  };
+  refused("tiny.pt", {}, "is dense (no MoE layers)");
+  refused("moe_route_api1.pt", {}, "route_api 2");
+  refused("qwen3_moe_tiny.pt", {"async.partial_rollout=true", "async.max_staleness=1"}, "partial rollouts");
+
+  const auto dir = test::fresh_dir("rollout_routes_resume");
+  cli::TrainJob(run_cfg(dir, "qwen3_moe_tiny.pt", {"train.max_steps=1", "checkpoint.every=1"}), "").run();
+  try {
+    cli::TrainJob(run_cfg(dir, "qwen3_moe_tiny.pt", {"train.max_steps=2", "checkpoint.every=1",
+                                                     "algorithm.routing_replay=old"}), "auto").run();
+    FAIL("resumed with another replay mode");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("another algorithm.routing_replay (rollout -> old)"));
+  }
+}
