@@ -2,7 +2,7 @@
 # GSPO, GRPO and GRPO with Routing Replay on a small Qwen3-MoE policy (docs/gspo-vs-grpo.md, "MoE"): 3 seeds each,
 # same model file, task, seeds and budget as scripts/compare_losses.sh (configs/tiny.yaml), only algorithm.loss and
 # algorithm.routing_replay differ. Prints the results table (markdown) and writes plots of seed 0 to
-# docs/img/gspo_vs_grpo_moe. The grpo_bf16* variants sample in bfloat16 and train in float32 (rollout.dtype), with
+# docs/img/gspo_vs_grpo_moe. The *_bf16* variants sample in bfloat16 and train in float32 (rollout.dtype), with
 # replay none, old (R2) and rollout (R3), and log the sampler-vs-trainer mismatch: a second table.
 # usage: bash scripts/compare_moe.sh [RUNS_DIR] [STEPS]   (about 20 minutes on 2 cores a 9 runs; build/gspo must exist)
 #        VARIANTS="grpo_bf16 grpo_bf16_r2 grpo_bf16_r3" bash scripts/compare_moe.sh runs/moe_bf16   (some variants)
@@ -20,7 +20,7 @@ for variant in $VARIANTS; do
   loss="${variant%%_*}"; replay=none; extra=""
   case "$variant" in
     grpo_replay) replay=old ;;
-    grpo_bf16*) extra="--set rollout.dtype=bfloat16 --set algorithm.mismatch_metrics=true"
+    *_bf16*) extra="--set rollout.dtype=bfloat16 --set algorithm.mismatch_metrics=true"
                 case "$variant" in *_r2) replay=old ;; *_r3) replay=rollout ;; esac ;;
   esac
   for seed in 0 1 2; do
