@@ -61,6 +61,11 @@ run d1 1 "${DIST[@]}" && run da11 2 "${K1[@]}" "${DIST[@]}" && \
 run dc1 1 "${DIST[@]}" --set distill.chat_template=chatml && \
   run dca11 2 "${K1[@]}" "${DIST[@]}" --set distill.chat_template=chatml && \
   CMP_EXTRA="--one-sided $ASYNC_ONLY" same "distillation in chatml: 1 rollout rank + 1 trainer = 1 process" dc1 dca11
+# Rollout Routing Replay beside a rollout rank (#70): the rollout rank records the experts its sampler ran and ships
+# them with the rows; the trainer replays them: the one process's run.
+R3=(--set "model.path=$MODELS/qwen3_moe_tiny.pt" --set algorithm.routing_replay=rollout)
+run m1 1 "${R3[@]}" && run ma11 2 "${K1[@]}" "${R3[@]}" && INITIAL="$MODELS/qwen3_moe_tiny.pt" \
+  CMP_EXTRA="--one-sided $ASYNC_ONLY" same "routing replay rollout: 1 rollout rank + 1 trainer = 1 process" m1 ma11
 
 # --- max_staleness 1 and 2: bounded, exact lags; the schedule does not depend on the layout --------------------------
 run s1 2 "${K1[@]}" --set async.max_staleness=1 && run s1b 3 "${K2[@]}" --set async.max_staleness=1 && {

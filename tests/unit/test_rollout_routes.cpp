@@ -217,3 +217,23 @@ TEST_CASE("routing_replay rollout is refused for models that cannot record, and 
     CHECK_THAT(e.what(), Catch::Contains("another algorithm.routing_replay (rollout -> old)"));
   }
 }
+
+TEST_CASE("rollout routes another model recorded are refused, naming what differs", "[routing][rollout]") {
+  const auto routes = torch::zeros({4, 9, 2, 2}, torch::kUInt8);  // 4 rows, 2 MoE layers of top-2
+  CHECK_NOTHROW(train::check_rollout_routes(routes, 4, 2, 2, 4, "m.pt"));
+  auto error_of = [&](const at::Tensor& r, int64_t layers, int64_t top_k, int64_t experts) {
+    try {
+      train::check_rollout_routes(r, 4, layers, top_k, experts, "m.pt");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  CHECK_THAT(error_of(routes, 3, 2, 4), Catch::Contains("[4, 9, 2, 2]") && Catch::Contains("3 MoE layers of top-2") &&
+                                            Catch::Contains("another model"));
+  CHECK_THAT(error_of(routes, 2, 8, 4), Catch::Contains("2 MoE layers of top-8"));
+  auto far = routes.clone();
+  far[1][3][0][1] = 7;
+  CHECK_THAT(error_of(far, 2, 2, 4), Catch::Contains("name expert 7") && Catch::Contains("has 4 a layer"));
+  CHECK_THAT(error_of(at::Tensor(), 2, 2, 4), Catch::Contains("without the rollout's experts"));
+}

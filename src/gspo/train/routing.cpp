@@ -35,6 +35,24 @@ RouteRecord rollout_record(const at::Tensor& routes, const at::Tensor& mask, int
   return out;
 }
 
+void check_rollout_routes(const at::Tensor& routes, int64_t rows, int64_t moe_layers, int64_t top_k, int64_t experts,
+                          const std::string& model) {
+  const std::string head = "algorithm.routing_replay rollout: ";
+  if (!routes.defined())
+    throw Error(head + "the step's rows came without the rollout's experts (a sampler that did not record them)");
+  if (routes.dim() != 4 || routes.size(0) != rows || routes.size(2) != moe_layers || routes.size(3) != top_k)
+    throw Error(head + "the rollout's experts of the step's " + std::to_string(rows) + " rows are " +
+                c10::str(routes.sizes()) + " ([rows, columns, MoE layers, top-k]), but '" + model + "' has " +
+                std::to_string(moe_layers) + " MoE layers of top-" + std::to_string(top_k) +
+                ": rows recorded by another model are not replayed");
+  if (routes.numel() > 0) {
+    const int64_t most = routes.max().item<int64_t>();
+    if (most >= experts)
+      throw Error(head + "the rollout's experts name expert " + std::to_string(most) + ", but '" + model +
+                  "' has " + std::to_string(experts) + " a layer: rows recorded by another model are not replayed");
+  }
+}
+
 void RoutingChange::add(const RouteRecord& before, const RouteRecord& after, const std::vector<int64_t>& moe_layers) {
   const double n = before.response.sum().item<double>();
   for (size_t j = 0; j < moe_layers.size(); ++j) {

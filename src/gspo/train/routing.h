@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace gspo::train {
@@ -34,6 +35,12 @@ struct RouteIO {
 // (every one but each row's last, which it never ran): what the routing comparison counts.
 RouteRecord rollout_record(const at::Tensor& routes, const at::Tensor& mask, int64_t P, int64_t width,
                            const std::vector<int64_t>& moe_layers, int64_t num_layers);
+
+// Refuses a batch's rollout routes (RolloutBatch::routes, [N, P + R, L, k] on the host) that another model recorded:
+// other MoE layers, top-k, or ids past `experts` (what a partial rollout resumed or a shipped row could bring), or
+// none at all. Error naming both shapes and `model`.
+void check_rollout_routes(const at::Tensor& routes, int64_t rows, int64_t moe_layers, int64_t top_k, int64_t experts,
+                          const std::string& model);
 
 // (token, MoE layer) pairs whose top-k expert set differs between two records of the same rows, over response tokens.
 struct RoutingChange {

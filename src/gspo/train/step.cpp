@@ -301,6 +301,13 @@ StepMetrics StepRunner::run(Progress& progress) {
   const auto rows = select_rows(batch, adv);
   m.update_sequences = static_cast<int64_t>(rows.size());
 
+  if (rollout_routes_) {  // (on the host: the batch lives there)
+    const auto& moe = p_.policy.moe_layers();
+    check_rollout_routes(batch.routes, batch.num_rows(), static_cast<int64_t>(moe.size()),
+                         p_.policy.moe_routing(moe.front()).first,
+                         p_.policy.parameter("layers." + std::to_string(moe.front()) + ".mlp.gate.weight").size(0),
+                         p_.policy.path());
+  }
   if (!rows.empty()) {
     PhasePeak logprobs_peak(device);
     auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);

@@ -44,6 +44,7 @@ at::Tensor pack_share(const Share& s) {
   a.write("response_mask", b.response_mask);
   a.write("loss_mask", b.loss_mask);
   a.write("behaviour_logprobs", b.behaviour_logprobs);
+  if (b.routes.defined()) a.write("routes", b.routes);  // (R3: the experts the rollout rank ran, 1-2 B an id)
   a.write("prompt_len", c10::IValue(b.prompt_len));
   a.write("group_size", c10::IValue(b.group_size));
   a.write("response_lengths", c10::IValue(b.response_lengths));
@@ -96,6 +97,7 @@ Share unpack_share(const at::Tensor& bytes) {
     a.read("response_mask", b.response_mask);
     a.read("loss_mask", b.loss_mask);
     a.read("behaviour_logprobs", b.behaviour_logprobs);
+    a.try_read("routes", b.routes);
     a.read("prompt_len", v), b.prompt_len = v.toInt();
     a.read("group_size", v), b.group_size = v.toInt();
     b.response_lengths = ints("response_lengths");
@@ -123,6 +125,10 @@ Share unpack_share(const at::Tensor& bytes) {
       s.scored.examples.size() != n ||
       (b.input_ids.defined() && b.input_ids.size(0) != static_cast<int64_t>(n)))
     throw DistributedError("a batch share from a rollout rank has per-row lists of different lengths");
+  if (b.routes.defined() && (b.routes.dim() != 4 || !b.input_ids.defined() || b.routes.size(0) != b.input_ids.size(0) ||
+                             b.routes.size(1) != b.input_ids.size(1)))
+    throw DistributedError("a batch share from a rollout rank has routes of shape " + c10::str(b.routes.sizes()) +
+                           " for rows of " + (b.input_ids.defined() ? c10::str(b.input_ids.sizes()) : "no ids"));
   return s;
 }
 
@@ -145,6 +151,7 @@ Scored slice_groups(const Scored& s, int64_t first, int64_t count, int64_t pad_i
   out.batch.response_mask = out.batch.response_mask.narrow(1, 0, R2).contiguous();
   out.batch.loss_mask = out.batch.loss_mask.narrow(1, 0, R2).contiguous();
   out.batch.behaviour_logprobs = out.batch.behaviour_logprobs.narrow(1, 0, R2).contiguous();
+  if (out.batch.routes.defined()) out.batch.routes = cut(out.batch.routes);
   out.batch.prompt_len = P2;
   const auto from = static_cast<size_t>(first * G), to = static_cast<size_t>((first + count) * G);
   out.rewards.assign(s.rewards.begin() + from, s.rewards.begin() + to);
