@@ -31,7 +31,6 @@ class RouteStore {
   // A pass's routes [M, L, k] for response token (rows[m], positions[m]) each (int64 on the device; the discard row
   // `rows` where the pass wrote no token of a row).
   void put(const at::Tensor& rows, const at::Tensor& positions, const at::Tensor& pass);
-  int64_t discard_row() const { return rows_; }
   // The call's rows in the rollout layout [rows, P + R, L, k] on the host: prompt p's experts right-aligned in the P
   // prompt columns of its G rows, then response positions [0, R).
   at::Tensor layout(int64_t G, int64_t P, int64_t R) const;

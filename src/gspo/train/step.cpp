@@ -76,6 +76,11 @@ StepRunner::StepRunner(StepParts parts) : p_(parts), experts_(make_step_experts(
   const bool moe = p_.policy.has_routing() && !p_.policy.moe_layers().empty();
   replay_routes_ = moe && a.routing_replay == config::RoutingReplay::kOld;
   rollout_routes_ = moe && a.routing_replay == config::RoutingReplay::kRollout;
+  if (rollout_routes_) {
+    const int64_t first = p_.policy.moe_layers().front();
+    route_top_k_ = p_.policy.moe_routing(first).first;
+    route_experts_ = p_.policy.parameter("layers." + std::to_string(first) + ".mlp.gate.weight").size(0);
+  }
   measure_routes_ = moe && a.routing_metrics;
 }
 
@@ -301,13 +306,9 @@ StepMetrics StepRunner::run(Progress& progress) {
   const auto rows = select_rows(batch, adv);
   m.update_sequences = static_cast<int64_t>(rows.size());
 
-  if (rollout_routes_) {  // (on the host: the batch lives there)
-    const auto& moe = p_.policy.moe_layers();
-    check_rollout_routes(batch.routes, batch.num_rows(), static_cast<int64_t>(moe.size()),
-                         p_.policy.moe_routing(moe.front()).first,
-                         p_.policy.parameter("layers." + std::to_string(moe.front()) + ".mlp.gate.weight").size(0),
-                         p_.policy.path());
-  }
+  if (rollout_routes_)  // (on the host: the batch lives there)
+    check_rollout_routes(batch.routes, batch.num_rows(), static_cast<int64_t>(p_.policy.moe_layers().size()),
+                         route_top_k_, route_experts_, p_.policy.path());
   if (!rows.empty()) {
     PhasePeak logprobs_peak(device);
     auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);

@@ -101,6 +101,7 @@ class StepRunner {
   int64_t total_optimizer_steps_;
   bool replay_routes_ = false;   // algorithm.routing_replay old on an MoE policy
   bool rollout_routes_ = false;  // algorithm.routing_replay rollout on an MoE policy (R3)
+  int64_t route_top_k_ = 0, route_experts_ = 0;  // R3: the policy's router, what a batch's routes must fit
   // What the update's and the reference's passes replay: the old pass's record (R2), the rollout's (R3), or none.
   const RouteRecord* replayed(const Micro& mi) const;
   // R3: each micro-batch's rollout record on the device, and moe_rollout_route_diff_frac (the trainer's own routing
