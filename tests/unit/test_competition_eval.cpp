@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <unistd.h>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -51,9 +52,12 @@ data::Example cf_row(const std::string& contest, const std::string& index) {
   return ex;
 }
 
+// Named by the process too: ctest runs each test case as its own process, several at once, and a counter alone
+// would give two of them the same file.
 std::string write_pack(const json& pack) {
   static int n = 0;
-  const std::string path = std::string(GSPO_TEST_MODELS) + "/standings_pack_" + std::to_string(n++) + ".json";
+  const std::string path = std::string(GSPO_TEST_MODELS) + "/standings_pack_" + std::to_string(getpid()) + "_" +
+                           std::to_string(n++) + ".json";
   std::ofstream(path) << pack.dump();
   return path;
 }
