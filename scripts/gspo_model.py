@@ -236,16 +236,29 @@ class MLP(nn.Module):
         return self.forward(x), torch.zeros(0, dtype=torch.long, device=x.device)
 
 
+# On CUDA, passes of at most this many tokens (a decode step of a slot pool of that many rows) run every expert on
+# every token, weighted by a gating matrix that is zero off each token's top-k: no data-dependent shape, no read back
+# to the host, so a decode step can be captured as a CUDA graph (the manifest's moe_capture_rows tells gspo). The cost
+# is num_experts / top_k times the routed FLOPs; a decode step of T rows reads every expert's weights anyway once
+# T x top_k covers the experts, so on an H200 (4.8 TB/s, ~990 bf16 TFLOPS) the dense pass stays within
+# T x 4.8e12 / 9.9e14 = T / 206 of the weight-reading floor: 1.24x at 256 rows, and the routed path's per-expert
+# host syncs (E x layers a step) cost more than that. Larger passes (prefill, a bigger pool) are routed as on the CPU.
+MOE_CAPTURE_ROWS = 256
+
+
 class SparseMoE(nn.Module):
     """Qwen3-MoE feed-forward: a linear router, softmax over experts, top-k per token (renormalised when
-    norm_topk_prob), each selected expert's SwiGLU output weighted and summed. Only routed tokens reach an expert."""
+    norm_topk_prob), each selected expert's SwiGLU output weighted and summed. Only routed tokens reach an expert
+    (but on CUDA in passes of at most capture_rows tokens: MOE_CAPTURE_ROWS)."""
 
-    def __init__(self, hidden: int, intermediate: int, num_experts: int, top_k: int, norm_topk_prob: bool):
+    def __init__(self, hidden: int, intermediate: int, num_experts: int, top_k: int, norm_topk_prob: bool,
+                 capture_rows: int = MOE_CAPTURE_ROWS):
         super().__init__()
         self.gate = Linear(hidden, num_experts, bias=False)
         self.experts = nn.ModuleList([MLP(hidden, intermediate) for _ in range(num_experts)])
         self.top_k = top_k
         self.norm_topk_prob = norm_topk_prob
+        self.capture_rows = capture_rows
         # Fraction of the last forward's routing slots (tokens x top_k, padding included) each expert received.
         self.register_buffer("last_load", torch.zeros(num_experts), persistent=False)
 
@@ -268,16 +281,38 @@ class SparseMoE(nn.Module):
         if self.norm_topk_prob:
             weights = weights / weights.sum(-1, keepdim=True)
         weights = weights.to(flat.dtype)
-        self.last_load = torch.bincount(chosen.reshape(-1), minlength=len(self.experts)).float() / chosen.numel()
+        # (scatter_add, not bincount: bincount sizes its output from the ids' maximum, read on the host)
+        load = torch.zeros(len(self.experts), dtype=torch.float, device=flat.device)
+        self.last_load = load.scatter_add(0, chosen.reshape(-1), torch.ones(chosen.numel(), device=flat.device)) \
+            / chosen.numel()
+        if flat.is_cuda and flat.size(0) <= self.capture_rows and not torch.is_grad_enabled():
+            out = self.dense(flat, chosen, weights)
+        else:
+            out = self.sparse(flat, chosen, weights)
+        out_shape: List[int] = list(shape[:-1])
+        out_shape.append(self.top_k)
+        return out.reshape(shape), chosen.reshape(out_shape)
+
+    def sparse(self, flat: Tensor, chosen: Tensor, weights: Tensor) -> Tensor:
+        """Each expert on the tokens routed to it (data-dependent shapes: the host reads each expert's count)."""
         out = torch.zeros_like(flat)
         for j, expert in enumerate(self.experts):
             token, slot = torch.where(chosen == j)
             if token.numel() > 0:
                 y = expert(flat.index_select(0, token)) * weights[token, slot].unsqueeze(-1)
                 out = out.index_add(0, token, y)
-        out_shape: List[int] = list(shape[:-1])
-        out_shape.append(self.top_k)
-        return out.reshape(shape), chosen.reshape(out_shape)
+        return out
+
+    def dense(self, flat: Tensor, chosen: Tensor, weights: Tensor) -> Tensor:
+        """Every expert on every token, weighted by the gating matrix [T, E] (zero off each token's top-k), summed in
+        the experts' order as sparse() sums them: fixed shapes, nothing read back (capturable). Equal to sparse()
+        up to the matmuls' blocking (an unchosen expert adds an exact zero)."""
+        gating = torch.zeros(flat.size(0), len(self.experts), dtype=flat.dtype, device=flat.device)
+        gating = gating.scatter(1, chosen, weights)
+        out = torch.zeros_like(flat)
+        for j, expert in enumerate(self.experts):
+            out = out + expert(flat) * gating[:, j:j + 1]
+        return out
 
 
 class Block(nn.Module):
@@ -829,6 +864,9 @@ def manifest_for(cfg: dict, tokenizer: dict, dtype: str) -> dict:
         "tokenizer_type": tokenizer["type"],
         "shape": shape_for(cfg),  # what `gspo plan` counts parameters and activations from, without the weights
         **({"hf_source": cfg["hf_source"]} if "hf_source" in cfg else {}),  # for scripts/export_to_hf.py
+        # MoE: on CUDA, passes of at most this many tokens route without reading back to the host (SparseMoE.dense),
+        # so decode steps of slot pools up to this size can be captured (rollout.cuda_graphs: auto)
+        **({"moe_capture_rows": MOE_CAPTURE_ROWS} if cfg.get("moe_layers") else {}),
     }
 
 

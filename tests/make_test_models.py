@@ -109,7 +109,8 @@ class EpApiOne(gspo_model.CausalLM):
 
 
 class RouteApiOne(gspo_model.CausalLM):
-    """An MoE export from before the rollout's route record: route_api 1 (routing replay of the old pass only)."""
+    """An MoE export from before the rollout's route record: route_api 1 (routing replay of the old pass only), and
+    before the capturable MoE decode (no moe_capture_rows in its manifest: gspo keeps its decode eager on CUDA)."""
 
     @torch.jit.export
     def route_api(self) -> int:
@@ -366,7 +367,8 @@ def main() -> None:
     gspo_model.save_scripted(BadRoutes(moe_cfg), moe_cfg, tok, "float32", f"{out}/broken_routes.pt")
     gspo_model.save_scripted(EpApiOne(moe_cfg), moe_cfg, tok, "float32", f"{out}/ep_api1.pt")
     gspo_model.save_scripted(BadFeedForward(moe_cfg), moe_cfg, tok, "float32", f"{out}/broken_feed_forward.pt")
-    gspo_model.save_scripted(RouteApiOne(moe_cfg), moe_cfg, tok, "float32", f"{out}/moe_route_api1.pt")
+    older = {k: v for k, v in gspo_model.manifest_for(moe_cfg, tok, "float32").items() if k != "moe_capture_rows"}
+    gspo_model.save_scripted(RouteApiOne(moe_cfg), moe_cfg, tok, "float32", f"{out}/moe_route_api1.pt", manifest=older)
     # tiny.pt's weights behind the required methods alone (no per-layer methods): the forward path of training.
     tiny = gspo_model.CausalLM(make_tiny_model.tiny_config(argparse.Namespace(
         hidden=64, heads=4, kv_heads=2, layers=2, intermediate=0, max_seq_len=256, tie=False, qkv_bias=False,

@@ -528,6 +528,8 @@ expect plan-distill-teacher 0 "distillation teacher                             
 # Qwen3-MoE export (sparse MoE layers + a dense one): the contract check and sampling.
 expect moe-inspect 0 "architecture qwen3_moe" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
 expect moe-inspect-routing 0 "routing      route_api 2, MoE layers 0,2" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
+expect moe-inspect-capture 0 "CUDA decode captured as graphs up to 256 rows a step" -- "$GSPO" inspect "$MODELS/qwen3_moe_tiny.pt"
+expect moe-inspect-eager 0 "CUDA decode eager (no moe_capture_rows" -- "$GSPO" inspect "$MODELS/moe_route_api1.pt"
 expect broken-routes 4 "routed_layer(0) ignores the routes it is given" -- "$GSPO" inspect "$MODELS/broken_routes.pt"
 expect moe-generate 0 "--- prompt 0 sample 1" -- "$GSPO" generate -m "$MODELS/qwen3_moe_tiny.pt" -p "3+4=" -n 2 --max-new-tokens 6
 

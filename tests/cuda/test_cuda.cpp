@@ -186,13 +186,75 @@ TEST_CASE("CUDA: the default config decodes through CUDA graphs, cuda_graphs fal
   rollout::Sampler eager(policy, *tok, rollout::sampling_params(off));
   eager.generate(prompts, 4, {3, 0});
   CHECK(eager.last_stats().graph_captures == 0);
-  // An MoE model stays eager under auto: its routing syncs the host, which no graph can capture.
+  // An MoE export whose decode routes without the host (manifest moe_capture_rows, #70) is captured under auto too; an
+  // older one (no such field) stays eager: its routing syncs the host, which no graph can capture.
   auto moe = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"), kGpu);
   REQUIRE_FALSE(moe.moe_layers().empty());
   auto moe_tok = tokenizer::from_spec(moe.tokenizer_json(), "qwen3_moe_tiny.pt");
   rollout::Sampler moe_sampler(moe, *moe_tok, rollout::sampling_params(defaults));
   moe_sampler.generate({moe_tok->encode_prompt("3")}, 2, {3, 0});
-  CHECK(moe_sampler.last_stats().graph_captures == 0);
+  CHECK(moe_sampler.last_stats().graph_captures >= 1);
+  auto older = model::Policy::load(test::model_path("moe_route_api1.pt"), kGpu);
+  rollout::Sampler older_sampler(older, *moe_tok, rollout::sampling_params(defaults));
+  older_sampler.generate({moe_tok->encode_prompt("3")}, 2, {3, 0});
+  CHECK(older_sampler.last_stats().graph_captures == 0);
+}
+
+// #70 item 4: an MoE model's decode steps through captured CUDA graphs (SparseMoE.dense: every expert on every token
+// under the gating matrix, nothing read back) sample what eager decode samples, in the static batch and in a slot
+// pool under a KV budget (sample_compare.h's rule; log-probs within 1e-4), and with the rollout's routes recorded (R3:
+// the layer-by-layer pass captured, its routes a static output) the experts of the rows sampled alike agree on at
+// least 99% of (token, layer) pairs; a pool of more rows than the export's moe_capture_rows decodes eagerly under
+// auto, capturing nothing.
+TEST_CASE("CUDA: MoE decode through captured CUDA graphs samples what eager MoE decode samples", "[cuda][moe]") {
+  if (!cuda_or_skip()) return;
+  auto policy = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"), kGpu);
+  auto tok = tokenizer::from_spec(policy.tokenizer_json(), "qwen3_moe_tiny.pt");
+  REQUIRE(rollout::Sampler::capture_rows(policy) == 256);
+  std::vector<std::vector<int64_t>> prompts{tok->encode_prompt("12+7="), tok->encode_prompt("abc"),
+                                            tok->encode_prompt("3")};
+  rollout::SamplingParams eager_p{1.0, 1.0, 0, 24, {}};
+  eager_p.cuda_graphs = config::CudaGraphs::kOff;
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool budget = variant >= 1, record = variant == 2;
+    INFO("KV budget " << budget << ", routes recorded " << record);
+    auto p = eager_p;
+    if (budget) p.kv_cache_bytes = 5 * policy.init_cache(1, 6 + 24).nbytes();
+    p.record_routes = record;
+    auto graph_p = p;
+    graph_p.cuda_graphs = config::CudaGraphs::kAuto;
+    rollout::Sampler eager(policy, *tok, p), graphed(policy, *tok, graph_p);
+    auto a = eager.generate(prompts, 4, {9, 0});
+    auto b = graphed.generate(prompts, 4, {9, 0});
+    CHECK(eager.last_stats().graph_captures == 0);
+    CHECK(graphed.last_stats().graph_captures >= 1);
+    auto margin = test::cdf_margins(policy, a, {9, 0}, 1.0, eager.params().vocab_limit);
+    int64_t same = 0;
+    double pairs = 0, agree = 0;
+    for (int64_t r = 0; r < a.num_rows(); ++r) {
+      const bool alike = test::same_row(a, r, b, r, margin, 1e-4);
+      same += alike;
+      if (!record || !alike) continue;
+      const int64_t P = a.prompt_len, plen = a.attention_mask[r].narrow(0, 0, P).sum().item<int64_t>();
+      const int64_t from = P - plen, run = plen + a.response_lengths[r] - 1;  // its tokens but the last
+      const auto x = std::get<0>(a.routes[r].narrow(0, from, run).sort(-1));
+      const auto y = std::get<0>(b.routes[r].narrow(0, from, run).sort(-1));
+      agree += x.eq(y).all(-1).sum().item<double>();
+      pairs += static_cast<double>(run * x.size(1));
+    }
+    CHECK(same >= a.num_rows() - 1);
+    if (record) {
+      REQUIRE(pairs > 0);
+      INFO("recorded (token, layer) pairs alike: " << agree << " of " << pairs);
+      CHECK(agree >= 0.99 * pairs);
+    }
+  }
+  auto auto_p = eager_p;
+  auto_p.cuda_graphs = config::CudaGraphs::kAuto;
+  auto_p.max_new_tokens = 4;
+  rollout::Sampler wide(policy, *tok, auto_p);
+  wide.generate(prompts, 100, {9, 0});  // 300 rows a step > 256
+  CHECK(wide.last_stats().graph_captures == 0);
 }
 
 // Issue 23 on the GPU: continuous batching under a KV budget, eager and through one captured graph per pool size,

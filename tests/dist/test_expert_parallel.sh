@@ -2,7 +2,8 @@
 # Expert parallelism in training (distributed.expert_parallel, #37; docs/distributed.md, "Expert parallelism") on the
 # exported qwen3_moe_tiny (3 layers, MoE layers 0 and 2 with 4 experts, top-2): every layout trains as one process
 # does with ZeRO-1 (metrics and final weights, compare_runs.py's tolerances): 2 ranks E = 2, 4 ranks E = 4, 4 ranks
-# E = 2 (two replicas of each expert), with Routing Replay and the routing-change metric on 2 ranks E = 2, and a run
+# E = 2 (two replicas of each expert), with Routing Replay and the routing-change metric on 2 ranks E = 2, Rollout
+# Routing Replay (the group's rollout routes recorded, with partial rollouts too) on 2 ranks E = 2, and a run
 # saved at E = 2 on 2 ranks resumed at E = 4 on 4 (the experts re-cut). The rollout, validation and the held-out
 # evaluation exchange each MoE layer's rows with the group (no rank gathers the experts): the sample-derived metrics
 # are compared with the rest, validation and partial rollouts at E = 2 against 2 ranks without expert parallelism, and
@@ -88,6 +89,18 @@ PY
 RR=(--set algorithm.routing_replay=old --set algorithm.routing_metrics=true)
 run r1 1 "${MOE[@]}" "${RR[@]}" && run r2 2 "${MOE[@]}" "${RR[@]}" $(EP 2) && \
   same "E = 2 with Routing Replay and the routing-change metric = 1 process" r1 r2
+# Rollout Routing Replay (R3): the experts the group's exchange chose in the rollout, recorded on each rank for its own
+# rows and dispatched in every training pass; with partial rollouts too (a continued row keeps its first part's)
+R3=(--set algorithm.routing_replay=rollout)
+run q1 1 "${MOE[@]}" "${R3[@]}" && run q2 2 "${MOE[@]}" "${R3[@]}" $(EP 2) && \
+  same "E = 2 with Rollout Routing Replay (R3) = 1 process" q1 q2 && \
+  "$PY" - "$TMP/q2/metrics.jsonl" <<'PY' && ok "R3 at E = 2: the trainers route the first step's tokens as the rollout's group did (float32: no route differs)" || bad "R3 at E = 2: moe_rollout_route_diff_frac not 0 at the first step" "$TMP/q2/metrics.jsonl"
+import json, sys
+first = json.loads(open(sys.argv[1]).readline())
+assert first["moe_rollout_route_diff_frac"] == 0, first.get("moe_rollout_route_diff_frac")
+PY
+run qp2 2 "${MOE[@]}" "${VP[@]}" "${R3[@]}" && run qp 2 "${MOE[@]}" "${VP[@]}" "${R3[@]}" $(EP 2) && \
+  same "E = 2 with R3 and partial rollouts = 2 ranks without expert parallelism" qp2 qp
 
 # A rank holds only its experts: model state per rank below one process's (the experts are 2/3 of this model); the
 # expert load is measured under expert parallelism too

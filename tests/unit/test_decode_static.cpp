@@ -3,6 +3,11 @@
 // (tests/cuda).
 #include <catch2/catch.hpp>
 
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "gspo/rollout/sampler.h"
 #include "helpers.h"
 
 using namespace gspo;
@@ -39,4 +44,17 @@ TEST_CASE("decode_static equals decode step by step on a left-padded batch (tol 
     // The reference cache is sequence-major ([layers, 2, rows, columns, kv_heads, head_dim], slot_api 3): columns [0, T).
     CHECK((eager.narrow(3, 0, T) - fixed.narrow(3, 0, T)).abs().max().item<double>() < 1e-5);
   }
+}
+
+// #70 item 4: which decode steps rollout.cuda_graphs auto captures. A dense model's, any size; an MoE export's when its
+// manifest says its routing reads nothing back to the host in passes up to moe_capture_rows rows (scripts/
+// gspo_model.py's SparseMoE.dense, checked against the routed path by tests/hf_export/test_moe_capturable.py); an
+// older MoE export's (no such field), none. The captures themselves: tests/cuda/test_cuda.cpp on a GPU.
+TEST_CASE("the decode steps a CUDA graph may capture: any for dense models, MoE exports' up to moe_capture_rows",
+          "[model][rollout]") {
+  CHECK(rollout::Sampler::capture_rows(test::load_tiny("tiny.pt")) == std::numeric_limits<int64_t>::max());
+  const auto moe = test::load_tiny("qwen3_moe_tiny.pt");
+  CHECK(nlohmann::json::parse(moe.manifest().raw_json)["moe_capture_rows"] == 256);
+  CHECK(rollout::Sampler::capture_rows(moe) == 256);
+  CHECK(rollout::Sampler::capture_rows(test::load_tiny("moe_route_api1.pt")) == 0);
 }

@@ -80,12 +80,12 @@ TEST_CASE("expert rollout: each MoE layer's feed-forward with the experts on 2 a
         parallel::RolloutExperts runner(policy, *groups.group, /*chunk_rows=*/3);
         for (const auto& n : inputs[rank]) {
           runner.begin_pass(n.size(0));
-          for (int64_t layer : moe) got[rank].push_back(runner.feed_forward(layer, n));
+          for (int64_t layer : moe) got[rank].push_back(runner.feed_forward(layer, n, nullptr));
         }
         if (rank == 1) {  // two more passes of rank 1 alone: the others take part from finish()
           for (int k = 0; k < 2; ++k) {
             runner.begin_pass(inputs[1][0].size(0));
-            for (int64_t layer : moe) got[rank].push_back(runner.feed_forward(layer, inputs[1][0]));
+            for (int64_t layer : moe) got[rank].push_back(runner.feed_forward(layer, inputs[1][0], nullptr));
           }
         }
         runner.finish();
@@ -130,7 +130,8 @@ TEST_CASE("expert rollout: greedy samples with the experts on 2 and 4 ranks equa
           "[dist][ep][rollout]") {
   auto whole = test::load_tiny("qwen3_moe_tiny.pt");
   auto tok = tokenizer::from_spec(whole.tokenizer_json(), "qwen3_moe_tiny.pt");
-  const rollout::SamplingParams greedy{0.0, 1.0, 0, 24, {}};
+  auto greedy = rollout::SamplingParams{0.0, 1.0, 0, 24, {}};
+  greedy.record_routes = true;  // (R3: the experts each rank's tokens ran through, as the group routed them)
   const std::vector<std::string> texts{"12+7=", "abc", "Hello, world", "x", "9*9=", "the quick brown fox", "zz", "42"};
   for (int W : {2, 4}) {
     INFO("W = " << W);
@@ -193,6 +194,10 @@ TEST_CASE("expert rollout: greedy samples with the experts on 2 and 4 ranks equa
         }
         REQUIRE(got[r][c].behaviour_logprobs.sizes() == want[r][c].behaviour_logprobs.sizes());
         CHECK(max_diff(got[r][c].behaviour_logprobs, want[r][c].behaviour_logprobs) < 1e-5);
+        // The group's router on the gathered rows chose each token's experts as the whole model's did (float32;
+        // near-ties aside: none in these prompts), in the same order.
+        REQUIRE(got[r][c].routes.defined());
+        CHECK(torch::equal(got[r][c].routes, want[r][c].routes));
       }
     }
     CHECK(idle > 0);  // some rank waited for another's passes
@@ -202,7 +207,7 @@ TEST_CASE("expert rollout: greedy samples with the experts on 2 and 4 ranks equa
 namespace {
 struct NoExperts final : model::ExpertRunner {
   void begin_pass(int64_t) override {}
-  at::Tensor feed_forward(int64_t, const at::Tensor& n) override { return n; }
+  at::Tensor feed_forward(int64_t, const at::Tensor& n, at::Tensor*) override { return n; }
   void finish() override { ++finished; }
   int finished = 0;
 };

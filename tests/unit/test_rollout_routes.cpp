@@ -8,6 +8,7 @@
 #include "gspo/config/load.h"
 #include "gspo/core/error.h"
 #include "gspo/model/policy.h"
+#include "gspo/rollout/noise.h"
 #include "gspo/rollout/sampler.h"
 #include "gspo/rollout/slot_hook.h"
 #include "gspo/tokenizer/tokenizer.h"
@@ -44,22 +45,40 @@ class Append : public rollout::SlotHook {
   std::vector<int64_t> tokens_;
 };
 
-// Three prompts of different lengths, G = 2, sampled in a pool of 3 slots (refills, shared prefills, compaction).
-rollout::RolloutBatch sample_recorded(model::Policy& policy, bool record, rollout::SlotHook* hook = nullptr) {
+const std::vector<std::vector<int64_t>> kPrompts{{5, 17, 33, 40, 41}, {7, 8}, {60, 61, 62, 63, 64, 65, 66, 67}};
+const rollout::NoiseKey kKey{11, 0};
+
+// Three prompts of different lengths, G = 2, sampled in a pool of 3 slots (refills, shared prefills, compaction);
+// with a plan, its rows continued.
+rollout::RolloutBatch sample_recorded(model::Policy& policy, bool record, rollout::SlotHook* hook = nullptr,
+                                      const rollout::CallPlan* plan = nullptr) {
   const auto tok = tokenizer::from_spec(policy.tokenizer_json(), "qwen3_moe_tiny.pt");
   rollout::SamplingParams sp;
   sp.max_new_tokens = 10;
   sp.record_routes = record;
   sp.insert_capacity = hook ? 6 : 0;
-  const std::vector<std::vector<int64_t>> prompts{{5, 17, 33, 40, 41}, {7, 8}, {60, 61, 62, 63, 64, 65, 66, 67}};
   const int64_t columns = 8 + sp.max_new_tokens + sp.insert_capacity;
   const int64_t one = policy.init_cache(1, 1).nbytes(), two = policy.init_cache(1, 2).nbytes();
   sp.kv_cache_bytes = 3 * (one + (two - one) * (columns - 1));
   rollout::Sampler s(policy, *tok, sp);
   s.set_hook(hook);
-  auto b = s.generate(prompts, 2, {11, 0});
+  auto b = plan ? s.generate(kPrompts, 2, kKey, *plan) : s.generate(kPrompts, 2, kKey);
   REQUIRE(s.last_stats().slots == 3);
   return b;
+}
+
+// Row r of `b` as a partial rollout would carry it after `n` of its tokens (its routes: the prompt's and those tokens'
+// but the last), or passed through whole (n < 0).
+rollout::RowSoFar so_far(const rollout::RolloutBatch& b, int64_t r, int64_t n) {
+  const auto& all = b.response_ids[r];
+  const int64_t len = n < 0 ? static_cast<int64_t>(all.size()) : n;
+  rollout::RowSoFar row{{all.begin(), all.begin() + len}, {}, n < 0 ? b.finish[r] : rollout::Finish::kCarried,
+                        rollout::row_hash(kKey, r)};
+  auto lp = b.behaviour_logprobs.accessor<float, 2>();
+  for (int64_t t = 0; t < len; ++t) row.logprobs.push_back(lp[r][t]);
+  const int64_t plen = static_cast<int64_t>(kPrompts[r / 2].size());
+  if (len > 0) row.routes = b.routes[r].narrow(0, b.prompt_len - plen, plen + len - 1).clone();
+  return row;
 }
 
 // The share of (token, MoE layer) pairs, over every token the rollout ran (each row's prompt and response but its
@@ -190,6 +209,22 @@ TEST_CASE("training with routing_replay rollout: a bf16 rollout, float32 updates
   const auto same = test::fresh_dir("rollout_routes_f32");
   cli::TrainJob(run_cfg(same, "qwen3_moe_tiny.pt", {"train.max_steps=1"}), "").run();
   CHECK(test::read_metrics(same)[0]["moe_rollout_route_diff_frac"].get<double>() == 0.0);
+  // Partial rollouts: rows carried into later steps keep their first part's routes (and a stop string ends rows
+  // at different lengths, so some are carried). Step 1 trains rows one version sampled whole: no route differs.
+  const auto part = test::fresh_dir("rollout_routes_partial");
+  cli::TrainJob(run_cfg(part, "qwen3_moe_tiny.pt", {"train.max_steps=3", "async.partial_rollout=true",
+                                                    "async.max_staleness=1", "rollout.max_new_tokens=12",
+                                                    "rollout.stop=[\"a\", \"e\", \"1\", \" \"]"}), "").run();
+  const auto pm = test::read_metrics(part);
+  REQUIRE(pm.size() == 3);
+  CHECK(pm[0]["moe_rollout_route_diff_frac"].get<double>() == 0.0);
+  double spanned = 0;
+  for (const auto& line : pm) {
+    spanned += line.value("spanned_rows_frac", 0.0);
+    CHECK(std::isfinite(line["loss"].get<double>()));
+  }
+  INFO("rows spanning versions: " << spanned);
+  CHECK(spanned > 0);
 }
 
 TEST_CASE("routing_replay rollout is refused for models that cannot record, and a resume may not change the mode",
@@ -205,7 +240,6 @@ TEST_CASE("routing_replay rollout is refused for models that cannot record, and 
   };
   refused("tiny.pt", {}, "is dense (no MoE layers)");
   refused("moe_route_api1.pt", {}, "route_api 2");
-  refused("qwen3_moe_tiny.pt", {"async.partial_rollout=true", "async.max_staleness=1"}, "partial rollouts");
 
   const auto dir = test::fresh_dir("rollout_routes_resume");
   cli::TrainJob(run_cfg(dir, "qwen3_moe_tiny.pt", {"train.max_steps=1", "checkpoint.every=1"}), "").run();
@@ -236,4 +270,79 @@ TEST_CASE("rollout routes another model recorded are refused, naming what differ
   far[1][3][0][1] = 7;
   CHECK_THAT(error_of(far, 2, 2, 4), Catch::Contains("name expert 7") && Catch::Contains("has 4 a layer"));
   CHECK_THAT(error_of(at::Tensor(), 2, 2, 4), Catch::Contains("without the rollout's experts"));
+}
+
+TEST_CASE("a partial rollout's continued rows keep their first part's experts, the continuation records the rest",
+          "[routing][moe][rollout][partial]") {
+  auto policy = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"));
+  const auto base = sample_recorded(policy, true);
+  const int64_t N = base.num_rows(), P = base.prompt_len;
+  // Row 0 passed through whole, row 1 continued (prompt 0: no fresh row, never prefilled again), row 2 fresh, rows
+  // 3-5 continued after 1, 4 and 7 tokens; the same weights and noise, so the continuation samples the base call.
+  rollout::CallPlan plan;
+  const std::vector<int64_t> cut{-1, 3, 0, 1, 4, 7};
+  for (int64_t r = 0; r < N; ++r) {
+    REQUIRE(static_cast<int64_t>(base.response_ids[r].size()) > cut[r]);
+    plan.rows.push_back(so_far(base, r, cut[r]));
+  }
+  // The carried part is what the plan says, not what this call would record: one row's carried experts moved.
+  const auto moved = (plan.rows[4].routes.to(torch::kInt) + 1).remainder(4).to(torch::kUInt8);
+  plan.rows[4].routes = moved;
+  const auto b = sample_recorded(policy, true, nullptr, &plan);
+  REQUIRE(b.response_ids == base.response_ids);
+  REQUIRE(b.routes.sizes() == base.routes.sizes());
+  for (int64_t r = 0; r < N; ++r) {
+    INFO("row " << r << ", cut after " << cut[r]);
+    const int64_t plen = static_cast<int64_t>(kPrompts[r / 2].size());
+    const int64_t len = static_cast<int64_t>(base.response_ids[r].size());
+    const int64_t carried = cut[r] < 0 ? plen + len - 1 : cut[r] > 0 ? plen + cut[r] - 1 : 0;
+    const auto mine = b.routes[r].narrow(0, P - plen, plen + len - 1);
+    const auto want = base.routes[r].narrow(0, P - plen, plen + len - 1);
+    if (r == 4) {
+      CHECK(torch::equal(mine.narrow(0, 0, carried), moved));
+      CHECK(torch::equal(mine.narrow(0, carried, mine.size(0) - carried), want.narrow(0, carried, mine.size(0) - carried)));
+    } else {
+      // Float32 both calls: what the continuation recorded (the prefill of its tokens so far, then decode) is what
+      // the uninterrupted call recorded (near-ties aside: none in this batch).
+      CHECK(torch::equal(mine, want));
+    }
+  }
+  // Replaying the laid-out routes gives the sampler's log-probs back (row 4's moved experts aside).
+  auto mask = b.loss_mask.clone();
+  mask[4].zero_();
+  CHECK(max_abs(trainer_logprobs(policy, b, b.routes), b.behaviour_logprobs, mask) < 1e-4);
+  CHECK(max_abs(trainer_logprobs(policy, b, b.routes), b.behaviour_logprobs, b.loss_mask) > 1e-3);
+}
+
+TEST_CASE("a partial rollout's row whose routes another model recorded is refused, naming the row and both shapes",
+          "[routing][moe][rollout][partial]") {
+  auto policy = model::Policy::load(test::model_path("qwen3_moe_tiny.pt"));
+  const auto base = sample_recorded(policy, true);
+  rollout::CallPlan plan;
+  for (int64_t r = 0; r < base.num_rows(); ++r) plan.rows.push_back(so_far(base, r, r == 3 ? 4 : 0));
+  auto error_of = [&](const rollout::CallPlan& p) {
+    try {
+      sample_recorded(policy, true, nullptr, &p);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  CHECK(error_of(plan) == "<no error>");
+  const int64_t top_k = policy.moe_routing(policy.moe_layers()[0]).first;
+  const std::string want = "[" + std::to_string(kPrompts[1].size() + 3) + ", 2, " + std::to_string(top_k) + "] Byte";
+  auto wrong = plan;
+  wrong.rows[3].routes = torch::zeros({plan.rows[3].routes.size(0), 3, top_k}, torch::kUInt8);  // 3 MoE layers
+  CHECK_THAT(error_of(wrong), Catch::Contains("row 3 carries routes [") && Catch::Contains(want) &&
+                                  Catch::Contains("another model's"));
+  wrong = plan;
+  wrong.rows[3].routes = plan.rows[3].routes.narrow(0, 0, 2);  // another row's length
+  CHECK_THAT(error_of(wrong), Catch::Contains("row 3") && Catch::Contains(want));
+  wrong = plan;
+  wrong.rows[3].routes = plan.rows[3].routes.clone();
+  wrong.rows[3].routes[0][0][0] = 9;
+  CHECK_THAT(error_of(wrong), Catch::Contains("expert 9") && Catch::Contains("has 4 a layer"));
+  wrong = plan;
+  wrong.rows[3].routes = at::Tensor();
+  CHECK_THAT(error_of(wrong), Catch::Contains("row 3 carries 4 tokens without their routes"));
 }

@@ -11,6 +11,7 @@
 #include "gspo/io/model_load.h"
 #include "gspo/model/policy.h"
 #include "gspo/model/reward_model.h"
+#include "gspo/rollout/sampler.h"
 #include "gspo/tokenizer/tokenizer.h"
 
 namespace gspo::cli {
@@ -29,8 +30,11 @@ std::string routing_line(const model::Policy& policy) {
   if (policy.moe_layers().empty()) return api + ", dense (no MoE layers)";
   std::string layers;
   for (int64_t i : policy.moe_layers()) layers += (layers.empty() ? "" : ",") + std::to_string(i);
+  const int64_t capture = rollout::Sampler::capture_rows(policy);
   return api + ", MoE layers " + layers + " (moe_routing_change_frac, algorithm.routing_replay" +
-         (policy.can_record_routes() ? ", the rollout's experts recorded" : "") + "; checked)";
+         (policy.can_record_routes() ? ", the rollout's experts recorded" : "") + "; checked); CUDA decode " +
+         (capture > 0 ? "captured as graphs up to " + std::to_string(capture) + " rows a step (moe_capture_rows)"
+                      : "eager (no moe_capture_rows: an export whose MoE routing syncs the host)");
 }
 
 // A reward model (docs/model-contract.md, "Reward models"): its manifest, its tokenizer, and the contract's one check

@@ -184,9 +184,10 @@ struct RolloutOptions {
     v("cuda_graphs", cuda_graphs, "CUDA: replay each decode step as a CUDA graph captured from the model's "
       "decode_slots (slot pool) or decode_static (static batch) (fewer launches; recaptured when finished rows are "
       "dropped, the pool in powers of two so at most 1 + log2(rows) captures a call; eager, with a warning, when "
-      "capture fails). auto = on a CUDA device whenever the model has the method and no MoE layers (whose routing "
-      "syncs the host; 4.6x eager's speed at 64 rows on an H200), true = always try, warning when the model cannot, "
-      "false = eager; no effect on CPU", choice_rule(cuda_graphs));
+      "capture fails). auto = on a CUDA device whenever the model has the method (4.6x eager's speed at 64 rows on an "
+      "H200) and, for an MoE model, its export routes decode steps without reading back to the host (manifest "
+      "moe_capture_rows: steps of at most that many rows; older MoE exports stay eager), true = always try, warning "
+      "when the model cannot, false = eager; no effect on CPU", choice_rule(cuda_graphs));
     v("kv_cache_mb", kv_cache_mb, "KV-cache budget of the sampler in MiB (vLLM's KV-cache memory): the cache holds "
       "at most as many rows of (longest prompt + max_new_tokens) columns as fit, and rows wait in a queue for a row "
       "of cache to free up (continuous_batching); 0 = every row of the rank's batch at once, at full length (on the "

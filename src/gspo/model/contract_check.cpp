@@ -151,7 +151,8 @@ class OwnExperts final : public ExpertRunner {
  public:
   explicit OwnExperts(Policy& policy) : policy_(policy) {}
   void begin_pass(int64_t tokens) override { tokens_ = tokens; }
-  at::Tensor feed_forward(int64_t index, const at::Tensor& n) override {
+  at::Tensor feed_forward(int64_t index, const at::Tensor& n, at::Tensor* experts) override {
+    if (experts) throw std::logic_error("the contract check's own experts do not record routes");
     if (n.dim() != 2 || n.size(0) != tokens_)
       throw ModelContractError(policy_.path() + ": slot_attention gave MoE layer " + std::to_string(index) + " " +
                                std::to_string(n.numel()) + " values, not the pass's " + std::to_string(tokens_) +

@@ -22,8 +22,10 @@ class ExpertRunner {
   virtual ~ExpertRunner() = default;
   // A slot pass over `tokens` rows (every token of the pass, padding included) begins; its MoE layers follow in order.
   virtual void begin_pass(int64_t tokens) = 0;
-  // MoE layer `index`'s feed-forward of this pass's n [tokens, H]: [tokens, H] in n's dtype.
-  virtual at::Tensor feed_forward(int64_t index, const at::Tensor& n) = 0;
+  // MoE layer `index`'s feed-forward of this pass's n [tokens, H]: [tokens, H] in n's dtype. With `experts` (the
+  // policy recording its routes, Policy::record_routes), also the experts each token ran through, [tokens, top_k]
+  // int64 on n's device, in the router's order; a runner that cannot say throws std::logic_error.
+  virtual at::Tensor feed_forward(int64_t index, const at::Tensor& n, at::Tensor* experts) = 0;
   // The end of a sampling phase (see above).
   virtual void finish() = 0;
 };

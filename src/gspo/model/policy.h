@@ -150,10 +150,10 @@ class Policy {
   // prefill_slots, decode_slots and append_slots run one layer at a time, each layer's feed-forward through the
   // model's routed_feed_forward, and pass_routes() holds the experts of the last such pass: int64 [B x T, MoE layers,
   // top_k] on the model's device, the pass's tokens in its (row, column) order (padding included), the MoE layers in
-  // moe_layers() order. The experts recorded are the ones the layer ran. Not with an expert runner set.
+  // moe_layers() order. The experts recorded are the ones the layer ran: with an expert runner set, the ones its ranks
+  // ran each token through (ExpertRunner::feed_forward's experts).
   bool can_record_routes() const;
   void record_routes(bool on);
-  bool recording_routes() const;
   const at::Tensor& pass_routes() const;
 
   std::vector<at::Tensor> parameters() const;

@@ -15,8 +15,6 @@ namespace gspo::model {
 bool Policy::has_expert_slots() const { return impl_->ep_api >= 2 && impl_->slot_api >= 2; }
 
 void Policy::set_expert_runner(ExpertRunner* runner) {
-  if (runner && impl_->record_routes)
-    throw std::logic_error("an expert runner and the route record of the slot passes cannot be set together (yet)");
   if (runner && !has_expert_slots())
     throw ModelContractError("'" + impl_->path + "' cannot sample with its experts on other ranks: it needs the "
                              "expert-parallel methods of ep_api 2 and the slot methods of slot_api 2 "
@@ -42,13 +40,10 @@ void Policy::record_routes(bool on) {
     throw ModelContractError("'" + impl_->path + "' cannot record the experts of its rollout: it needs the routing "
                              "method routed_feed_forward (route_api 2) and the slot passes one layer at a time "
                              "(ep_api 2, slot_api 2; docs/model-contract.md): re-export it with scripts/export_hf.py");
-  if (on && impl_->runner)
-    throw std::logic_error("an expert runner and the route record of the slot passes cannot be set together (yet)");
   impl_->record_routes = on;
   impl_->pass_routes = at::Tensor();
 }
 
-bool Policy::recording_routes() const { return impl_->record_routes; }
 const at::Tensor& Policy::pass_routes() const { return impl_->pass_routes; }
 
 at::Tensor run_slot_pass(Policy::Impl& impl, ExpertRunner* runner, const char* context, std::vector<c10::IValue> args,
@@ -68,8 +63,11 @@ at::Tensor run_slot_pass(Policy::Impl& impl, ExpertRunner* runner, const char* c
     const auto& h = hn->elements()[0].toTensor();
     const auto& n = hn->elements()[1].toTensor();
     const bool moe = std::find(impl.moe_layers.begin(), impl.moe_layers.end(), i) != impl.moe_layers.end();
-    if (runner && moe) {
-      x = h + runner->feed_forward(i, n.reshape({-1, n.size(-1)})).view(n.sizes());
+    if (runner && moe) {  // (recording: the experts the runner's ranks ran each token through)
+      at::Tensor chosen;
+      x = h + runner->feed_forward(i, n.reshape({-1, n.size(-1)}), impl.record_routes ? &chosen : nullptr)
+                  .view(n.sizes());
+      if (impl.record_routes) routes.push_back(chosen);
     } else if (impl.record_routes && moe) {
       const auto out = impl.module.get_method("routed_feed_forward")({i, n, c10::IValue()}).toTuple();
       const auto& chosen = out->elements()[1].toTensor();

@@ -82,26 +82,29 @@ void RolloutExperts::begin_pass(int64_t tokens) {
   stats_.rows += tokens;
 }
 
-at::Tensor RolloutExperts::feed_forward(int64_t index, const at::Tensor& n) {
+at::Tensor RolloutExperts::feed_forward(int64_t index, const at::Tensor& n, at::Tensor* experts) {
   const auto layer = std::find_if(layers_.begin(), layers_.end(), [&](const Layer& l) { return l.index == index; });
   if (layer == layers_.end()) throw std::invalid_argument("RolloutExperts: layer " + std::to_string(index) + " is dense");
   if (n.dim() != 2 || n.size(0) != tokens_ || n.size(1) != hidden_)
     throw std::invalid_argument("RolloutExperts: layer " + std::to_string(index) + " got [" +
                                 std::to_string(n.size(0)) + ", ...] rows for a pass of " + std::to_string(tokens_));
   auto out = torch::empty({tokens_, hidden_}, n.options());
+  if (experts) *experts = torch::empty({tokens_, layer->top_k}, n.options().dtype(torch::kLong));
   const int64_t chunks = (most_ + chunk_ - 1) / chunk_;  // the same on every rank
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t from = std::min(c * chunk_, tokens_), rows = std::min(tokens_, (c + 1) * chunk_) - from;
     const int64_t size = std::min(chunk_, most_ - c * chunk_);  // rows a rank sends in this chunk (padded)
     auto mine = torch::zeros({size, hidden_}, n.options());
     if (rows > 0) mine.narrow(0, 0, rows).copy_(n.narrow(0, from, rows));
-    auto sums = exchange(*layer, mine, c);
+    at::Tensor own;
+    auto sums = exchange(*layer, mine, c, experts ? &own : nullptr);
     if (rows > 0) out.narrow(0, from, rows).copy_(sums.narrow(0, 0, rows));
+    if (experts && rows > 0) experts->narrow(0, from, rows).copy_(own);
   }
   return out;
 }
 
-at::Tensor RolloutExperts::exchange(const Layer& l, const at::Tensor& mine, int64_t chunk) {
+at::Tensor RolloutExperts::exchange(const Layer& l, const at::Tensor& mine, int64_t chunk, at::Tensor* own) {
   torch::NoGradGuard no_grad;
   const int64_t W = group_.world_size(), size = mine.size(0);
   const auto all = group_.all_gather(mine);  // [W * size, H], rank q's rows at [q size, (q + 1) size)
@@ -112,6 +115,11 @@ at::Tensor RolloutExperts::exchange(const Layer& l, const at::Tensor& mine, int6
     const auto probs = torch::softmax(torch::matmul(x.to(torch::kFloat), l.router.to(torch::kFloat).t()), -1);
     auto [weights, experts] = probs.topk(l.top_k, -1);
     if (l.norm_topk) weights = weights / weights.sum(-1, true);
+    if (own) {  // this rank's real rows sit after the lower ranks' in `rows` (real_: rank order)
+      int64_t before = 0;
+      for (int64_t q = 0; q < group_.rank(); ++q) before += std::clamp<int64_t>(counts_[q] - chunk * chunk_, 0, size);
+      *own = experts.narrow(0, before, std::clamp<int64_t>(counts_[group_.rank()] - chunk * chunk_, 0, size));
+    }
     const auto local = (experts >= first_) & (experts < first_ + per_);
     const auto pairs = local.nonzero();  // [P, 2]: (row of x, choice), row-major
     if (pairs.size(0) > 0) {
@@ -146,7 +154,7 @@ void RolloutExperts::finish() {
   while (agree(-1)) {  // a rank still samples: take part in its pass with no rows
     tokens_ = 0;
     ++stats_.idle_passes;
-    for (const auto& l : layers_) feed_forward(l.index, none);
+    for (const auto& l : layers_) feed_forward(l.index, none, nullptr);
   }
   tokens_ = 0;
   open_ = 0;

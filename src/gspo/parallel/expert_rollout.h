@@ -39,7 +39,8 @@ class RolloutExperts final : public model::ExpertRunner {
   ~RolloutExperts() override;
 
   void begin_pass(int64_t tokens) override;
-  at::Tensor feed_forward(int64_t index, const at::Tensor& n) override;
+  // With `experts`: this rank's rows' experts as the group routed them (every rank routes the gathered rows alike).
+  at::Tensor feed_forward(int64_t index, const at::Tensor& n, at::Tensor* experts) override;
   void finish() override;
 
   struct Stats {
@@ -60,8 +61,9 @@ class RolloutExperts final : public model::ExpertRunner {
   };
   // All-gathers this rank's row count (-1: finished); false when every rank has finished.
   bool agree(int64_t tokens);
-  // One chunk of one layer: mine [chunk, H] (this rank's rows, zero-padded) -> [chunk, H] float32 sums.
-  at::Tensor exchange(const Layer& layer, const at::Tensor& mine, int64_t chunk);
+  // One chunk of one layer: mine [chunk, H] (this rank's rows, zero-padded) -> [chunk, H] float32 sums; with `own`,
+  // the experts of this rank's real rows of the chunk [rows, top_k].
+  at::Tensor exchange(const Layer& layer, const at::Tensor& mine, int64_t chunk, at::Tensor* own);
 
   Comm& group_;
   std::vector<Layer> layers_;

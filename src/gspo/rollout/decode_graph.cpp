@@ -20,6 +20,7 @@ namespace gspo::rollout {
 struct DecodeGraph::Impl {
   at::cuda::CUDAGraph graph;
   at::Tensor cache, ids, mask, position, columns, logits;  // static buffers the graph reads and writes
+  at::Tensor routes;  // the captured step's Policy::pass_routes() when it recorded them
   int64_t width = 0;
 };
 
@@ -78,6 +79,7 @@ bool DecodeGraph::capture_with(model::Policy& policy, std::unique_ptr<Impl> impl
       impl->graph.capture_begin();
       capturing = true;
       impl->logits = step(*impl);
+      impl->routes = policy.pass_routes();  // (undefined unless the policy records: record_routes(false) clears it)
       capturing = false;
       impl->graph.capture_end();
     }
@@ -88,6 +90,7 @@ bool DecodeGraph::capture_with(model::Policy& policy, std::unique_ptr<Impl> impl
     error_ = e.what();
     if (capturing) {
       impl->logits = at::Tensor();  // allocated in the capture's pool: released with it below
+      impl->routes = at::Tensor();
       abandon_capture(impl->graph, stream);
     }
     return false;
@@ -138,7 +141,9 @@ at::Tensor DecodeGraph::replay_slots(const at::Tensor& ids, const at::Tensor& co
 
 #else  // no CUDA in this build: never available, so the sampler never calls capture or replay.
 
-struct DecodeGraph::Impl {};
+struct DecodeGraph::Impl {
+  at::Tensor routes;
+};
 
 bool DecodeGraph::available(const model::Policy&) { return false; }
 bool DecodeGraph::available_slots(const model::Policy&) { return false; }
@@ -158,6 +163,11 @@ bool DecodeGraph::capture_slots(model::Policy&, at::Tensor, const at::Tensor&, c
 at::Tensor DecodeGraph::replay_slots(const at::Tensor&, const at::Tensor&) { return {}; }
 
 #endif
+
+const at::Tensor& DecodeGraph::routes() const {
+  static const at::Tensor none;
+  return impl_ ? impl_->routes : none;
+}
 
 DecodeGraph::DecodeGraph() = default;
 DecodeGraph::~DecodeGraph() = default;

@@ -6,7 +6,8 @@
 //
 // Built only with CUDA (GSPO_WITH_CUDA); elsewhere available() is false and the sampler decodes eagerly. Capture can
 // fail for models whose decode synchronises with the host (e.g. MoE routing with data-dependent shapes): capture()
-// then returns false and the sampler stays eager.
+// then returns false and the sampler stays eager. A capture while the policy records its routes (Rollout Routing
+// Replay) captures the layer-by-layer slot pass, and its routes are a static output like the logits.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -41,6 +42,10 @@ class DecodeGraph {
   bool capture_slots(model::Policy& policy, at::Tensor cache, const at::Tensor& ids, const at::Tensor& columns,
                      int64_t width);
   at::Tensor replay_slots(const at::Tensor& ids, const at::Tensor& columns);
+  // Captured while the policy recorded its routes (Policy::record_routes: the slot passes one layer at a time, each MoE
+  // layer through routed_feed_forward): the static tensor the replays write each step's experts into, [S, MoE
+  // layers, top_k] int64 (what Policy::pass_routes() holds after an eager step); undefined otherwise.
+  const at::Tensor& routes() const;
   void reset();
   bool ready() const;
   int64_t captures() const { return captures_; }

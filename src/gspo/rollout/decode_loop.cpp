@@ -511,9 +511,9 @@ void DecodeLoop::decode() {
     }
   }
   s_.logits = graph ? layout_.replay(*graph) : layout_.decode();
-  if (ctx_.routes)  // (eager: recording runs the slot pass one layer at a time) each written token at its position
+  if (ctx_.routes)  // each written token's experts at its position (a graph's: its static output, decode_graph.h)
     ctx_.routes->put(torch::where(wrote.logical_and(s_.done.logical_not()), s_.rows, n_), s_.steps,
-                     ctx_.policy.pass_routes());
+                     graph ? graph->routes() : ctx_.policy.pass_routes());
   ctx_.stats.decode_steps++;
   ctx_.stats.row_steps += s_.size();
   const bool slot_cols = layout_.can_pause();  // per-slot columns: the slot layout's (a batch shares one column)

@@ -4,8 +4,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
@@ -24,10 +27,13 @@ Sampler::Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, Samplin
     : policy_(policy), tok_(tok), params_(std::move(params)) {
   // Models often pad their vocabulary past the tokenizer's (Qwen: 151936 rows, 151665 tokens): never sample those.
   if (params_.vocab_limit == 0 && tok_.vocab_size() < policy_.manifest().vocab_size) params_.vocab_limit = tok_.vocab_size();
-  // auto leaves MoE models eager: their routing reads data-dependent shapes on the host, which no graph can capture
-  // (true tries, and warns when the capture fails).
+  // auto leaves an MoE model eager unless its export routes decode steps without reading back to the host (a routing
+  // that reads data-dependent shapes cannot be captured; true tries, and warns when the capture fails), and then
+  // captures steps of at most its moe_capture_rows rows.
+  graph_rows_ = capture_rows(policy_);
   const bool want = params_.cuda_graphs == config::CudaGraphs::kOn ||
-                    (params_.cuda_graphs == config::CudaGraphs::kAuto && policy_.moe_layers().empty());
+                    (params_.cuda_graphs == config::CudaGraphs::kAuto && graph_rows_ > 0);
+  if (params_.cuda_graphs == config::CudaGraphs::kOn) graph_rows_ = std::numeric_limits<int64_t>::max();
   if (want && policy_.device().is_cuda()) {
     if (DecodeGraph::available(policy_))
       graph_ = std::make_unique<DecodeGraph>();
@@ -39,6 +45,13 @@ Sampler::Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, Samplin
 }
 
 Sampler::~Sampler() = default;
+
+int64_t Sampler::capture_rows(const model::Policy& policy) {
+  if (policy.moe_layers().empty()) return std::numeric_limits<int64_t>::max();
+  const auto m = nlohmann::json::parse(policy.manifest().raw_json, nullptr, false);
+  if (!m.is_object() || !m.contains("moe_capture_rows") || !m["moe_capture_rows"].is_number_integer()) return 0;
+  return std::max<int64_t>(0, m["moe_capture_rows"].get<int64_t>());
+}
 
 namespace {
 
@@ -132,7 +145,9 @@ void Sampler::run_static(const std::vector<std::vector<int64_t>>& prompts, int64
                          SampledRows& rows, int64_t first, RolloutProgress& progress) {
   auto layout = batch_layout(policy_, prompts, G, params_.max_new_tokens);
   const int64_t n = static_cast<int64_t>(prompts.size()) * G;
-  DecodeLoop({policy_, tok_, params_, stats_, progress, graph_, hook_}, *layout, noise, n, first).run(rows);
+  std::unique_ptr<DecodeGraph> eager;  // (an MoE step of more rows than its export routes without the host)
+  auto& graph = n > graph_rows_ ? eager : graph_;
+  DecodeLoop({policy_, tok_, params_, stats_, progress, graph, hook_}, *layout, noise, n, first).run(rows);
 }
 
 void Sampler::run_slots(const std::vector<std::vector<int64_t>>& prompts, int64_t G, const NoiseKey& noise,
@@ -140,9 +155,10 @@ void Sampler::run_slots(const std::vector<std::vector<int64_t>>& prompts, int64_
                         const CallPlan* plan, RouteStore* routes) {
   auto layout = slot_layout(policy_, prompts, G, slots, columns, plan);
   const int64_t n = static_cast<int64_t>(prompts.size()) * G;
-  // Eager with experts on other ranks (each MoE layer's exchange runs on the host) or a route record (layer by layer).
+  // Eager with experts on other ranks (each MoE layer's exchange runs on the host) or an MoE pool of more rows than
+  // its export routes without the host. A route record is captured with the layer-by-layer pass (decode_graph.h).
   std::unique_ptr<DecodeGraph> eager;
-  auto& graph = policy_.expert_runner() || routes ? eager : slot_graph_;
+  auto& graph = policy_.expert_runner() || slots > graph_rows_ ? eager : slot_graph_;
   DecodeLoop({policy_, tok_, params_, stats_, progress, graph, hook_, routes}, *layout, noise, n, 0, plan, G)
       .run(rows);
 }
@@ -230,10 +246,9 @@ RolloutBatch Sampler::run(const std::vector<std::vector<int64_t>>& prompts, int6
   const int64_t slots = budget_rows(N, P + R);
   stats_.slots = slots;
   SampledRows rows(N);
-  if (params_.record_routes && plan)
-    throw std::logic_error("record_routes: a partial rollout's continued rows do not carry their routes yet");
   std::optional<RouteRecording> recording;
   if (params_.record_routes) recording.emplace(policy_, B, N, R);
+  if (recording && plan) recording->store->check_carried(*plan, prompts, G);
   {
     RolloutProgress progress(params_.progress, N);
     // A hook with a turn token pauses rows: they need their own cache columns (the slot layout), budget or not.
@@ -268,7 +283,7 @@ RolloutBatch Sampler::run(const std::vector<std::vector<int64_t>>& prompts, int6
   }
   auto [pids, pmask] = left_pad(prompts, P, pad);
   fill_layout(batch, pids, pmask, rows, pad);
-  if (recording) batch.routes = recording->store->layout(G, P, batch.input_ids.size(1) - P);
+  if (recording) batch.routes = recording->store->layout(G, P, batch.input_ids.size(1) - P, plan);
   stats_.busy_slot_steps = batch.generated_tokens();
   if (plan)  // the rows' tokens so far were sampled by an earlier call
     for (const auto& r : plan->rows) stats_.busy_slot_steps -= static_cast<int64_t>(r.ids.size());

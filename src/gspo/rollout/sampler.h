@@ -58,6 +58,10 @@ class Sampler {
   const SamplerStats& last_stats() const { return stats_; }
   model::Policy& policy() const { return policy_; }
   const SamplingParams& params() const { return params_; }
+  // The most rows of a decode step a CUDA graph can capture for `policy`: any number for a dense model; an MoE export
+  // routes without reading back to the host only in passes of at most its manifest's moe_capture_rows (0 when it does
+  // not say: an older export, whose MoE decode syncs the host; docs/model-contract.md, "Manifest").
+  static int64_t capture_rows(const model::Policy& policy);
 
  private:
   // Every row of `prompts` x G at once in one cache (the batch layout, decode_loop.h), written to out rows
@@ -82,6 +86,7 @@ class Sampler {
   SamplerStats stats_;
   std::unique_ptr<DecodeGraph> graph_;  // set when params.cuda_graphs and the policy supports it
   std::unique_ptr<DecodeGraph> slot_graph_;  // the same for continuous batching (decode_slots)
+  int64_t graph_rows_ = 0;  // the most rows a captured decode step may hold (capture_rows below)
   SlotHook* hook_ = nullptr;
 };
 

@@ -21,11 +21,16 @@ const char* finish_name(Finish f);
 // as hooks are not carried), their behaviour log-probs, why it ended (kCarried: it has not, and this call continues
 // it from position ids.size(); anything else: it is passed through unchanged) and its noise hash (noise.h row_hash of
 // the call that began it), so the continued row draws the uniforms it would have drawn uninterrupted.
+// With SamplingParams::record_routes, `routes` holds the experts its earlier calls ran: [prompt + ids.size() - 1,
+// MoE layers, top_k] on the host (its prompt's and every token's but the last, which no call has run yet; the
+// RolloutBatch::routes type), undefined for a row without tokens. A continued row keeps them for those tokens (what
+// its behaviour log-probs came from, as it keeps them); its last token's, and the new tokens', are this call's.
 struct RowSoFar {
   std::vector<int64_t> ids;
   std::vector<float> logprobs;
   Finish finish = Finish::kCarried;
   uint64_t noise = 0;
+  at::Tensor routes;
 };
 
 // What a call continues and when it may stop.

@@ -177,10 +177,15 @@ at::Tensor SlotLayout::prefill(DecodeLoop& loop, const RefillPlan& r) {
   auto first_of_fill = policy_.prefill_slots(loop.upload(ids).view({K, T}), loop.upload(lengths), cache_,
                                              loop.upload(r.fill_slots), loop.upload(r.fill_source));
   loop.stats().prefill_tokens += K * T;
+  auto* routes = loop.routes();
   for (int64_t k = 0; k < K; ++k) {
-    if (r.fill_prompt[k] < 0) continue;
+    const int64_t row = r.fill_row[k], plen = static_cast<int64_t>(prompts_[row / G_].size());
+    if (r.fill_prompt[k] < 0) {  // (the carried routes are laid over all but its last token's: RouteStore::layout)
+      if (routes) routes->set_so_far(row, policy_.pass_routes(), k * T + plen, lengths[k] - plen);
+      continue;
+    }
     first_logits_[r.fill_prompt[k]] = first_of_fill[k];
-    if (auto* routes = loop.routes()) routes->set_prompt(r.fill_prompt[k], policy_.pass_routes(), k * T, lengths[k]);
+    if (routes) routes->set_prompt(r.fill_prompt[k], policy_.pass_routes(), k * T, lengths[k]);
   }
   return first_of_fill;
 }

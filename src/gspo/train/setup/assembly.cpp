@@ -73,14 +73,8 @@ void check_routing_replay(const config::Config& c, const model::Policy& policy) 
     throw ConfigError(head + "cannot record the experts its rollout runs: that needs routed_feed_forward (route_api 2) "
                       "and the slot passes one layer at a time (ep_api 2, slot_api 2; docs/model-contract.md): "
                       "re-export it with scripts/export_hf.py, or set algorithm.routing_replay: old");
-  // Not yet: a continued row does not carry its first part's routes, and the rollout's expert exchange does not
-  // record (#70). Rollout ranks ship the routes with the rows (train/async/scored_wire.cpp).
-  const char* where = c.async.partial_rollout            ? "partial rollouts (async.partial_rollout)"
-                      : c.distributed.expert_parallel > 1 ? "expert parallelism (distributed.expert_parallel)"
-                                                          : nullptr;
-  if (where)
-    throw ConfigError(head + "records its experts in this process's sampler: with " + std::string(where) +
-                      " the rollout's routes do not reach the update yet; set algorithm.routing_replay: old");
+  // Rollout ranks ship the routes with the rows (train/async/scored_wire.cpp), partial rollouts carry them with a
+  // continued row (rollout::RowSoFar), expert parallelism's rollout records the group's routing (RolloutExperts).
 }
 
 // What a role loads as its policy. A trainer: trainable, from a checkpoint's policy.pt when resuming without adapters

@@ -122,6 +122,10 @@ rollout::RolloutBatch PartialSource::sample_in_flight(const rollout::NoiseKey& k
       row.ids = ids;
       row.logprobs.assign(lp[r].data(), lp[r].data() + ids.size());
       row.finish = batch.finish[r];
+      if (batch.routes.defined() && !ids.empty()) {  // (its own copy: the batch's are freed with the step's rows)
+        const int64_t P = batch.prompt_len, plen = static_cast<int64_t>(g.prompt.size());
+        row.routes = batch.routes[r].narrow(0, P - plen, plen + static_cast<int64_t>(ids.size()) - 1).clone();
+      }
     }
   }
   return batch;
