@@ -2,9 +2,15 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 #include "gspo/core/error.h"
 #include "gspo/model/policy.h"
 #include "gspo/train/head_logprobs.h"
+#include "gspo/train/shared_prefix.h"
 
 namespace gspo::train {
 namespace {
@@ -121,12 +127,36 @@ void require_routing(const model::Policy& policy) {
     throw Error("'" + policy.path() + "' has no routing methods (route_api) to record or replay MoE routing with");
 }
 
+// The shared-prefix layout of `a` (shared_prefix.h) by `group` (per row), its prompts checked: 2 device reads.
+PackedRows packed_rows(const RightAligned& a, const std::vector<int64_t>& group) {
+  const int64_t n = a.ids.size(0);
+  if (static_cast<int64_t>(group.size()) != n)
+    throw std::invalid_argument("shared prefix: " + std::to_string(group.size()) + " group ids for " +
+                                std::to_string(n) + " rows");
+  const auto lengths = torch::stack({a.starts, a.mask.sum(1) - a.starts}, 1).cpu();  // [n, 2]: prompt, response
+  const auto acc = lengths.accessor<int64_t, 2>();
+  std::vector<int64_t> plen(static_cast<size_t>(n)), rlen(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) plen[static_cast<size_t>(r)] = acc[r][0], rlen[static_cast<size_t>(r)] = acc[r][1];
+  auto packed = pack_rows(group, plen, rlen, a.ids.size(1), a.ids.device());
+  check_shared_prompts(packed, a.ids, group, plen);
+  return packed;
+}
+
 // embed and the decoder layers over right-aligned rows (checkpointed when asked and grad is on), each run by `runner`;
-// MoE layers replay and/or record experts as `routes` says.
+// MoE layers replay and/or record experts as `routes` says (in the right-aligned layout). With `packed`, over its
+// packed rows under the tree mask (shared_prefix.h), the rotary tables the right-aligned rows' own: [B, L, H] out.
 at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpoint, RouteIO routes,
-                      LayerRunner& runner) {
-  auto x = policy.embed(a.ids);
-  const auto ctx = policy.layer_context(a.mask);
+                      LayerRunner& runner, const PackedRows* packed = nullptr) {
+  auto ctx = policy.layer_context(a.mask);
+  at::Tensor x;
+  if (packed) {
+    const auto pad = policy.manifest().pad_token_id;
+    x = policy.embed(to_packed(*packed, a.ids).masked_fill(packed->segment < 0, pad));
+    ctx = {to_packed(*packed, ctx.cos.squeeze(1)).unsqueeze(1), to_packed(*packed, ctx.sin.squeeze(1)).unsqueeze(1),
+           tree_mask(*packed)};
+  } else {
+    x = policy.embed(a.ids);
+  }
   if (routes.record) {
     routes.record->experts.assign(policy.num_layers(), at::Tensor());
     auto col = torch::arange(a.ids.size(1), a.ids.options()).unsqueeze(0);
@@ -136,8 +166,10 @@ at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpo
     const at::Tensor replay = routes.replay ? routes.replay->replay(i) : at::Tensor();
     at::Tensor chosen;
     const bool record = routes.record && !replay.defined();
-    x = runner.run(policy, i, x, ctx, checkpoint, replay, record ? &chosen : nullptr);
-    if (record && chosen.numel() > 0) routes.record->experts[i] = chosen.to(at::kShort);
+    x = runner.run(policy, i, x, ctx, checkpoint, packed && replay.defined() ? to_packed(*packed, replay) : replay,
+                   record ? &chosen : nullptr);
+    if (record && chosen.numel() > 0)
+      routes.record->experts[i] = (packed ? to_aligned(*packed, chosen) : chosen).to(at::kShort);
     if (routes.record && replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
   }
   return x;
@@ -151,13 +183,17 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   const int64_t n = ids.size(0), R = ids.size(1) - P;
   auto a = right_align(ids, mask, P, known.width);
   const int64_t W = a.ids.size(1);
-  auto x = run_layers(policy, a, pass.checkpoint, routes, pass.runner ? *pass.runner : own_layers());
+  std::optional<PackedRows> packed;
+  if (!known.prompt_group.empty()) packed.emplace(packed_rows(a, known.prompt_group));
+  auto x = run_layers(policy, a, pass.checkpoint, routes, pass.runner ? *pass.runner : own_layers(),
+                      packed ? &*packed : nullptr);
   // Response token j of row r sits at column starts[r] + j and is predicted by the column before it.
   auto real = mask.narrow(1, P, R) > 0;                                    // [n, R]
   auto rc = known.real_index.defined() ? known.real_index : real.nonzero();  // [N, 2] (row, j), row-major
   auto row = rc.select(1, 0), j = rc.select(1, 1);
   auto pred_col = a.starts.index_select(0, row) + j - 1;
-  auto hidden = x.reshape({n * W, x.size(2)}).index_select(0, row * W + pred_col);  // [N, H]
+  auto hidden = packed ? x.reshape({-1, x.size(2)}).index_select(0, packed->predict)  // [N, H]
+                       : x.reshape({n * W, x.size(2)}).index_select(0, row * W + pred_col);
   auto targets = ids.narrow(1, P, R).reshape({-1}).index_select(0, row * R + j);  // [N], same order as rc
   if (extra.defined())  // [N, 1 + k]: the response token, then the extra ids of its position
     targets = torch::cat({targets.unsqueeze(1), extra.reshape({n * R, -1}).index_select(0, row * R + j)}, 1);
@@ -172,7 +208,7 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   }
   auto zeros = torch::zeros({n, R}, x.options().dtype(at::kFloat));
   TokenLogprobs out;
-  out.host_reads = (known.width > 0 ? 0 : 1) + (known.real_index.defined() ? 0 : 1);  // the shapes of what follows
+  out.host_reads = (known.width > 0 ? 0 : 1) + (known.real_index.defined() ? 0 : 1) + (packed ? 2 : 0);
   out.logprobs = zeros.masked_scatter(real, extra.defined() ? head.logprobs.select(1, 0).contiguous() : head.logprobs);
   if (entropy == Entropy::kCompute) out.entropy = zeros.masked_scatter(real, head.entropy);
   if (extra.defined()) {

@@ -3,6 +3,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "gspo/train/layer_runner.h"
 #include "gspo/train/routing.h"
@@ -27,6 +28,9 @@ struct TokenLogprobs {
 struct KnownShape {
   int64_t width = 0;      // the most real tokens (prompt + response) of a row; 0 = unknown
   at::Tensor real_index;  // [N, 2] int64 on the model's device: (row, j) of every real response token, row-major
+  // Per row (the per-layer pass only): rows with equal ids share their prompt, which runs once for them
+  // (shared_prefix.h: the same log-probs; 2 more device reads); empty: every row runs its own.
+  std::vector<int64_t> prompt_group;
 };
 
 // How response_logprobs runs a model. Models without the per-layer methods always take the forward path.

@@ -1,0 +1,141 @@
+#include "gspo/train/shared_prefix.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+namespace gspo::train {
+
+namespace {
+
+at::Tensor upload(const std::vector<int64_t>& v, c10::Device device) {
+  return torch::tensor(v, torch::TensorOptions().dtype(torch::kLong)).to(device);
+}
+
+// Rows by group, groups in the order of their first rows.
+std::vector<std::vector<int64_t>> members_of(const std::vector<int64_t>& group) {
+  std::unordered_map<int64_t, size_t> index;
+  std::vector<std::vector<int64_t>> members;
+  for (size_t r = 0; r < group.size(); ++r) {
+    const auto [it, fresh] = index.emplace(group[r], members.size());
+    if (fresh) members.emplace_back();
+    members[it->second].push_back(static_cast<int64_t>(r));
+  }
+  return members;
+}
+
+void check_lengths(const std::vector<std::vector<int64_t>>& members, const std::vector<int64_t>& plen,
+                   const std::vector<int64_t>& rlen, int64_t width) {
+  for (const auto& m : members)
+    for (int64_t r : m) {
+      const auto u = static_cast<size_t>(r);
+      if (plen[u] < 1 || rlen[u] < 0 || plen[u] + rlen[u] > width)
+        throw std::invalid_argument("pack_rows: row " + std::to_string(r) + " has " + std::to_string(plen[u]) +
+                                    " prompt and " + std::to_string(rlen[u]) + " response tokens in " +
+                                    std::to_string(width) + " columns");
+      if (plen[u] != plen[static_cast<size_t>(m.front())])
+        throw std::invalid_argument("pack_rows: row " + std::to_string(r) + " claims the prompt of row " +
+                                    std::to_string(m.front()) + " but has " + std::to_string(plen[u]) +
+                                    " prompt tokens, not " + std::to_string(plen[static_cast<size_t>(m.front())]));
+    }
+}
+
+}  // namespace
+
+PackedRows pack_rows(const std::vector<int64_t>& group, const std::vector<int64_t>& plen,
+                     const std::vector<int64_t>& rlen, int64_t width, c10::Device device) {
+  const auto n = static_cast<int64_t>(group.size());
+  if (plen.size() != group.size() || rlen.size() != group.size())
+    throw std::invalid_argument("pack_rows: " + std::to_string(n) + " rows, " + std::to_string(plen.size()) +
+                                " prompt lengths, " + std::to_string(rlen.size()) + " response lengths");
+  const auto members = members_of(group);
+  check_lengths(members, plen, rlen, width);
+  PackedRows p;
+  p.rows = n;
+  p.width = width;
+  int64_t L = 1;
+  for (const auto& m : members) {
+    int64_t len = plen[static_cast<size_t>(m.front())];
+    for (int64_t r : m) len += rlen[static_cast<size_t>(r)];
+    L = std::max(L, len);
+    p.packed_tokens += len;
+  }
+  for (size_t r = 0; r < group.size(); ++r) p.unshared_tokens += plen[r] + rlen[r];
+  const auto B = static_cast<int64_t>(members.size());
+  std::vector<int64_t> source(static_cast<size_t>(B * L), 0), segment(static_cast<size_t>(B * L), -1);
+  std::vector<int64_t> target(static_cast<size_t>(n * width), 0);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& m = members[static_cast<size_t>(b)];
+    const int64_t first = m.front(), prompt = plen[static_cast<size_t>(first)];
+    int64_t at = b * L;
+    for (int64_t c = 0; c < prompt; ++c, ++at) {
+      source[static_cast<size_t>(at)] = first * width + c;
+      segment[static_cast<size_t>(at)] = 0;
+      for (int64_t r : m) target[static_cast<size_t>(r * width + c)] = at;
+    }
+    for (size_t k = 0; k < m.size(); ++k)
+      for (int64_t j = 0; j < rlen[static_cast<size_t>(m[k])]; ++j, ++at) {
+        source[static_cast<size_t>(at)] = m[k] * width + prompt + j;
+        segment[static_cast<size_t>(at)] = static_cast<int64_t>(k) + 1;
+        target[static_cast<size_t>(m[k] * width + prompt + j)] = at;
+      }
+  }
+  std::vector<int64_t> predict;
+  for (int64_t r = 0; r < n; ++r)  // response token j of row r: predicted by the position before it (j = 0: the prompt's last)
+    for (int64_t j = 0; j < rlen[static_cast<size_t>(r)]; ++j)
+      predict.push_back(target[static_cast<size_t>(r * width + plen[static_cast<size_t>(r)] + j - 1)]);
+  p.source = upload(source, device);
+  p.target = upload(target, device);
+  p.segment = upload(segment, device).view({B, L});
+  p.predict = upload(predict, device);
+  return p;
+}
+
+void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const std::vector<int64_t>& group,
+                          const std::vector<int64_t>& prompt_len) {
+  const auto members = members_of(group);
+  std::vector<int64_t> first(group.size());
+  for (const auto& m : members)
+    for (int64_t r : m) first[static_cast<size_t>(r)] = m.front();
+  const auto device = ids.device();
+  const auto col = torch::arange(packed.width, ids.options()).unsqueeze(0);
+  const auto in_prompt = col < upload(prompt_len, device).unsqueeze(1);
+  const auto differs = ((ids != ids.index_select(0, upload(first, device))) & in_prompt).any(1).cpu();
+  const auto* d = differs.data_ptr<bool>();
+  for (size_t r = 0; r < group.size(); ++r)
+    if (d[r])
+      throw std::logic_error("shared prefix: row " + std::to_string(r) + " is in the group of row " +
+                             std::to_string(first[r]) + " but its prompt tokens differ");
+}
+
+at::Tensor tree_mask(const PackedRows& packed) {
+  const auto& seg = packed.segment;  // [B, L]
+  const int64_t L = seg.size(1);
+  const auto q = seg.unsqueeze(2), k = seg.unsqueeze(1);  // [B, L, 1], [B, 1, L]
+  const auto qi = torch::arange(L, seg.options()).view({1, L, 1}), ki = torch::arange(L, seg.options()).view({1, 1, L});
+  const auto allowed = ((ki <= qi) & (k >= 0) & ((k == 0) | (k == q))) | (ki == qi);
+  return allowed.unsqueeze(1);
+}
+
+at::Tensor to_packed(const PackedRows& packed, const at::Tensor& aligned) {
+  const int64_t B = packed.segment.size(0), L = packed.segment.size(1);
+  auto shape = aligned.sizes().vec();
+  std::vector<int64_t> flat{packed.rows * packed.width}, out{B, L};
+  flat.insert(flat.end(), shape.begin() + 2, shape.end());
+  out.insert(out.end(), shape.begin() + 2, shape.end());
+  return aligned.reshape(flat).index_select(0, packed.source).view(out);
+}
+
+at::Tensor to_aligned(const PackedRows& packed, const at::Tensor& values) {
+  const int64_t B = packed.segment.size(0), L = packed.segment.size(1);
+  auto shape = values.sizes().vec();
+  std::vector<int64_t> flat{B * L}, out{packed.rows, packed.width};
+  flat.insert(flat.end(), shape.begin() + 2, shape.end());
+  out.insert(out.end(), shape.begin() + 2, shape.end());
+  return values.reshape(flat).index_select(0, packed.target).view(out);
+}
+
+}  // namespace gspo::train

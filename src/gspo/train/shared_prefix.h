@@ -1,0 +1,58 @@
+// Shared-prefix (tree) training, #71 (docs/algorithm.md, "Shared prompts"): the per-layer pass runs a group's prompt
+// once. Rows that share a prompt (the G samples of one prompt that a micro-batch holds; any number of them, one included)
+// are packed into one row: the prompt's real tokens once, then each row's response tokens. The decoder layers run over
+// the packed rows under a tree mask: a prompt token attends to the prompt's tokens up to itself, a response token to
+// the whole prompt and to its own response's tokens up to itself, never to another response's. Each response's positions
+// continue from the prompt's end (the rotary tables are the unshared pass's, gathered), so every hidden state a
+// log-prob reads is the unshared pass's up to float rounding, and the gradients of all of a group's responses meet in
+// the prompt's activations, computed once. The layers are the model's own per-layer methods under an explicit mask
+// (docs/model-contract.md, "Per-layer methods"): no new model method.
+//
+// Work and memory per layer for a group of G rows of prompt P and responses R_i: the unshared pass runs G P + sum R_i
+// tokens through the projections and MLP, this P + sum R_i (Qwen3-style prompt of 1,024 and G = 16 responses of 128:
+// 18,432 against 3,072 tokens, 6x). Attention here is one masked SDPA over (P + sum R_i)^2 scores against
+// G (P + R)^2, with a [P + sum R_i]^2 boolean mask a packed row (9.4 MB at 3,072 tokens): the saving holds while
+// sum R_i stays small beside G P; long responses (G R >> P) need an attention kernel that skips the masked blocks
+// (varlen flash attention with a shared-prefix layout: a GPU follow-up, docs/algorithm.md).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gspo::train {
+
+// How the rows of a right-aligned batch [n, W] (each row's real tokens a prefix: prompt, then response) pack.
+struct PackedRows {
+  at::Tensor source;  // [B * L] int64: the flat index into [n * W] each packed position was taken from (padding: 0)
+  at::Tensor target;  // [n * W] int64: the packed flat index holding each right-aligned position (padding: 0)
+  at::Tensor segment;  // [B, L] int64: 0 the prompt, k + 1 the response of the group's k-th row, -1 padding
+  at::Tensor predict;  // [N] int64: the packed flat index predicting each real response token, row-major (row, j)
+  int64_t rows = 0, width = 0;  // n, W
+  int64_t packed_tokens = 0;    // real tokens of the packed rows (the work the layers do)
+  int64_t unshared_tokens = 0;  // real tokens of the rows unpacked (the work without sharing)
+};
+
+// `group[r]`: rows with equal ids share their prompt (the caller's claim, checked by check_shared_prompts);
+// `prompt_len[r]`, `response_len[r]`: row r's real prompt and response tokens (its right-aligned columns [0, p) and
+// [p, p + len)); groups keep the order of their first rows, rows their order within a group. Host work only: the
+// index tensors are made on `device`. std::invalid_argument for lengths that do not fit W or a group whose rows claim
+// prompts of different lengths.
+PackedRows pack_rows(const std::vector<int64_t>& group, const std::vector<int64_t>& prompt_len,
+                     const std::vector<int64_t>& response_len, int64_t width, c10::Device device);
+
+// Throws std::logic_error naming the first row whose prompt tokens differ from its group's first row's (ids: the
+// right-aligned [n, W]); one device read.
+void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const std::vector<int64_t>& group,
+                          const std::vector<int64_t>& prompt_len);
+
+// The tree mask of the packed rows: bool [B, 1, L, L] (true = may attend), each position also its own key (padding
+// never fully masked: NaN-free).
+at::Tensor tree_mask(const PackedRows& packed);
+
+// A per-position tensor of the right-aligned layout [n, W, ...] in the packed layout [B, L, ...] (token ids, rotary
+// tables, replayed experts), and back (recorded experts; a group's prompt positions go to each of its rows).
+at::Tensor to_packed(const PackedRows& packed, const at::Tensor& aligned);
+at::Tensor to_aligned(const PackedRows& packed, const at::Tensor& packed_values);
+
+}  // namespace gspo::train

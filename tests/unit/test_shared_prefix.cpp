@@ -1,0 +1,187 @@
+// Shared-prefix (tree) training, #71 (train/shared_prefix.h): a group's prompt run once in the per-layer pass, every
+// response attending to it under a tree mask. The packing against a layout worked out by hand; the log-probs, entropy
+// and parameter gradients against the unshared per-layer pass of the same rows (the reference: each row its own
+// prompt; tolerances: float32, 1e-5 absolute on log-probs and entropy, 1e-5 relative on each parameter's gradient),
+// dense and MoE, checkpointing on and off, groups whole, split and of one row; MoE routing recorded and replayed
+// (Routing Replay) through the packed layout as the unshared pass records it; rows whose prompts differ refused.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "gspo/model/policy.h"
+#include "gspo/train/logprobs.h"
+#include "gspo/train/routing.h"
+#include "gspo/train/shared_prefix.h"
+#include "helpers.h"
+
+using namespace gspo;
+using train::LogprobPass;
+
+namespace {
+
+std::vector<int64_t> values(const at::Tensor& t) {
+  const auto c = t.to(torch::kLong).contiguous().cpu();
+  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
+}
+
+double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
+}
+
+// Rows in the rollout layout: groups of G rows sharing a prompt (each group its own prompt length, left-padded to P),
+// each row its own response length (right-padded to R); `group[r]` the row's group.
+struct Batch {
+  torch::Tensor ids, mask;
+  int64_t P = 0, R = 0;
+  std::vector<int64_t> group;
+};
+
+Batch grouped_batch(int64_t vocab, uint64_t seed) {
+  torch::manual_seed(static_cast<int64_t>(seed));
+  const std::vector<int64_t> prompt_len{7, 3, 5}, resp_len{9, 4, 1, 6, 2, 8, 5, 9, 3};
+  const int64_t G = 3, n = 9, P = 7, R = 9;
+  Batch b{torch::randint(3, std::min<int64_t>(vocab, 250), {n, P + R}, torch::kLong),
+          torch::zeros({n, P + R}, torch::kLong), P, R, {}};
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t g = r / G, p = prompt_len[static_cast<size_t>(g)];
+    b.ids[r].narrow(0, 0, P).copy_(b.ids[g * G].narrow(0, 0, P));  // the group's prompt
+    b.mask[r].narrow(0, P - p, p + resp_len[static_cast<size_t>(r)]).fill_(1);
+    b.group.push_back(g);
+  }
+  return b;
+}
+
+struct PassResult {
+  torch::Tensor lp, entropy;
+  std::vector<torch::Tensor> grads;
+  int64_t reads = 0;
+};
+
+// Log-probs and entropy of the responses and the parameter gradients of sum(lp * w), rows sharing prompts by `group`
+// (empty: each its own).
+PassResult run_pass(model::Policy& policy, const Batch& b, bool checkpoint, const std::vector<int64_t>& group) {
+  for (auto& p : policy.parameters()) p.mutable_grad() = torch::Tensor();
+  train::KnownShape known;
+  known.prompt_group = group;
+  auto out = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kCompute, 5,
+                                      LogprobPass{true, checkpoint, true}, {}, known);
+  const auto real = b.mask.narrow(1, b.P, b.R).to(torch::kFloat);
+  torch::manual_seed(99);
+  const auto w = torch::randn(real.sizes()) * real;
+  (out.logprobs * w).sum().backward();
+  PassResult r{out.logprobs.detach() * real, out.entropy * real, {}, out.host_reads};
+  for (auto& p : policy.parameters()) r.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return r;
+}
+
+void check_same(const PassResult& got, const PassResult& want, const std::string& what) {
+  INFO(what);
+  CHECK((got.lp - want.lp).abs().max().item<double>() < 1e-5);
+  CHECK((got.entropy - want.entropy).abs().max().item<double>() < 1e-5);
+  REQUIRE(got.grads.size() == want.grads.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.grads.size(); ++i) worst = std::max(worst, rel_err(got.grads[i], want.grads[i]));
+  INFO("largest relative gradient error " << worst);
+  CHECK(worst < 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("shared prefix: rows pack by group, the prompt once, each response after it", "[shared_prefix]") {
+  // Rows 0, 1, 3 share a prompt of 3 tokens (responses of 2, 1 and 0 tokens); row 2 is alone (2 + 2). W = 5.
+  const auto p = train::pack_rows({0, 0, 1, 0}, {3, 3, 2, 3}, {2, 1, 2, 0}, 5, c10::kCPU);
+  CHECK(p.segment.sizes() == at::IntArrayRef({2, 6}));
+  CHECK(values(p.segment) == std::vector<int64_t>{0, 0, 0, 1, 1, 2, 0, 0, 1, 1, -1, -1});
+  // Packed position -> right-aligned flat index (row * 5 + column): the group's prompt from its first row.
+  CHECK(values(p.source) == std::vector<int64_t>{0, 1, 2, 3, 4, 8, 10, 11, 12, 13, 0, 0});
+  // Right-aligned position -> packed: every row's prompt columns to the one prompt; padding to 0.
+  CHECK(values(p.target) == std::vector<int64_t>{0, 1, 2, 3, 4, 0, 1, 2, 5, 0, 6, 7, 8, 9, 0, 0, 1, 2, 0, 0});
+  // Each response token's predictor: its first token's is the prompt's last position.
+  CHECK(values(p.predict) == std::vector<int64_t>{2, 3, 2, 7, 8});
+  CHECK(p.packed_tokens == 10);
+  CHECK(p.unshared_tokens == 16);
+
+  const auto m = train::tree_mask(p).squeeze(1);  // [2, 6, 6]
+  auto row = [&](int64_t b, int64_t q) { return values(m[b][q]); };
+  CHECK(row(0, 2) == std::vector<int64_t>{1, 1, 1, 0, 0, 0});  // the prompt: causal within it
+  CHECK(row(0, 4) == std::vector<int64_t>{1, 1, 1, 1, 1, 0});  // row 0's second token: the prompt and its own first
+  CHECK(row(0, 5) == std::vector<int64_t>{1, 1, 1, 0, 0, 1});  // row 1's token: the prompt, not row 0's tokens
+  CHECK(row(1, 3) == std::vector<int64_t>{1, 1, 1, 1, 0, 0});  // row 2 alone: its prompt and its own tokens
+  CHECK(row(1, 4) == std::vector<int64_t>{1, 1, 0, 0, 1, 0});  // padding: itself (never fully masked), unread
+
+  CHECK_THROWS_WITH(train::pack_rows({0, 0}, {3, 2}, {1, 1}, 5, c10::kCPU), Catch::Contains("claims the prompt of row 0"));
+  CHECK_THROWS_WITH(train::pack_rows({0}, {3}, {3}, 5, c10::kCPU), Catch::Contains("in 5 columns"));
+}
+
+TEST_CASE("shared prefix: log-probs, entropy and gradients equal the unshared pass, dense and MoE, checkpointed or not",
+          "[shared_prefix][layers]") {
+  for (const char* name : {"tiny.pt", "qwen3_moe_tiny.pt"}) {
+    auto policy = test::load_tiny(name);
+    REQUIRE(policy.has_layers());
+    const auto b = grouped_batch(policy.manifest().vocab_size, 5);
+    for (bool checkpoint : {false, true}) {
+      const std::string at = std::string(name) + (checkpoint ? ", checkpointed" : "");
+      const auto want = run_pass(policy, b, checkpoint, {});
+      const auto shared = run_pass(policy, b, checkpoint, b.group);
+      check_same(shared, want, at + ": groups of 3");
+      CHECK(shared.reads == want.reads + 2);
+      // A micro-batch holding part of a group, and rows alone: they share what they can.
+      check_same(run_pass(policy, b, checkpoint, {0, 0, 9, 1, 1, 1, 2, 7, 8}), want, at + ": split groups");
+      check_same(run_pass(policy, b, checkpoint, {0, 1, 2, 3, 4, 5, 6, 7, 8}), want, at + ": one row a group");
+    }
+  }
+}
+
+TEST_CASE("shared prefix: MoE routing recorded and replayed through the packed rows as the unshared pass does",
+          "[shared_prefix][routing][moe]") {
+  auto policy = test::load_tiny("qwen3_moe_tiny.pt");
+  const auto b = grouped_batch(policy.manifest().vocab_size, 8);
+  torch::NoGradGuard no_grad;
+  train::KnownShape shared;
+  shared.prompt_group = b.group;
+  train::RouteRecord own, packed;
+  const LogprobPass layers{true, false, true};
+  const auto lp = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers,
+                                           {nullptr, &own}).logprobs;
+  train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers, {nullptr, &packed},
+                           shared);
+  // Real tokens of the right-aligned rows (padding holds some token's experts: nobody reads them).
+  const auto width = own.response.size(1);
+  const auto real = torch::arange(width).unsqueeze(0) < b.mask.sum(1, true);
+  int64_t layers_compared = 0;
+  for (size_t i = 0; i < own.experts.size(); ++i) {
+    if (!own.experts[i].defined()) continue;
+    ++layers_compared;
+    const auto a = std::get<0>(own.experts[i].sort(-1)), c = std::get<0>(packed.experts[i].sort(-1));
+    CHECK(a.eq(c).all(-1).logical_or(real.logical_not()).all().item<bool>());
+  }
+  CHECK(layers_compared == 2);
+  CHECK(torch::equal(own.response, packed.response));
+  // Replaying the record (Routing Replay) through the packed rows gives the unshared log-probs.
+  const auto real_r = b.mask.narrow(1, b.P, b.R).to(torch::kFloat);
+  const auto replayed = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers,
+                                                 {&own, nullptr}, shared).logprobs;
+  CHECK(((replayed - lp) * real_r).abs().max().item<double>() < 1e-5);
+  // Another record (one layer's experts moved) changes them: the packed pass takes the record it is given.
+  auto moved = own;
+  for (auto& e : moved.experts)
+    if (e.defined()) e = (e + 1).remainder(4);
+  const auto other = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers,
+                                              {&moved, nullptr}, shared).logprobs;
+  CHECK(((other - lp) * real_r).abs().max().item<double>() > 1e-3);
+}
+
+TEST_CASE("shared prefix: rows that claim a group's prompt but differ from it are refused", "[shared_prefix]") {
+  auto policy = test::load_tiny("tiny.pt");
+  auto b = grouped_batch(policy.manifest().vocab_size, 3);
+  b.ids[4][b.P - 1] = (b.ids[4][b.P - 1].item<int64_t>() - 3 + 1) % 240 + 3;  // its last prompt token, another id
+  train::KnownShape known;
+  known.prompt_group = b.group;
+  torch::NoGradGuard no_grad;
+  CHECK_THROWS_WITH(train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64,
+                                             LogprobPass{true, false, true}, {}, known),
+                    Catch::Contains("row 4 is in the group of row 3 but its prompt tokens differ"));
+  known.prompt_group = {0, 0};
+  CHECK_THROWS_WITH(train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64,
+                                             LogprobPass{true, false, true}, {}, known),
+                    Catch::Contains("2 group ids for 9 rows"));
+}
