@@ -127,21 +127,7 @@ class Attention(nn.Module):
         # (append_slots); with `slots` alone (T = 1), row b's new column goes to cache column slots[b] of cache row b
         # (of the first B cache rows) and attention is over the first `start` cache columns (decode_slots).
         b, t, _ = x.shape
-        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim)
-        k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
-        v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
-        if self.qk_norm:
-            q = self.q_norm(q)
-            k = self.k_norm(k)
-        q = q.transpose(1, 2)
-        k = k.transpose(1, 2)
-        v = v.transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        # norms kept in float32 beside bf16 projections (RMSNorm's weight * y promotes) would send float32 queries and
-        # keys beside bf16 values and cache: attention computes in the projections' dtype (a no-op when they agree)
-        q = q.to(v.dtype)
-        k = k.to(v.dtype)
+        q, k, v = self._project(x, cos, sin)
         varlen = mask is not None and mask.dtype == torch.int32
         if kv is not None and columns is not None and slots is not None:
             rows = slots.view(b, 1).expand(b, t)
@@ -202,6 +188,48 @@ class Attention(nn.Module):
                                                                enable_gqa=self.n_heads != self.n_kv_heads)
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)
         return self.o_proj(out)
+
+    def _project(self, x: Tensor, cos: Tensor, sin: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """x [B, T, H] -> q [B, heads, T, D], k and v [B, kv heads, T, D]: projected, normed (q/k norm), rotated."""
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim)
+        k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
+        v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim)
+        if self.qk_norm:
+            q = self.q_norm(q)
+            k = self.k_norm(k)
+        q = q.transpose(1, 2)
+        k = k.transpose(1, 2)
+        v = v.transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        # norms kept in float32 beside bf16 projections (RMSNorm's weight * y promotes) would send float32 queries and
+        # keys beside bf16 values and cache: attention computes in the projections' dtype (a no-op when they agree)
+        return q.to(v.dtype), k.to(v.dtype), v
+
+    def shared(self, xp: Tensor, cos_p: Tensor, sin_p: Tensor, xr: Tensor, cos_r: Tensor, sin_r: Tensor,
+               group: Tensor, prompt_len: Tensor) -> Tuple[Tensor, Tensor]:
+        """Attention of responses that share prompts, each prompt run once (shared-prefix training, #71): xp [K, P, H]
+        the K prompts (real tokens first, right-padded), xr [M, R, H] the M responses (right-padded), response m's
+        prompt group[m] (int64 [M]) of prompt_len[k] real tokens; cos/sin as forward's, the responses' positions
+        continuing from their prompt's end. The prompts attend causally; response m's tokens attend to its prompt's
+        real tokens and causally to its own. Equal to forward over each prompt + response row (the prompt's keys and
+        values copied to each of its responses here, their gradients summed back)."""
+        qp, kp, vp = self._project(xp, cos_p, sin_p)
+        qr, kr, vr = self._project(xr, cos_r, sin_r)
+        gqa = self.n_heads != self.n_kv_heads
+        op = torch.nn.functional.scaled_dot_product_attention(qp, kp, vp, is_causal=True, enable_gqa=gqa)
+        p, r = xp.shape[1], xr.shape[1]
+        keys = torch.cat([kp.index_select(0, group), kr], 2)
+        values = torch.cat([vp.index_select(0, group), vr], 2)
+        col = torch.arange(p + r, device=xr.device).view(1, 1, 1, p + r)
+        row = torch.arange(r, device=xr.device).view(1, 1, r, 1)
+        real = prompt_len.index_select(0, group).view(-1, 1, 1, 1)
+        mask = torch.where(col < p, col < real, (col - p) <= row)  # [M, 1, R, P + R]
+        orr = torch.nn.functional.scaled_dot_product_attention(qr, keys, values, attn_mask=mask, enable_gqa=gqa)
+        k_, m_ = xp.shape[0], xr.shape[0]
+        return (self.o_proj(op.transpose(1, 2).reshape(k_, p, self.n_heads * self.head_dim)),
+                self.o_proj(orr.transpose(1, 2).reshape(m_, r, self.n_heads * self.head_dim)))
 
     def _attend_each(self, q: Tensor, k: Tensor, v: Tensor, columns: Tensor, width: int) -> Tensor:
         """decode_slots on the CPU: each slot attends over its own columns [0, columns[i]] only. One masked SDPA over
@@ -349,6 +377,19 @@ class Block(nn.Module):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, None, 0, None, None, None)
         y, chosen = self.mlp.routed(self.post_attention_layernorm(x), routes)
         return x + y, chosen
+
+    def shared(self, xp: Tensor, cos_p: Tensor, sin_p: Tensor, xr: Tensor, cos_r: Tensor, sin_r: Tensor,
+               group: Tensor, prompt_len: Tensor, routes_p: Optional[Tensor],
+               routes_r: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """routed() over rows that share prompts, each prompt once (Attention.shared): (prompts out, responses out,
+        the prompts' experts, the responses' experts)."""
+        hp, hr = self.self_attn.shared(self.input_layernorm(xp), cos_p, sin_p, self.input_layernorm(xr), cos_r, sin_r,
+                                       group, prompt_len)
+        xp = xp + hp
+        xr = xr + hr
+        yp, chosen_p = self.mlp.routed(self.post_attention_layernorm(xp), routes_p)
+        yr, chosen_r = self.mlp.routed(self.post_attention_layernorm(xr), routes_r)
+        return xp + yp, xr + yr, chosen_p, chosen_r
 
     def attention(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
         """The layer up to its feed-forward over a full sequence: (x + attention, its post-attention norm). The
@@ -567,6 +608,27 @@ class CausalLM(nn.Module):
     def layer(self, index: int, x: Tensor, cos: Tensor, sin: Tensor, mask: Optional[Tensor]) -> Tensor:
         """Decoder layer `index` over a full sequence: [B, T, H] -> [B, T, H] (no cache)."""
         return self.routed_layer(index, x, cos, sin, mask, None)[0]
+
+    @torch.jit.export
+    def shared_layer(self, index: int, xp: Tensor, cos_p: Tensor, sin_p: Tensor, xr: Tensor, cos_r: Tensor,
+                     sin_r: Tensor, group: Tensor, prompt_len: Tensor, routes_p: Optional[Tensor],
+                     routes_r: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Decoder layer `index` over responses that share prompts, each prompt run once (shared-prefix training,
+        #71; optional, found by name): xp [K, P, H] the prompts (real tokens first), xr [M, R, H] the responses,
+        group [M] int64 each response's prompt, prompt_len [K] int64 each prompt's real tokens; cos/sin [K or M, 1,
+        T, D] the rows' rotary tables (a response's positions continue from its prompt's end). The attention is split:
+        each prompt causal over itself, each response over its prompt's real keys and causally its own. Returns (xp',
+        xr', experts of xp, experts of xr) (experts: int64 [..., top_k] for an MoE layer, empty for a dense one;
+        routes_p / routes_r replay given ones as routed_layer does). Equal to layer() over each prompt + response row
+        up to float rounding."""
+        out = (xp, xr, torch.zeros(0, dtype=torch.long, device=xp.device),
+               torch.zeros(0, dtype=torch.long, device=xp.device))
+        i = 0
+        for block in self.layers:
+            if i == index:
+                out = block.shared(xp, cos_p, sin_p, xr, cos_r, sin_r, group, prompt_len, routes_p, routes_r)
+            i += 1
+        return out
 
     @torch.jit.export
     def final_norm(self, x: Tensor) -> Tensor:
