@@ -20,21 +20,15 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+sys.path.insert(0, HERE)
 import gspo_model  # noqa: E402
 
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
-    if not ok:
-        failures.append(name)
+from checks import check, failures  # noqa: E402
+from checks import close as close_rel  # noqa: E402
 
 
 def close(name, a, b, rel=1e-6):
-    d = (a - b).abs().max().item()
-    tol = rel * max(1.0, b.abs().max().item())
-    check(name, d <= tol, f"max |diff| {d:.2e} (tolerance {tol:.1e})")
+    close_rel(name, a, b, rel)
 
 
 def moe(experts, top_k, norm):

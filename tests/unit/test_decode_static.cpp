@@ -5,8 +5,7 @@
 
 #include <limits>
 
-#include <nlohmann/json.hpp>
-
+#include "gspo/model/manifest.h"
 #include "gspo/rollout/sampler.h"
 #include "helpers.h"
 
@@ -54,7 +53,14 @@ TEST_CASE("the decode steps a CUDA graph may capture: any for dense models, MoE 
           "[model][rollout]") {
   CHECK(rollout::Sampler::capture_rows(test::load_tiny("tiny.pt")) == std::numeric_limits<int64_t>::max());
   const auto moe = test::load_tiny("qwen3_moe_tiny.pt");
-  CHECK(nlohmann::json::parse(moe.manifest().raw_json)["moe_capture_rows"] == 256);
+  CHECK(moe.manifest().moe_capture_rows == 256);
   CHECK(rollout::Sampler::capture_rows(moe) == 256);
   CHECK(rollout::Sampler::capture_rows(test::load_tiny("moe_route_api1.pt")) == 0);
+  // The field is the manifest's: a bad one is refused at load, naming it.
+  const std::string head = R"({"contract_version": 1, "vocab_size": 300, "max_seq_len": 64, "eos_token_id": 5)";
+  CHECK(model::parse_manifest(head + "}", "m.pt").moe_capture_rows == 0);
+  CHECK_THROWS_WITH(model::parse_manifest(head + R"(, "moe_capture_rows": -1})", "m.pt"),
+                    Catch::Contains("moe_capture_rows must be >= 0"));
+  CHECK_THROWS_WITH(model::parse_manifest(head + R"(, "moe_capture_rows": "many"})", "m.pt"),
+                    Catch::Contains("moe_capture_rows"));
 }

@@ -12,9 +12,13 @@
 #include "gspo/train/logprobs.h"
 #include "contract_helpers.h"
 #include "helpers.h"
+#include "pass_compare.h"
 
 using namespace gspo;
 using train::LogprobPass;
+using test::check_same;
+using test::PassResult;
+using test::rel_err;
 
 namespace {
 const LogprobPass kForward{false, false, false};    // the model's logits_from and the [n, R, V] log-softmax
@@ -24,11 +28,6 @@ const LogprobPass kCheckpointedFullHead{true, true, false};
 }  // namespace
 
 namespace {
-
-// ||a - b|| / max(||b||, tiny): the relative error of a whole gradient tensor.
-double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
-}
 
 // A rollout-shaped batch: prompts left-padded to P (lengths differ per row), responses right-padded to R (lengths
 // differ too), ids below `vocab`.
@@ -49,11 +48,6 @@ Batch rollout_batch(int64_t vocab, uint64_t seed) {
   return {ids, mask, P, R};
 }
 
-struct PassResult {
-  torch::Tensor lp, entropy;
-  std::vector<torch::Tensor> grads;
-};
-
 // Log-probs and entropy of the batch's responses, and the parameter gradients of sum(lp * w) over real tokens.
 PassResult run_pass(model::Policy& policy, const Batch& b, LogprobPass pass, double T, int64_t chunk) {
   for (auto& p : policy.parameters()) p.mutable_grad() = torch::Tensor();
@@ -65,16 +59,6 @@ PassResult run_pass(model::Policy& policy, const Batch& b, LogprobPass pass, dou
   PassResult r{out.logprobs.detach() * real, out.entropy * real, {}};
   for (auto& p : policy.parameters()) r.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   return r;
-}
-
-void check_same(const PassResult& got, const PassResult& want, const std::string& what) {
-  INFO(what);
-  CHECK((got.lp - want.lp).abs().max().item<double>() < 1e-5);
-  CHECK((got.entropy - want.entropy).abs().max().item<double>() < 1e-5);
-  REQUIRE(got.grads.size() == want.grads.size());
-  double worst = 0;
-  for (size_t i = 0; i < got.grads.size(); ++i) worst = std::max(worst, rel_err(got.grads[i], want.grads[i]));
-  CHECK(worst < 1e-5);
 }
 
 }  // namespace

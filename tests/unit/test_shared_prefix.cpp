@@ -12,19 +12,18 @@
 #include "gspo/train/routing.h"
 #include "gspo/train/shared_prefix.h"
 #include "helpers.h"
+#include "pass_compare.h"
 
 using namespace gspo;
 using train::LogprobPass;
+using test::check_same;
+using test::PassResult;
 
 namespace {
 
 std::vector<int64_t> values(const at::Tensor& t) {
   const auto c = t.to(torch::kLong).contiguous().cpu();
   return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
-}
-
-double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
 }
 
 // Rows in the rollout layout: groups of G rows sharing a prompt (each group its own prompt length, left-padded to P),
@@ -50,12 +49,6 @@ Batch grouped_batch(int64_t vocab, uint64_t seed) {
   return b;
 }
 
-struct PassResult {
-  torch::Tensor lp, entropy;
-  std::vector<torch::Tensor> grads;
-  int64_t reads = 0;
-};
-
 // Log-probs and entropy of the responses and the parameter gradients of sum(lp * w), rows sharing prompts by `group`
 // (empty: each its own).
 PassResult run_pass(model::Policy& policy, const Batch& b, bool checkpoint, const std::vector<int64_t>& group) {
@@ -71,17 +64,6 @@ PassResult run_pass(model::Policy& policy, const Batch& b, bool checkpoint, cons
   PassResult r{out.logprobs.detach() * real, out.entropy * real, {}, out.host_reads};
   for (auto& p : policy.parameters()) r.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   return r;
-}
-
-void check_same(const PassResult& got, const PassResult& want, const std::string& what) {
-  INFO(what);
-  CHECK((got.lp - want.lp).abs().max().item<double>() < 1e-5);
-  CHECK((got.entropy - want.entropy).abs().max().item<double>() < 1e-5);
-  REQUIRE(got.grads.size() == want.grads.size());
-  double worst = 0;
-  for (size_t i = 0; i < got.grads.size(); ++i) worst = std::max(worst, rel_err(got.grads[i], want.grads[i]));
-  INFO("largest relative gradient error " << worst);
-  CHECK(worst < 1e-5);
 }
 
 }  // namespace

@@ -53,6 +53,10 @@ Manifest parse_manifest(const std::string& text, const std::string& file) {
   m.num_kv_heads = field<int64_t>(j, "num_kv_heads", file, false, 0);
   m.head_dim = field<int64_t>(j, "head_dim", file, false, 0);
   m.dtype = field<std::string>(j, "dtype", file, false, "float32");
+  m.moe_capture_rows = field<int64_t>(j, "moe_capture_rows", file, false, 0);
+  if (m.moe_capture_rows < 0)
+    throw ModelContractError(file + ": manifest moe_capture_rows must be >= 0 (got " +
+                             std::to_string(m.moe_capture_rows) + ")");
   auto check_id = [&](int64_t id, const char* name, bool required) {
     if ((required || id >= 0) && (id < 0 || id >= m.vocab_size))
       throw ModelContractError(file + ": manifest " + name + " " + std::to_string(id) + " is outside the vocabulary [0, " +

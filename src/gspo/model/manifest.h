@@ -27,6 +27,8 @@ struct Manifest {
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
   std::string dtype;            // float32, bfloat16, float16
+  int64_t moe_capture_rows = 0;  // MoE exports: CUDA passes of at most this many tokens route without reading back to
+                                 // the host (a decode step of a pool that size can be captured); 0 = none say so
   std::string raw_json;         // the manifest text as stored
 };
 

@@ -8,8 +8,6 @@
 #include <optional>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
-
 #include "gspo/core/error.h"
 #include "gspo/core/log.h"
 #include "gspo/core/resources.h"
@@ -47,10 +45,7 @@ Sampler::Sampler(model::Policy& policy, const tokenizer::Tokenizer& tok, Samplin
 Sampler::~Sampler() = default;
 
 int64_t Sampler::capture_rows(const model::Policy& policy) {
-  if (policy.moe_layers().empty()) return std::numeric_limits<int64_t>::max();
-  const auto m = nlohmann::json::parse(policy.manifest().raw_json, nullptr, false);
-  if (!m.is_object() || !m.contains("moe_capture_rows") || !m["moe_capture_rows"].is_number_integer()) return 0;
-  return std::max<int64_t>(0, m["moe_capture_rows"].get<int64_t>());
+  return policy.moe_layers().empty() ? std::numeric_limits<int64_t>::max() : policy.manifest().moe_capture_rows;
 }
 
 namespace {

@@ -59,8 +59,8 @@ class Sampler {
   model::Policy& policy() const { return policy_; }
   const SamplingParams& params() const { return params_; }
   // The most rows of a decode step a CUDA graph can capture for `policy`: any number for a dense model; an MoE export
-  // routes without reading back to the host only in passes of at most its manifest's moe_capture_rows (0 when it does
-  // not say: an older export, whose MoE decode syncs the host; docs/model-contract.md, "Manifest").
+  // routes without reading back to the host only in passes of at most Manifest::moe_capture_rows (0 when it does not
+  // say: an older export, whose MoE decode syncs the host; docs/model-contract.md, "Manifest").
   static int64_t capture_rows(const model::Policy& policy);
 
  private:

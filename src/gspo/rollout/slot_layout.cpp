@@ -179,8 +179,8 @@ at::Tensor SlotLayout::prefill(DecodeLoop& loop, const RefillPlan& r) {
   loop.stats().prefill_tokens += K * T;
   auto* routes = loop.routes();
   for (int64_t k = 0; k < K; ++k) {
-    const int64_t row = r.fill_row[k], plen = static_cast<int64_t>(prompts_[row / G_].size());
     if (r.fill_prompt[k] < 0) {  // (the carried routes are laid over all but its last token's: RouteStore::layout)
+      const int64_t row = r.fill_row[k], plen = static_cast<int64_t>(prompts_[row / G_].size());
       if (routes) routes->set_so_far(row, policy_.pass_routes(), k * T + plen, lengths[k] - plen);
       continue;
     }

@@ -138,7 +138,7 @@ PackedRows packed_rows(const RightAligned& a, const std::vector<int64_t>& group)
   std::vector<int64_t> plen(static_cast<size_t>(n)), rlen(static_cast<size_t>(n));
   for (int64_t r = 0; r < n; ++r) plen[static_cast<size_t>(r)] = acc[r][0], rlen[static_cast<size_t>(r)] = acc[r][1];
   auto packed = pack_rows(group, plen, rlen, a.ids.size(1), a.ids.device());
-  check_shared_prompts(packed, a.ids, group, plen);
+  check_shared_prompts(packed, a.ids, plen);
   return packed;
 }
 
@@ -191,9 +191,13 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   auto real = mask.narrow(1, P, R) > 0;                                    // [n, R]
   auto rc = known.real_index.defined() ? known.real_index : real.nonzero();  // [N, 2] (row, j), row-major
   auto row = rc.select(1, 0), j = rc.select(1, 1);
-  auto pred_col = a.starts.index_select(0, row) + j - 1;
-  auto hidden = packed ? x.reshape({-1, x.size(2)}).index_select(0, packed->predict)  // [N, H]
-                       : x.reshape({n * W, x.size(2)}).index_select(0, row * W + pred_col);
+  at::Tensor hidden;  // [N, H]
+  if (packed) {
+    hidden = x.reshape({-1, x.size(2)}).index_select(0, packed->predict);
+  } else {
+    auto pred_col = a.starts.index_select(0, row) + j - 1;
+    hidden = x.reshape({n * W, x.size(2)}).index_select(0, row * W + pred_col);
+  }
   auto targets = ids.narrow(1, P, R).reshape({-1}).index_select(0, row * R + j);  // [N], same order as rc
   if (extra.defined())  // [N, 1 + k]: the response token, then the extra ids of its position
     targets = torch::cat({targets.unsqueeze(1), extra.reshape({n * R, -1}).index_select(0, row * R + j)}, 1);

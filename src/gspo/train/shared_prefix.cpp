@@ -56,6 +56,9 @@ PackedRows pack_rows(const std::vector<int64_t>& group, const std::vector<int64_
   PackedRows p;
   p.rows = n;
   p.width = width;
+  p.first.resize(group.size());
+  for (const auto& m : members)
+    for (int64_t r : m) p.first[static_cast<size_t>(r)] = m.front();
   int64_t L = 1;
   for (const auto& m : members) {
     int64_t len = plen[static_cast<size_t>(m.front())];
@@ -94,18 +97,14 @@ PackedRows pack_rows(const std::vector<int64_t>& group, const std::vector<int64_
   return p;
 }
 
-void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const std::vector<int64_t>& group,
-                          const std::vector<int64_t>& prompt_len) {
-  const auto members = members_of(group);
-  std::vector<int64_t> first(group.size());
-  for (const auto& m : members)
-    for (int64_t r : m) first[static_cast<size_t>(r)] = m.front();
+void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const std::vector<int64_t>& prompt_len) {
+  const auto& first = packed.first;
   const auto device = ids.device();
   const auto col = torch::arange(packed.width, ids.options()).unsqueeze(0);
   const auto in_prompt = col < upload(prompt_len, device).unsqueeze(1);
   const auto differs = ((ids != ids.index_select(0, upload(first, device))) & in_prompt).any(1).cpu();
   const auto* d = differs.data_ptr<bool>();
-  for (size_t r = 0; r < group.size(); ++r)
+  for (size_t r = 0; r < first.size(); ++r)
     if (d[r])
       throw std::logic_error("shared prefix: row " + std::to_string(r) + " is in the group of row " +
                              std::to_string(first[r]) + " but its prompt tokens differ");

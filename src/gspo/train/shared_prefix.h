@@ -28,6 +28,7 @@ struct PackedRows {
   at::Tensor target;  // [n * W] int64: the packed flat index holding each right-aligned position (padding: 0)
   at::Tensor segment;  // [B, L] int64: 0 the prompt, k + 1 the response of the group's k-th row, -1 padding
   at::Tensor predict;  // [N] int64: the packed flat index predicting each real response token, row-major (row, j)
+  std::vector<int64_t> first;   // per row: its group's first row (whose prompt the packed row holds)
   int64_t rows = 0, width = 0;  // n, W
   int64_t packed_tokens = 0;    // real tokens of the packed rows (the work the layers do)
   int64_t unshared_tokens = 0;  // real tokens of the rows unpacked (the work without sharing)
@@ -42,9 +43,8 @@ PackedRows pack_rows(const std::vector<int64_t>& group, const std::vector<int64_
                      const std::vector<int64_t>& response_len, int64_t width, c10::Device device);
 
 // Throws std::logic_error naming the first row whose prompt tokens differ from its group's first row's (ids: the
-// right-aligned [n, W]); one device read.
-void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const std::vector<int64_t>& group,
-                          const std::vector<int64_t>& prompt_len);
+// right-aligned [n, W]; prompt_len as pack_rows had it); one device read.
+void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const std::vector<int64_t>& prompt_len);
 
 // The tree mask of the packed rows: bool [B, 1, L, L] (true = may attend), each position also its own key (padding
 // never fully masked: NaN-free).

@@ -118,14 +118,16 @@ rollout::RolloutBatch PartialSource::sample_in_flight(const rollout::NoiseKey& k
       if (ids.size() > row.ids.size()) {  // this version sampled tokens of it
         if (g.first[k] < 0) g.first[k] = v;
         g.newest[k] = v;
+        // R3: its routes so far, its own copy (the batch's are freed with the step's rows); a row this call did not
+        // extend keeps the ones it has
+        if (batch.routes.defined()) {
+          const int64_t P = batch.prompt_len, plen = static_cast<int64_t>(g.prompt.size());
+          row.routes = batch.routes[r].narrow(0, P - plen, plen + static_cast<int64_t>(ids.size()) - 1).clone();
+        }
       }
       row.ids = ids;
       row.logprobs.assign(lp[r].data(), lp[r].data() + ids.size());
       row.finish = batch.finish[r];
-      if (batch.routes.defined() && !ids.empty()) {  // (its own copy: the batch's are freed with the step's rows)
-        const int64_t P = batch.prompt_len, plen = static_cast<int64_t>(g.prompt.size());
-        row.routes = batch.routes[r].narrow(0, P - plen, plen + static_cast<int64_t>(ids.size()) - 1).clone();
-      }
     }
   }
   return batch;
