@@ -298,10 +298,10 @@ if has trl && fits trl 150; then
         "$PY" "${T[0]}" config "${T[@]:1}" --warmup 1 --steps 2
         say "trl: gspo train, 1 + 2 steps"
         rm -rf "$WORK/trl/gspo_run"
-        timed gspo timeout 200 "$GSPO" train --config "$WORK/trl/gspo.yaml" > "$LOGS/trl_gspo.log" 2>&1 \
+        timed gspo timeout "${TRL_TIMEOUT_S:-200}" "$GSPO" train --config "$WORK/trl/gspo.yaml" > "$LOGS/trl_gspo.log" 2>&1 \
           || { say "trl: gspo failed: $(tail -3 "$LOGS/trl_gspo.log")"; return; }
         say "trl: TRL GRPOTrainer, 1 + 2 steps"
-        timed trl timeout 300 "$PY" "${T[0]}" trl "${T[@]:1}" --warmup 1 --steps 2 > "$LOGS/trl_trl.log" 2>&1 \
+        timed trl timeout "$(( ${TRL_TIMEOUT_S:-200} * 3 / 2 ))" "$PY" "${T[0]}" trl "${T[@]:1}" --warmup 1 --steps 2 > "$LOGS/trl_trl.log" 2>&1 \
           || { say "trl: TRL failed: $(tail -3 "$LOGS/trl_trl.log")"; return; }
         "$PY" "${T[0]}" table "${T[@]:1}" > "$LOGS/trl_table.md" 2>&1
         cat "$LOGS/trl_table.md"

@@ -31,7 +31,7 @@ done
 run() {  # run OUT_NAME VAR=VALUE...: gpu_check.sh on the CPU against the pack
   # Timeouts well past a loaded CI machine's: the stages' own (120-400 s) are sized for a GPU.
   env GSPO_PY="$PY" GPU_CHECK_DEVICE=cpu GPU_DIR="$TMP/pack" GPU_CHECK_WORK="$TMP/work" OUT="$TMP/$1" TRAIN_STEPS=5 \
-    TRAIN_TIMEOUT_S=600 CELL_TIMEOUT_S=600 LONG_TIMEOUT_S=900 \
+    TRAIN_TIMEOUT_S=600 CELL_TIMEOUT_S=600 LONG_TIMEOUT_S=900 TRL_TIMEOUT_S=600 \
     "${@:2}" bash scripts/gpu_check.sh
 }
 if run out_none GPU_DIR="$TMP/no_pack" STAGES="bin" > "$TMP/none.log" 2>&1; then fail "ran with no pack"; fi
