@@ -50,7 +50,7 @@ PartialSource::Group PartialSource::make_group(int64_t example, const rollout::N
   g.example = example;
   g.prompt = tok_.encode_prompt(data::format_prompt(cfg_.data, examples_[example]));
   for (int64_t k = 0; k < G; ++k)
-    g.rows.push_back({{}, {}, rollout::Finish::kCarried, rollout::row_hash(key, first_row + k)});
+    g.rows.push_back({{}, {}, rollout::Finish::kCarried, rollout::row_hash(key, first_row + k), {}});
   g.first.assign(G, -1);
   g.newest.assign(G, -1);
   return g;
