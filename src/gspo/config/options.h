@@ -227,6 +227,7 @@ struct AlgorithmOptions {
   int64_t num_minibatches = 4;
   int64_t micro_batch_size = 0;
   int64_t micro_batch_tokens = 0;
+  bool minibatch_groups = false;
   bool filter_zero_variance = false;
   bool filter_truncated = false;
   RewardScale scale_rewards = RewardScale::kGroup;
@@ -268,7 +269,12 @@ struct AlgorithmOptions {
       "mini-batch's rows on this rank are sorted by response length and packed so that rows x (prompt length + "
       "longest response) stays within it (and rows <= micro_batch_size when that is set); a row longer than the "
       "budget runs alone, so there is no minimum. Same update as without it up to float rounding (except that "
-      "top_entropy_quantile's quantile is per micro-batch); 0 = off", at_least(0));
+      "top_entropy_quantile's quantile is per micro-batch); 0 = off. With train.shared_prefix it counts each packed "
+      "prompt once (docs/algorithm.md, \"Shared prompts\")", at_least(0));
+    v("minibatch_groups", minibatch_groups, "cut each step's mini-batches from whole groups: the groups are shuffled "
+      "and every group's rows go to one mini-batch (and, with train.shared_prefix, share their micro-batches), "
+      "instead of the rows shuffled one by one. Each optimizer step then sees fewer prompts with all their samples; "
+      "the loss and its weights are unchanged (docs/algorithm.md, \"Shared prompts\")", any());
     v("filter_zero_variance", filter_zero_variance, "drop groups with identical rewards before the update", any());
     v("filter_truncated", filter_truncated, "drop responses that hit max_new_tokens before the update", any());
     v("scale_rewards", scale_rewards, "group_norm advantages divide (r - group mean) by the std of the group, of "
@@ -346,6 +352,7 @@ struct TrainOptions {
   int64_t logprob_chunk_tokens = 1024;
   bool activation_checkpointing = true;
   bool chunked_head = true;
+  bool shared_prefix = false;
 
   template <class V>
   void visit(V&& v) {
@@ -367,6 +374,13 @@ struct TrainOptions {
       "tokens from the final hidden states a chunk at a time, forward and backward, never holding [T, vocab] logits. "
       "With either this or activation_checkpointing on, gspo drives the layers itself (rows right-aligned: causal "
       "attention without a mask); both false = the model's logits_from, as for models without the methods", any());
+    v("shared_prefix", shared_prefix, "models with the per-layer methods: every training pass (old and reference "
+      "log-probs, the update's forward and backward) runs the rows of a micro-batch that share a prompt as one packed "
+      "row, the prompt once and each response after it under a tree mask: the same log-probs and gradients up to "
+      "float rounding, G x prompt fewer tokens through the layers. A group packs while its packed attention is no "
+      "larger than its rows' (long prompts, short responses); set algorithm.minibatch_groups so that a group's rows "
+      "meet in a micro-batch. Needs the per-layer pass (chunked_head or activation_checkpointing); a model without "
+      "the methods runs unshared (docs/algorithm.md, \"Shared prompts\")", any());
   }
 };
 

@@ -270,6 +270,13 @@ void validate_sharding(const Config& c, std::vector<std::string>& e) {
     e.push_back(at(c, "distributed.optimizer_offload") + ": " + why);
 }
 
+// train.shared_prefix packs rows inside the per-layer pass.
+void validate_shared_prefix(const Config& c, std::vector<std::string>& e) {
+  if (c.train.shared_prefix && !c.train.chunked_head && !c.train.activation_checkpointing)
+    e.push_back(at(c, "train.shared_prefix") + ": train.shared_prefix needs the per-layer pass (train.chunked_head or "
+                "train.activation_checkpointing true): gspo packs a group's rows and runs each decoder layer over them");
+}
+
 std::string offload_refusal(bool offload, int64_t zero_stage) {
   if (!offload || zero_stage != 0) return "";
   return "distributed.optimizer_offload offloads the sharded optimizer state: set distributed.zero_stage 1 or 3 "
@@ -474,6 +481,7 @@ std::vector<std::string> validate(const Config& c) {
   validate_tools(c, e);
   validate_eval(c, e);
   validate_sharding(c, e);
+  validate_shared_prefix(c, e);
   validate_state_bits(c, e);
   validate_expert_parallel(c, e);
   validate_lora(c, e);

@@ -4,12 +4,41 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "gspo/rollout/sampler.h"
+#include "gspo/train/shared_prefix.h"
 
 namespace gspo::train {
+namespace {
 
-Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages) {
+// train.shared_prefix: which of m's rows pack (share_groups over their real lengths) and the prompt tokens saved.
+void share_prompts(const rollout::RolloutBatch& b, Micro& m) {
+  const size_t n = m.rows.size();
+  const auto prompt = m.mask.narrow(1, 0, b.prompt_len).sum(1), all = m.mask.sum(1);  // (on the host)
+  const auto pa = prompt.accessor<int64_t, 1>(), aa = all.accessor<int64_t, 1>();
+  std::vector<int64_t> group(n), plen(n), rlen(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto k = static_cast<int64_t>(i);
+    group[i] = m.rows[i] / b.group_size, plen[i] = pa[k], rlen[i] = aa[k] - pa[k];
+  }
+  const auto packs = share_groups(group, plen, rlen);
+  std::vector<bool> seen(n, false);
+  int64_t saved = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto p = static_cast<size_t>(packs[i]);
+    if (seen[p]) saved += plen[i];
+    seen[p] = true;
+  }
+  if (saved == 0) return;  // no two rows pack: the pass runs unshared
+  m.shape.prompt_group = packs;
+  m.prompt_tokens_saved = saved;
+}
+
+}  // namespace
+
+Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages,
+                 bool share) {
   Micro m;
   m.rows = rows;
   int64_t r = 1;
@@ -29,6 +58,7 @@ Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& row
   m.shape.real_index = torch::tensor(real, torch::kLong).view({-1, 2});
   auto per_row = m.mask.sum(1);
   m.shape.width = std::max<int64_t>(1, per_row.numel() ? per_row.max().item<int64_t>() : 1);
+  if (share && rows.size() > 1) share_prompts(b, m);
   return m;
 }
 
@@ -58,6 +88,31 @@ std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& r
   for (const int64_t size : minibatch_sizes(n, nmb)) {
     std::vector<int64_t> mb;
     for (int64_t i = start; i < start + size; ++i) mb.push_back(rows[pa[i]]);
+    start += size;
+    plan.push_back(std::move(mb));
+  }
+  return plan;
+}
+
+std::vector<std::vector<int64_t>> plan_group_minibatches(const std::vector<int64_t>& rows, int64_t group_size,
+                                                         int64_t nmb, at::Generator& gen) {
+  std::vector<std::vector<int64_t>> groups;  // in the order of their first rows
+  std::map<int64_t, size_t> index;
+  for (int64_t r : rows) {
+    const auto [it, fresh] = index.emplace(r / group_size, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(r);
+  }
+  const auto perm = torch::randperm(static_cast<int64_t>(groups.size()), gen, torch::kLong);
+  const auto pa = perm.accessor<int64_t, 1>();
+  std::vector<std::vector<int64_t>> plan;
+  int64_t start = 0;
+  for (const int64_t size : minibatch_sizes(static_cast<int64_t>(groups.size()), nmb)) {
+    std::vector<int64_t> mb;
+    for (int64_t i = start; i < start + size; ++i) {
+      const auto& g = groups[static_cast<size_t>(pa[i])];
+      mb.insert(mb.end(), g.begin(), g.end());
+    }
     start += size;
     plan.push_back(std::move(mb));
   }
@@ -107,8 +162,53 @@ std::vector<std::vector<int64_t>> split_micro_tokens(const std::vector<int64_t>&
   return parts;
 }
 
+int64_t shared_padded_tokens(const std::vector<int64_t>& rows, const std::vector<int64_t>& lengths, int64_t prompt_len,
+                             int64_t group_size) {
+  const size_t n = rows.size();
+  std::vector<int64_t> group(n), plen(n, prompt_len), rlen(n);
+  for (size_t i = 0; i < n; ++i) group[i] = rows[i] / group_size, rlen[i] = std::max<int64_t>(1, lengths[rows[i]]);
+  const auto packs = share_groups(group, plen, rlen);
+  std::map<int64_t, int64_t> width;  // per pack: prompt_len + its responses
+  for (size_t i = 0; i < n; ++i) width.emplace(packs[i], prompt_len).first->second += rlen[i];
+  int64_t widest = 0;
+  for (const auto& [pack, w] : width) widest = std::max(widest, w);
+  return static_cast<int64_t>(width.size()) * widest;
+}
+
+namespace {
+
+// plan_micro's shared cut: rows by group (longest response first within one), parts filled in that order while the
+// part's shared_padded_tokens stays within max_tokens (0: no budget) and its rows within max_rows (0: no limit).
+std::vector<std::vector<int64_t>> split_micro_shared(const std::vector<int64_t>& rows,
+                                                     const std::vector<int64_t>& lengths, int64_t prompt_len,
+                                                     int64_t group_size, int64_t max_rows, int64_t max_tokens) {
+  std::vector<int64_t> order = rows;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const int64_t ga = a / group_size, gb = b / group_size;
+    return ga != gb ? ga < gb : lengths[a] > lengths[b];
+  });
+  std::vector<std::vector<int64_t>> parts;
+  std::vector<int64_t> part;
+  for (int64_t r : order) {
+    part.push_back(r);
+    const bool over = (max_rows > 0 && static_cast<int64_t>(part.size()) > max_rows) ||
+                      (max_tokens > 0 && shared_padded_tokens(part, lengths, prompt_len, group_size) > max_tokens);
+    if (over && part.size() > 1) {
+      part.pop_back();
+      parts.push_back(std::move(part));
+      part = {r};
+    }
+  }
+  if (!part.empty()) parts.push_back(std::move(part));
+  return parts;
+}
+
+}  // namespace
+
 std::vector<std::vector<int64_t>> plan_micro(const std::vector<int64_t>& rows, const std::vector<int64_t>& lengths,
-                                             int64_t prompt_len, int64_t micro_size, int64_t micro_tokens) {
+                                             int64_t prompt_len, int64_t micro_size, int64_t micro_tokens,
+                                             int64_t share_group) {
+  if (share_group > 0) return split_micro_shared(rows, lengths, prompt_len, share_group, micro_size, micro_tokens);
   if (micro_tokens <= 0) return split_micro(rows, micro_size);
   return split_micro_tokens(rows, lengths, prompt_len, micro_size, micro_tokens);
 }

@@ -38,15 +38,24 @@ struct Micro {
   RouteRecord sampled;
   int64_t real_tokens = 0;    // prompt + response tokens (mask sum), for throughput
   KnownShape shape;           // the rows' shapes, computed on the host: the log-prob passes read none from the device
+                              // (with shared prompts, shape.prompt_group: which rows pack together)
+  int64_t prompt_tokens_saved = 0;  // shared prompts: real prompt tokens each pass over these rows does not recompute
   bool idle = false;          // lockstep engines (ZeRO-3): a pass that only keeps this rank in step with the others
   void to(c10::Device device);  // moves every tensor (old_lp/ref_lp are filled on the model's device later)
 };
 
-Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages);
+// `share_prompts` (train.shared_prefix): rows of one group (row / group_size) pack as share_groups decides
+// (shared_prefix.h) and shape.prompt_group says so; left empty when no two rows pack (the pass runs unshared).
+Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages,
+                 bool share_prompts = false);
 
 // Shuffles `rows` with `gen` and cuts them into mini-batches of minibatch_sizes(rows.size(), num_minibatches).
 std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& rows, int64_t num_minibatches,
                                                    at::Generator& gen);
+// algorithm.minibatch_groups: the groups of `rows` (row / group_size) shuffled with `gen` and cut into mini-batches of
+// minibatch_sizes(groups, num_minibatches) groups, each group's rows together in the order given.
+std::vector<std::vector<int64_t>> plan_group_minibatches(const std::vector<int64_t>& rows, int64_t group_size,
+                                                         int64_t num_minibatches, at::Generator& gen);
 // The sizes of `num_minibatches` nearly equal mini-batches of `rows` rows (fewer when there are fewer rows; sizes
 // differ by at most one, the larger first; one of 0 rows when there are none).
 std::vector<int64_t> minibatch_sizes(int64_t rows, int64_t num_minibatches);
@@ -66,10 +75,17 @@ std::vector<std::vector<int64_t>> split_micro_tokens(const std::vector<int64_t>&
                                                      int64_t max_rows, int64_t max_tokens);
 
 // The micro-batches of `rows` under algorithm.micro_batch_size and algorithm.micro_batch_tokens: split_micro when
-// the token budget is 0 (off), else split_micro_tokens with both limits.
+// the token budget is 0 (off), else split_micro_tokens with both limits. `share_group` > 0 (train.shared_prefix, the
+// group size): the rows ordered by group (longest response first within one) and cut in that order, under the budget
+// as shared_padded_tokens counts a part, so a group's rows stay together and its prompt counts once.
 std::vector<std::vector<int64_t>> plan_micro(const std::vector<int64_t>& rows,
                                              const std::vector<int64_t>& response_lengths, int64_t prompt_len,
-                                             int64_t micro_size, int64_t micro_tokens);
+                                             int64_t micro_size, int64_t micro_tokens, int64_t share_group = 0);
+
+// Padded size of a part whose rows share prompts (groups of `group_size`, packed as share_groups decides with every
+// prompt prompt_len long): packs x the longest pack's prompt_len + its responses (each max(1, length)).
+int64_t shared_padded_tokens(const std::vector<int64_t>& rows, const std::vector<int64_t>& response_lengths,
+                             int64_t prompt_len, int64_t group_size);
 
 // Padded size of a part as slice_rows cuts it: rows x (prompt_len + max(1, longest response)).
 int64_t padded_tokens(const std::vector<int64_t>& rows, const std::vector<int64_t>& response_lengths,

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -44,6 +45,36 @@ void check_lengths(const std::vector<std::vector<int64_t>>& members, const std::
 }
 
 }  // namespace
+
+std::vector<int64_t> share_groups(const std::vector<int64_t>& group, const std::vector<int64_t>& plen,
+                                  const std::vector<int64_t>& rlen) {
+  const size_t n = group.size();
+  if (plen.size() != n || rlen.size() != n)
+    throw std::invalid_argument("share_groups: " + std::to_string(n) + " rows, " + std::to_string(plen.size()) +
+                                " prompt lengths, " + std::to_string(rlen.size()) + " response lengths");
+  struct Pack {
+    int64_t id, tokens, unshared;  // (p + sum r)^2 against sum (p + r)^2 as p + sum r and sum (p + r)^2
+  };
+  std::map<int64_t, Pack> open;  // per group, its current pack
+  std::vector<int64_t> out(n);
+  int64_t next = 0;
+  for (size_t r = 0; r < n; ++r) {
+    const int64_t own = plen[r] + rlen[r];
+    auto it = open.find(group[r]);
+    if (it != open.end()) {
+      Pack& p = it->second;
+      const int64_t tokens = p.tokens + rlen[r], unshared = p.unshared + own * own;
+      if (tokens * tokens <= unshared) {
+        p.tokens = tokens, p.unshared = unshared;
+        out[r] = p.id;
+        continue;
+      }
+    }
+    open[group[r]] = {next, own, own * own};
+    out[r] = next++;
+  }
+  return out;
+}
 
 PackedRows pack_rows(const std::vector<int64_t>& group, const std::vector<int64_t>& plen,
                      const std::vector<int64_t>& rlen, int64_t width, c10::Device device) {

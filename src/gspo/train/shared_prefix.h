@@ -34,6 +34,17 @@ struct PackedRows {
   int64_t unshared_tokens = 0;  // real tokens of the rows unpacked (the work without sharing)
 };
 
+// Which of a micro-batch's rows pack together: `group[r]` the rows' prompt groups (rows with equal ids have one
+// prompt), `prompt_len[r]` / `response_len[r]` their real tokens. Within a group, rows in the order given join the
+// group's current pack while the pack's attention stays no larger than its rows' unshared attention,
+// (p + sum r_i)^2 <= sum (p + r_i)^2; a row that would break it starts a new pack. So the packed pass never does more
+// attention work or holds more scores than the unshared one (its projections and MLP always less): long prompts and
+// short responses pack whole (p 1,024, G 16 x 128: 3,072^2 against 16 x 1,152^2), p = r never. Returns a pack id per
+// row (packs numbered by first appearance), the `group` argument pack_rows takes. std::invalid_argument for sizes
+// that differ.
+std::vector<int64_t> share_groups(const std::vector<int64_t>& group, const std::vector<int64_t>& prompt_len,
+                                  const std::vector<int64_t>& response_len);
+
 // `group[r]`: rows with equal ids share their prompt (the caller's claim, checked by check_shared_prompts);
 // `prompt_len[r]`, `response_len[r]`: row r's real prompt and response tokens (its right-aligned columns [0, p) and
 // [p, p + len)); groups keep the order of their first rows, rows their order within a group. Host work only: the

@@ -8,6 +8,7 @@
 
 #include "gspo/core/resources.h"
 #include "gspo/core/clock.h"
+#include "gspo/core/log.h"
 #include "gspo/model/lora.h"
 #include "gspo/model/policy.h"
 #include "gspo/parallel/comm.h"
@@ -82,6 +83,10 @@ StepRunner::StepRunner(StepParts parts) : p_(parts), experts_(make_step_experts(
     route_experts_ = p_.policy.parameter("layers." + std::to_string(first) + ".mlp.gate.weight").size(0);
   }
   measure_routes_ = moe && a.routing_metrics;
+  share_prompts_ = tr.shared_prefix && p_.policy.has_layers();
+  if (tr.shared_prefix && !share_prompts_)
+    log::warn("train.shared_prefix: '{}' has no per-layer methods (docs/model-contract.md): every row runs its own "
+              "prompt", p_.policy.path());
 }
 
 namespace {
@@ -118,16 +123,19 @@ std::vector<int64_t> StepRunner::select_rows(const rollout::RolloutBatch& b, con
 std::vector<MiniBatch> StepRunner::make_plan(const rollout::RolloutBatch& b, const at::Tensor& adv,
                                              const std::vector<int64_t>& rows, int64_t first_row, at::Generator& gen) {
   const auto& a = p_.cfg.algorithm;
+  const int64_t share = share_prompts_ ? b.group_size : 0;
   std::vector<MiniBatch> plan;
-  for (const auto& whole : plan_minibatches(rows, a.num_minibatches, gen)) {
+  const auto minibatches = a.minibatch_groups ? plan_group_minibatches(rows, b.group_size, a.num_minibatches, gen)
+                                              : plan_minibatches(rows, a.num_minibatches, gen);
+  for (const auto& whole : minibatches) {
     MiniBatch mb;
     mb.global_rows = static_cast<int64_t>(whole.size());
     std::vector<int64_t> mine;
     for (int64_t r : whole)
       if (r >= first_row && r < first_row + b.num_rows()) mine.push_back(r - first_row);
     for (const auto& part : plan_micro(mine, b.response_lengths, b.prompt_len, a.micro_batch_size,
-                                       a.micro_batch_tokens)) {
-      mb.micros.push_back(slice_rows(b, part, adv));
+                                       a.micro_batch_tokens, share)) {
+      mb.micros.push_back(slice_rows(b, part, adv, share > 0));
       mb.micros.back().to(p_.policy.device());
     }
     plan.push_back(std::move(mb));
@@ -312,6 +320,8 @@ StepMetrics StepRunner::run(Progress& progress) {
   if (!rows.empty()) {
     PhasePeak logprobs_peak(device);
     auto plan = make_plan(batch, adv.values, rows, first_row, progress.shuffle_gen);
+    for (const auto& mb : plan)
+      for (const auto& mi : mb.micros) m.prompt_tokens_saved += mi.idle ? 0 : mi.prompt_tokens_saved;
     auto t = Clock::now();
     if (rollout_routes_) rollout_routes(plan, batch.prompt_len, m);
     fill_old_logprobs(plan, batch.prompt_len, m);

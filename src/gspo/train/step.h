@@ -108,6 +108,7 @@ class StepRunner {
   // at the step start against the rollout's, one more forward of the decoder layers) when routing_metrics is on.
   void rollout_routes(std::vector<MiniBatch>& plan, int64_t prompt_len, StepMetrics& m);
   bool measure_routes_ = false;  // algorithm.routing_metrics on an MoE policy
+  bool share_prompts_ = false;   // train.shared_prefix on a model with the per-layer methods
 };
 
 }  // namespace gspo::train

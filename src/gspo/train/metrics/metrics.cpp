@@ -90,6 +90,7 @@ constexpr ShownRule kShownRules[] = {
      [](const ShownInputs& in) {
        return in.facts.routing && in.cfg.algorithm.routing_replay == config::RoutingReplay::kRollout;
      }},
+    {Shown::kShared, "train.shared_prefix", [](const ShownInputs& in) { return in.cfg.train.shared_prefix; }},
 };
 
 constexpr bool every_shown_once() {

@@ -63,6 +63,7 @@ enum class Shown {
   kSources,    // the training rows name data sources (data.source_key)
   kDistill,    // distill.teacher set (on-policy distillation)
   kRolloutRoutes,  // kRouting with algorithm.routing_replay rollout (R3)
+  kShared,     // train.shared_prefix
   kCount
 };
 
@@ -162,6 +163,7 @@ struct StepMetrics {
   Mean spanned_rows;                      // partial rollouts: the step's rows sampled by more than one version
   int64_t carried_rows = 0;               // partial rollouts: rows still running when the step's batch was complete
   int64_t continued_tokens = 0;           // partial rollouts: tokens so far of continued rows, prefilled again
+  int64_t prompt_tokens_saved = 0;        // shared prompts: prompt tokens each pass over the step's rows skipped
   double grad_norm = 0, grad_norm_max = 0, lr = 0;
   int64_t optimizer_steps = 0, skipped_updates = 0;
   double time_sample_s = 0, time_reward_s = 0, time_old_logprobs_s = 0, time_update_s = 0, time_step_s = 0;
@@ -381,6 +383,9 @@ struct StepMetrics {
       "generated tokens of every rank over rank 0's sampling time");
     v("train_tokens_per_s", train_tokens_per_s, Reduce::kRate, Match::kNone, A,
       "prompt + response tokens through forward and backward, every rank, over rank 0's update time");
+    v("prompt_tokens_saved", prompt_tokens_saved, Reduce::kSum, Match::kNone, Shown::kShared,
+      "train.shared_prefix: prompt tokens a pass over the step's rows does not run again (a packed group's prompt "
+      "runs once for its rows), every rank; the old-log-prob, reference and update passes each save this many");
     v("pad_frac", pad_frac, Reduce::kMean, Match::kNone, A,
       "padding share of the update's forward/backward: (rows x columns - real tokens) / (rows x columns) summed "
       "over its micro-batches and ranks (prompt padding included); lowered by algorithm.micro_batch_tokens");
