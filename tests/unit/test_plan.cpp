@@ -220,6 +220,40 @@ TEST_CASE("plan: the micro-batches and the device follow the runtime's rules", "
   CHECK(phases("cuda:1") == std::vector<std::string>{"rollout", "logprobs", "update"});
 }
 
+// Shared prompts (train.shared_prefix with algorithm.minibatch_groups): the plan packs each micro-batch's groups as the
+// step does, so a group's prompt counts once, and adds the packed rows' tree mask.
+TEST_CASE("plan: shared prompts count a packed group's prompt once, and its tree mask", "[plan][shared_prefix]") {
+  const auto s = small_llama();
+  plan::PlanInputs in;
+  in.prompt_tokens = 64;
+  const std::vector<std::string> base{"rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=8",
+                                      "algorithm.num_minibatches=1"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    return plan::plan_memory(s, config::load("", extra), in);
+  };
+  const auto plain = with({});
+  CHECK(plain.micro_rows == 8);
+  CHECK(plain.micro_tokens == 8 * 72);
+  // Two groups of 4 pack whole ((64 + 32)^2 <= 4 x 72^2): 2 packs x (64 + 4 x 8) tokens through the layers.
+  const auto shared = with({"train.shared_prefix=true", "algorithm.minibatch_groups=true"});
+  CHECK(shared.micro_rows == 8);
+  CHECK(shared.micro_tokens == 2 * 96);
+  CHECK(term(shared.phases[2].terms, "layer inputs (checkpointed)") == 2 * 96 * 2 * 64 * 4);
+  CHECK(term(shared.phases[1].terms, "tree mask (train.shared_prefix)") == 2 * 96 * 96);
+  CHECK(term(shared.phases[2].terms, "tree mask (train.shared_prefix)") == 2 * 96 * 96);
+  CHECK(shared.phases[2].peak_bytes < plain.phases[2].peak_bytes);
+  // Rows shuffled one by one rarely meet their group in a micro-batch: without whole groups the plan stays unshared.
+  const auto rows_shuffled = with({"train.shared_prefix=true"});
+  CHECK(rows_shuffled.micro_tokens == 8 * 72);
+  for (const auto& t : rows_shuffled.phases[2].terms) CHECK(t.name != "tree mask (train.shared_prefix)");
+  // A budget that holds one packed group (96 <= 100 < 192) cuts one group a micro-batch.
+  const auto budget = with({"train.shared_prefix=true", "algorithm.minibatch_groups=true",
+                            "algorithm.micro_batch_tokens=100"});
+  CHECK(budget.micro_rows == 4);
+  CHECK(budget.micro_tokens == 96);
+}
+
 // The sampler's own rules (rollout/sampler.h) size the plan's rollout: rows in a KV budget, which schedule runs, and
 // whether finished rows are copied out of the cache. Rows of this shape: 32 columns x 512 B = 16 KiB.
 TEST_CASE("plan: the rollout's schedule and budget follow the sampler's rules", "[plan]") {

@@ -154,6 +154,12 @@ std::vector<Term> weight_sync_terms(const Sizes& z) {
   return t;
 }
 
+// Shared prompts (train.shared_prefix): the packed rows' tree mask, one byte a (query, key) pair.
+void mask_term(const Sizes& z, std::vector<Term>& t) {
+  if (z.mask > 0)
+    t.push_back({"tree mask (train.shared_prefix)", z.mask, "packs x (prompt + the pack's responses)^2 x 1 B"});
+}
+
 // Old log-probs: one micro-batch's forward without autograd at a time, and the head's chunk.
 std::vector<Term> logprobs_terms(const Sizes& z) {
   const double widest = z.widest(layer_nograd_bytes_per_token, z.b);
@@ -166,6 +172,7 @@ std::vector<Term> logprobs_terms(const Sizes& z) {
                  std::string(layers > 1 ? " x 2: the next one prefetched (distributed.zero3_overlap)" : "")});
   }
   exchange_terms(z, false, t);
+  mask_term(z, t);
   if (z.lora)
     t.push_back({"LoRA merged layer", z.Nt * (z.b + 4), num(z.Nt) + " targeted weights x (" + z.bs + " + 4) B (W' "
                  "and the float32 B A it is made from, the widest layer)"});
@@ -193,6 +200,7 @@ std::vector<Term> backward_terms(const Sizes& z) {
   const double widest = z.widest(layer_nograd_bytes_per_token, z.b);
   t.push_back({"backward working set", z.Tm * widest, num(z.Tm) + " tokens x " + num(widest) +
                " B (a layer's gradients in flight, as wide as its forward)"});
+  mask_term(z, t);
   t.push_back({"head", z.head_tokens * V * (z.b + 12), z.head_what + " x vocab x (" + z.bs + " + 12) B (logits, "
                "float32 log-softmax, their gradients)"});
   if (z.bf16 && z.chunked && !z.lora)  // (a frozen head gets no weight gradient: train/head_logprobs.cpp)
@@ -344,7 +352,7 @@ void add_phases(const Sizes& z, const config::Config& cfg, const PlanInputs& in,
     p.phases.push_back(phase("rollout", rollout_terms(z, p.rows_per_rank, p.kv_rows), p.resident_bytes));
   p.phases.push_back(phase("logprobs", logprobs_terms(z), p.resident_bytes));
   if (in.teacher)  // (after each micro-batch's old log-probs, on its own)
-    p.phases.push_back(phase("teacher", teacher_pass_terms(cfg, in, z.Tm, z.head_tokens, z.head_what),
+    p.phases.push_back(phase("teacher", teacher_pass_terms(cfg, in, z.Tu, z.head_tokens, z.head_what),
                              p.resident_bytes));
   // The update's peak: the backward of one micro-batch, or the optimizer step, whichever is larger.
   const auto backward = backward_terms(z);
@@ -445,7 +453,7 @@ MemoryPlan plan_memory(const ModelShape& shape, const config::Config& cfg, const
   const Sizes z = sizes_of(shape, cfg, in, p.rows_per_rank);
   p.columns = z.T;
   p.micro_rows = z.m;
-  p.micro_tokens = z.m * z.T;
+  p.micro_tokens = static_cast<int64_t>(z.Tm);
   p.resident = resident_terms(z, in.runtime_mb, p.host);
   if (z.offload) add_offload(z, p);
   for (auto& t : scoring_resident_terms(cfg, in)) p.resident.push_back(std::move(t));  // scoring, validation

@@ -45,7 +45,7 @@ struct MemoryPlan {
   int64_t parameters = 0;
   int64_t rows_per_rank = 0;       // rollout rows this rank samples and trains on
   int64_t micro_rows = 0;          // rows per forward/backward
-  int64_t micro_tokens = 0;        // padded tokens per forward/backward (micro_rows x columns)
+  int64_t micro_tokens = 0;        // padded tokens per forward/backward (micro_rows x columns; shared prompts: packed)
   int64_t columns = 0;             // prompt_tokens + max_new_tokens
   int64_t kv_rows = 0;             // rows of KV cache the rollout holds at once
   std::vector<Term> resident;      // held through every phase of a step (after the first)

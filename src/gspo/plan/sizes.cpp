@@ -1,6 +1,7 @@
 // The sizes a memory plan is computed from (sizes.h).
 #include "gspo/plan/sizes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -8,22 +9,44 @@
 #include "gspo/plan/plan_text.h"
 #include "gspo/train/minibatch.h"
 #include "gspo/train/rank_share.h"
+#include "gspo/train/shared_prefix.h"
 
 namespace gspo::plan {
 namespace {
 
-// The rows of the largest micro-batch: the trainer's own split (train/minibatch.h) of this rank's rows in its largest
+// The largest micro-batch: the trainer's own split (train/minibatch.h) of this rank's rows in its largest
 // mini-batch, every response max_new_tokens long. The trainer cuts the global rows into mini-batches and each rank
-// keeps its own; this rank's rows cut alike are its share on average.
-int64_t largest_micro(int64_t rows_per_rank, int64_t prompt_len, int64_t response_len,
-                      const config::AlgorithmOptions& al) {
-  std::vector<int64_t> rows(static_cast<size_t>(train::minibatch_sizes(rows_per_rank, al.num_minibatches).front()));
+// keeps its own; this rank's rows cut alike are its share on average. `group` > 0 (train.shared_prefix with
+// algorithm.minibatch_groups): mini-batches of whole groups, each micro-batch's groups packed as the step packs them
+// (train/shared_prefix.h: share_groups), the part with the most packed tokens.
+struct LargestMicro {
+  int64_t rows = 0;     // rows of the part with the most rows
+  double tokens = 0;    // shared: packs x width of the widest-packed part (else 0)
+  double mask = 0;      // shared: its tree mask, packs x width^2 bytes
+};
+
+LargestMicro largest_micro(int64_t rows_per_rank, int64_t prompt_len, int64_t response_len,
+                           const config::AlgorithmOptions& al, int64_t group) {
+  const int64_t n = group > 0 ? train::minibatch_sizes(rows_per_rank / group, al.num_minibatches).front() * group
+                              : train::minibatch_sizes(rows_per_rank, al.num_minibatches).front();
+  std::vector<int64_t> rows(static_cast<size_t>(n));
   std::iota(rows.begin(), rows.end(), 0);
   const std::vector<int64_t> lengths(rows.size(), response_len);
-  size_t m = 0;
-  for (const auto& part : train::plan_micro(rows, lengths, prompt_len, al.micro_batch_size, al.micro_batch_tokens))
-    m = std::max(m, part.size());
-  return static_cast<int64_t>(m);
+  LargestMicro m;
+  for (const auto& part : train::plan_micro(rows, lengths, prompt_len, al.micro_batch_size, al.micro_batch_tokens,
+                                            group)) {
+    m.rows = std::max(m.rows, static_cast<int64_t>(part.size()));
+    if (group <= 0) continue;
+    const auto tokens = static_cast<double>(train::shared_padded_tokens(part, lengths, prompt_len, group));
+    if (tokens <= m.tokens) continue;
+    std::vector<int64_t> ids, plen(part.size(), prompt_len), rlen(part.size(), std::max<int64_t>(1, response_len));
+    for (int64_t r : part) ids.push_back(r / group);
+    const auto packs = train::share_groups(ids, plen, rlen);
+    const double count = static_cast<double>(*std::max_element(packs.begin(), packs.end()) + 1);
+    m.tokens = tokens;
+    m.mask = count * (tokens / count) * (tokens / count);
+  }
+  return m;
 }
 
 }  // namespace
@@ -76,8 +99,12 @@ Sizes sizes_of(const ModelShape& shape, const config::Config& cfg, const PlanInp
   z.P = in.prompt_tokens;
   z.S = cfg.rollout.max_new_tokens;
   z.T = z.P + z.S;
-  z.m = largest_micro(rows_per_rank, z.P, z.S, al);
-  z.Tm = static_cast<double>(z.m * z.T);
+  const bool shared = tr.shared_prefix && al.minibatch_groups;
+  const auto micro = largest_micro(rows_per_rank, z.P, z.S, al, shared ? cfg.rollout.group_size : 0);
+  z.m = micro.rows;
+  z.Tu = static_cast<double>(z.m * z.T);
+  z.Tm = shared ? micro.tokens : z.Tu;
+  z.mask = shared ? micro.mask : 0;
   z.chunked = tr.chunked_head && tr.logprob_chunk_tokens > 0;
   const double response = static_cast<double>(z.m * z.S);
   z.head_tokens = z.chunked ? std::min<double>(tr.logprob_chunk_tokens, response) : response;

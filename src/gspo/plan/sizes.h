@@ -34,7 +34,9 @@ struct Sizes {
   double mb = 8;              // AdamW moments' bytes a parameter: 8, or 2 + 8 / 256 (optimizer.state_bits 8)
   int64_t P = 0, S = 0, T = 0;  // prompt, response and all columns
   int64_t m = 0;              // rows per micro-batch
-  double Tm = 0;              // tokens per micro-batch
+  double Tm = 0;              // tokens per micro-batch through the layers (shared prompts: the packed rows')
+  double Tu = 0;              // tokens per micro-batch unshared, m x T (the teacher's pass)
+  double mask = 0;            // shared prompts: the tree mask's bytes, packs x width^2 (0: unshared)
   bool lora = false;          // model.lora_rank > 0: a frozen base, float32 adapters
   double Na = 0;              // lora: adapter parameters (A and B of every targeted weight)
   double Nt = 0;              // lora: the targeted weights of the widest decoder layer (merged while it runs)
