@@ -45,7 +45,7 @@ run out STAGES="bin cuda train sample profile eager long trl zero3 optim" > "$TM
 L="$TMP/log"; T="$TMP/out/tables.md"
 expect() { grep -Eq "$1" "$2" || fail "$3 (no line matching '$1' in $(basename "$2"))"; }
 expect "bin: gspo [0-9.]+ \(LibTorch [0-9.]+\), packed from [0-9a-f]{12}" "$L" "the bin stage"
-expect "cuda tests rc=0: test cases: 17 \| 17 passed, of which 17 only printed SKIPPED" "$L" "the CUDA cases (skipped on a CPU)"
+expect "cuda tests rc=0: test cases: 18 \| 18 passed, of which 18 only printed SKIPPED" "$L" "the CUDA cases (skipped on a CPU)"
 for run_name in tiny_eager tools lora; do
   expect "^$run_name: steps 5 +reward first10% [0-9.]+ last10% [0-9.]+ +step [0-9.]+s" "$L" "the train stage's $run_name run"
 done
