@@ -1,8 +1,9 @@
 // Shared-prefix training (#71, train/shared_prefix.h) side by side with the unshared per-layer pass, in one process on
 // the same rows: the no-grad log-prob pass (the old-log-prob and reference passes) and the update's forward + backward
-// (activation checkpointing on, as gspo train runs it), each timed unshared and shared in alternating order, the median
-// of --reps, with the process's resident peak of each (core/resources.h phase peaks) and the tokens each runs through
-// the layers. It also prints the largest log-prob difference between the two (the same numbers, float32).
+// (activation checkpointing on, as gspo train runs it), each timed unshared, packed (each group one row under a tree
+// mask) and split (the model's shared_layer: prompts and responses apart) in rotating order, the median of --reps,
+// with the process's resident peak of each (core/resources.h phase peaks) and the tokens each runs through the layers.
+// It also prints the largest log-prob difference of each shared layout from the unshared one (float32).
 //
 // Usage: bench_shared_prefix MODEL.pt [--prompt 1024] [--response 128] [--group 16] [--groups 1] [--reps 3]
 //          [--checkpoint 1] [--chunk 1024]
@@ -63,14 +64,18 @@ struct Measure {
   }
 };
 
+enum Layout { kUnshared, kPacked, kSplit };
+const char* const kNames[] = {"unshared", "packed", "split"};
+
 // One pass: the log-probs without gradients, or forward + backward of sum(lp * w). Returns the log-probs.
 at::Tensor pass(model::Policy& policy, const at::Tensor& ids, const at::Tensor& mask, int64_t P, bool grad,
-                const Args& a, const std::vector<int64_t>& group, Measure& m) {
+                const Args& a, const std::vector<int64_t>& group, Layout layout, Measure& m) {
   const c10::Device cpu(c10::kCPU);
   core::reset_phase_peaks(cpu);
   for (auto& p : policy.parameters()) p.mutable_grad() = at::Tensor();
   train::KnownShape known;
-  known.prompt_group = group;
+  if (layout != kUnshared) known.prompt_group = group;  // packed: the ids as packs, each group one row
+  known.whole_groups = layout == kSplit;
   const double t0 = now_s();
   at::Tensor lp;
   {
@@ -102,35 +107,40 @@ int main(int argc, char** argv) {
   std::vector<int64_t> group;
   for (int64_t r = 0; r < n; ++r) group.push_back(r / a.group);
 
-  Measure lp_plain, lp_shared, up_plain, up_shared;
-  at::Tensor plain_lp, shared_lp;
-  for (int64_t rep = 0; rep < a.reps; ++rep) {
-    const bool shared_first = rep % 2 == 1;  // alternate the order: neither side always runs on a warm cache
-    for (int side = 0; side < 2; ++side) {
-      const bool shared = (side == 0) == shared_first;
-      (shared ? shared_lp : plain_lp) = pass(policy, ids, mask, P, false, a, shared ? group : std::vector<int64_t>{},
-                                             shared ? lp_shared : lp_plain);
-      pass(policy, ids, mask, P, true, a, shared ? group : std::vector<int64_t>{}, shared ? up_shared : up_plain);
-    }
+  if (!policy.has_shared_layer()) {
+    std::fprintf(stderr, "%s has no shared_layer method: re-export it with scripts/gspo_model.py\n", a.model.c_str());
+    return 2;
   }
-  const double diff = (shared_lp - plain_lp).abs().max().item<double>();
+  Measure lp_m[3], up_m[3];
+  at::Tensor lps[3];
+  for (int64_t rep = 0; rep < a.reps; ++rep)
+    for (int k = 0; k < 3; ++k) {  // rotate the order: no layout always runs first or on a warm cache
+      const auto layout = static_cast<Layout>((k + rep) % 3);
+      lps[layout] = pass(policy, ids, mask, P, false, a, group, layout, lp_m[layout]);
+      pass(policy, ids, mask, P, true, a, group, layout, up_m[layout]);
+    }
   const double unshared_tokens = static_cast<double>(n * (P + R)), shared_tokens = static_cast<double>(a.groups * P + n * R);
   std::printf("shared prefix: %lld groups of %lld rows, prompt %lld, response %lld, %d threads, checkpointing %s, "
               "median of %lld\n", static_cast<long long>(a.groups), static_cast<long long>(a.group),
               static_cast<long long>(P), static_cast<long long>(R), torch::get_num_threads(),
               a.checkpoint ? "on" : "off", static_cast<long long>(a.reps));
-  std::printf("| pass | unshared s | shared s | speed-up | unshared peak MB | shared peak MB |\n|---|---|---|---|---|---|\n");
-  std::printf("| log-probs (no grad) | %.3f | %.3f | %.2fx | %.0f | %.0f |\n", lp_plain.median(), lp_shared.median(),
-              lp_plain.median() / lp_shared.median(), lp_plain.peak_mb, lp_shared.peak_mb);
-  std::printf("| update (fwd + bwd) | %.3f | %.3f | %.2fx | %.0f | %.0f |\n", up_plain.median(), up_shared.median(),
-              up_plain.median() / up_shared.median(), up_plain.peak_mb, up_shared.peak_mb);
-  std::printf("tokens through the layers: %.0f unshared, %.0f shared (%.2fx); largest |log-prob difference| %.2e\n",
-              unshared_tokens, shared_tokens, unshared_tokens / shared_tokens, diff);
-  std::printf("{\"prompt\": %lld, \"response\": %lld, \"group\": %lld, \"groups\": %lld, \"logprob_s\": [%.4f, %.4f], "
-              "\"update_s\": [%.4f, %.4f], \"logprob_peak_mb\": [%.1f, %.1f], \"update_peak_mb\": [%.1f, %.1f], "
-              "\"max_abs_diff\": %.3e}\n",
+  std::printf("| pass | layout | s | speed-up | peak MB | max |lp - unshared| |\n|---|---|---|---|---|---|\n");
+  for (int up = 0; up < 2; ++up)
+    for (int k = 0; k < 3; ++k) {
+      const Measure& m = up ? up_m[k] : lp_m[k];
+      const Measure& base = up ? up_m[0] : lp_m[0];
+      std::printf("| %s | %s | %.3f | %.2fx | %.0f | %.1e |\n", k ? "" : up ? "update (fwd + bwd)" : "log-probs (no grad)",
+                  kNames[k], m.median(), base.median() / m.median(), m.peak_mb,
+                  (lps[k] - lps[0]).abs().max().item<double>());
+    }
+  std::printf("tokens through the layers: %.0f unshared, %.0f shared (%.2fx)\n", unshared_tokens, shared_tokens,
+              unshared_tokens / shared_tokens);
+  std::printf("{\"prompt\": %lld, \"response\": %lld, \"group\": %lld, \"groups\": %lld, "
+              "\"logprob_s\": [%.4f, %.4f, %.4f], \"update_s\": [%.4f, %.4f, %.4f], "
+              "\"logprob_peak_mb\": [%.1f, %.1f, %.1f], \"update_peak_mb\": [%.1f, %.1f, %.1f]}\n",
               static_cast<long long>(P), static_cast<long long>(R), static_cast<long long>(a.group),
-              static_cast<long long>(a.groups), lp_plain.median(), lp_shared.median(), up_plain.median(),
-              up_shared.median(), lp_plain.peak_mb, lp_shared.peak_mb, up_plain.peak_mb, up_shared.peak_mb, diff);
+              static_cast<long long>(a.groups), lp_m[0].median(), lp_m[1].median(), lp_m[2].median(),
+              up_m[0].median(), up_m[1].median(), up_m[2].median(), lp_m[0].peak_mb, lp_m[1].peak_mb, lp_m[2].peak_mb,
+              up_m[0].peak_mb, up_m[1].peak_mb, up_m[2].peak_mb);
   return 0;
 }

@@ -83,6 +83,17 @@ class BadLayer(gspo_model.CausalLM):
         return out
 
 
+class BadSharedLayer(gspo_model.CausalLM):
+    """shared_layer() runs each response without its prompt: it disagrees with layer() over prompt + response rows."""
+
+    @torch.jit.export
+    def shared_layer(self, index: int, xp: Tensor, cos_p: Tensor, sin_p: Tensor, xr: Tensor, cos_r: Tensor,
+                     sin_r: Tensor, group: Tensor, prompt_len: Tensor, routes_p: Optional[Tensor],
+                     routes_r: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        none = torch.zeros(0, dtype=torch.long, device=xp.device)
+        return self.layer(index, xp, cos_p, sin_p, None), self.layer(index, xr, cos_r, sin_r, None), none, none
+
+
 class FutureSlotApi(gspo_model.CausalLM):
     """Slot methods of a version this gspo does not know."""
 
@@ -358,6 +369,7 @@ def main() -> None:
     gspo_model.save_scripted(NanWhenTraining(cfg), cfg, tok, "float32", f"{out}/nan_when_training.pt")
     gspo_model.save_scripted(FutureLayerApi(cfg), cfg, tok, "float32", f"{out}/broken_layer_api.pt")
     gspo_model.save_scripted(BadLayer(cfg), cfg, tok, "float32", f"{out}/broken_layer.pt")
+    gspo_model.save_scripted(BadSharedLayer(cfg), cfg, tok, "float32", f"{out}/broken_shared_layer.pt")
     gspo_model.save_scripted(FutureSlotApi(cfg), cfg, tok, "float32", f"{out}/broken_slot_api.pt")
     gspo_model.save_scripted(BadSlots(cfg), cfg, tok, "float32", f"{out}/broken_slots.pt")
     gspo_model.save_scripted(BadAppend(cfg), cfg, tok, "float32", f"{out}/broken_append.pt")

@@ -502,7 +502,8 @@ TEST_CASE("CUDA: the distillation teacher's terms and top-k divergence on the GP
 // gradient within 1e-4 relative (the CPU case's 1e-5 loosened for the GPU's reduction orders). bf16 weights: the
 // packed row's masked attention runs another SDPA kernel than the unshared rows' causal one, so log-probs differ by
 // bf16 rounding: at most 0.15 and on average at most 0.02 (nats) over the real tokens (a guess to be replaced by the
-// first GPU run's figures, which the case prints).
+// first GPU run's figures, which the case prints). Both shared layouts: packed rows, and whole groups split into
+// prompts and responses through the model's shared_layer.
 TEST_CASE("CUDA: shared-prefix log-probs and gradients equal the unshared pass, float32 and bf16",
           "[cuda][shared_prefix]") {
   if (!cuda_or_skip()) return;
@@ -526,10 +527,12 @@ TEST_CASE("CUDA: shared-prefix log-probs and gradients equal the unshared pass, 
   const auto real = mask.narrow(1, P, R).to(torch::kFloat);
   const auto w = torch::randn({3 * G, R}) * real;
   const train::LogprobPass pass{true, true, true};
-  auto run = [&](model::Policy& p, bool shared, bool grads) {
+  // shared: 0 unshared, 1 packed under the tree mask, 2 whole groups split through the model's shared_layer
+  auto run = [&](model::Policy& p, int shared, bool grads) {
     for (auto& t : p.parameters()) t.mutable_grad() = torch::Tensor();
     train::KnownShape known;
-    if (shared) known.prompt_group = group;
+    if (shared > 0) known.prompt_group = group;
+    known.whole_groups = shared == 2;
     auto out = train::response_logprobs(p, ids.to(kGpu), mask.to(kGpu), P, 1.0, train::Entropy::kSkip, 4, pass, {},
                                         known);
     std::vector<torch::Tensor> g;
@@ -543,22 +546,30 @@ TEST_CASE("CUDA: shared-prefix log-probs and gradients equal the unshared pass, 
     INFO(name);
     auto policy = model::Policy::load(test::model_path(name), kGpu);
     REQUIRE(policy.has_layers());
-    const auto [lp, g] = run(policy, false, true);
-    const auto [lp_s, g_s] = run(policy, true, true);
-    CHECK((lp_s - lp).abs().max().item<double>() < 1e-4);
-    REQUIRE(g_s.size() == g.size());
-    for (size_t i = 0; i < g.size(); ++i) {
-      INFO("parameter " << i);
-      CHECK((g_s[i] - g[i]).norm().item<double>() <= 1e-4 * std::max(g[i].norm().item<double>(), 1e-30));
+    REQUIRE(policy.has_shared_layer());
+    const auto [lp, g] = run(policy, 0, true);
+    double f32_max[3] = {0, 0, 0};
+    for (int shared : {1, 2}) {
+      INFO((shared == 1 ? "packed" : "split (shared_layer)"));
+      const auto [lp_s, g_s] = run(policy, shared, true);
+      f32_max[shared] = (lp_s - lp).abs().max().item<double>();
+      CHECK(f32_max[shared] < 1e-4);
+      REQUIRE(g_s.size() == g.size());
+      for (size_t i = 0; i < g.size(); ++i) {
+        INFO("parameter " << i);
+        CHECK((g_s[i] - g[i]).norm().item<double>() <= 1e-4 * std::max(g[i].norm().item<double>(), 1e-30));
+      }
     }
     policy.set_param_dtype(torch::kBFloat16);
     torch::NoGradGuard no_grad;
-    const auto lp16 = run(policy, false, false).first, lp16_s = run(policy, true, false).first;
-    const auto diff = (lp16_s - lp16).abs();
-    const double max_diff = diff.max().item<double>(), mean_diff = (diff.sum() / real.sum()).item<double>();
-    std::cout << name << " bf16 shared vs unshared log-probs: max |diff| " << max_diff << ", mean " << mean_diff
-              << " (float32 max " << (lp_s - lp).abs().max().item<double>() << ")" << std::endl;
-    CHECK(max_diff < 0.15);
-    CHECK(mean_diff < 0.02);
+    const auto lp16 = run(policy, 0, false).first;
+    for (int shared : {1, 2}) {
+      const auto diff = (run(policy, shared, false).first - lp16).abs();
+      const double max_diff = diff.max().item<double>(), mean_diff = (diff.sum() / real.sum()).item<double>();
+      std::cout << name << " bf16 " << (shared == 1 ? "packed" : "split") << " vs unshared log-probs: max |diff| "
+                << max_diff << ", mean " << mean_diff << " (float32 max " << f32_max[shared] << ")" << std::endl;
+      CHECK(max_diff < 0.15);
+      CHECK(mean_diff < 0.02);
+    }
   }
 }

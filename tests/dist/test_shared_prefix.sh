@@ -4,6 +4,8 @@
 # final weights): expert parallelism E = 2 on qwen3_moe_tiny (ZeRO-1), ZeRO-3 and ZeRO-1 on 2 ranks, a LoRA policy on
 # 2 ranks, one rollout rank beside one trainer (asynchronous) against the same layout unshared, and partial rollouts
 # against the same run unshared. prompt_tokens_saved is only in the shared runs (one-sided) and must be positive.
+# Shared runs take the split layout (the model's shared_layer; train.shared_prefix_split_tokens=0, as these rows are
+# narrow) except where marked packed: ZeRO-1, one ZeRO-3 run, and expert parallelism (whose runner always packs).
 # usage: test_shared_prefix.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
 set -u
 GSPO="$1"; MODELS="$2"; SRC="$3"; PY="${4:-/usr/bin/python3}"
@@ -12,7 +14,8 @@ LAUNCH="$SRC/scripts/launch_local.sh"
 source "$SRC/tests/dist/lib.sh"
 export CMP_EXTRA="--one-sided prompt_tokens_saved"
 G=(--set algorithm.minibatch_groups=true)
-S=(--set train.shared_prefix=true)
+S=(--set train.shared_prefix=true --set train.shared_prefix_split_tokens=0)
+PACKED=(--set train.shared_prefix=true)
 saved() {  # saved RUN: every step saved prompt tokens
   "$PY" - "$TMP/$1/metrics.jsonl" <<'PY' && ok "$1: prompt_tokens_saved > 0 every step" || bad "$1: prompt_tokens_saved"
 import json, sys
@@ -33,8 +36,10 @@ export INITIAL="$MODELS/tiny_prior.pt"
 run d1 1 "${G[@]}" && {
   run z3 2 "${G[@]}" "${S[@]}" --set distributed.zero_stage=3 \
     && same "ZeRO-3 on 2 ranks with shared prompts = 1 process unshared" d1 z3 && saved z3
-  run z1 2 "${G[@]}" "${S[@]}" --set distributed.zero_stage=1 \
-    && same "ZeRO-1 on 2 ranks with shared prompts = 1 process unshared" d1 z1
+  run z3p 2 "${G[@]}" "${PACKED[@]}" --set distributed.zero_stage=3 \
+    && same "ZeRO-3 on 2 ranks with shared prompts packed = 1 process unshared" d1 z3p && saved z3p
+  run z1 2 "${G[@]}" "${PACKED[@]}" --set distributed.zero_stage=1 \
+    && same "ZeRO-1 on 2 ranks with shared prompts packed = 1 process unshared" d1 z1
 }
 LORA=(--set model.lora_rank=4 --set model.lora_alpha=32 --set optimizer.lr=5e-3)
 run l1 1 "${G[@]}" "${LORA[@]}" && run l2 2 "${G[@]}" "${S[@]}" "${LORA[@]}" \

@@ -2,8 +2,9 @@
 // response attending to it under a tree mask. The packing against a layout worked out by hand; the log-probs, entropy
 // and parameter gradients against the unshared per-layer pass of the same rows (the reference: each row its own
 // prompt; tolerances: float32, 1e-5 absolute on log-probs and entropy, 1e-5 relative on each parameter's gradient),
-// dense and MoE, checkpointing on and off, groups whole, split and of one row; MoE routing recorded and replayed
-// (Routing Replay) through the packed layout as the unshared pass records it; rows whose prompts differ refused.
+// dense and MoE, checkpointing on and off, groups whole, split and of one row, packed under a tree mask or split into
+// prompts and responses for the model's shared_layer; MoE routing recorded and replayed (Routing Replay) through
+// both layouts as the unshared pass records it; rows whose prompts differ refused.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
@@ -51,12 +52,22 @@ Batch grouped_batch(int64_t vocab, uint64_t seed) {
 
 // Log-probs and entropy of the responses and the parameter gradients of sum(lp * w), rows sharing prompts by `group`
 // (empty: each its own).
-PassResult run_pass(model::Policy& policy, const Batch& b, bool checkpoint, const std::vector<int64_t>& group) {
+// `whole` (KnownShape::whole_groups): the ids name groups, run split through Policy::shared_layer (or packed, when
+// `runner` says it cannot); `lengths`: the rows' prompt and response lengths handed in (no device read for them).
+PassResult run_pass(model::Policy& policy, const Batch& b, bool checkpoint, const std::vector<int64_t>& group,
+                    bool whole = false, bool lengths = false, train::LayerRunner* runner = nullptr) {
   for (auto& p : policy.parameters()) p.mutable_grad() = torch::Tensor();
   train::KnownShape known;
   known.prompt_group = group;
-  auto out = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kCompute, 5,
-                                      LogprobPass{true, checkpoint, true}, {}, known);
+  known.whole_groups = whole;
+  if (lengths) {
+    const auto prompt = b.mask.narrow(1, 0, b.P).sum(1), all = b.mask.sum(1);
+    known.prompt_len = values(prompt);
+    known.response_len = values(all - prompt);
+  }
+  LogprobPass pass{true, checkpoint, true};
+  pass.runner = runner;
+  auto out = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kCompute, 5, pass, {}, known);
   const auto real = b.mask.narrow(1, b.P, b.R).to(torch::kFloat);
   torch::manual_seed(99);
   const auto w = torch::randn(real.sizes()) * real;
@@ -65,6 +76,17 @@ PassResult run_pass(model::Policy& policy, const Batch& b, bool checkpoint, cons
   for (auto& p : policy.parameters()) r.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   return r;
 }
+
+// The policy's own layers, but never through Policy::shared_layer (as expert parallelism's runner): whole groups
+// then run packed.
+class NoSplit final : public train::LayerRunner {
+ public:
+  at::Tensor run(model::Policy& policy, int64_t index, const at::Tensor& x, const model::LayerContext& ctx,
+                 bool checkpoint, const at::Tensor& replay, at::Tensor* chosen) override {
+    return train::own_layers().run(policy, index, x, ctx, checkpoint, replay, chosen);
+  }
+  bool needs_layers() const override { return false; }
+};
 
 }  // namespace
 
@@ -94,6 +116,34 @@ TEST_CASE("shared prefix: rows pack by group, the prompt once, each response aft
   CHECK_THROWS_WITH(train::pack_rows({0}, {3}, {3}, 5, c10::kCPU), Catch::Contains("in 5 columns"));
 }
 
+TEST_CASE("shared prefix: whole groups split into prompts and responses for shared_layer", "[shared_prefix]") {
+  // The rows of the case above: group 0 (rows 0, 1, 3) a prompt of 3, group 1 (row 2) one of 2; responses 2, 1, 2, 0.
+  // Flat layout: 2 prompts of P = 3 columns, then 4 responses of R = 2.
+  const auto p = train::pack_whole({0, 0, 1, 0}, {3, 3, 2, 3}, {2, 1, 2, 0}, 5, c10::kCPU);
+  REQUIRE(p.split());
+  CHECK(p.prompts == 2);
+  CHECK(p.prompt_width == 3);
+  CHECK(p.response_width == 2);
+  CHECK(p.segment.sizes() == at::IntArrayRef({1, 14}));
+  CHECK(values(p.segment) == std::vector<int64_t>{0, 0, 0, 0, 0, -1, 1, 1, 1, -1, 1, 1, -1, -1});
+  CHECK(values(p.source) == std::vector<int64_t>{0, 1, 2, 10, 11, 0, 3, 4, 8, 0, 12, 13, 0, 0});
+  CHECK(values(p.target) == std::vector<int64_t>{0, 1, 2, 6, 7, 0, 1, 2, 8, 0, 3, 4, 10, 11, 0, 0, 1, 2, 0, 0});
+  CHECK(values(p.predict) == std::vector<int64_t>{2, 6, 2, 4, 10});
+  CHECK(values(p.group) == std::vector<int64_t>{0, 0, 1, 0});
+  CHECK(values(p.prompt_tokens) == std::vector<int64_t>{3, 2});
+  CHECK(p.first == std::vector<int64_t>{0, 0, 2, 0});
+  CHECK(p.packed_tokens == 10);
+  CHECK(p.unshared_tokens == 16);
+  // The flat layout as prompts and responses, and back.
+  const auto flat = torch::arange(14).view({1, 14, 1});
+  const auto [prompts, responses] = train::split_prompts(p, flat);
+  CHECK(prompts.sizes() == at::IntArrayRef({2, 3, 1}));
+  CHECK(responses.sizes() == at::IntArrayRef({4, 2, 1}));
+  CHECK(values(responses[1]) == std::vector<int64_t>{8, 9});
+  CHECK(torch::equal(train::join_prompts(prompts, responses), flat));
+  CHECK_THROWS_WITH(train::pack_whole({0, 0}, {3, 2}, {1, 1}, 5, c10::kCPU), Catch::Contains("claims the prompt of row 0"));
+}
+
 TEST_CASE("shared prefix: log-probs, entropy and gradients equal the unshared pass, dense and MoE, checkpointed or not",
           "[shared_prefix][layers]") {
   for (const char* name : {"tiny.pt", "qwen3_moe_tiny.pt"}) {
@@ -109,8 +159,31 @@ TEST_CASE("shared prefix: log-probs, entropy and gradients equal the unshared pa
       // A micro-batch holding part of a group, and rows alone: they share what they can.
       check_same(run_pass(policy, b, checkpoint, {0, 0, 9, 1, 1, 1, 2, 7, 8}), want, at + ": split groups");
       check_same(run_pass(policy, b, checkpoint, {0, 1, 2, 3, 4, 5, 6, 7, 8}), want, at + ": one row a group");
+      // Whole groups through the model's shared_layer (prompts and responses apart), the lengths known or read.
+      REQUIRE(policy.has_shared_layer());
+      const auto split = run_pass(policy, b, checkpoint, b.group, true, true);
+      check_same(split, want, at + ": whole groups, shared_layer");
+      CHECK(split.reads == want.reads + 1);
+      check_same(run_pass(policy, b, checkpoint, {0, 0, 9, 1, 1, 1, 2, 7, 8}, true), want, at + ": split, part groups");
+      // A runner that cannot run shared_layer: the whole groups run packed.
+      NoSplit packed_only;
+      check_same(run_pass(policy, b, checkpoint, b.group, true, false, &packed_only), want, at + ": whole, packed");
     }
   }
+}
+
+TEST_CASE("shared prefix: whole groups run through the model's shared_layer, unless the runner cannot",
+          "[shared_prefix][layers]") {
+  // broken_shared_layer.pt's shared_layer runs each response without its prompt: the split pass shows it, the packed
+  // one (its layer()) does not.
+  auto policy = test::load_tiny("broken_shared_layer.pt");
+  REQUIRE(policy.has_shared_layer());
+  const auto b = grouped_batch(policy.manifest().vocab_size, 4);
+  const auto want = run_pass(policy, b, false, {});
+  CHECK((run_pass(policy, b, false, b.group, true).lp - want.lp).abs().max().item<double>() > 1e-3);
+  NoSplit packed_only;
+  check_same(run_pass(policy, b, false, b.group, true, false, &packed_only), want, "packed");
+  check_same(run_pass(policy, b, false, b.group, false), want, "packed ids");
 }
 
 TEST_CASE("shared prefix: MoE routing recorded and replayed through the packed rows as the unshared pass does",
@@ -118,38 +191,43 @@ TEST_CASE("shared prefix: MoE routing recorded and replayed through the packed r
   auto policy = test::load_tiny("qwen3_moe_tiny.pt");
   const auto b = grouped_batch(policy.manifest().vocab_size, 8);
   torch::NoGradGuard no_grad;
-  train::KnownShape shared;
-  shared.prompt_group = b.group;
-  train::RouteRecord own, packed;
   const LogprobPass layers{true, false, true};
+  train::RouteRecord own;
   const auto lp = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers,
                                            {nullptr, &own}).logprobs;
-  train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers, {nullptr, &packed},
-                           shared);
   // Real tokens of the right-aligned rows (padding holds some token's experts: nobody reads them).
   const auto width = own.response.size(1);
   const auto real = torch::arange(width).unsqueeze(0) < b.mask.sum(1, true);
-  int64_t layers_compared = 0;
-  for (size_t i = 0; i < own.experts.size(); ++i) {
-    if (!own.experts[i].defined()) continue;
-    ++layers_compared;
-    const auto a = std::get<0>(own.experts[i].sort(-1)), c = std::get<0>(packed.experts[i].sort(-1));
-    CHECK(a.eq(c).all(-1).logical_or(real.logical_not()).all().item<bool>());
-  }
-  CHECK(layers_compared == 2);
-  CHECK(torch::equal(own.response, packed.response));
-  // Replaying the record (Routing Replay) through the packed rows gives the unshared log-probs.
   const auto real_r = b.mask.narrow(1, b.P, b.R).to(torch::kFloat);
-  const auto replayed = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers,
-                                                 {&own, nullptr}, shared).logprobs;
-  CHECK(((replayed - lp) * real_r).abs().max().item<double>() < 1e-5);
-  // Another record (one layer's experts moved) changes them: the packed pass takes the record it is given.
-  auto moved = own;
-  for (auto& e : moved.experts)
-    if (e.defined()) e = (e + 1).remainder(4);
-  const auto other = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers,
-                                              {&moved, nullptr}, shared).logprobs;
-  CHECK(((other - lp) * real_r).abs().max().item<double>() > 1e-3);
+  for (bool whole : {false, true}) {  // packed rows under the tree mask; whole groups through shared_layer
+    INFO((whole ? "whole groups, shared_layer" : "packed rows"));
+    train::KnownShape shared;
+    shared.prompt_group = b.group;
+    shared.whole_groups = whole;
+    train::RouteRecord packed;
+    train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers, {nullptr, &packed},
+                             shared);
+    int64_t layers_compared = 0;
+    for (size_t i = 0; i < own.experts.size(); ++i) {
+      if (!own.experts[i].defined()) continue;
+      ++layers_compared;
+      const auto a = std::get<0>(own.experts[i].sort(-1)), c = std::get<0>(packed.experts[i].sort(-1));
+      CHECK(a.eq(c).all(-1).logical_or(real.logical_not()).all().item<bool>());
+    }
+    CHECK(layers_compared == 2);
+    CHECK(torch::equal(own.response, packed.response));
+    // Replaying the record (Routing Replay) through the shared layout gives the unshared log-probs.
+    const auto replayed = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64,
+                                                   layers, {&own, nullptr}, shared).logprobs;
+    CHECK(((replayed - lp) * real_r).abs().max().item<double>() < 1e-5);
+    // Another record (one layer's experts moved) changes them: the shared pass takes the record it is given.
+    auto moved = own;
+    for (auto& e : moved.experts)
+      if (e.defined()) e = (e + 1).remainder(4);
+    const auto other = train::response_logprobs(policy, b.ids, b.mask, b.P, 1.0, train::Entropy::kSkip, 64, layers,
+                                                {&moved, nullptr}, shared).logprobs;
+    CHECK(((other - lp) * real_r).abs().max().item<double>() > 1e-3);
+  }
 }
 
 TEST_CASE("shared prefix: rows that claim a group's prompt but differ from it are refused", "[shared_prefix]") {

@@ -95,7 +95,7 @@ TEST_CASE("shared prompts: slice_rows tags the rows that share and counts the pr
   const auto plain = train::slice_rows(b, rows, adv);
   CHECK(plain.shape.prompt_group.empty());
   CHECK(plain.prompt_tokens_saved == 0);
-  const auto shared = train::slice_rows(b, rows, adv, true);
+  const auto shared = train::slice_rows(b, rows, adv, train::SharePrompts::kPacked);
   // Group 0 holds rows 0, 2, 1, 3 (prompt 6, responses 1, 3, 2, 4: (6 + 10)^2 = 256 <= 49 + 81 + 64 + 100 = 294),
   // group 1 rows 5, 4 ((5 + 3)^2 = 64 <= 49 + 36); row 9 alone.
   CHECK(shared.shape.prompt_group == std::vector<int64_t>{0, 1, 1, 2, 1, 0, 1});
@@ -104,9 +104,25 @@ TEST_CASE("shared prompts: slice_rows tags the rows that share and counts the pr
   CHECK(torch::equal(shared.ids, plain.ids));
   CHECK(torch::equal(shared.mask, plain.mask));
   // Nothing to share (one row of each group): the micro-batch runs unshared, as without the option.
-  const auto alone = train::slice_rows(b, {0, 4, 8}, adv, true);
+  const auto alone = train::slice_rows(b, {0, 4, 8}, adv, train::SharePrompts::kPacked);
   CHECK(alone.shape.prompt_group.empty());
   CHECK(alone.prompt_tokens_saved == 0);
+  CHECK_FALSE(shared.shape.whole_groups);
+  // Whole groups (Policy::shared_layer): the rows' groups, each prompt once whatever the responses, and the lengths.
+  const auto whole = train::slice_rows(b, rows, adv, train::SharePrompts::kWhole);
+  CHECK(whole.shape.prompt_group == std::vector<int64_t>{1, 0, 0, 2, 0, 1, 0});
+  CHECK(whole.shape.whole_groups);
+  CHECK(whole.shape.prompt_len == std::vector<int64_t>{5, 6, 6, 4, 6, 5, 6});
+  CHECK(whole.shape.response_len == std::vector<int64_t>{2, 1, 3, 2, 2, 1, 4});
+  CHECK(whole.prompt_tokens_saved == 3 * 6 + 1 * 5);
+  CHECK(train::slice_rows(b, {0, 4, 8}, adv, train::SharePrompts::kWhole).shape.prompt_group.empty());
+  // The split only from a width (train.shared_prefix_split_tokens): group 0 holds 6 + 1 + 3 + 2 + 4 = 16 tokens.
+  CHECK(train::widest_group(whole.shape.prompt_group, whole.shape.prompt_len, whole.shape.response_len) == 16);
+  CHECK(train::slice_rows(b, rows, adv, train::SharePrompts::kWhole, 16).shape.whole_groups);
+  const auto narrow = train::slice_rows(b, rows, adv, train::SharePrompts::kWhole, 17);
+  CHECK_FALSE(narrow.shape.whole_groups);
+  CHECK(narrow.shape.prompt_group == shared.shape.prompt_group);
+  CHECK(narrow.prompt_tokens_saved == shared.prompt_tokens_saved);
 }
 
 TEST_CASE("whole-group mini-batches: each group's rows in one mini-batch, groups shuffled, filtered rows left out",
@@ -181,23 +197,32 @@ TEST_CASE("shared prompts: a token budget counts each packed prompt once and kee
 // after a step here, where float32 rounding of its terms is 1e-8); weights within 2% of one AdamW step (Adam divides by sqrt(v), magnifying rounding where gradients are
 // near zero). The old-log-prob pass and the first mini-batch's forward take the same packed path, so the first
 // mini-batch's ratios stay exactly 1.
-TEST_CASE("train.shared_prefix: the unshared run's update, dense and MoE, checkpointed or not, budgets on",
+TEST_CASE("train.shared_prefix: the unshared run's update, dense and MoE, packed or split, checkpointed or not, budgets on",
           "[shared_prefix][train]") {
   struct Case {
     const char* model;
     std::vector<std::string> sets;
   };
+  // Split: train.shared_prefix_split_tokens=0 (these rows are narrower than the default's 512), through the models'
+  // shared_layer; else packed rows.
   const std::vector<Case> cases{
       {"tiny_prior.pt", {}},
       {"tiny_prior.pt", {"train.activation_checkpointing=false"}},
       {"tiny_prior.pt", {"algorithm.micro_batch_tokens=80"}},
       // (responses of 2: the MoE model's prompts are short, and rows pack only while that costs no attention)
       {"qwen3_moe_tiny.pt", {"algorithm.routing_replay=old", "rollout.max_new_tokens=2"}},
+      {"tiny_prior.pt", {"train.shared_prefix_split_tokens=0"}},
+      {"tiny_prior.pt", {"train.shared_prefix_split_tokens=0", "train.activation_checkpointing=false"}},
+      {"tiny_prior.pt", {"train.shared_prefix_split_tokens=0", "algorithm.micro_batch_tokens=80"}},
+      {"qwen3_moe_tiny.pt", {"train.shared_prefix_split_tokens=0", "algorithm.routing_replay=old"}},
   };
   int index = 0;
+  std::vector<double> saved;  // the first step's prompt_tokens_saved, per case
   for (const auto& c : cases) {
     const std::string name = "shared_train_" + std::to_string(index++);
-    INFO(c.model << " " << (c.sets.empty() ? "" : c.sets[0]));
+    std::string sets;
+    for (const auto& x : c.sets) sets += " " + x;
+    INFO(c.model << sets);
     const auto off = test::fresh_dir(name + "_off"), on = test::fresh_dir(name + "_on");
     cli::TrainJob(run_cfg(off, c.model, c.sets), "").run();
     auto shared_sets = c.sets;
@@ -219,6 +244,7 @@ TEST_CASE("train.shared_prefix: the unshared run's update, dense and MoE, checkp
       REQUIRE(mb[s].contains("prompt_tokens_saved"));
       CHECK(mb[s]["prompt_tokens_saved"].get<double>() > 0);
     }
+    saved.push_back(mb[0]["prompt_tokens_saved"].get<double>());
     const auto a = weights_of(off), b = weights_of(on);
     const auto init = model::Policy::load(test::model_path(c.model)).parameters();
     double moved = 0;
@@ -228,6 +254,9 @@ TEST_CASE("train.shared_prefix: the unshared run's update, dense and MoE, checkp
     }
     CHECK(moved > 1e-4);
   }
+  // The split shares each group's prompt among all its rows; packed rows only while the tree mask costs no more (pairs
+  // here): the split runs saved more, so they ran split.
+  CHECK(saved[4] > saved[0]);
 }
 
 TEST_CASE("train.shared_prefix needs the per-layer pass", "[shared_prefix][config]") {

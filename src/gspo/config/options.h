@@ -353,6 +353,7 @@ struct TrainOptions {
   bool activation_checkpointing = true;
   bool chunked_head = true;
   bool shared_prefix = false;
+  int64_t shared_prefix_split_tokens = 512;
 
   template <class V>
   void visit(V&& v) {
@@ -375,12 +376,19 @@ struct TrainOptions {
       "With either this or activation_checkpointing on, gspo drives the layers itself (rows right-aligned: causal "
       "attention without a mask); both false = the model's logits_from, as for models without the methods", any());
     v("shared_prefix", shared_prefix, "models with the per-layer methods: every training pass (old and reference "
-      "log-probs, the update's forward and backward) runs the rows of a micro-batch that share a prompt as one packed "
-      "row, the prompt once and each response after it under a tree mask: the same log-probs and gradients up to "
-      "float rounding, G x prompt fewer tokens through the layers. A group packs while its packed attention is no "
-      "larger than its rows' (long prompts, short responses); set algorithm.minibatch_groups so that a group's rows "
-      "meet in a micro-batch. Needs the per-layer pass (chunked_head or activation_checkpointing); a model without "
-      "the methods runs unshared (docs/algorithm.md, \"Shared prompts\")", any());
+      "log-probs, the update's forward and backward) runs each prompt that rows of a micro-batch share once: the "
+      "same log-probs and gradients up to float rounding, (rows - 1) x prompt fewer tokens through the layers. With "
+      "the model's shared_layer method (every scripts/gspo_model.py export) each layer takes the prompts and the "
+      "responses apart, each response attending to its prompt's keys and its own; without it, or under expert "
+      "parallelism, a group is packed into one row under a tree mask while that row's attention is no larger than "
+      "its rows' (long prompts, short responses). Set algorithm.minibatch_groups so that a group's rows meet in a "
+      "micro-batch. Needs the per-layer pass (chunked_head or activation_checkpointing); a model without the "
+      "methods runs unshared (docs/algorithm.md, \"Shared prompts\")", any());
+    v("shared_prefix_split_tokens", shared_prefix_split_tokens, "train.shared_prefix with a model that has "
+      "shared_layer: a micro-batch runs its groups split when some group's prompt + responses in it reach this many "
+      "tokens, else packed under the tree mask (below it the split's extra operations cost more than its smaller "
+      "attention saves: 512 measured on a CPU, docs/performance.md \"Shared prompts\"; a GPU's crossover is "
+      "unmeasured); 0 = always split", at_least(0));
   }
 };
 

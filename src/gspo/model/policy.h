@@ -115,6 +115,26 @@ class Policy {
   at::Tensor head_weight();
   at::Tensor head_bias();
 
+  // ---- Optional shared-prefix method (docs/model-contract.md, "Shared-prefix method"; found by name, with the
+  // per-layer methods): decoder layer `index` over responses that share prompts, each prompt run once (#71,
+  // train/shared_prefix.h). xp [K, P, H]: K prompts, real tokens first; xr [M, R, H]: M responses, real tokens first.
+  bool has_shared_layer() const;
+  struct SharedContext {
+    at::Tensor cos_p, sin_p;  // [K, 1, P, D] the prompts' rotary tables
+    at::Tensor cos_r, sin_r;  // [M, 1, R, D] the responses' (positions continuing from their prompt's end)
+    at::Tensor group;         // [M] int64: each response's prompt
+    at::Tensor prompt_len;    // [K] int64: each prompt's real tokens
+  };
+  struct Shared {
+    at::Tensor xp, xr;                // the layer's output over the prompts and the responses
+    at::Tensor experts_p, experts_r;  // MoE: the experts each token used ([K, P, top_k], [M, R, top_k]); dense: empty
+  };
+  // Equal to layer() over each prompt + response row up to float rounding: a prompt's gradient is its responses'
+  // summed. `checkpoint` (grad mode on) keeps only xp and xr, as layer() keeps x; routes_p / routes_r replay experts
+  // as layer()'s routes do (both or neither). Gates as layer().
+  Shared shared_layer(int64_t index, const at::Tensor& xp, const at::Tensor& xr, const SharedContext& ctx,
+                      bool checkpoint, const at::Tensor& routes_p = {}, const at::Tensor& routes_r = {});
+
   // ---- Optional routing methods (docs/model-contract.md, "Routing methods", route_api 1; only with the per-layer
   // methods): which experts each token of an MoE layer went to, and layers run with given experts (routes above).
   bool has_routing() const;

@@ -23,6 +23,7 @@ struct Policy::Impl {
   bool has_logits_from = false;  // the optional contract method, probed once at load
   int64_t layer_api = 0;         // version of the per-layer methods (0 = none), probed once at load
   int64_t num_layers = 0;        // decoder layers, when layer_api > 0
+  bool has_shared_layer = false;  // the optional shared_layer method (with the per-layer methods), probed once at load
   int64_t slot_api = 0;          // version of the slot methods (0 = none), probed once at load
   int64_t route_api = 0;         // version of the routing methods (0 = none), probed once at load
   std::vector<int64_t> moe_layers;  // decoder layers that route tokens to experts, when route_api > 0

@@ -3,6 +3,7 @@
 
 #include <regex>
 #include <set>
+#include <stdexcept>
 
 #include "gspo/core/error.h"
 #include "gspo/model/policy.h"
@@ -61,6 +62,60 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
   }
 };
 
+// The model's shared_layer(index, xp, cos_p, sin_p, xr, cos_r, sin_r, group, prompt_len, routes_p, routes_r).
+Policy::Shared run_shared(torch::jit::Module& module, int64_t index, const at::Tensor& xp, const at::Tensor& xr,
+                          const Policy::SharedContext& c, const at::Tensor& routes_p, const at::Tensor& routes_r) {
+  auto out = module.get_method("shared_layer")({index, xp, c.cos_p, c.sin_p, xr, c.cos_r, c.sin_r, c.group,
+                                                c.prompt_len, mask_value(routes_p), mask_value(routes_r)})
+                 .toTuple();
+  const auto& e = out->elements();
+  return {e.at(0).toTensor(), e.at(1).toTensor(), e.at(2).toTensor(), e.at(3).toTensor()};
+}
+
+// CheckpointedLayer's form for shared_layer: two inputs (the prompts, the responses), two outputs and the experts
+// (not differentiable). Only xp, xr and the rotary tables are kept; backward recomputes the layer from them.
+struct CheckpointedShared : torch::autograd::Function<CheckpointedShared> {
+  static tensor_list forward(AutogradContext* ctx, const at::Tensor& xp, const at::Tensor& xr,
+                             torch::jit::Module module, int64_t index, const at::Tensor& cos_p, const at::Tensor& sin_p,
+                             const at::Tensor& cos_r, const at::Tensor& sin_r, const at::Tensor& group,
+                             const at::Tensor& prompt_len, const std::optional<at::Tensor>& routes_p_arg,
+                             const std::optional<at::Tensor>& routes_r_arg, int64_t gate) {
+    const at::Tensor routes_p = routes_p_arg.value_or(at::Tensor()), routes_r = routes_r_arg.value_or(at::Tensor());
+    ctx->save_for_backward({xp, xr, cos_p, sin_p, cos_r, sin_r, group, prompt_len});
+    ctx->saved_data["module"] = module._ivalue();
+    ctx->saved_data["index"] = index;
+    ctx->saved_data["routes_p"] = mask_value(routes_p);
+    ctx->saved_data["routes_r"] = mask_value(routes_r);
+    ctx->saved_data["gate"] = gate;
+    auto y = run_shared(module, index, xp, xr, {cos_p, sin_p, cos_r, sin_r, group, prompt_len}, routes_p, routes_r);
+    ctx->mark_non_differentiable({y.experts_p, y.experts_r});
+    return {y.xp, y.xr, y.experts_p, y.experts_r};
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    auto s = ctx->get_saved_variables();
+    torch::jit::Module module(ctx->saved_data["module"].toObject());
+    const int64_t index = ctx->saved_data["index"].toInt();
+    auto* gate = reinterpret_cast<ParamGate*>(static_cast<intptr_t>(ctx->saved_data["gate"].toInt()));
+    auto xp = s[0].detach().requires_grad_(true), xr = s[1].detach().requires_grad_(true);
+    GateHold hold(gate, index, index > 0 ? index - 1 : 0);
+    Policy::Shared y;
+    {
+      torch::AutoGradMode on(true);
+      y = run_shared(module, index, xp, xr, {s[2], s[3], s[4], s[5], s[6], s[7]},
+                     saved_or_none(ctx->saved_data["routes_p"]), saved_or_none(ctx->saved_data["routes_r"]));
+    }
+    std::vector<at::Tensor> outs, gs;  // an output no loss reached has no gradient
+    if (grads[0].defined()) outs.push_back(y.xp), gs.push_back(grads[0]);
+    if (grads[1].defined()) outs.push_back(y.xr), gs.push_back(grads[1]);
+    if (!outs.empty()) torch::autograd::backward(outs, gs);
+    if (gate) gate->backward_done(index);
+    tensor_list out(13);  // one per forward input
+    out[0] = xp.grad(), out[1] = xr.grad();
+    return out;
+  }
+};
+
 }  // namespace
 
 at::Tensor run_layer(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
@@ -106,6 +161,7 @@ void probe_layers(Policy::Impl& impl) {
   if (impl.num_layers < 1)
     throw ModelContractError("'" + impl.path + "': num_decoder_layers() is " + std::to_string(impl.num_layers));
   impl.layer_api = version;
+  impl.has_shared_layer = impl.module.find_method("shared_layer").has_value();
 }
 
 bool Policy::has_layers() const { return impl_->layer_api > 0; }
@@ -139,6 +195,28 @@ at::Tensor Policy::layer(int64_t index, const at::Tensor& x, const LayerContext&
                                     static_cast<int64_t>(reinterpret_cast<intptr_t>(impl_->gate)));
   }
   return run_layer(impl_->module, index, x, c.cos, c.sin, c.mask, routes);
+}
+
+bool Policy::has_shared_layer() const { return impl_->has_shared_layer; }
+
+Policy::Shared Policy::shared_layer(int64_t index, const at::Tensor& xp, const at::Tensor& xr, const SharedContext& c,
+                                    bool checkpoint, const at::Tensor& routes_p, const at::Tensor& routes_r) {
+  if (!impl_->has_shared_layer) throw ModelContractError("'" + impl_->path + "' has no shared_layer method");
+  if (routes_p.defined() != routes_r.defined())
+    throw std::invalid_argument("shared_layer: replay the prompts' and the responses' experts together");
+  const bool grad = at::GradMode::is_enabled();
+  if (impl_->gate && grad && !checkpoint && impl_->gate->frees_weights())
+    throw Error("decoder layer " + std::to_string(index) + ": sharded weights (distributed.zero_stage 3) train "
+                "with activation checkpointing only (train.activation_checkpointing: true)");
+  const int64_t last = impl_->num_layers - 1;
+  GateHold hold(impl_->gate, index, index < last ? index + 1 : checkpoint && grad ? index : 0);
+  if (!(checkpoint && grad)) return run_shared(impl_->module, index, xp, xr, c, routes_p, routes_r);
+  auto opt = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
+  auto need = [](const at::Tensor& t) { return t.requires_grad() ? t : t.detach().requires_grad_(true); };
+  auto y = CheckpointedShared::apply(need(xp), need(xr), impl_->module, index, c.cos_p, c.sin_p, c.cos_r, c.sin_r,
+                                     c.group, c.prompt_len, opt(routes_p), opt(routes_r),
+                                     static_cast<int64_t>(reinterpret_cast<intptr_t>(impl_->gate)));
+  return {y[0], y[1], y[2], y[3]};
 }
 
 std::vector<std::vector<at::Tensor>> Policy::parameter_units() const {

@@ -15,9 +15,12 @@ class OwnLayers final : public LayerRunner {
     return r.out;
   }
   bool needs_layers() const override { return false; }
+  bool runs_shared(const model::Policy& policy) const override { return policy.has_shared_layer(); }
 };
 
 }  // namespace
+
+bool LayerRunner::runs_shared(const model::Policy&) const { return false; }
 
 LayerRunner& own_layers() {
   static OwnLayers own;

@@ -23,6 +23,9 @@ class LayerRunner {
                          bool checkpoint, const at::Tensor& replay, at::Tensor* chosen) = 0;
   // Whether the runner needs the per-layer pass (a pass that would take the forward path throws instead).
   virtual bool needs_layers() const = 0;
+  // Whether a pass may run `policy`'s decoder layers through Policy::shared_layer instead (shared prompts, #71): the
+  // policy's own layers may when it has the method; expert parallelism's may not (its MoE layers exchange tokens).
+  virtual bool runs_shared(const model::Policy& policy) const;
 };
 
 // The policy's own layers: Policy::layer, or Policy::routed_layer when `chosen` is asked for (without checkpointing:

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gspo/core/error.h"
@@ -127,19 +128,61 @@ void require_routing(const model::Policy& policy) {
     throw Error("'" + policy.path() + "' has no routing methods (route_api) to record or replay MoE routing with");
 }
 
-// The shared-prefix layout of `a` (shared_prefix.h) by `group` (per row), its prompts checked: 2 device reads.
-PackedRows packed_rows(const RightAligned& a, const std::vector<int64_t>& group) {
-  const int64_t n = a.ids.size(0);
-  if (static_cast<int64_t>(group.size()) != n)
-    throw std::invalid_argument("shared prefix: " + std::to_string(group.size()) + " group ids for " +
+// The shared-prefix layout of `a` by known.prompt_group (shared_prefix.h): `split` (whole groups, for
+// Policy::shared_layer) or packed rows (whole groups first cut by share_groups), its prompts checked. 1 device read
+// when the shape carries the rows' lengths, else 2.
+PackedRows packed_rows(const RightAligned& a, const KnownShape& known, bool split) {
+  const auto n = static_cast<size_t>(a.ids.size(0));
+  if (known.prompt_group.size() != n)
+    throw std::invalid_argument("shared prefix: " + std::to_string(known.prompt_group.size()) + " group ids for " +
                                 std::to_string(n) + " rows");
-  const auto lengths = torch::stack({a.starts, a.mask.sum(1) - a.starts}, 1).cpu();  // [n, 2]: prompt, response
-  const auto acc = lengths.accessor<int64_t, 2>();
-  std::vector<int64_t> plen(static_cast<size_t>(n)), rlen(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) plen[static_cast<size_t>(r)] = acc[r][0], rlen[static_cast<size_t>(r)] = acc[r][1];
-  auto packed = pack_rows(group, plen, rlen, a.ids.size(1), a.ids.device());
+  std::vector<int64_t> plen = known.prompt_len, rlen = known.response_len;
+  if (plen.size() != n || rlen.size() != n) {
+    const auto lengths = torch::stack({a.starts, a.mask.sum(1) - a.starts}, 1).cpu();  // [n, 2]: prompt, response
+    const auto acc = lengths.accessor<int64_t, 2>();
+    plen.resize(n), rlen.resize(n);
+    for (size_t r = 0; r < n; ++r) plen[r] = acc[static_cast<int64_t>(r)][0], rlen[r] = acc[static_cast<int64_t>(r)][1];
+  }
+  const int64_t W = a.ids.size(1);
+  const auto& group = known.prompt_group;
+  auto packed = split ? pack_whole(group, plen, rlen, W, a.ids.device())
+                      : pack_rows(known.whole_groups ? share_groups(group, plen, rlen) : group, plen, rlen, W,
+                                  a.ids.device());
   check_shared_prompts(packed, a.ids, plen);
   return packed;
+}
+
+// A recording pass's start: every layer's slot empty, the response positions marked (right-aligned layout).
+void begin_record(model::Policy& policy, const RightAligned& a, RouteIO routes) {
+  if (!routes.record) return;
+  routes.record->experts.assign(policy.num_layers(), at::Tensor());
+  auto col = torch::arange(a.ids.size(1), a.ids.options()).unsqueeze(0);
+  routes.record->response = (col >= a.starts.unsqueeze(1)) & (a.mask > 0);
+}
+
+// run_layers over the split layout (PackedRows::split()): every layer through Policy::shared_layer, the prompts
+// [K, P, H] and the responses [M, R, H] apart; the flat [1, K P + M R, H] out (PackedRows::predict indexes it).
+at::Tensor run_split_layers(model::Policy& policy, const RightAligned& a, bool checkpoint, RouteIO routes,
+                            const PackedRows& packed) {
+  const auto ctx = policy.layer_context(a.mask);
+  const auto pad = policy.manifest().pad_token_id;
+  auto [xp, xr] = split_prompts(packed, policy.embed(to_packed(packed, a.ids).masked_fill(packed.segment < 0, pad)));
+  const auto [cos_p, cos_r] = split_prompts(packed, to_packed(packed, ctx.cos.squeeze(1)));
+  const auto [sin_p, sin_r] = split_prompts(packed, to_packed(packed, ctx.sin.squeeze(1)));
+  const model::Policy::SharedContext shared{cos_p.unsqueeze(1), sin_p.unsqueeze(1), cos_r.unsqueeze(1),
+                                            sin_r.unsqueeze(1), packed.group, packed.prompt_tokens};
+  begin_record(policy, a, routes);
+  for (int64_t i = 0; i < policy.num_layers(); ++i) {
+    const at::Tensor replay = routes.replay ? routes.replay->replay(i) : at::Tensor();
+    at::Tensor replay_p, replay_r;
+    if (replay.defined()) std::tie(replay_p, replay_r) = split_prompts(packed, to_packed(packed, replay));
+    auto y = policy.shared_layer(i, xp, xr, shared, checkpoint, replay_p, replay_r);
+    xp = y.xp, xr = y.xr;
+    if (routes.record && !replay.defined() && y.experts_r.numel() > 0)
+      routes.record->experts[i] = to_aligned(packed, join_prompts(y.experts_p, y.experts_r)).to(at::kShort);
+    if (routes.record && replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
+  }
+  return join_prompts(xp, xr);
 }
 
 // embed and the decoder layers over right-aligned rows (checkpointed when asked and grad is on), each run by `runner`;
@@ -147,6 +190,7 @@ PackedRows packed_rows(const RightAligned& a, const std::vector<int64_t>& group)
 // packed rows under the tree mask (shared_prefix.h), the rotary tables the right-aligned rows' own: [B, L, H] out.
 at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpoint, RouteIO routes,
                       LayerRunner& runner, const PackedRows* packed = nullptr) {
+  if (packed && packed->split()) return run_split_layers(policy, a, checkpoint, routes, *packed);
   auto ctx = policy.layer_context(a.mask);
   at::Tensor x;
   if (packed) {
@@ -157,11 +201,7 @@ at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpo
   } else {
     x = policy.embed(a.ids);
   }
-  if (routes.record) {
-    routes.record->experts.assign(policy.num_layers(), at::Tensor());
-    auto col = torch::arange(a.ids.size(1), a.ids.options()).unsqueeze(0);
-    routes.record->response = (col >= a.starts.unsqueeze(1)) & (a.mask > 0);
-  }
+  begin_record(policy, a, routes);
   for (int64_t i = 0; i < policy.num_layers(); ++i) {
     const at::Tensor replay = routes.replay ? routes.replay->replay(i) : at::Tensor();
     at::Tensor chosen;
@@ -183,10 +223,11 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   const int64_t n = ids.size(0), R = ids.size(1) - P;
   auto a = right_align(ids, mask, P, known.width);
   const int64_t W = a.ids.size(1);
+  LayerRunner& runner = pass.runner ? *pass.runner : own_layers();
   std::optional<PackedRows> packed;
-  if (!known.prompt_group.empty()) packed.emplace(packed_rows(a, known.prompt_group));
-  auto x = run_layers(policy, a, pass.checkpoint, routes, pass.runner ? *pass.runner : own_layers(),
-                      packed ? &*packed : nullptr);
+  if (!known.prompt_group.empty())
+    packed.emplace(packed_rows(a, known, known.whole_groups && runner.runs_shared(policy)));
+  auto x = run_layers(policy, a, pass.checkpoint, routes, runner, packed ? &*packed : nullptr);
   // Response token j of row r sits at column starts[r] + j and is predicted by the column before it.
   auto real = mask.narrow(1, P, R) > 0;                                    // [n, R]
   auto rc = known.real_index.defined() ? known.real_index : real.nonzero();  // [N, 2] (row, j), row-major
@@ -212,7 +253,9 @@ TokenLogprobs layered_logprobs(model::Policy& policy, const at::Tensor& ids, con
   }
   auto zeros = torch::zeros({n, R}, x.options().dtype(at::kFloat));
   TokenLogprobs out;
-  out.host_reads = (known.width > 0 ? 0 : 1) + (known.real_index.defined() ? 0 : 1) + (packed ? 2 : 0);
+  const bool lengths_known = known.prompt_len.size() == static_cast<size_t>(n);
+  out.host_reads = (known.width > 0 ? 0 : 1) + (known.real_index.defined() ? 0 : 1) +
+                   (!packed ? 0 : lengths_known ? 1 : 2);
   out.logprobs = zeros.masked_scatter(real, extra.defined() ? head.logprobs.select(1, 0).contiguous() : head.logprobs);
   if (entropy == Entropy::kCompute) out.entropy = zeros.masked_scatter(real, head.entropy);
   if (extra.defined()) {

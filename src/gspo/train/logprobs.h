@@ -29,8 +29,15 @@ struct KnownShape {
   int64_t width = 0;      // the most real tokens (prompt + response) of a row; 0 = unknown
   at::Tensor real_index;  // [N, 2] int64 on the model's device: (row, j) of every real response token, row-major
   // Per row (the per-layer pass only): rows with equal ids share their prompt, which runs once for them
-  // (shared_prefix.h: the same log-probs; 2 more device reads); empty: every row runs its own.
+  // (shared_prefix.h: the same log-probs; one more device read, the prompts' check, and 2 without prompt_len and
+  // response_len); empty: every row runs its own.
   std::vector<int64_t> prompt_group;
+  // With prompt_group: each row's real prompt and response tokens (the pass then reads neither from the device).
+  std::vector<int64_t> prompt_len, response_len;
+  // With prompt_group: the ids name whole groups; each runs its prompt once through Policy::shared_layer when the
+  // policy and the runner have it (LayerRunner::runs_shared), else packed as share_groups decides. false: each id
+  // is one pack already.
+  bool whole_groups = false;
 };
 
 // How response_logprobs runs a model. Models without the per-layer methods always take the forward path.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "gspo/rollout/sampler.h"
 #include "gspo/train/shared_prefix.h"
@@ -12,8 +13,9 @@
 namespace gspo::train {
 namespace {
 
-// train.shared_prefix: which of m's rows pack (share_groups over their real lengths) and the prompt tokens saved.
-void share_prompts(const rollout::RolloutBatch& b, Micro& m) {
+// train.shared_prefix: which of m's rows share a prompt (kPacked: share_groups over their real lengths; kWhole: their
+// groups, when the widest reaches split_tokens), their lengths and the prompt tokens saved.
+void share_prompts(const rollout::RolloutBatch& b, Micro& m, SharePrompts share, int64_t split_tokens) {
   const size_t n = m.rows.size();
   const auto prompt = m.mask.narrow(1, 0, b.prompt_len).sum(1), all = m.mask.sum(1);  // (on the host)
   const auto pa = prompt.accessor<int64_t, 1>(), aa = all.accessor<int64_t, 1>();
@@ -22,23 +24,24 @@ void share_prompts(const rollout::RolloutBatch& b, Micro& m) {
     const auto k = static_cast<int64_t>(i);
     group[i] = m.rows[i] / b.group_size, plen[i] = pa[k], rlen[i] = aa[k] - pa[k];
   }
-  const auto packs = share_groups(group, plen, rlen);
-  std::vector<bool> seen(n, false);
+  const bool whole = share == SharePrompts::kWhole && widest_group(group, plen, rlen) >= split_tokens;
+  auto packs = whole ? group : share_groups(group, plen, rlen);
+  std::set<int64_t> seen;
   int64_t saved = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const auto p = static_cast<size_t>(packs[i]);
-    if (seen[p]) saved += plen[i];
-    seen[p] = true;
-  }
-  if (saved == 0) return;  // no two rows pack: the pass runs unshared
-  m.shape.prompt_group = packs;
+  for (size_t i = 0; i < n; ++i)
+    if (!seen.insert(packs[i]).second) saved += plen[i];
+  if (saved == 0) return;  // no two rows share: the pass runs unshared
+  m.shape.prompt_group = std::move(packs);
+  m.shape.prompt_len = std::move(plen);
+  m.shape.response_len = std::move(rlen);
+  m.shape.whole_groups = whole;
   m.prompt_tokens_saved = saved;
 }
 
 }  // namespace
 
 Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages,
-                 bool share) {
+                 SharePrompts share, int64_t split_tokens) {
   Micro m;
   m.rows = rows;
   int64_t r = 1;
@@ -58,7 +61,7 @@ Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& row
   m.shape.real_index = torch::tensor(real, torch::kLong).view({-1, 2});
   auto per_row = m.mask.sum(1);
   m.shape.width = std::max<int64_t>(1, per_row.numel() ? per_row.max().item<int64_t>() : 1);
-  if (share && rows.size() > 1) share_prompts(b, m);
+  if (share != SharePrompts::kOff && rows.size() > 1) share_prompts(b, m, share, split_tokens);
   return m;
 }
 

@@ -44,10 +44,18 @@ struct Micro {
   void to(c10::Device device);  // moves every tensor (old_lp/ref_lp are filled on the model's device later)
 };
 
-// `share_prompts` (train.shared_prefix): rows of one group (row / group_size) pack as share_groups decides
-// (shared_prefix.h) and shape.prompt_group says so; left empty when no two rows pack (the pass runs unshared).
+// How a micro-batch's rows of one group (row / group_size) share their prompt (train.shared_prefix, shared_prefix.h).
+enum class SharePrompts {
+  kOff,     // every row runs its own prompt
+  kPacked,  // packed rows under a tree mask, as share_groups decides (shape.prompt_group: the packs)
+  kWhole,   // each group's prompt once, through Policy::shared_layer (shape.prompt_group: the groups, whole_groups)
+};
+
+// `share` (train.shared_prefix): shape.prompt_group, prompt_len and response_len as `share` says, and the prompt
+// tokens saved; left empty when no two rows share (the pass runs unshared). kWhole runs split only when some group's
+// prompt + responses among `rows` reach `split_tokens` (train.shared_prefix_split_tokens; 0: always), else as kPacked.
 Micro slice_rows(const rollout::RolloutBatch& b, const std::vector<int64_t>& rows, const at::Tensor& advantages,
-                 bool share_prompts = false);
+                 SharePrompts share = SharePrompts::kOff, int64_t split_tokens = 0);
 
 // Shuffles `rows` with `gen` and cuts them into mini-batches of minibatch_sizes(rows.size(), num_minibatches).
 std::vector<std::vector<int64_t>> plan_minibatches(const std::vector<int64_t>& rows, int64_t num_minibatches,

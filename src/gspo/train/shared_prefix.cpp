@@ -44,14 +44,36 @@ void check_lengths(const std::vector<std::vector<int64_t>>& members, const std::
     }
 }
 
+void check_sizes(const char* who, const std::vector<int64_t>& group, const std::vector<int64_t>& plen,
+                 const std::vector<int64_t>& rlen) {
+  if (plen.size() != group.size() || rlen.size() != group.size())
+    throw std::invalid_argument(std::string(who) + ": " + std::to_string(group.size()) + " rows, " +
+                                std::to_string(plen.size()) + " prompt lengths, " + std::to_string(rlen.size()) +
+                                " response lengths");
+}
+
+// What pack_rows and pack_whole begin with: the rows by group, checked against `width`, and a layout knowing each
+// row's group's first row.
+PackedRows start_packing(const char* who, const std::vector<int64_t>& group, const std::vector<int64_t>& plen,
+                         const std::vector<int64_t>& rlen, int64_t width, std::vector<std::vector<int64_t>>& members) {
+  check_sizes(who, group, plen, rlen);
+  members = members_of(group);
+  check_lengths(members, plen, rlen, width);
+  PackedRows p;
+  p.rows = static_cast<int64_t>(group.size());
+  p.width = width;
+  p.first.resize(group.size());
+  for (const auto& m : members)
+    for (int64_t r : m) p.first[static_cast<size_t>(r)] = m.front();
+  return p;
+}
+
 }  // namespace
 
 std::vector<int64_t> share_groups(const std::vector<int64_t>& group, const std::vector<int64_t>& plen,
                                   const std::vector<int64_t>& rlen) {
   const size_t n = group.size();
-  if (plen.size() != n || rlen.size() != n)
-    throw std::invalid_argument("share_groups: " + std::to_string(n) + " rows, " + std::to_string(plen.size()) +
-                                " prompt lengths, " + std::to_string(rlen.size()) + " response lengths");
+  check_sizes("share_groups", group, plen, rlen);
   struct Pack {
     int64_t id, tokens, unshared;  // (p + sum r)^2 against sum (p + r)^2 as p + sum r and sum (p + r)^2
   };
@@ -79,17 +101,8 @@ std::vector<int64_t> share_groups(const std::vector<int64_t>& group, const std::
 PackedRows pack_rows(const std::vector<int64_t>& group, const std::vector<int64_t>& plen,
                      const std::vector<int64_t>& rlen, int64_t width, c10::Device device) {
   const auto n = static_cast<int64_t>(group.size());
-  if (plen.size() != group.size() || rlen.size() != group.size())
-    throw std::invalid_argument("pack_rows: " + std::to_string(n) + " rows, " + std::to_string(plen.size()) +
-                                " prompt lengths, " + std::to_string(rlen.size()) + " response lengths");
-  const auto members = members_of(group);
-  check_lengths(members, plen, rlen, width);
-  PackedRows p;
-  p.rows = n;
-  p.width = width;
-  p.first.resize(group.size());
-  for (const auto& m : members)
-    for (int64_t r : m) p.first[static_cast<size_t>(r)] = m.front();
+  std::vector<std::vector<int64_t>> members;
+  PackedRows p = start_packing("pack_rows", group, plen, rlen, width, members);
   int64_t L = 1;
   for (const auto& m : members) {
     int64_t len = plen[static_cast<size_t>(m.front())];
@@ -126,6 +139,86 @@ PackedRows pack_rows(const std::vector<int64_t>& group, const std::vector<int64_
   p.segment = upload(segment, device).view({B, L});
   p.predict = upload(predict, device);
   return p;
+}
+
+PackedRows pack_whole(const std::vector<int64_t>& group, const std::vector<int64_t>& plen,
+                      const std::vector<int64_t>& rlen, int64_t width, c10::Device device) {
+  const auto n = static_cast<int64_t>(group.size());
+  std::vector<std::vector<int64_t>> members;
+  PackedRows p = start_packing("pack_whole", group, plen, rlen, width, members);
+  p.prompts = static_cast<int64_t>(members.size());
+  p.prompt_width = 1;
+  p.response_width = 1;
+  for (const auto& m : members) p.prompt_width = std::max(p.prompt_width, plen[static_cast<size_t>(m.front())]);
+  for (int64_t r : rlen) p.response_width = std::max(p.response_width, r);
+  const int64_t K = p.prompts, P = p.prompt_width, R = p.response_width, F = K * P + n * R;
+  std::vector<int64_t> source(static_cast<size_t>(F), 0), segment(static_cast<size_t>(F), -1);
+  std::vector<int64_t> target(static_cast<size_t>(n * width), 0), of(static_cast<size_t>(n)), prompt(members.size());
+  for (int64_t k = 0; k < K; ++k) {
+    const auto& m = members[static_cast<size_t>(k)];
+    const int64_t first = m.front(), len = plen[static_cast<size_t>(first)];
+    prompt[static_cast<size_t>(k)] = len;
+    p.packed_tokens += len;
+    for (int64_t r : m) of[static_cast<size_t>(r)] = k;
+    for (int64_t c = 0; c < len; ++c) {
+      source[static_cast<size_t>(k * P + c)] = first * width + c;
+      segment[static_cast<size_t>(k * P + c)] = 0;
+      for (int64_t r : m) target[static_cast<size_t>(r * width + c)] = k * P + c;
+    }
+  }
+  std::vector<int64_t> predict;
+  for (int64_t r = 0; r < n; ++r) {
+    const auto u = static_cast<size_t>(r);
+    p.unshared_tokens += plen[u] + rlen[u];
+    p.packed_tokens += rlen[u];
+    for (int64_t j = 0; j < rlen[u]; ++j) {
+      const int64_t at = K * P + r * R + j;
+      source[static_cast<size_t>(at)] = r * width + plen[u] + j;
+      segment[static_cast<size_t>(at)] = 1;
+      target[static_cast<size_t>(r * width + plen[u] + j)] = at;
+    }
+    for (int64_t j = 0; j < rlen[u]; ++j)  // token j: predicted by the position before it (j = 0: the prompt's last)
+      predict.push_back(target[static_cast<size_t>(r * width + plen[u] + j - 1)]);
+  }
+  p.source = upload(source, device);
+  p.target = upload(target, device);
+  p.segment = upload(segment, device).view({1, F});
+  p.predict = upload(predict, device);
+  p.group = upload(of, device);
+  p.prompt_tokens = upload(prompt, device);
+  return p;
+}
+
+int64_t widest_group(const std::vector<int64_t>& group, const std::vector<int64_t>& plen,
+                     const std::vector<int64_t>& rlen) {
+  check_sizes("widest_group", group, plen, rlen);
+  int64_t widest = 0;
+  for (const auto& m : members_of(group)) {
+    int64_t width = plen[static_cast<size_t>(m.front())];
+    for (int64_t r : m) width += rlen[static_cast<size_t>(r)];
+    widest = std::max(widest, width);
+  }
+  return widest;
+}
+
+std::pair<at::Tensor, at::Tensor> split_prompts(const PackedRows& packed, const at::Tensor& flat) {
+  const int64_t K = packed.prompts, P = packed.prompt_width, n = packed.rows, R = packed.response_width;
+  auto rest = flat.sizes().vec();
+  rest.erase(rest.begin(), rest.begin() + 2);
+  std::vector<int64_t> ps{K, P}, rs{n, R};
+  ps.insert(ps.end(), rest.begin(), rest.end());
+  rs.insert(rs.end(), rest.begin(), rest.end());
+  const auto all = flat.select(0, 0);
+  return {all.narrow(0, 0, K * P).view(ps), all.narrow(0, K * P, n * R).view(rs)};
+}
+
+at::Tensor join_prompts(const at::Tensor& prompts, const at::Tensor& responses) {
+  auto rest = prompts.sizes().vec();
+  rest.erase(rest.begin(), rest.begin() + 2);
+  std::vector<int64_t> ps{prompts.size(0) * prompts.size(1)}, rs{responses.size(0) * responses.size(1)};
+  ps.insert(ps.end(), rest.begin(), rest.end());
+  rs.insert(rs.end(), rest.begin(), rest.end());
+  return torch::cat({prompts.reshape(ps), responses.reshape(rs)}, 0).unsqueeze(0);
 }
 
 void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const std::vector<int64_t>& prompt_len) {

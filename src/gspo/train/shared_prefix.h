@@ -6,7 +6,8 @@
 // continue from the prompt's end (the rotary tables are the unshared pass's, gathered), so every hidden state a
 // log-prob reads is the unshared pass's up to float rounding, and the gradients of all of a group's responses meet in
 // the prompt's activations, computed once. The layers are the model's own per-layer methods under an explicit mask
-// (docs/model-contract.md, "Per-layer methods"): no new model method.
+// (docs/model-contract.md, "Per-layer methods"). A model with the optional shared_layer method runs the split layout
+// instead (pack_whole below): prompts and responses apart, each response attending to its prompt's keys.
 //
 // Work and memory per layer for a group of G rows of prompt P and responses R_i: the unshared pass runs G P + sum R_i
 // tokens through the projections and MLP, this P + sum R_i (Qwen3-style prompt of 1,024 and G = 16 responses of 128:
@@ -18,6 +19,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace gspo::train {
@@ -32,6 +34,12 @@ struct PackedRows {
   int64_t rows = 0, width = 0;  // n, W
   int64_t packed_tokens = 0;    // real tokens of the packed rows (the work the layers do)
   int64_t unshared_tokens = 0;  // real tokens of the rows unpacked (the work without sharing)
+  // pack_whole's split layout (Policy::shared_layer): the packed layout is one row [1, K P + n Rw]: K prompts of
+  // prompt_width columns, then n responses of response_width (each real tokens first). Undefined / 0 for pack_rows'.
+  at::Tensor group;          // [n] int64: each row's prompt k
+  at::Tensor prompt_tokens;  // [K] int64: each prompt's real tokens
+  int64_t prompts = 0, prompt_width = 0, response_width = 0;
+  bool split() const { return prompts > 0; }
 };
 
 // Which of a micro-batch's rows pack together: `group[r]` the rows' prompt groups (rows with equal ids have one
@@ -53,6 +61,20 @@ std::vector<int64_t> share_groups(const std::vector<int64_t>& group, const std::
 PackedRows pack_rows(const std::vector<int64_t>& group, const std::vector<int64_t>& prompt_len,
                      const std::vector<int64_t>& response_len, int64_t width, c10::Device device);
 
+// The split layout of the same rows (PackedRows::split(), for Policy::shared_layer): every group's prompt once (K
+// prompts, the longest P real tokens wide), every row's response (R wide, the longest), all of a group's rows under
+// its one prompt: no attention is ever larger than the unshared rows' (P^2 / 2 + G R (P + R / 2) scores against
+// G (P + R)^2 / 2). source / target / predict / segment index the flat [K P + n R] layout (segment [1, K P + n R]:
+// 0 a prompt token, 1 a response token, -1 padding); `first` as pack_rows'. Same arguments and errors as pack_rows.
+PackedRows pack_whole(const std::vector<int64_t>& group, const std::vector<int64_t>& prompt_len,
+                      const std::vector<int64_t>& response_len, int64_t width, c10::Device device);
+
+// The widest group: the most prompt + response tokens a group's rows would hold packed into one row (its first row's
+// prompt and every row's response). What decides between the split and the packed layout (the split's extra
+// operations pay only past a width: train.shared_prefix_split_tokens).
+int64_t widest_group(const std::vector<int64_t>& group, const std::vector<int64_t>& prompt_len,
+                     const std::vector<int64_t>& response_len);
+
 // Throws std::logic_error naming the first row whose prompt tokens differ from its group's first row's (ids: the
 // right-aligned [n, W]; prompt_len as pack_rows had it); one device read.
 void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const std::vector<int64_t>& prompt_len);
@@ -60,6 +82,11 @@ void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const
 // The tree mask of the packed rows: bool [B, 1, L, L] (true = may attend), each position also its own key (padding
 // never fully masked: NaN-free).
 at::Tensor tree_mask(const PackedRows& packed);
+
+// A split layout's flat [1, K P + n R, ...] tensor as its prompts [K, P, ...] and responses [n, R, ...] (views), and
+// the two back as one flat [1, K P + n R, ...].
+std::pair<at::Tensor, at::Tensor> split_prompts(const PackedRows& packed, const at::Tensor& flat);
+at::Tensor join_prompts(const at::Tensor& prompts, const at::Tensor& responses);
 
 // A per-position tensor of the right-aligned layout [n, W, ...] in the packed layout [B, L, ...] (token ids, rotary
 // tables, replayed experts), and back (recorded experts; a group's prompt positions go to each of its rows).

@@ -84,6 +84,8 @@ StepRunner::StepRunner(StepParts parts) : p_(parts), experts_(make_step_experts(
   }
   measure_routes_ = moe && a.routing_metrics;
   share_prompts_ = tr.shared_prefix && p_.policy.has_layers();
+  share_whole_ = share_prompts_ && experts_->runs_shared(p_.policy);
+  split_tokens_ = tr.shared_prefix_split_tokens;
   if (tr.shared_prefix && !share_prompts_)
     log::warn("train.shared_prefix: '{}' has no per-layer methods (docs/model-contract.md): every row runs its own "
               "prompt", p_.policy.path());
@@ -124,6 +126,7 @@ std::vector<MiniBatch> StepRunner::make_plan(const rollout::RolloutBatch& b, con
                                              const std::vector<int64_t>& rows, int64_t first_row, at::Generator& gen) {
   const auto& a = p_.cfg.algorithm;
   const int64_t share = share_prompts_ ? b.group_size : 0;
+  const auto how = share_whole_ ? SharePrompts::kWhole : share_prompts_ ? SharePrompts::kPacked : SharePrompts::kOff;
   std::vector<MiniBatch> plan;
   const auto minibatches = a.minibatch_groups ? plan_group_minibatches(rows, b.group_size, a.num_minibatches, gen)
                                               : plan_minibatches(rows, a.num_minibatches, gen);
@@ -135,7 +138,7 @@ std::vector<MiniBatch> StepRunner::make_plan(const rollout::RolloutBatch& b, con
       if (r >= first_row && r < first_row + b.num_rows()) mine.push_back(r - first_row);
     for (const auto& part : plan_micro(mine, b.response_lengths, b.prompt_len, a.micro_batch_size,
                                        a.micro_batch_tokens, share)) {
-      mb.micros.push_back(slice_rows(b, part, adv, share > 0));
+      mb.micros.push_back(slice_rows(b, part, adv, how, split_tokens_));
       mb.micros.back().to(p_.policy.device());
     }
     plan.push_back(std::move(mb));

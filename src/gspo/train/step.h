@@ -109,6 +109,8 @@ class StepRunner {
   void rollout_routes(std::vector<MiniBatch>& plan, int64_t prompt_len, StepMetrics& m);
   bool measure_routes_ = false;  // algorithm.routing_metrics on an MoE policy
   bool share_prompts_ = false;   // train.shared_prefix on a model with the per-layer methods
+  bool share_whole_ = false;     // ... whose groups run split, through Policy::shared_layer (SharePrompts::kWhole)
+  int64_t split_tokens_ = 0;     // train.shared_prefix_split_tokens
 };
 
 }  // namespace gspo::train

@@ -24,6 +24,7 @@ class OwnExperts final : public StepExperts {
     return own_layers().run(policy, index, x, ctx, checkpoint, replay, chosen);
   }
   bool needs_layers() const override { return false; }
+  bool runs_shared(const model::Policy& policy) const override { return own_layers().runs_shared(policy); }
   void step_begins() override {}
   void rollout_done(UpdateEngine&, StepMetrics&) override {}
   void record_load(model::Policy& policy, StepMetrics& m) override { record_moe_load(policy.expert_load(), m); }
