@@ -3,7 +3,8 @@
 # every engine: runs with sharing train as one process without it does (compare_runs.py's tolerances: metrics and
 # final weights): expert parallelism E = 2 on qwen3_moe_tiny (ZeRO-1), ZeRO-3 and ZeRO-1 on 2 ranks, a LoRA policy on
 # 2 ranks, one rollout rank beside one trainer (asynchronous) against the same layout unshared, and partial rollouts
-# against the same run unshared. prompt_tokens_saved is only in the shared runs (one-sided) and must be positive.
+# against the same run unshared, and multi-turn tool episodes against the same run unshared. prompt_tokens_saved is
+# only in the shared runs (one-sided) and must be positive.
 # Shared runs take the split layout (the model's shared_layer; train.shared_prefix_split_tokens=0, as these rows are
 # narrow) except where marked packed: ZeRO-1, one ZeRO-3 run, and expert parallelism (whose runner always packs).
 # usage: test_shared_prefix.sh GSPO_BINARY TEST_MODELS_DIR SOURCE_DIR [PYTHON]
@@ -53,6 +54,30 @@ PART=(--set async.partial_rollout=true --set async.max_staleness=1 --set rollout
       --set 'rollout.stop=["3", "7"]')
 run p0 1 "${G[@]}" "${PART[@]}" && run ps 1 "${G[@]}" "${S[@]}" "${PART[@]}" \
   && same "partial rollouts with shared prompts = the same run unshared" p0 ps && saved ps
+
+# Tools: multi-turn episodes (the tools demo's lookup tool; each observation sits inside its row, loss-masked), so
+# what a group shares is its prompt only. The model is warm-started as test_dist.sh's tools case, so calls happen.
+printf '#!/bin/sh\nexec sh "%s"\n' "$SRC/scripts/tools/lookup.sh" >"$TMP/lookup.sh" && chmod +x "$TMP/lookup.sh"
+if OMP_NUM_THREADS=1 "$PY" "$SRC/scripts/make_tiny_model.py" --out "$TMP/tiny_tools.pt" --warm "$SRC/data/tools_warm.txt" \
+     --warm-steps 1000 >"$TMP/tiny_tools.log" 2>&1; then
+  TRAIN=(train -c "$SRC/configs/tiny-tools.yaml" --set "model.path=$TMP/tiny_tools.pt"
+         --set "data.path=$SRC/data/tools_lookup.jsonl" --set rollout.prompts_per_step=6 --set rollout.group_size=4
+         --set algorithm.num_minibatches=2 --set algorithm.micro_batch_size=5 --set train.threads=1
+         --set logging.progress=false
+         --set "tools.list=[{\"name\":\"lookup\",\"kind\":\"command\",\"command\":\"$TMP/lookup.sh\"}]")
+  export INITIAL="$TMP/tiny_tools.pt"
+  run t0 1 "${G[@]}" && run ts 1 "${G[@]}" "${S[@]}" \
+    && same "tool episodes with shared prompts = the same run unshared" t0 ts && saved ts && {
+    "$PY" - "$TMP/ts/metrics.jsonl" <<'PY' && ok "tools: calls made in the shared run" || bad "tools: no tool calls"
+import json, sys
+m = [json.loads(l) for l in open(sys.argv[1])]
+print([(x["tool_calls_mean"], x["observation_frac"]) for x in m])
+assert sum(x["tool_calls_mean"] for x in m) > 0 and any(x["observation_frac"] > 0 for x in m)
+PY
+  }
+else
+  bad "tools: the warm-started model" "$TMP/tiny_tools.log"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
