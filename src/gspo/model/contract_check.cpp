@@ -262,47 +262,6 @@ void check_routing(Policy& policy, const at::Tensor& ids, const at::Tensor& mask
   });
 }
 
-// The shared-prefix method (found by name): one prompt of 3 tokens and two responses (3 tokens, and 2 then padding)
-// through shared_layer must give, layer by layer from the same inputs, what layer() gives over each prompt + response
-// row; output shapes are the inputs'.
-void check_shared_layer(Policy& policy, const at::Tensor& ids, bool low_precision) {
-  const std::string& file = policy.path();
-  call("shared_layer", file, [&] {
-    const auto opts = ids.options();
-    const auto prompt = ids[1].narrow(0, 0, 3);
-    const auto pad = torch::full({1}, policy.manifest().pad_token_id, opts);
-    const auto rows = torch::stack({torch::cat({prompt, ids[1].narrow(0, 3, 3)}),
-                                    torch::cat({prompt, ids[0].narrow(0, 2, 2), pad})});  // [2, 6]
-    auto mask = torch::ones({2, 6}, opts);
-    mask[1][5] = 0;
-    auto x = policy.embed(rows);
-    const auto ctx = policy.layer_context(mask);
-    const Policy::SharedContext sc{ctx.cos.narrow(0, 0, 1).narrow(2, 0, 3), ctx.sin.narrow(0, 0, 1).narrow(2, 0, 3),
-                                   ctx.cos.narrow(2, 3, 3), ctx.sin.narrow(2, 3, 3), torch::zeros({2}, opts),
-                                   torch::full({1}, 3, opts)};
-    const auto real = mask.narrow(1, 3, 3).unsqueeze(-1) > 0;
-    for (int64_t i = 0; i < policy.num_layers(); ++i) {
-      const auto xp = x.narrow(0, 0, 1).narrow(1, 0, 3), xr = x.narrow(1, 3, 3);
-      const auto y = policy.shared_layer(i, xp, xr, sc, false);
-      const auto want = policy.layer(i, x, ctx, false);
-      const std::string name = "shared_layer(" + std::to_string(i) + ")";
-      if (y.xp.sizes() != xp.sizes() || y.xr.sizes() != xr.sizes())
-        throw ModelContractError(file + ": " + name + " returned prompts " + c10::str(y.xp.sizes()) + " and responses " +
-                                 c10::str(y.xr.sizes()) + " for " + c10::str(xp.sizes()) + " and " +
-                                 c10::str(xr.sizes()));
-      const double tol = (low_precision ? 5e-2 : 1e-5) * std::max(1.0, want.abs().max().item<double>());
-      const double dp = (y.xp - want.narrow(0, 0, 1).narrow(1, 0, 3)).abs().max().item<double>();
-      const double dr = ((y.xr - want.narrow(1, 3, 3)) * real).abs().max().item<double>();
-      if (!(std::max(dp, dr) <= tol))
-        throw ModelContractError(file + ": " + name + " disagrees with layer(" + std::to_string(i) +
-                                 ") over the same prompt + response rows by " + std::to_string(std::max(dp, dr)) +
-                                 " (tolerance " + std::to_string(tol) + ")");
-      x = want;
-    }
-    return at::Tensor();
-  });
-}
-
 }  // namespace
 
 double check_contract(Policy& policy) {
@@ -335,7 +294,6 @@ double check_contract(Policy& policy) {
   if (policy.has_slots()) check_slots(policy, gen, full, m.pad_token_id, low_precision);
   if (policy.has_append()) check_append(policy, gen, full, m.pad_token_id, low_precision);
   if (policy.has_routing()) check_routing(policy, gen, mask, low_precision);
-  if (policy.has_shared_layer() && gen.size(1) >= 6) check_shared_layer(policy, gen, low_precision);
   if (policy.has_expert_slots()) check_expert_slots(policy, gen, full, m.pad_token_id, low_precision);
   if (policy.can_record_routes()) check_recorded_slots(policy, gen, full, m.pad_token_id, low_precision);
 
