@@ -116,6 +116,22 @@ struct CheckpointedShared : torch::autograd::Function<CheckpointedShared> {
   }
 };
 
+std::optional<at::Tensor> optional_of(const at::Tensor& t) {
+  return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
+}
+
+// What layer() and shared_layer() check before running decoder layer `index`: sharded weights (a gate that frees
+// them) train only checkpointed, since the graph would keep freed weights. Returns the layer expected next for the
+// gate's prefetch: the layer above; after the last one, this layer again in its backward (training) or the first
+// layer of the next pass.
+int64_t layer_next(const Policy::Impl& impl, int64_t index, bool checkpoint, bool grad) {
+  if (impl.gate && grad && !checkpoint && impl.gate->frees_weights())
+    throw Error("decoder layer " + std::to_string(index) + ": sharded weights (distributed.zero_stage 3) train "
+                "with activation checkpointing only (train.activation_checkpointing: true)");
+  const int64_t last = impl.num_layers - 1;
+  return index < last ? index + 1 : checkpoint && grad ? index : 0;
+}
+
 }  // namespace
 
 at::Tensor run_layer(torch::jit::Module& module, int64_t index, const at::Tensor& x, const at::Tensor& cos,
@@ -177,21 +193,14 @@ LayerContext Policy::layer_context(const at::Tensor& mask) {
 
 at::Tensor Policy::layer(int64_t index, const at::Tensor& x, const LayerContext& c, bool checkpoint,
                          const at::Tensor& routes) {
-  auto opt = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
   const bool grad = at::GradMode::is_enabled();
-  if (impl_->gate && grad && !checkpoint && impl_->gate->frees_weights())  // the graph would keep freed weights
-    throw Error("decoder layer " + std::to_string(index) + ": sharded weights (distributed.zero_stage 3) train "
-                "with activation checkpointing only (train.activation_checkpointing: true)");
-  // Expected next: the layer above; after the last one, this layer again in its backward (training) or the first
-  // layer of the next pass.
-  const int64_t last = impl_->num_layers - 1;
-  GateHold hold(impl_->gate, index, index < last ? index + 1 : checkpoint && grad ? index : 0);
+  GateHold hold(impl_->gate, index, layer_next(*impl_, index, checkpoint, grad));
   if (checkpoint && grad) {
     // The node is recorded only when an input needs a gradient: with a frozen embedding (adapters train, model/lora.h)
     // the first layer's input does not, yet the parameters inside must get theirs (as transformers'
     // enable_input_require_grads does for PEFT under gradient checkpointing).
     const auto in = x.requires_grad() ? x : x.detach().requires_grad_(true);
-    return CheckpointedLayer::apply(in, impl_->module, index, c.cos, c.sin, opt(c.mask), opt(routes),
+    return CheckpointedLayer::apply(in, impl_->module, index, c.cos, c.sin, optional_of(c.mask), optional_of(routes),
                                     static_cast<int64_t>(reinterpret_cast<intptr_t>(impl_->gate)));
   }
   return run_layer(impl_->module, index, x, c.cos, c.sin, c.mask, routes);
@@ -205,16 +214,11 @@ Policy::Shared Policy::shared_layer(int64_t index, const at::Tensor& xp, const a
   if (routes_p.defined() != routes_r.defined())
     throw std::invalid_argument("shared_layer: replay the prompts' and the responses' experts together");
   const bool grad = at::GradMode::is_enabled();
-  if (impl_->gate && grad && !checkpoint && impl_->gate->frees_weights())
-    throw Error("decoder layer " + std::to_string(index) + ": sharded weights (distributed.zero_stage 3) train "
-                "with activation checkpointing only (train.activation_checkpointing: true)");
-  const int64_t last = impl_->num_layers - 1;
-  GateHold hold(impl_->gate, index, index < last ? index + 1 : checkpoint && grad ? index : 0);
+  GateHold hold(impl_->gate, index, layer_next(*impl_, index, checkpoint, grad));
   if (!(checkpoint && grad)) return run_shared(impl_->module, index, xp, xr, c, routes_p, routes_r);
-  auto opt = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
   auto need = [](const at::Tensor& t) { return t.requires_grad() ? t : t.detach().requires_grad_(true); };
   auto y = CheckpointedShared::apply(need(xp), need(xr), impl_->module, index, c.cos_p, c.sin_p, c.cos_r, c.sin_r,
-                                     c.group, c.prompt_len, opt(routes_p), opt(routes_r),
+                                     c.group, c.prompt_len, optional_of(routes_p), optional_of(routes_r),
                                      static_cast<int64_t>(reinterpret_cast<intptr_t>(impl_->gate)));
   return {y[0], y[1], y[2], y[3]};
 }

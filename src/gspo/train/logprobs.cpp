@@ -160,15 +160,34 @@ void begin_record(model::Policy& policy, const RightAligned& a, RouteIO routes) 
   routes.record->response = (col >= a.starts.unsqueeze(1)) & (a.mask > 0);
 }
 
+// Layer i's experts into a recording pass's record: the replayed ones when the layer replayed (`replay` defined),
+// else `chosen` (right-aligned; empty for a dense layer: nothing kept).
+void keep_experts(RouteIO routes, int64_t i, const at::Tensor& replay, const at::Tensor& chosen) {
+  if (!routes.record) return;
+  if (replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
+  else if (chosen.numel() > 0) routes.record->experts[i] = chosen.to(at::kShort);
+}
+
+// The embedded ids and the rotary tables [B, L, D] of the right-aligned rows in `packed`'s layout (padding embeds the
+// pad id).
+struct PackedInputs {
+  at::Tensor x, cos, sin;
+};
+PackedInputs packed_inputs(model::Policy& policy, const RightAligned& a, const model::LayerContext& ctx,
+                           const PackedRows& packed) {
+  const auto pad = policy.manifest().pad_token_id;
+  return {policy.embed(to_packed(packed, a.ids).masked_fill(packed.segment < 0, pad)),
+          to_packed(packed, ctx.cos.squeeze(1)), to_packed(packed, ctx.sin.squeeze(1))};
+}
+
 // run_layers over the split layout (PackedRows::split()): every layer through Policy::shared_layer, the prompts
 // [K, P, H] and the responses [M, R, H] apart; the flat [1, K P + M R, H] out (PackedRows::predict indexes it).
 at::Tensor run_split_layers(model::Policy& policy, const RightAligned& a, bool checkpoint, RouteIO routes,
                             const PackedRows& packed) {
-  const auto ctx = policy.layer_context(a.mask);
-  const auto pad = policy.manifest().pad_token_id;
-  auto [xp, xr] = split_prompts(packed, policy.embed(to_packed(packed, a.ids).masked_fill(packed.segment < 0, pad)));
-  const auto [cos_p, cos_r] = split_prompts(packed, to_packed(packed, ctx.cos.squeeze(1)));
-  const auto [sin_p, sin_r] = split_prompts(packed, to_packed(packed, ctx.sin.squeeze(1)));
+  const auto in = packed_inputs(policy, a, policy.layer_context(a.mask), packed);
+  auto [xp, xr] = split_prompts(packed, in.x);
+  const auto [cos_p, cos_r] = split_prompts(packed, in.cos);
+  const auto [sin_p, sin_r] = split_prompts(packed, in.sin);
   const model::Policy::SharedContext shared{cos_p.unsqueeze(1), sin_p.unsqueeze(1), cos_r.unsqueeze(1),
                                             sin_r.unsqueeze(1), packed.group, packed.prompt_tokens};
   begin_record(policy, a, routes);
@@ -178,9 +197,8 @@ at::Tensor run_split_layers(model::Policy& policy, const RightAligned& a, bool c
     if (replay.defined()) std::tie(replay_p, replay_r) = split_prompts(packed, to_packed(packed, replay));
     auto y = policy.shared_layer(i, xp, xr, shared, checkpoint, replay_p, replay_r);
     xp = y.xp, xr = y.xr;
-    if (routes.record && !replay.defined() && y.experts_r.numel() > 0)
-      routes.record->experts[i] = to_aligned(packed, join_prompts(y.experts_p, y.experts_r)).to(at::kShort);
-    if (routes.record && replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
+    const bool chose = routes.record && !replay.defined() && y.experts_r.numel() > 0;
+    keep_experts(routes, i, replay, chose ? to_aligned(packed, join_prompts(y.experts_p, y.experts_r)) : at::Tensor());
   }
   return join_prompts(xp, xr);
 }
@@ -194,10 +212,9 @@ at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpo
   auto ctx = policy.layer_context(a.mask);
   at::Tensor x;
   if (packed) {
-    const auto pad = policy.manifest().pad_token_id;
-    x = policy.embed(to_packed(*packed, a.ids).masked_fill(packed->segment < 0, pad));
-    ctx = {to_packed(*packed, ctx.cos.squeeze(1)).unsqueeze(1), to_packed(*packed, ctx.sin.squeeze(1)).unsqueeze(1),
-           tree_mask(*packed)};
+    const auto in = packed_inputs(policy, a, ctx, *packed);
+    x = in.x;
+    ctx = {in.cos.unsqueeze(1), in.sin.unsqueeze(1), tree_mask(*packed)};
   } else {
     x = policy.embed(a.ids);
   }
@@ -208,9 +225,7 @@ at::Tensor run_layers(model::Policy& policy, const RightAligned& a, bool checkpo
     const bool record = routes.record && !replay.defined();
     x = runner.run(policy, i, x, ctx, checkpoint, packed && replay.defined() ? to_packed(*packed, replay) : replay,
                    record ? &chosen : nullptr);
-    if (record && chosen.numel() > 0)
-      routes.record->experts[i] = (packed ? to_aligned(*packed, chosen) : chosen).to(at::kShort);
-    if (routes.record && replay.defined()) routes.record->experts[i] = routes.replay->experts[i];
+    keep_experts(routes, i, replay, packed && chosen.numel() > 0 ? to_aligned(*packed, chosen) : chosen);
   }
   return x;
 }

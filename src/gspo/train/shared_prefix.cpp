@@ -203,22 +203,12 @@ int64_t widest_group(const std::vector<int64_t>& group, const std::vector<int64_
 
 std::pair<at::Tensor, at::Tensor> split_prompts(const PackedRows& packed, const at::Tensor& flat) {
   const int64_t K = packed.prompts, P = packed.prompt_width, n = packed.rows, R = packed.response_width;
-  auto rest = flat.sizes().vec();
-  rest.erase(rest.begin(), rest.begin() + 2);
-  std::vector<int64_t> ps{K, P}, rs{n, R};
-  ps.insert(ps.end(), rest.begin(), rest.end());
-  rs.insert(rs.end(), rest.begin(), rest.end());
   const auto all = flat.select(0, 0);
-  return {all.narrow(0, 0, K * P).view(ps), all.narrow(0, K * P, n * R).view(rs)};
+  return {all.narrow(0, 0, K * P).unflatten(0, {K, P}), all.narrow(0, K * P, n * R).unflatten(0, {n, R})};
 }
 
 at::Tensor join_prompts(const at::Tensor& prompts, const at::Tensor& responses) {
-  auto rest = prompts.sizes().vec();
-  rest.erase(rest.begin(), rest.begin() + 2);
-  std::vector<int64_t> ps{prompts.size(0) * prompts.size(1)}, rs{responses.size(0) * responses.size(1)};
-  ps.insert(ps.end(), rest.begin(), rest.end());
-  rs.insert(rs.end(), rest.begin(), rest.end());
-  return torch::cat({prompts.reshape(ps), responses.reshape(rs)}, 0).unsqueeze(0);
+  return torch::cat({prompts.flatten(0, 1), responses.flatten(0, 1)}, 0).unsqueeze(0);
 }
 
 void check_shared_prompts(const PackedRows& packed, const at::Tensor& ids, const std::vector<int64_t>& prompt_len) {
